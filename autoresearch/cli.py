@@ -1,0 +1,168 @@
+"""The command line: parse arguments, load the config, call the library. Nothing else lives here."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from .config import Config, find_config, load_config
+from .errors import UserError
+
+__all__ = ["EXIT_FAILED", "EXIT_USER_ERROR", "TRACEBACK_ENV", "build_parser", "main"]
+
+EXIT_USER_ERROR = 1
+EXIT_FAILED = 3  # the command ran, but what it ran did not end well (e.g. interrupted)
+TRACEBACK_ENV = "AUTORESEARCH_TRACEBACK"
+
+
+def _config(args: argparse.Namespace) -> Config:
+    path = Path(args.config) if args.config else find_config(Path.cwd())
+    return load_config(path)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run the experiment loop on the session in the config (resumes where it stopped)."""
+    from .loop import RunOptions, run_session
+    from .progress import Progress
+
+    options = RunOptions(
+        max_experiments=args.max_experiments,
+        max_hours=args.max_hours,
+        stop_after_no_keep=args.stop_after_no_keep,
+        env=dict(args.env),
+    )
+    outcome = run_session(_config(args), options, Progress(quiet=args.quiet))
+    print(
+        f"session {outcome.session}: {outcome.ran} experiments this run, {outcome.kept} kept; "
+        f"stopped: {outcome.stop_reason}"
+    )
+    return EXIT_FAILED if outcome.interrupted else 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Show where a session stands: experiments by status, baseline vs best, the one in flight."""
+    from .status import format_status, session_status
+
+    status = session_status(_config(args))
+    print(json.dumps(status, indent=2) if args.json else format_status(status))
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Scaffold a session in a repository: config, bench and checks scripts, ideas file."""
+    from .scaffold import scaffold
+
+    directory = Path(args.directory).resolve()
+    written = scaffold(
+        directory,
+        session=args.session,
+        metric=args.metric,
+        direction=args.direction,
+        unit=args.unit,
+        scope=args.scope or ["src/**"],
+        force=args.force,
+    )
+    for path in written:
+        print(f"wrote {path.relative_to(directory)}")
+    print(
+        "next: edit autoresearch.sh to print your METRIC lines, set [scope] in "
+        "autoresearch.toml, commit the scripts, put patches in hypotheses/, then `autoresearch run`"
+    )
+    return 0
+
+
+def _key_value(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got '{text}'")
+    return key, value
+
+
+def _add_config(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--config",
+        metavar="PATH",
+        help="session config (default: ./autoresearch.toml, or [tool.autoresearch] in "
+        "./pyproject.toml)",
+    )
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": cmd_run,
+    "status": cmd_status,
+    "init": cmd_init,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autoresearch",
+        description="Unattended performance-optimization loops: apply a hypothesis, measure it, "
+        "keep it or revert it, and journal why.",
+        epilog=f"Set {TRACEBACK_ENV}=1 to see the traceback behind an error.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    run = sub.add_parser("run", help=_doc(cmd_run), description=_doc(cmd_run))
+    _add_config(run)
+    run.add_argument("--max-experiments", type=int, metavar="N", help="override budget")
+    run.add_argument("--max-hours", type=float, metavar="H", help="override budget (this run)")
+    run.add_argument(
+        "--stop-after-no-keep",
+        type=int,
+        metavar="N",
+        help="stop after N experiments without a keep",
+    )
+    run.add_argument(
+        "--env",
+        type=_key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="environment for the bench and checks (repeatable)",
+    )
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
+
+    status = sub.add_parser("status", help=_doc(cmd_status), description=_doc(cmd_status))
+    _add_config(status)
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+
+    init = sub.add_parser("init", help=_doc(cmd_init), description=_doc(cmd_init))
+    init.add_argument("directory", nargs="?", default=".", help="the repository (default: .)")
+    init.add_argument("--session", default="main", help="session name (default: main)")
+    init.add_argument("--metric", default="bench_ms", help="primary metric name")
+    init.add_argument("--direction", default="lower", choices=["lower", "higher"])
+    init.add_argument("--unit", default="ms", help="primary metric unit (default: ms)")
+    init.add_argument(
+        "--scope", action="append", metavar="GLOB", help="what patches may touch (repeatable)"
+    )
+    init.add_argument("--force", action="store_true", help="overwrite existing files")
+    return parser
+
+
+def _doc(func: Callable) -> str:
+    return (func.__doc__ or "").strip().splitlines()[0]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The console script: one place where a UserError becomes `error: ...` and exit 1."""
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except UserError as exc:
+        if os.environ.get(TRACEBACK_ENV):
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,335 @@
+"""Session config: TOML (autoresearch.toml or [tool.autoresearch] in pyproject.toml) -> dataclasses.
+
+Every key is checked: an unknown key or a wrong type is a ConfigError naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import ConfigError
+
+__all__ = [
+    "CONFIG_NAMES",
+    "BenchConfig",
+    "BudgetConfig",
+    "ChecksConfig",
+    "Config",
+    "DecisionConfig",
+    "MetricSpec",
+    "ProposerConfig",
+    "ScopeConfig",
+    "SentinelSpec",
+    "SessionConfig",
+    "TargetConfig",
+    "find_config",
+    "load_config",
+]
+
+CONFIG_NAMES = ("autoresearch.toml", "pyproject.toml")
+DIRECTIONS = ("lower", "higher")
+CHECKS_WHEN = ("keep", "always", "never")
+# Never patchable, whatever the user's protect list says: the harness that judges the patch.
+ALWAYS_PROTECTED = ("autoresearch.toml", "**/go.mod", "**/go.sum", ".git", ".gitmodules")
+
+
+@dataclass(frozen=True)
+class SessionConfig:
+    name: str = "main"
+    journal: str = "experiments.jsonl"
+    # Empty: under the target repository's git directory, outside every working tree.
+    state_dir: str = ""
+    ideas: str = "ideas.md"
+
+
+@dataclass(frozen=True)
+class TargetConfig:
+    repo: str = "."
+    base: str = "HEAD"
+
+
+@dataclass(frozen=True)
+class BenchConfig:
+    command: str = "./autoresearch.sh"
+    timeout_s: float = 600.0
+    runs: int = 3
+    calibration_runs: int = 5
+    go_bench: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ChecksConfig:
+    command: str = "./autoresearch.checks.sh"
+    timeout_s: float = 900.0
+    when: str = "keep"
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    name: str
+    direction: str = "lower"
+    unit: str = ""
+
+
+@dataclass(frozen=True)
+class SentinelSpec:
+    name: str
+    budget_pct: float
+    direction: str = "lower"
+    unit: str = ""
+
+
+@dataclass(frozen=True)
+class ScopeConfig:
+    include: list[str] = field(default_factory=lambda: ["**"])
+    protect: list[str] = field(default_factory=list)
+    allow_binary: bool = False
+
+
+@dataclass(frozen=True)
+class BudgetConfig:
+    max_experiments: int = 100
+    max_hours: float = 8.0
+    stop_after_no_keep: int = 0
+
+
+@dataclass(frozen=True)
+class DecisionConfig:
+    min_effect_pct: float = 1.0
+    noise_multiplier: float = 3.0
+
+
+@dataclass(frozen=True)
+class ProposerConfig:
+    kind: str = "queue"
+    dir: str = "hypotheses"
+
+
+@dataclass(frozen=True)
+class Config:
+    """A validated session config; paths are absolute."""
+
+    path: Path
+    metric: MetricSpec
+    session: SessionConfig = field(default_factory=SessionConfig)
+    target: TargetConfig = field(default_factory=TargetConfig)
+    bench: BenchConfig = field(default_factory=BenchConfig)
+    checks: ChecksConfig = field(default_factory=ChecksConfig)
+    secondary: list[MetricSpec] = field(default_factory=list)
+    sentinel: list[SentinelSpec] = field(default_factory=list)
+    scope: ScopeConfig = field(default_factory=ScopeConfig)
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    decision: DecisionConfig = field(default_factory=DecisionConfig)
+    proposer: ProposerConfig = field(default_factory=ProposerConfig)
+
+    @property
+    def base_dir(self) -> Path:
+        return self.path.parent
+
+    def resolve(self, relative: str) -> Path:
+        """A path from the config, taken relative to the config file's directory."""
+        return (self.base_dir / relative).resolve()
+
+    @property
+    def repo_path(self) -> Path:
+        return self.resolve(self.target.repo)
+
+    @property
+    def journal_path(self) -> Path:
+        return self.resolve(self.session.journal)
+
+    @property
+    def state_path(self) -> Path | None:
+        """Where session state lives, or None for the default under the git directory."""
+        return self.resolve(self.session.state_dir) if self.session.state_dir else None
+
+    @property
+    def ideas_path(self) -> Path:
+        return self.resolve(self.session.ideas)
+
+    @property
+    def branch(self) -> str:
+        return f"autoresearch/{self.session.name}"
+
+    def all_metrics(self) -> list[MetricSpec | SentinelSpec]:
+        return [self.metric, *self.secondary, *self.sentinel]
+
+    def protected_globs(self) -> list[str]:
+        """Configured protections plus the harness: the bench and checks scripts, manifests."""
+        extra = [
+            script
+            for script in (_script_path(self.bench.command), _script_path(self.checks.command))
+            if script
+        ]
+        return [*ALWAYS_PROTECTED, *extra, *self.scope.protect]
+
+    def to_dict(self) -> dict:
+        data = dataclasses.asdict(self)
+        data["path"] = str(self.path)
+        return data
+
+
+def _script_path(command: str) -> str | None:
+    """The repository-relative script a command runs, when it runs one (`./x.sh`, `bash x.sh`)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    for word in words:
+        if word in ("bash", "sh", "python", "python3", "env") or "=" in word:
+            continue
+        if word.startswith("/"):
+            return None
+        return word.removeprefix("./") if ("/" in word or "." in word) else None
+    return None
+
+
+def find_config(start: Path) -> Path:
+    """The config file in `start`: autoresearch.toml, else a pyproject.toml with the section."""
+    for name in CONFIG_NAMES:
+        candidate = start / name
+        if not candidate.is_file():
+            continue
+        if name == "pyproject.toml":
+            data = _read_toml(candidate)
+            if "autoresearch" not in data.get("tool", {}):
+                continue
+        return candidate
+    raise ConfigError(
+        f"no autoresearch.toml (or [tool.autoresearch] in pyproject.toml) in {start}; "
+        "run `autoresearch init` to create one, or pass --config PATH"
+    )
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate a config file."""
+    path = path.resolve()
+    if not path.is_file():
+        raise ConfigError(f"{path}: config file not found")
+    data = _read_toml(path)
+    if path.name == "pyproject.toml":
+        data = data.get("tool", {}).get("autoresearch")
+        if data is None:
+            raise ConfigError(f"{path}: no [tool.autoresearch] section")
+    if "metric" not in data:
+        raise ConfigError(f"{path}: missing [metric] section (the primary metric: name, direction)")
+    config = _build(Config, {**data, "path": path}, path, "")
+    _check_semantics(config)
+    return config
+
+
+def _read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def _build(cls: type, table: object, path: Path, where: str):
+    """Build dataclass `cls` from a TOML table, naming the file and key on every mistake."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [{where}] must be a table, got {type(table).__name__}")
+    hints = typing.get_type_hints(cls)
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        options = ", ".join(sorted(k for k in known if k != "path"))
+        key = f"{where}.{unknown[0]}" if where else unknown[0]
+        raise ConfigError(f"{path}: unknown key '{key}' (known here: {options})")
+    kwargs = {}
+    for name, value in table.items():
+        key = f"{where}.{name}" if where else name
+        kwargs[name] = value if name == "path" else _coerce(hints[name], value, path, key)
+    missing = [
+        f.name
+        for f in known.values()
+        if f.name not in kwargs
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        key = f"{where}.{missing[0]}" if where else missing[0]
+        raise ConfigError(f"{path}: missing required key '{key}'")
+    return cls(**kwargs)
+
+
+def _coerce(hint, value, path: Path, key: str):
+    origin = typing.get_origin(hint)
+    if dataclasses.is_dataclass(hint):
+        return _build(hint, value, path, key)
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        if not isinstance(value, list):
+            raise ConfigError(f"{path}: '{key}' must be a list, got {_toml_type(value)}")
+        return [_coerce(item, v, path, f"{key}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise ConfigError(f"{path}: '{key}' must be a table of strings")
+        return dict(value)
+    if origin in (typing.Union, types.UnionType):
+        return _coerce(
+            next(a for a in typing.get_args(hint) if a is not type(None)), value, path, key
+        )
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint in (str, int, float, bool) and (
+        isinstance(value, hint) and not (hint is int and isinstance(value, bool))
+    ):
+        return value
+    raise ConfigError(f"{path}: '{key}' must be {hint.__name__}, got {_toml_type(value)}")
+
+
+def _toml_type(value) -> str:
+    return {bool: "boolean", int: "integer", float: "float", str: "string", list: "array"}.get(
+        type(value), "table"
+    )
+
+
+def _check_semantics(config: Config) -> None:
+    path = config.path
+    specs = [("metric", config.metric)]
+    specs += [(f"secondary[{i}]", s) for i, s in enumerate(config.secondary)]
+    specs += [(f"sentinel[{i}]", s) for i, s in enumerate(config.sentinel)]
+    for key, spec in specs:
+        if spec.direction not in DIRECTIONS:
+            raise ConfigError(
+                f"{path}: '{key}.direction' must be 'lower' or 'higher', got '{spec.direction}'"
+            )
+        if not spec.name:
+            raise ConfigError(f"{path}: '{key}.name' is empty")
+    for i, sentinel in enumerate(config.sentinel):
+        if sentinel.budget_pct < 0:
+            raise ConfigError(f"{path}: 'sentinel[{i}].budget_pct' must be >= 0")
+    if config.checks.when not in CHECKS_WHEN:
+        raise ConfigError(f"{path}: 'checks.when' must be one of {', '.join(CHECKS_WHEN)}")
+    positive = {
+        "bench.timeout_s": config.bench.timeout_s,
+        "bench.runs": config.bench.runs,
+        "bench.calibration_runs": config.bench.calibration_runs,
+        "checks.timeout_s": config.checks.timeout_s,
+        "budget.max_experiments": config.budget.max_experiments,
+        "budget.max_hours": config.budget.max_hours,
+    }
+    for key, value in positive.items():
+        if value <= 0:
+            raise ConfigError(f"{path}: '{key}' must be > 0, got {value}")
+    if config.bench.calibration_runs < 2:
+        raise ConfigError(f"{path}: 'bench.calibration_runs' must be >= 2 to measure noise")
+    if config.proposer.kind != "queue":
+        raise ConfigError(f"{path}: 'proposer.kind' must be 'queue', got '{config.proposer.kind}'")
+    if not config.session.name or any(c in config.session.name for c in " ~^:?*[\\"):
+        raise ConfigError(f"{path}: 'session.name' must be usable in a git branch name")
+    if not config.bench.command.strip():
+        raise ConfigError(f"{path}: 'bench.command' is empty")

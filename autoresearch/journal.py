@@ -1,0 +1,109 @@
+"""The JSONL journal: durable append, tolerant read.
+
+Append-only, one JSON object a line, flushed and fsynced so that a record the loop has written
+survives a power cut. Reading never dies on a torn or damaged line: it is reported and skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import JournalError
+from .records import (
+    CalibrationRecord,
+    ExperimentRecord,
+    SessionRecord,
+    _Record,
+    record_from_dict,
+)
+
+__all__ = ["Journal", "JournalContents", "append_record", "read_journal"]
+
+
+@dataclass
+class JournalContents:
+    """Everything readable in a journal, plus what had to be skipped and why."""
+
+    sessions: list[SessionRecord] = field(default_factory=list)
+    calibrations: list[CalibrationRecord] = field(default_factory=list)
+    experiments: list[ExperimentRecord] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def for_session(self, name: str) -> JournalContents:
+        return JournalContents(
+            sessions=[r for r in self.sessions if r.session == name],
+            calibrations=[r for r in self.calibrations if r.session == name],
+            experiments=[r for r in self.experiments if r.session == name],
+            warnings=list(self.warnings),
+        )
+
+
+def append_record(path: Path, record: _Record) -> None:
+    """Append one record durably. A torn last line left by a crash is closed off first."""
+    line = json.dumps(record.to_dict(), sort_keys=False, ensure_ascii=False, allow_nan=False)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+        os.write(fd, (b"\n" if torn else b"") + line.encode("utf-8") + b"\n")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def read_journal(path: Path) -> JournalContents:
+    """Read every record; a damaged line becomes a warning naming its line number."""
+    contents = JournalContents()
+    if not path.exists():
+        return contents
+    try:
+        raw_lines = path.read_bytes().split(b"\n")
+    except OSError as exc:
+        raise JournalError(f"{path}: cannot read: {exc.strerror}") from None
+    last = len(raw_lines)
+    while last and not raw_lines[last - 1].strip():
+        last -= 1
+    buckets = {
+        "session": contents.sessions,
+        "calibration": contents.calibrations,
+        "experiment": contents.experiments,
+    }
+    for lineno, raw in enumerate(raw_lines[:last], start=1):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw.decode("utf-8", errors="replace"))
+        except json.JSONDecodeError:
+            what = "torn last line" if lineno == last else "damaged line"
+            contents.warnings.append(f"{path}:{lineno}: {what} skipped (not valid JSON)")
+            continue
+        if not isinstance(data, dict):
+            contents.warnings.append(f"{path}:{lineno}: not a JSON object, skipped")
+            continue
+        try:
+            record = record_from_dict(data, f"{path}:{lineno}")
+        except JournalError as exc:
+            if "newer than" in str(exc):
+                raise
+            contents.warnings.append(f"{exc}, skipped")
+            continue
+        buckets[record.kind].append(record)
+    return contents
+
+
+class Journal:
+    """A journal file bound to one session: appends and the session's view of history."""
+
+    def __init__(self, path: Path, session: str):
+        self.path = path
+        self.session = session
+
+    def append(self, record: _Record) -> None:
+        append_record(self.path, record)
+
+    def read(self) -> JournalContents:
+        return read_journal(self.path).for_session(self.session)

@@ -1,0 +1,156 @@
+"""The journal's record schema: frozen dataclasses, one JSON object a line, versioned."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from .errors import JournalError
+
+__all__ = [
+    "FAILED_STATUSES",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "Asi",
+    "CalibrationRecord",
+    "ExperimentRecord",
+    "SessionRecord",
+    "record_from_dict",
+]
+
+SCHEMA_VERSION = 1
+STATUSES = (
+    "keep",
+    "discard",
+    "inconclusive",
+    "crash",
+    "timeout",
+    "checks_failed",
+    "apply_failed",
+    "scope_violation",
+    "interrupted",
+)
+FAILED_STATUSES = ("crash", "timeout", "checks_failed", "apply_failed", "scope_violation")
+
+
+class _Record:
+    kind: ClassVar[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": SCHEMA_VERSION, "type": self.kind, **dataclasses.asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        names = {f.name for f in dataclasses.fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in names}
+        if "asi" in kwargs and isinstance(kwargs["asi"], dict):
+            kwargs["asi"] = Asi.from_dict(kwargs["asi"])
+        return cls(**kwargs)
+
+
+@dataclass(frozen=True)
+class Asi:
+    """Actionable side information: why it was tried, what happened, what to try next."""
+
+    hypothesis: str | None = None
+    mechanism: str | None = None
+    expected_effect: str | None = None
+    result: str | None = None
+    rollback_reason: str | None = None
+    next_action_hint: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Asi:
+        names = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass(frozen=True)
+class SessionRecord(_Record):
+    """Written each time `run` starts or resumes a session."""
+
+    kind: ClassVar[str] = "session"
+    session: str
+    event: str  # "start" or "resume"
+    at: str
+    branch: str
+    base_commit: str
+    tip_commit: str
+    config: dict[str, Any]
+    environment: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CalibrationRecord(_Record):
+    """Repeated runs of the current best: the baseline samples and the noise they show."""
+
+    kind: ClassVar[str] = "calibration"
+    session: str
+    at: str
+    commit: str
+    samples: dict[str, list[float]]
+    medians: dict[str, float | None]
+    noise_pct: dict[str, float | None]
+    threshold_pct: float | None
+    bench_logs: list[str]
+    duration_s: float
+
+
+@dataclass(frozen=True)
+class ExperimentRecord(_Record):
+    """One hypothesis tried: what, how it was measured, what was decided and why."""
+
+    kind: ClassVar[str] = "experiment"
+    session: str
+    id: str
+    n: int
+    status: str
+    title: str
+    proposer: str
+    source: str | None
+    patch_sha256: str
+    touched_files: list[str]
+    parent_commit: str
+    kept_commit: str | None
+    started_at: str
+    ended_at: str
+    duration_s: float
+    phases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    decision: dict[str, Any] | None = None
+    sentinels: dict[str, Any] = field(default_factory=dict)
+    checks: dict[str, Any] | None = None
+    bench_logs: list[str] = field(default_factory=list)
+    bench_tail: str | None = None
+    error: str | None = None
+    asi: Asi = field(default_factory=Asi)
+
+
+_KINDS = {cls.kind: cls for cls in (SessionRecord, CalibrationRecord, ExperimentRecord)}
+# Older schema versions are lifted one named step at a time: {from_version: step}.
+_UPGRADES: dict[int, Any] = {}
+
+
+def record_from_dict(data: dict[str, Any], where: str = "journal"):
+    """A typed record from a journal line, upgrading older schema versions."""
+    version = data.get("schema_version")
+    if not isinstance(version, int):
+        raise JournalError(f"{where}: line has no integer schema_version")
+    if version > SCHEMA_VERSION:
+        raise JournalError(
+            f"{where}: schema_version {version} is newer than this autoresearch understands "
+            f"({SCHEMA_VERSION}); upgrade autoresearch to read it"
+        )
+    while version < SCHEMA_VERSION:
+        step = _UPGRADES.get(version)
+        if step is None:
+            raise JournalError(f"{where}: no upgrade from schema_version {version}")
+        data = step(data)
+        version = data["schema_version"]
+    cls = _KINDS.get(data.get("type"))
+    if cls is None:
+        raise JournalError(f"{where}: unknown record type {data.get('type')!r}")
+    try:
+        return cls.from_dict(data)
+    except TypeError as exc:
+        raise JournalError(f"{where}: {data.get('type')} record is incomplete: {exc}") from None

@@ -1,0 +1,78 @@
+"""`autoresearch init`: a documented config, bench and checks templates, an ideas file."""
+
+from __future__ import annotations
+
+import os
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+
+from .errors import UserError
+
+__all__ = ["scaffold"]
+
+# template name -> path written, relative to the target directory
+FILES = {
+    "autoresearch.toml": "autoresearch.toml",
+    "autoresearch.sh": "autoresearch.sh",
+    "autoresearch.checks.sh": "autoresearch.checks.sh",
+    "ideas.md": "ideas.md",
+    "hypothesis.patch.example": "hypotheses/0001-example.patch.example",
+}
+EXECUTABLE = ("autoresearch.sh", "autoresearch.checks.sh")
+GITIGNORE_LINES = ("experiments.jsonl",)
+
+
+def scaffold(
+    directory: Path,
+    *,
+    session: str,
+    metric: str,
+    direction: str,
+    unit: str,
+    scope: list[str],
+    force: bool = False,
+) -> list[Path]:
+    """Write the session files into `directory`; refuses to overwrite unless `force`."""
+    if not directory.is_dir():
+        raise UserError(f"{directory}: not a directory")
+    if direction not in ("lower", "higher"):
+        raise UserError(f"--direction must be 'lower' or 'higher', got '{direction}'")
+    targets = {name: directory / rel for name, rel in FILES.items()}
+    existing = [p for p in targets.values() if p.exists()]
+    if existing and not force:
+        names = ", ".join(str(p.relative_to(directory)) for p in existing)
+        raise UserError(f"{directory}: already has {names}; pass --force to overwrite")
+    env = jinja2.Environment(keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    values = {
+        "session": session,
+        "metric": metric,
+        "direction": direction,
+        "unit": unit,
+        "scope": ", ".join(f'"{s}"' for s in scope),
+    }
+    written = []
+    templates = resources.files("autoresearch") / "templates"
+    for name, path in targets.items():
+        text = env.from_string((templates / name).read_text(encoding="utf-8")).render(values)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        if name in EXECUTABLE:
+            os.chmod(path, 0o755)
+        written.append(path)
+    written += _ignore_journal(directory)
+    return written
+
+
+def _ignore_journal(directory: Path) -> list[Path]:
+    gitignore = directory / ".gitignore"
+    current = gitignore.read_text(encoding="utf-8").splitlines() if gitignore.exists() else []
+    missing = [line for line in GITIGNORE_LINES if line not in current]
+    if not missing:
+        return []
+    with open(gitignore, "a", encoding="utf-8") as handle:
+        if current and current[-1] != "":
+            handle.write("\n")
+        handle.write("\n".join(missing) + "\n")
+    return [gitignore]

@@ -1,0 +1,115 @@
+"""A session's state on disk: its worktree, logs and patches, its lock, its in-flight marker.
+
+By default all of it sits under the target repository's git directory (`.git/autoresearch/<name>`),
+outside every working tree: no revert can delete it and the user's checkout shows nothing new.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import SessionBusyError
+
+__all__ = ["SessionLock", "SessionPaths", "read_inflight", "write_json_atomic"]
+
+
+@dataclass(frozen=True)
+class SessionPaths:
+    root: Path
+
+    @property
+    def worktree(self) -> Path:
+        return self.root / "worktree"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def patches(self) -> Path:
+        return self.root / "patches"
+
+    @property
+    def inflight(self) -> Path:
+        return self.root / "inflight.json"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / "lock"
+
+    def log(self, experiment: str, name: str) -> Path:
+        return self.logs / experiment / f"{name}.log"
+
+
+class SessionLock:
+    """An exclusive flock on the session: the kernel drops it when the holder dies, even by -9."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", errors="replace").strip()
+            os.close(fd)
+            raise SessionBusyError(
+                f"session is already running ({holder or 'holder unknown'}); lock: {self.path}. "
+                "Wait for it to finish or stop it (Ctrl-C / kill); a dead holder frees the lock"
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
+
+    def is_held_elsewhere(self) -> bool:
+        """True when another live process holds the lock (used by `status`)."""
+        if not self.path.exists():
+            return False
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def __enter__(self) -> SessionLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    """Replace `path` with `data` so that a reader sees the old or the new file, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        json.dump(data, handle, ensure_ascii=False, allow_nan=False)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)
+
+
+def read_inflight(path: Path) -> dict[str, Any] | None:
+    """The in-flight marker, or None; an unreadable one counts as none (it was never complete)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None

@@ -1,0 +1,102 @@
+"""Where a session stands: experiments by status, baseline against best, the one in flight."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from typing import Any
+
+from .config import Config
+from .decide import change_pct
+from .journal import Journal
+from .loop import session_paths
+from .progress import format_value
+from .records import STATUSES
+from .state import SessionLock, read_inflight
+
+__all__ = ["format_status", "session_status"]
+
+
+def session_status(config: Config) -> dict[str, Any]:
+    """A plain dict (also the `status --json` output) read from the journal and the state dir."""
+    paths = session_paths(config)
+    history = Journal(config.journal_path, config.session.name).read()
+    primary = config.metric.name
+    counts = Counter(r.status for r in history.experiments)
+    baseline = history.calibrations[0].medians.get(primary) if history.calibrations else None
+    kept = [r for r in history.experiments if r.status == "keep"]
+    best = None
+    if kept:
+        last = kept[-1]
+        metric = (last.decision or {}).get("metrics", {}).get(primary, {})
+        best = {
+            "value": metric.get("candidate_median"),
+            "commit": last.kept_commit,
+            "id": last.id,
+            "title": last.title,
+        }
+    elif baseline is not None:
+        best = {"value": baseline, "commit": None, "id": None, "title": "baseline"}
+    marker = read_inflight(paths.inflight)
+    running = SessionLock(paths.lock).is_held_elsewhere()
+    in_flight = None
+    if marker:
+        fields = marker.get("fields") or {}
+        in_flight = {
+            "id": fields.get("id"),
+            "title": fields.get("title"),
+            "phase": marker.get("phase"),
+            "since": marker.get("updated_at"),
+            "orphaned": not running,
+        }
+    return {
+        "session": config.session.name,
+        "branch": config.branch,
+        "journal": str(config.journal_path),
+        "running": running,
+        "experiments": len(history.experiments),
+        "by_status": {s: counts[s] for s in STATUSES if counts[s]},
+        "metric": primary,
+        "unit": config.metric.unit,
+        "baseline": baseline,
+        "best": best,
+        "change_pct": change_pct(baseline, best["value"]) if best else None,
+        "noise_pct": _last_noise(history, primary),
+        "in_flight": in_flight,
+        "warnings": history.warnings,
+    }
+
+
+def _last_noise(history, primary: str) -> float | None:
+    values = [c.noise_pct.get(primary) for c in history.calibrations]
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def format_status(status: dict[str, Any]) -> str:
+    unit = status["unit"]
+    state = "running" if status["running"] else "not running"
+    lines = [f"session '{status['session']}' on {status['branch']}: {state}"]
+    lines.append(f"journal: {status['journal']}")
+    counts = ", ".join(f"{k} {v}" for k, v in status["by_status"].items()) or "none yet"
+    lines.append(f"experiments: {status['experiments']} ({counts})")
+    lines.append(f"baseline: {status['metric']} = {format_value(status['baseline'], unit)}")
+    best = status["best"]
+    if best and best["id"]:
+        change = status["change_pct"]
+        lines.append(
+            f"best:     {format_value(best['value'], unit)} ({change:+.2f}%) "
+            f"at {(best['commit'] or '')[:10]} by {best['id']} {best['title']!r}"
+        )
+    if status["noise_pct"] is not None:
+        lines.append(f"noise:    {status['noise_pct']:.2f}% (robust CV of the baseline runs)")
+    flight = status["in_flight"]
+    if flight:
+        note = (
+            "left by a run that died; the next `run` records it as interrupted"
+            if flight["orphaned"]
+            else f"phase {flight['phase']} since {flight['since']}"
+        )
+        lines.append(f"in flight: {flight['id']} {flight['title']!r}: {note}")
+    lines += [f"warning: {w}" for w in status["warnings"]]
+    return "\n".join(lines)
