@@ -43,6 +43,7 @@ class Draft:
     marker: Path
     fields: dict[str, Any]
     phases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pgid: int | None = None  # the bench or checks running now, for a restart to kill
     _current: str | None = None
     _phase_started: float = 0.0
     _started: float = field(default_factory=time.monotonic)
@@ -69,10 +70,16 @@ class Draft:
                 "fields": self.fields,
                 "phases": self.phases,
                 "phase": self._current,
+                "pgid": self.pgid,
                 "updated_at": now_iso(),
                 "pending": pending,
             },
         )
+
+    def running(self, pgid: int) -> None:
+        """Note the process group now running, so that a restart after a crash can stop it."""
+        self.pgid = pgid
+        self.save()
 
     def finish(self, status: str, reason: str | None = None, **more: Any) -> ExperimentRecord:
         """The final record; `reason` explains a non-keep and becomes the rollback reason."""

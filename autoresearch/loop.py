@@ -23,12 +23,13 @@ from .gitrepo import open_repo
 from .journal import Journal
 from .measure import Measurement, measure
 from .patchcheck import check_paths, patch_paths
+from .proc import RunResult
 from .proc import run as run_command
 from .progress import Progress, format_value
 from .proposers import Hypothesis, Proposer, make_proposer
 from .records import CalibrationRecord, ExperimentRecord, SessionRecord
 from .recovery import recover
-from .state import SessionLock, SessionPaths
+from .state import SessionLock, SessionPaths, write_json_atomic
 from .workspace import Workspace, open_workspace
 
 __all__ = ["RunOptions", "SessionOutcome", "run_session", "session_paths"]
@@ -148,7 +149,11 @@ def calibrate(run: _Run) -> bool:
         stop=run.stop,
         env=run.options.env,
         on_run=lambda i, n: run.progress.info(f"calibration run {i}/{n}"),
+        on_start=lambda pgid: write_json_atomic(
+            run.paths.inflight, {"phase": "calibration", "pgid": pgid}
+        ),
     )
+    run.paths.inflight.unlink(missing_ok=True)
     ws.revert()
     if m.failure == "interrupted":
         return False
@@ -221,7 +226,7 @@ def run_experiment(run: _Run, hypothesis: Hypothesis) -> ExperimentRecord:
         return draft.finish("apply_failed", applied.message, error=applied.message)
 
     draft.phase("bench")
-    m = measure_candidate(run, exp_id)
+    m = measure_candidate(run, exp_id, draft)
     if m.failure:
         ws.revert()
         return draft.finish(
@@ -239,7 +244,7 @@ def run_experiment(run: _Run, hypothesis: Hypothesis) -> ExperimentRecord:
     checks = None
     if _wants_checks(config, decision):
         draft.phase("checks")
-        checks = run_checks(run, exp_id)
+        checks = run_checks(run, exp_id, draft)
         measured["checks"] = checks.to_dict()
         if not checks.ok:
             ws.revert()
@@ -278,7 +283,7 @@ def check_patch(
     return paths, None
 
 
-def measure_candidate(run: _Run, exp_id: str) -> Measurement:
+def measure_candidate(run: _Run, exp_id: str, draft: Draft) -> Measurement:
     return measure(
         run.config,
         cwd=run.ws.path,
@@ -287,10 +292,11 @@ def measure_candidate(run: _Run, exp_id: str) -> Measurement:
         stop=run.stop,
         env=run.options.env,
         on_run=lambda i, n: run.progress.phase(f"bench run {i}/{n}"),
+        on_start=draft.running,
     )
 
 
-def run_checks(run: _Run, exp_id: str):
+def run_checks(run: _Run, exp_id: str, draft: Draft) -> RunResult:
     run.progress.phase("checks")
     config = run.config
     return run_command(
@@ -300,6 +306,7 @@ def run_checks(run: _Run, exp_id: str):
         timeout_s=config.checks.timeout_s,
         env={**config.checks.env, **run.options.env},
         stop=run.stop,
+        on_start=draft.running,
     )
 
 

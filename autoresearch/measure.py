@@ -46,6 +46,7 @@ def measure(
     stop: threading.Event | None = None,
     env: dict[str, str] | None = None,
     on_run: Callable[[int, int], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> Measurement:
     """Run the bench `count` times in `cwd`; the first failed run ends the measurement."""
     result = Measurement()
@@ -60,6 +61,7 @@ def measure(
             timeout_s=config.bench.timeout_s,
             env={**config.bench.env, **(env or {})},
             stop=stop,
+            on_start=on_start,
         )
         result.runs.append(outcome)
         if outcome.timed_out:

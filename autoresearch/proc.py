@@ -8,10 +8,11 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["RunResult", "read_log", "run", "tail_text"]
+__all__ = ["RunResult", "kill_orphan_group", "read_log", "run", "tail_text"]
 
 TERM_GRACE_S = 3.0
 POLL_S = 0.05
@@ -64,12 +65,14 @@ def run(
     timeout_s: float,
     env: dict[str, str] | None = None,
     stop: threading.Event | None = None,
+    on_start: Callable[[int], None] | None = None,
 ) -> RunResult:
     """Run `command` with bash in its own process group; stdout and stderr go to `log_path`.
 
     On timeout or when `stop` is set the whole group gets SIGTERM, then SIGKILL after a grace
     period, so grandchildren (a bench binary under a script) die with it. Stragglers left behind
     by a command that exited normally are killed too: a leftover daemon would skew the next run.
+    `on_start` gets the group id, so that a caller can note it where a restart will find it.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     full_env = {**os.environ, **(env or {})}
@@ -86,6 +89,8 @@ def run(
             start_new_session=True,
         )
         try:
+            if on_start is not None:
+                on_start(proc.pid)
             while True:
                 try:
                     proc.wait(timeout=POLL_S)
@@ -129,6 +134,22 @@ def _kill_group(proc: subprocess.Popen) -> None:
 def _signal_group(pgid: int, sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
+
+
+def kill_orphan_group(pgid: int, cwd_prefix: Path) -> bool:
+    """Kill a process group left running by a loop that died, if it is still ours.
+
+    The group leader must still run inside `cwd_prefix` (the session worktree), so that a
+    recycled process id never gets an unrelated process killed.
+    """
+    try:
+        cwd = Path(os.readlink(f"/proc/{pgid}/cwd"))
+    except OSError:
+        return False
+    if not cwd.is_relative_to(cwd_prefix):
+        return False
+    _signal_group(pgid, signal.SIGKILL)
+    return True
 
 
 def read_log(path: Path | str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .experiment import parse_trailers, record_from_marker
 from .journal import Journal
+from .proc import kill_orphan_group
 from .progress import Progress
 from .records import ExperimentRecord
 from .state import SessionPaths, read_inflight
@@ -20,6 +21,9 @@ __all__ = ["recover"]
 
 def recover(ws: Workspace, journal: Journal, paths: SessionPaths, progress: Progress) -> None:
     marker = read_inflight(paths.inflight)
+    pgid = (marker or {}).get("pgid")
+    if pgid and kill_orphan_group(int(pgid), ws.path):
+        progress.warn(f"stopped process group {pgid} left running by a dead loop")
     if marker is not None:
         record = _record_for(marker, ws, journal)
         if record is not None:
@@ -33,7 +37,7 @@ def recover(ws: Workspace, journal: Journal, paths: SessionPaths, progress: Prog
 
 def _record_for(marker: dict, ws: Workspace, journal: Journal) -> ExperimentRecord | None:
     fields = marker.get("fields") or {}
-    exp_id = fields.get("id")
+    exp_id = fields.get("id")  # None for a marker left by calibration: nothing to record
     if exp_id is None or any(r.id == exp_id for r in journal.read().experiments):
         return None
     tip = ws.tip()

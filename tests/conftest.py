@@ -1,0 +1,243 @@
+"""A synthetic target: a real git repository whose bench the tests steer through its own files.
+
+src/value.txt    the primary metric (time_ms); a patch that lowers it is a true win
+src/sentinel.txt the sentinel metric (sentinel_ms)
+src/mode.txt     ok | crash | hang | garbage | nometric | slow | writes
+The bench adds gaussian noise of BENCH_NOISE_PCT percent (default 0), or multiplies by the
+factors in BENCH_FACTORS in turn (counted in the file BENCH_COUNTER). The checks fail when
+src/value.txt holds a negative number, and sleep when src/checks_sleep.txt exists.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+BENCH = r"""#!/usr/bin/env python3
+import os, random, subprocess, sys, time
+from pathlib import Path
+
+root = Path(__file__).resolve().parent
+def read(name, default):
+    path = root / "src" / name
+    return path.read_text().strip() if path.exists() else default
+
+mode = read("mode.txt", "ok")
+value = float(read("value.txt", "100"))
+sentinel = float(read("sentinel.txt", "50"))
+noise = float(os.environ.get("BENCH_NOISE_PCT", "0")) / 100
+marker = os.environ.get("BENCH_STARTED")
+if marker:
+    Path(marker).write_text(str(os.getpid()))
+if mode == "crash":
+    print("bench: segmentation fault (simulated)", file=sys.stderr)
+    sys.exit(3)
+if mode == "hang":
+    child = subprocess.Popen(["sleep", "600"])
+    Path(os.environ.get("BENCH_CHILD_PID", root / "child.pid")).write_text(str(child.pid))
+    time.sleep(600)
+if mode == "slow":
+    time.sleep(float(os.environ.get("BENCH_SLOW_S", "30")))
+if mode == "garbage":
+    print("METRIC time_ms=fast")
+    sys.exit(0)
+if mode == "nometric":
+    print("all good, no numbers today")
+    sys.exit(0)
+if mode == "writes":
+    (root / "src" / "cache.bin").write_text("build output")
+    (root / "README").write_text("clobbered by the bench")
+factor = 1 + random.gauss(0, noise)
+factors = os.environ.get("BENCH_FACTORS")
+if factors:  # a fixed sequence of noise factors, one per run, for exact expectations
+    counter = Path(os.environ["BENCH_COUNTER"])
+    count = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(count + 1))
+    factor = [float(f) for f in factors.split(",")][count % len(factors.split(","))]
+print("bench: running workload")
+print(f"METRIC time_ms={value * factor:.6f}")
+print(f"METRIC sentinel_ms={sentinel * (1 + random.gauss(0, noise)):.6f}")
+"""
+
+CHECKS = r"""#!/usr/bin/env python3
+import os, sys, time
+from pathlib import Path
+
+root = Path(__file__).resolve().parent
+marker = os.environ.get("CHECKS_STARTED")
+if marker:
+    Path(marker).write_text(str(os.getpid()))
+sleep = root / "src" / "checks_sleep.txt"
+if sleep.exists():
+    time.sleep(float(sleep.read_text()))
+value = float((root / "src" / "value.txt").read_text())
+if value < 0:
+    print(f"checks: value {value} is negative", file=sys.stderr)
+    sys.exit(1)
+print("checks: ok")
+"""
+
+CONFIG = """\
+[session]
+name = "t"
+
+[bench]
+command = "./bench.py"
+timeout_s = {bench_timeout}
+runs = {runs}
+calibration_runs = {calibration_runs}
+
+[checks]
+command = "./checks.py"
+timeout_s = 60
+when = "{checks_when}"
+
+[metric]
+name = "time_ms"
+direction = "lower"
+unit = "ms"
+
+[[sentinel]]
+name = "sentinel_ms"
+budget_pct = 5.0
+
+[scope]
+include = ["src/**"]
+protect = ["src/protected.txt"]
+
+[budget]
+max_experiments = {max_experiments}
+max_hours = 1.0
+stop_after_no_keep = {stop_after_no_keep}
+
+[decision]
+min_effect_pct = 1.0
+noise_multiplier = 3.0
+
+[proposer]
+dir = "hypotheses"
+"""
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, env=_git_env()
+    )
+    return done.stdout
+
+
+def _git_env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "test",
+        "GIT_AUTHOR_EMAIL": "test@example.com",
+        "GIT_COMMITTER_NAME": "test",
+        "GIT_COMMITTER_EMAIL": "test@example.com",
+    }
+
+
+def unified_patch(path: str, old: str, new: str) -> str:
+    """A git-style unified diff turning `old` into `new` at `path`."""
+    diff = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"a/{path}" if old else "/dev/null",
+        tofile=f"b/{path}",
+    )
+    header = f"diff --git a/{path} b/{path}\n"
+    if not old:
+        header += "new file mode 100644\n"
+    return header + "".join(diff)
+
+
+class Target:
+    """The synthetic target repository, its config, and its queue of hypotheses."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.queue = root / "hypotheses"
+        self.config_path = root / "autoresearch.toml"
+        self.journal = root / "experiments.jsonl"
+
+    def file(self, rel: str) -> str:
+        return (self.root / rel).read_text()
+
+    def configure(self, **overrides) -> Path:
+        values = {
+            "bench_timeout": 30,
+            "runs": 3,
+            "calibration_runs": 3,
+            "checks_when": "keep",
+            "max_experiments": 50,
+            "stop_after_no_keep": 0,
+            **overrides,
+        }
+        self.config_path.write_text(CONFIG.format(**values))
+        return self.config_path
+
+    def add_hypothesis(
+        self, name: str, changes: dict[str, str], title: str | None = None, **asi: str
+    ) -> Path:
+        """Queue a patch that sets each file in `changes` to the given content."""
+        patch = "".join(
+            unified_patch(rel, self.file(rel) if (self.root / rel).exists() else "", new)
+            for rel, new in changes.items()
+        )
+        header = [f"Title: {title or name}"]
+        header += [f"{key.replace('_', '-').title()}: {value}" for key, value in asi.items()]
+        path = self.queue / f"{name}.patch"
+        path.write_text("\n".join(header) + "\n\n" + patch)
+        return path
+
+    def load(self):
+        from autoresearch.config import load_config
+
+        return load_config(self.config_path)
+
+    def branch_log(self, branch: str = "autoresearch/t") -> list[str]:
+        return git(self.root, "log", "--format=%s", branch).splitlines()
+
+
+@pytest.fixture
+def target(tmp_path: Path) -> Target:
+    root = tmp_path / "repo"
+    (root / "src").mkdir(parents=True)
+    (root / "hypotheses").mkdir()
+    (root / "bench.py").write_text(BENCH)
+    (root / "checks.py").write_text(CHECKS)
+    os.chmod(root / "bench.py", 0o755)
+    os.chmod(root / "checks.py", 0o755)
+    (root / "src" / "value.txt").write_text("100\n")
+    (root / "src" / "sentinel.txt").write_text("50\n")
+    (root / "src" / "mode.txt").write_text("ok\n")
+    (root / "src" / "protected.txt").write_text("do not touch\n")
+    (root / "README").write_text("synthetic target\n")
+    (root / ".gitignore").write_text("experiments.jsonl\nhypotheses/\n")
+    t = Target(root)
+    t.configure()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "synthetic target")
+    return t
+
+
+def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120):
+    """The real console entry point in a child process."""
+    return subprocess.run(
+        [sys.executable, "-m", "autoresearch.cli", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def dedent(text: str) -> str:
+    return textwrap.dedent(text).lstrip()
