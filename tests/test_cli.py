@@ -1,0 +1,119 @@
+"""The command line: help everywhere, one-line errors, exit codes, init -> run."""
+
+import os
+import re
+from pathlib import Path
+
+import pytest
+from conftest import git, run_cli
+
+from autoresearch.cli import COMMANDS, build_parser
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_command_has_help_and_is_documented(command, capsys):
+    with pytest.raises(SystemExit) as exited:
+        build_parser().parse_args([command, "--help"])
+    assert exited.value.code == 0
+    assert len(capsys.readouterr().out) > 100
+    readme = (ROOT / "README.md").read_text()
+    assert re.search(rf"^### `autoresearch {command}", readme, re.M), f"{command} not in README"
+
+
+def test_loop_py_is_autoresearch_run(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "loop.py"), "--help"], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "usage: autoresearch run" in done.stdout
+
+
+def one_line_error(done, *fragments):
+    assert done.returncode == 1, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_bad_config_is_one_line(target):
+    target.config_path.write_text(target.config_path.read_text() + "\n[bench]\nbogus = 1\n")
+    done = run_cli("run", cwd=target.root)
+    assert done.returncode == 1
+    assert "not valid TOML" in done.stderr  # [bench] twice
+
+
+def test_unknown_key_is_one_line(target):
+    text = target.config_path.read_text().replace("[bench]\n", "[bench]\nbogus = 1\n")
+    target.config_path.write_text(text)
+    one_line_error(run_cli("status", cwd=target.root), "autoresearch.toml", "'bench.bogus'")
+
+
+def test_missing_bench_script(target):
+    git(target.root, "rm", "-q", "bench.py")
+    git(target.root, "commit", "-q", "-m", "no bench")
+    one_line_error(run_cli("run", cwd=target.root), "bench.command runs 'bench.py'", "commit it")
+
+
+def test_not_a_git_repository(tmp_path):
+    (tmp_path / "autoresearch.toml").write_text('[metric]\nname = "x"\n')
+    one_line_error(run_cli("run", cwd=tmp_path), "not a git repository")
+
+
+def test_garbage_from_the_baseline_bench_names_the_line(target):
+    (target.root / "src" / "mode.txt").write_text("garbage\n")
+    git(target.root, "commit", "-qam", "garbage")
+    done = run_cli("run", "--quiet", cwd=target.root)
+    one_line_error(done, "baseline bench", "line 1", "METRIC time_ms has value 'fast'")
+
+
+def test_traceback_on_request(tmp_path):
+    done = run_cli("status", cwd=tmp_path, env={"AUTORESEARCH_TRACEBACK": "1"})
+    assert done.returncode == 1
+    assert "Traceback" in done.stderr and "error: no autoresearch.toml" in done.stderr
+
+
+def test_run_then_status(target):
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"}, title="win")
+    target.add_hypothesis("02-same", {"src/sentinel.txt": "50.1\n"}, title="same")
+    done = run_cli("run", cwd=target.root)
+    assert done.returncode == 0, done.stderr
+    assert "2 experiments this run, 1 kept" in done.stdout
+    assert "[1/2] win" in done.stderr and "keep: time_ms improved 20.00%" in done.stderr
+    assert "best 80 ms (-20.00% vs baseline)" in done.stderr
+
+    status = run_cli("status", cwd=target.root)
+    assert status.returncode == 0
+    assert "experiments: 2 (keep 1, inconclusive 1)" in status.stdout
+    assert "baseline: time_ms = 100 ms" in status.stdout
+    assert "best:     80 ms (-20.00%)" in status.stdout
+    assert "not running" in status.stdout
+
+
+def test_init_scaffolds_a_working_session(tmp_path):
+    repo = tmp_path / "mine"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "app.txt").write_text("v1\n")
+    git(repo.parent, "init", "-q", "-b", "main", str(repo))
+    done = run_cli("init", "--metric", "wall_ms", "--scope", "src/**", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    for name in ("autoresearch.toml", "autoresearch.sh", "autoresearch.checks.sh", "ideas.md"):
+        assert (repo / name).exists()
+    assert os.access(repo / "autoresearch.sh", os.X_OK)
+    assert "experiments.jsonl" in (repo / ".gitignore").read_text()
+    again = run_cli("init", cwd=repo)
+    assert again.returncode == 1 and "--force" in again.stderr
+
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "scaffold")
+    (repo / "hypotheses" / "01.patch").write_text(
+        "Title: tweak\n\ndiff --git a/src/app.txt b/src/app.txt\n--- a/src/app.txt\n"
+        "+++ b/src/app.txt\n@@ -1 +1 @@\n-v1\n+v2\n"
+    )
+    done = run_cli("run", "--max-experiments", "1", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "1 experiments this run" in done.stdout

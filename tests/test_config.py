@@ -1,0 +1,76 @@
+"""Config loading: every mistake names the file and the key."""
+
+from pathlib import Path
+
+import pytest
+
+from autoresearch.config import find_config, load_config
+from autoresearch.errors import ConfigError
+
+MINIMAL = '[metric]\nname = "t_ms"\n'
+
+
+def write(tmp_path: Path, text: str, name: str = "autoresearch.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_minimal_config_has_defaults(tmp_path):
+    config = load_config(write(tmp_path, MINIMAL))
+    assert config.metric.name == "t_ms" and config.metric.direction == "lower"
+    assert config.bench.runs == 3 and config.checks.when == "keep"
+    assert config.repo_path == tmp_path.resolve()
+    assert config.branch == "autoresearch/main"
+    assert config.state_path is None
+
+
+def test_protected_globs_include_the_harness(tmp_path):
+    text = MINIMAL + '[bench]\ncommand = "bash tools/bench.sh --fast"\n'
+    text += '[scope]\nprotect = ["schema/*.proto"]\n'
+    globs = load_config(write(tmp_path, text)).protected_globs()
+    for expected in ("tools/bench.sh", "autoresearch.checks.sh", "**/go.mod", "schema/*.proto"):
+        assert expected in globs
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (MINIMAL + "[bench]\nrunz = 3\n", "unknown key 'bench.runz'"),
+        ("colour = 1\n" + MINIMAL, "unknown key 'colour'"),
+        (MINIMAL + '[bench]\nruns = "3"\n', "'bench.runs' must be int, got string"),
+        (MINIMAL + "[bench]\nruns = 0\n", "'bench.runs' must be > 0"),
+        (MINIMAL + "[bench]\ncalibration_runs = 1\n", "'bench.calibration_runs' must be >= 2"),
+        (MINIMAL + '[checks]\nwhen = "sometimes"\n', "'checks.when' must be one of"),
+        (MINIMAL + '[scope]\ninclude = "src"\n', "'scope.include' must be a list"),
+        (MINIMAL + "[scope]\ninclude = [1]\n", "'scope.include[0]' must be str"),
+        (MINIMAL + '[[sentinel]]\nname = "s"\n', "missing required key 'sentinel[0].budget_pct'"),
+        ('[metric]\nname = "x"\ndirection = "down"\n', "'metric.direction' must be 'lower'"),
+        ("[bench]\nruns = 3\n", "missing [metric] section"),
+        ("[metric\n", "not valid TOML"),
+        (MINIMAL + "[bench]\nenv = { A = 1 }\n", "'bench.env' must be a table of strings"),
+        (MINIMAL + "[budget]\nmax_hours = true\n", "'budget.max_hours' must be float, got boolean"),
+    ],
+)
+def test_errors_name_file_and_key(tmp_path, text, message):
+    path = write(tmp_path, text)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path)
+    assert str(caught.value).startswith(f"{path.resolve()}: ")
+    assert message in str(caught.value)
+
+
+def test_pyproject_section(tmp_path):
+    write(
+        tmp_path,
+        '[project]\nname = "x"\n\n[tool.autoresearch.metric]\nname = "p_ms"\n',
+        "pyproject.toml",
+    )
+    config = load_config(find_config(tmp_path))
+    assert config.metric.name == "p_ms"
+
+
+def test_find_config_explains_what_to_do(tmp_path):
+    write(tmp_path, '[project]\nname = "x"\n', "pyproject.toml")
+    with pytest.raises(ConfigError, match="run `autoresearch init`"):
+        find_config(tmp_path)

@@ -1,0 +1,92 @@
+"""The journal: durable append, tolerant read, versioned records."""
+
+import json
+
+import pytest
+
+from autoresearch.errors import JournalError
+from autoresearch.journal import append_record, read_journal
+from autoresearch.records import Asi, ExperimentRecord, record_from_dict
+
+
+def record(n: int, status: str = "discard", **more) -> ExperimentRecord:
+    return ExperimentRecord(
+        session="s",
+        id=f"s-{n:04d}",
+        n=n,
+        status=status,
+        title=f"try {n}",
+        proposer="queue",
+        source=None,
+        patch_sha256="0" * 64,
+        touched_files=["a.go"],
+        parent_commit="c" * 40,
+        kept_commit=None,
+        started_at="2026-01-01T00:00:00+00:00",
+        ended_at="2026-01-01T00:00:01+00:00",
+        duration_s=1.0,
+        asi=Asi(hypothesis="h", mechanism="m", rollback_reason="worse"),
+        **more,
+    )
+
+
+def test_round_trip(tmp_path):
+    path = tmp_path / "j.jsonl"
+    first = record(1, decision={"rule": "worse_beyond_noise", "metrics": {}})
+    append_record(path, first)
+    append_record(path, record(2, "keep"))
+    contents = read_journal(path)
+    assert contents.experiments[0] == first
+    assert [r.status for r in contents.experiments] == ["discard", "keep"]
+    assert contents.warnings == []
+    assert json.loads(path.read_text().splitlines()[0])["schema_version"] == 1
+
+
+def test_missing_values_stay_null(tmp_path):
+    path = tmp_path / "j.jsonl"
+    append_record(path, record(1, "crash"))
+    data = json.loads(path.read_text())
+    assert data["kept_commit"] is None and data["decision"] is None
+
+
+def test_torn_last_line_is_reported_and_the_next_append_is_intact(tmp_path):
+    path = tmp_path / "j.jsonl"
+    append_record(path, record(1))
+    with open(path, "a") as handle:
+        handle.write('{"schema_version": 1, "type": "experi')
+    contents = read_journal(path)
+    assert len(contents.experiments) == 1
+    assert contents.warnings == [f"{path}:2: torn last line skipped (not valid JSON)"]
+
+    append_record(path, record(2))
+    contents = read_journal(path)
+    assert [r.n for r in contents.experiments] == [1, 2]
+    assert contents.warnings == [f"{path}:2: damaged line skipped (not valid JSON)"]
+
+
+def test_newer_schema_is_refused_with_a_clear_message(tmp_path):
+    path = tmp_path / "j.jsonl"
+    data = record(1).to_dict() | {"schema_version": 99}
+    path.write_text(json.dumps(data) + "\n")
+    with pytest.raises(JournalError, match="schema_version 99 is newer than"):
+        read_journal(path)
+
+
+def test_unknown_or_incomplete_lines_are_skipped(tmp_path):
+    path = tmp_path / "j.jsonl"
+    path.write_text(
+        json.dumps({"schema_version": 1, "type": "mystery"})
+        + "\n[1, 2]\n"
+        + json.dumps({"schema_version": 1, "type": "experiment", "id": "x"})
+        + "\n"
+    )
+    contents = read_journal(path)
+    assert contents.experiments == []
+    assert len(contents.warnings) == 3
+    assert "unknown record type 'mystery'" in contents.warnings[0]
+    assert "incomplete" in contents.warnings[2]
+
+
+def test_record_without_version_is_an_error():
+    with pytest.raises(JournalError, match="no integer schema_version"):
+        record_from_dict({"type": "experiment"})
