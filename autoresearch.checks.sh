@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Correctness gate for the bundled target: vet, the target's tests, and drift checks that the
+# dependency manifests and the frozen schema are unchanged since the session began.
+set -euo pipefail
+root=$(cd "$(dirname "$0")" && pwd)
+cd "$root/targets/pebble"
+
+# The loop exports the session's base commit; run by hand, compare with HEAD.
+base=${AUTORESEARCH_BASE_COMMIT:-HEAD}
+frozen=(go.mod go.sum proto grantspb)
+if ! git -C "$root" diff --quiet "$base" -- "${frozen[@]/#/targets/pebble/}"; then
+  echo "checks: frozen files changed since $base:" >&2
+  git -C "$root" diff --stat "$base" -- "${frozen[@]/#/targets/pebble/}" >&2
+  exit 1
+fi
+
+go vet ./...
+go test -count=1 ./...
+echo "checks: ok"

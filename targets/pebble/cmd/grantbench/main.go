@@ -1,0 +1,203 @@
+// Command grantbench measures the grant store and prints METRIC lines for autoresearch, plus
+// `go test -bench` style rows for people. Every run checks the count it reads back, so a change
+// that loses or duplicates grants fails loudly instead of looking fast.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"grantstore/grantstore"
+	"grantstore/workload"
+)
+
+const seed = 20260101
+
+type result struct {
+	ns, bytes, allocs float64
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "grantbench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx := context.Background()
+	pebbleScales, err := scales("GRANTBENCH_SCALES", "1k,10k,100k")
+	if err != nil {
+		return err
+	}
+	sqliteScales, err := scales("GRANTBENCH_SQLITE_SCALES", "1k,10k")
+	if err != nil {
+		return err
+	}
+	scratch, err := os.MkdirTemp(os.Getenv("GRANTBENCH_TMPDIR"), "grantbench-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+
+	for _, n := range pebbleScales {
+		if err := benchPebble(ctx, scratch, n); err != nil {
+			return fmt.Errorf("pebble %s: %w", workload.ScaleName(n), err)
+		}
+	}
+	for _, n := range sqliteScales {
+		if err := benchSQLite(ctx, scratch, n); err != nil {
+			return fmt.Errorf("sqlite %s: %w", workload.ScaleName(n), err)
+		}
+	}
+	return nil
+}
+
+func scales(env, def string) ([]int, error) {
+	spec, set := os.LookupEnv(env)
+	if !set {
+		spec = def
+	}
+	var out []int
+	for _, part := range strings.Split(spec, ",") {
+		if strings.TrimSpace(part) == "" {
+			continue
+		}
+		n, err := workload.ParseScale(part)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", env, err)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// iterations runs small scales several times (one run of 1k grants is too short to time
+// alone), capped by GRANTBENCH_MAX_ITERS for quick runs.
+func iterations(n int) int {
+	limit := 15
+	if v, err := strconv.Atoi(os.Getenv("GRANTBENCH_MAX_ITERS")); err == nil && v > 0 {
+		limit = v
+	}
+	return max(1, min(limit, 300_000/n))
+}
+
+func benchPebble(ctx context.Context, scratch string, n int) error {
+	grants := workload.Grants(n, seed)
+	name := workload.ScaleName(n)
+	var packed string
+	write, err := measure(iterations(n), func(i int) error {
+		dir := filepath.Join(scratch, fmt.Sprintf("pebble-%s-w%d", name, i))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return err
+		}
+		p, err := workload.WritePackPebble(ctx, dir, grants)
+		packed = p
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write pack: %w", err)
+	}
+	info, err := os.Stat(packed)
+	if err != nil {
+		return err
+	}
+	read, err := measure(iterations(n), func(i int) error {
+		dir := filepath.Join(scratch, fmt.Sprintf("pebble-%s-r%d", name, i))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return err
+		}
+		got, err := workload.UnpackReadGrants(ctx, packed, dir)
+		if err != nil {
+			return err
+		}
+		if got != n {
+			return fmt.Errorf("read back %d grants, wrote %d", got, n)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("unpack read: %w", err)
+	}
+	report("WritePack/pebble/"+name, "pebble_writepack_"+name, write)
+	report("UnpackReadGrants/pebble/"+name, "pebble_readpaginated_"+name, read)
+	fmt.Printf("METRIC pebble_packed_%s_bytes=%d\n", name, info.Size())
+	return nil
+}
+
+func benchSQLite(ctx context.Context, scratch string, n int) error {
+	grants := workload.Grants(n, seed)
+	name := workload.ScaleName(n)
+	var path string
+	write, err := measure(iterations(n), func(i int) error {
+		dir := filepath.Join(scratch, fmt.Sprintf("sqlite-%s-w%d", name, i))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return err
+		}
+		p, err := workload.WriteSQLite(ctx, dir, grants)
+		path = p
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	e, err := grantstore.OpenSQLite(path)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	got, err := workload.CountAll(ctx, e, "sync-00000001")
+	if err != nil {
+		return err
+	}
+	if got != n {
+		return fmt.Errorf("read back %d grants, wrote %d", got, n)
+	}
+	report("WritePack/sqlite/"+name, "sqlite_writepack_"+name, write)
+	return nil
+}
+
+// measure runs op `iters` times: the median wall time, and allocations per op.
+func measure(iters int, op func(i int) error) (result, error) {
+	var times []float64
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for i := 0; i < iters; i++ {
+		start := time.Now()
+		if err := op(i); err != nil {
+			return result{}, err
+		}
+		times = append(times, float64(time.Since(start).Nanoseconds()))
+	}
+	runtime.ReadMemStats(&after)
+	sort.Float64s(times)
+	return result{
+		ns:     median(times),
+		bytes:  float64(after.TotalAlloc-before.TotalAlloc) / float64(iters),
+		allocs: float64(after.Mallocs-before.Mallocs) / float64(iters),
+	}, nil
+}
+
+func median(sorted []float64) float64 {
+	mid := len(sorted) / 2
+	if len(sorted)%2 == 1 {
+		return sorted[mid]
+	}
+	return (sorted[mid-1] + sorted[mid]) / 2
+}
+
+func report(bench, metric string, r result) {
+	fmt.Printf("Benchmark%s\t%d\t%.0f ns/op\t%.0f B/op\t%.0f allocs/op\n",
+		bench, 1, r.ns, r.bytes, r.allocs)
+	fmt.Printf("METRIC %s_ms=%.3f\n", metric, r.ns/1e6)
+	fmt.Printf("METRIC %s_allocs_op=%.0f\n", metric, r.allocs)
+	fmt.Printf("METRIC %s_bytes_op=%.0f\n", metric, r.bytes)
+}
