@@ -3,7 +3,7 @@
 # METRIC lines for autoresearch and `go test -bench` style rows for people.
 #
 # AUTORESEARCH_PROFILE picks the scales:
-#   quick    pebble 10k and 100k, sqlite 10k, one iteration each   (~2 s)
+#   quick    pebble 10k and 100k, sqlite 10k, median of 3 iterations (~5 s)
 #   default  pebble 1k, 10k, 100k, sqlite 1k and 10k                (~8 s)
 #   full     default plus pebble 1m                                 (~45 s)
 # GRANTBENCH_SCALES / GRANTBENCH_SQLITE_SCALES / GRANTBENCH_MAX_ITERS override a profile.
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/targets/pebble"
 
 profile=${AUTORESEARCH_PROFILE:-default}
 case "$profile" in
-  quick)   scales=10k,100k;        sqlite=10k;    iters=1 ;;
+  quick)   scales=10k,100k;        sqlite=10k;    iters=3 ;;
   default) scales=1k,10k,100k;     sqlite=1k,10k; iters=15 ;;
   full)    scales=1k,10k,100k,1m;  sqlite=1k,10k; iters=15 ;;
   *) echo "autoresearch.sh: unknown AUTORESEARCH_PROFILE '$profile' (quick, default, full)" >&2

@@ -72,6 +72,7 @@ class _Run:
     threshold: float
     baseline: float | None
     tried: set[str]
+    base_commit: str
     done: int  # experiments in the session, including earlier runs
     no_keep_streak: int
     started: float = field(default_factory=time.monotonic)
@@ -105,7 +106,7 @@ def run_session(
         history = journal.read()
         for warning in history.warnings:
             progress.warn(warning)
-        _start_session(config, ws, journal, history, progress)
+        base_commit = _start_session(config, ws, journal, history, progress)
         run = _Run(
             config=config,
             options=options,
@@ -119,6 +120,7 @@ def run_session(
             threshold=config.decision.min_effect_pct,
             baseline=_first_baseline(history, config),
             tried={r.patch_sha256 for r in history.experiments},
+            base_commit=base_commit,
             done=len(history.experiments),
             no_keep_streak=_no_keep_streak(history.experiments),
         )
@@ -147,7 +149,7 @@ def calibrate(run: _Run) -> bool:
         log_for=lambda i: run.paths.log(label, f"bench-{i}"),
         count=config.bench.calibration_runs,
         stop=run.stop,
-        env=run.options.env,
+        env=harness_env(run, "calibration"),
         on_run=lambda i, n: run.progress.info(f"calibration run {i}/{n}"),
         on_start=lambda pgid: write_json_atomic(
             run.paths.inflight, {"phase": "calibration", "pgid": pgid}
@@ -290,7 +292,7 @@ def measure_candidate(run: _Run, exp_id: str, draft: Draft) -> Measurement:
         log_for=lambda i: run.paths.log(exp_id, f"bench-{i}"),
         count=run.config.bench.runs,
         stop=run.stop,
-        env=run.options.env,
+        env=harness_env(run, exp_id),
         on_run=lambda i, n: run.progress.phase(f"bench run {i}/{n}"),
         on_start=draft.running,
     )
@@ -304,7 +306,7 @@ def run_checks(run: _Run, exp_id: str, draft: Draft) -> RunResult:
         cwd=run.ws.path,
         log_path=run.paths.log(exp_id, "checks"),
         timeout_s=config.checks.timeout_s,
-        env={**config.checks.env, **run.options.env},
+        env={**config.checks.env, **harness_env(run, exp_id)},
         stop=run.stop,
         on_start=draft.running,
     )
@@ -345,6 +347,16 @@ def _commit_message(hypothesis, decision: Decision, exp_id: str, summary, config
     lines.append(f"Decision: {decision.reason}")
     lines += ["", f"Experiment-Id: {exp_id}", f"Result: {result_trailer(summary)}"]
     return "\n".join(lines) + "\n"
+
+
+def harness_env(run: _Run, experiment: str) -> dict[str, str]:
+    """What the bench and checks are told: the session, its base commit, the experiment."""
+    return {
+        "AUTORESEARCH_SESSION": run.config.session.name,
+        "AUTORESEARCH_BASE_COMMIT": run.base_commit,
+        "AUTORESEARCH_EXPERIMENT": experiment,
+        **run.options.env,
+    }
 
 
 def _account(run: _Run, record: ExperimentRecord) -> None:
@@ -422,7 +434,8 @@ def _require_scripts(config: Config, ws: Workspace) -> None:
             )
 
 
-def _start_session(config, ws: Workspace, journal: Journal, history, progress) -> None:
+def _start_session(config, ws: Workspace, journal: Journal, history, progress) -> str:
+    """Write the session line; returns the session's base commit."""
     event = "resume" if history.sessions else "start"
     base = history.sessions[0].base_commit if history.sessions else ws.tip()
     if ws.source.is_dirty() and event == "start":
@@ -446,6 +459,7 @@ def _start_session(config, ws: Workspace, journal: Journal, history, progress) -
         f"{'resuming' if event == 'resume' else 'starting'} session '{config.session.name}' "
         f"on {config.branch} (worktree {ws.path}); journal {config.journal_path}"
     )
+    return base
 
 
 def _first_baseline(history, config: Config) -> float | None:

@@ -2,7 +2,6 @@ package grantstore
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -11,15 +10,18 @@ import (
 	"grantstore/grantspb"
 )
 
-// PebbleOptions are the Pebble settings the engine opens with. Kept in one place so that a
-// tuning change is a one-line diff.
+// PebbleOptions are the Pebble settings the engine opens with, one setting a statement so that
+// a tuning change is a one-line diff.
 func PebbleOptions() *pebble.Options {
-	return &pebble.Options{
-		// Small enough that the default bench scale flushes and compacts during writes.
-		MemTableSize:          4 << 20,
-		L0CompactionThreshold: 2,
-		Logger:                quietLogger{},
-	}
+	opts := &pebble.Options{Logger: quietLogger{}}
+
+	// Small enough that the default bench scale flushes and compacts during writes.
+	opts.MemTableSize = 4 << 20
+
+	// Compact L0 as soon as two files pile up.
+	opts.L0CompactionThreshold = 2
+
+	return opts
 }
 
 // PebbleEngine stores grants in a Pebble LSM.
@@ -61,77 +63,14 @@ func (e *PebbleEngine) PutGrants(ctx context.Context, grants []*grantspb.GrantRe
 	if e.syncID == "" {
 		return ErrNoSync
 	}
-	batch := e.db.NewBatch()
-	defer batch.Close()
-	// The batch is not readable until committed: grants repeated within it are tracked here.
-	inBatch := make(map[string]*grantspb.GrantRecord)
+	w := e.newGrantWriter(len(grants))
+	defer w.close()
 	for _, g := range grants {
-		if err := e.putGrant(batch, inBatch, g); err != nil {
+		if err := w.put(g); err != nil {
 			return err
 		}
 	}
-	return batch.Commit(pebble.NoSync)
-}
-
-func (e *PebbleEngine) putGrant(batch *pebble.Batch, inBatch map[string]*grantspb.GrantRecord,
-	g *grantspb.GrantRecord) error {
-	key := GrantKey(e.syncID, g.GetExternalId())
-	// Read before write: a grant written earlier in the sync leaves index entries that must go.
-	prev, err := e.previous(key, inBatch[g.GetExternalId()])
-	if err != nil {
-		return err
-	}
-	if prev != nil {
-		if err := batch.Delete(e.entitlementKey(prev), nil); err != nil {
-			return err
-		}
-		if err := batch.Delete(e.principalKey(prev), nil); err != nil {
-			return err
-		}
-	}
-	inBatch[g.GetExternalId()] = g
-	value, err := proto.Marshal(g)
-	if err != nil {
-		return fmt.Errorf("grantstore: marshal grant %q: %w", g.GetExternalId(), err)
-	}
-	if err := batch.Set(key, value, nil); err != nil {
-		return err
-	}
-	if err := batch.Set(e.entitlementKey(g), nil, nil); err != nil {
-		return err
-	}
-	return batch.Set(e.principalKey(g), nil, nil)
-}
-
-// previous is the grant stored under key before this write: the one earlier in the same batch,
-// else the committed one, else nil.
-func (e *PebbleEngine) previous(key []byte, inBatch *grantspb.GrantRecord) (*grantspb.GrantRecord, error) {
-	if inBatch != nil {
-		return inBatch, nil
-	}
-	old, closer, err := e.db.Get(key)
-	if errors.Is(err, pebble.ErrNotFound) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer closer.Close()
-	prev := &grantspb.GrantRecord{}
-	if err := proto.Unmarshal(old, prev); err != nil {
-		return nil, fmt.Errorf("grantstore: stored grant at %q is corrupt: %w", key, err)
-	}
-	return prev, nil
-}
-
-func (e *PebbleEngine) entitlementKey(g *grantspb.GrantRecord) []byte {
-	return ByEntitlementKey(e.syncID, g.GetEntitlement().GetEntitlementId(),
-		g.GetPrincipal().GetResourceTypeId(), g.GetPrincipal().GetResourceId(), g.GetExternalId())
-}
-
-func (e *PebbleEngine) principalKey(g *grantspb.GrantRecord) []byte {
-	return ByPrincipalKey(e.syncID, g.GetPrincipal().GetResourceTypeId(),
-		g.GetPrincipal().GetResourceId(), g.GetExternalId())
+	return w.commit()
 }
 
 func (e *PebbleEngine) EndSync(ctx context.Context) error {
