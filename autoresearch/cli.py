@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -22,7 +23,12 @@ TRACEBACK_ENV = "AUTORESEARCH_TRACEBACK"
 
 def _config(args: argparse.Namespace) -> Config:
     path = Path(args.config) if args.config else find_config(Path.cwd())
-    return load_config(path)
+    config = load_config(path)
+    if getattr(args, "session", None):
+        config = dataclasses.replace(
+            config, session=dataclasses.replace(config.session, name=args.session)
+        )
+    return config
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -89,6 +95,11 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
         metavar="PATH",
         help="session config (default: ./autoresearch.toml, or [tool.autoresearch] in "
         "./pyproject.toml)",
+    )
+    parser.add_argument(
+        "--session",
+        metavar="NAME",
+        help="session name, overriding [session] name: a new name starts a new session",
     )
 
 

@@ -2,7 +2,7 @@
 
 lock the session -> open the worktree -> recover a crashed experiment -> calibrate the baseline
 repeat: next hypothesis -> check patch -> apply -> bench -> decide -> checks -> keep | revert
-        -> append the record
+        -> append the record -> after a keep, calibrate the new best
 """
 
 from __future__ import annotations
@@ -133,6 +133,11 @@ def run_session(
                 break
             record = run_experiment(run, hypothesis)
             _account(run, record)
+            # The kept commit is the new best: measure it afresh rather than trust the
+            # candidate's few (possibly lucky) samples.
+            if record.status == "keep" and not run.stop.is_set() and not calibrate(run):
+                reason = "interrupted by a signal during calibration"
+                break
         progress.info(f"stopped: {reason}")
         return _outcome(run, reason, interrupted=stop.is_set())
 
@@ -232,13 +237,19 @@ def run_experiment(run: _Run, hypothesis: Hypothesis) -> ExperimentRecord:
     if m.failure:
         ws.revert()
         return draft.finish(
-            m.failure, m.detail, error=m.detail, bench_logs=m.logs, bench_tail=m.tail
+            m.failure,
+            m.detail,
+            error=m.detail,
+            bench_logs=m.logs,
+            bench_durations_s=m.durations,
+            bench_tail=m.tail,
         )
     decision = decide(config, run.best, m.samples, run.threshold)
     measured = {
         "decision": decision.to_dict(),
         "sentinels": decision.sentinels,
         "bench_logs": m.logs,
+        "bench_durations_s": m.durations,
         "bench_tail": m.tail,
     }
     draft.note(asi={"result": decision.reason})

@@ -29,6 +29,10 @@ class Measurement:
         return [r.log_path for r in self.runs]
 
     @property
+    def durations(self) -> list[float]:
+        return [round(r.duration_s, 3) for r in self.runs]
+
+    @property
     def tail(self) -> str | None:
         return self.runs[-1].tail if self.runs else None
 

@@ -121,6 +121,7 @@ class ExperimentRecord(_Record):
     sentinels: dict[str, Any] = field(default_factory=dict)
     checks: dict[str, Any] | None = None
     bench_logs: list[str] = field(default_factory=list)
+    bench_durations_s: list[float] = field(default_factory=list)
     bench_tail: str | None = None
     error: str | None = None
     asi: Asi = field(default_factory=Asi)

@@ -94,6 +94,17 @@ def test_run_then_status(target):
     assert "not running" in status.stdout
 
 
+def test_session_option_starts_a_separate_session(target):
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    assert run_cli("run", "--quiet", cwd=target.root).returncode == 0
+    done = run_cli("run", "--quiet", "--session", "second", cwd=target.root)
+    assert done.returncode == 0, done.stderr
+    assert "session second: 1 experiments this run, 1 kept" in done.stdout
+    assert git(target.root, "rev-parse", "--verify", "-q", "autoresearch/second").strip()
+    status = run_cli("status", "--session", "second", cwd=target.root)
+    assert "session 'second' on autoresearch/second" in status.stdout
+
+
 def test_init_scaffolds_a_working_session(tmp_path):
     repo = tmp_path / "mine"
     (repo / "src").mkdir(parents=True)

@@ -248,9 +248,12 @@ def test_journal_holds_session_and_calibration_lines(target):
     assert session.environment["cpu_count"] == os.cpu_count()
     assert session.environment["python"].count(".") == 2
     assert session.config["metric"]["name"] == "time_ms"
-    (calibration,) = contents.calibrations
-    assert calibration.samples["time_ms"] == [100.0, 100.0, 100.0]
-    assert calibration.threshold_pct == 1.0
+    # Once at the start, once more on the kept commit, the new best.
+    first, after_keep = contents.calibrations
+    assert first.samples["time_ms"] == [100.0, 100.0, 100.0]
+    assert first.threshold_pct == 1.0
+    assert after_keep.samples["time_ms"] == [80.0, 80.0, 80.0]
+    assert after_keep.commit == contents.experiments[0].kept_commit
     lines = target.journal.read_text().splitlines()
     assert all(json.loads(line)["schema_version"] == 1 for line in lines)
 
