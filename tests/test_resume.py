@@ -191,3 +191,24 @@ def _kill_orphan(pid: int) -> None:
 
     if _alive(pid):
         os.killpg(pid, signal.SIGKILL)
+
+
+def test_kill9_during_calibration_then_resume(target, tmp_path):
+    (target.root / "src" / "mode.txt").write_text("slow\n")
+    git(target.root, "commit", "-qam", "a slow bench")
+    started = tmp_path / "started"
+    proc = spawn_loop(target, {"BENCH_SLOW_S": "60", "BENCH_STARTED": str(started)})
+    wait_for(started, timeout=60)
+    paths = session_paths(target.load())
+    wait_for(paths.inflight)
+    assert json.loads(paths.inflight.read_text())["phase"] == "calibration"
+    _kill9(proc)
+    orphan = int(started.read_text())
+    assert _alive(orphan)
+
+    outcome = run(target, env={"BENCH_SLOW_S": "0"})
+
+    assert not _alive(orphan)
+    assert experiments(target) == []
+    assert outcome.baseline == pytest.approx(100)
+    assert not paths.inflight.exists()
