@@ -26,10 +26,10 @@ from autoresearch.progress import Progress
 
 GOAL_S = 0.5
 BENCH = """#!/usr/bin/env bash
-# No-op bench: each file under src/gain makes it 10 ms faster, each under src/loss 50 ms slower.
+# No-op bench: each file under src/gain makes it 20 ms faster, each under src/loss 50 ms slower.
 gain=$(ls src/gain 2>/dev/null | wc -l)
 loss=$(ls src/loss 2>/dev/null | wc -l)
-echo "METRIC t_ms=$((1000 - 10 * gain + 50 * loss))"
+echo "METRIC t_ms=$((1000 - 20 * gain + 50 * loss))"
 """
 CONFIG = """
 [session]

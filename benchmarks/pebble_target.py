@@ -115,21 +115,28 @@ def compare(args) -> None:
         f"Baseline against the baseline plus {', '.join(p.stem for p in patches)}; "
         f"medians of {args.rounds} alternating rounds:\n"
     )
-    print("| metric | baseline | with the wins | change | SQLite | wins vs SQLite |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name in base:
-        if not name.startswith("pebble_") or name.startswith("pebble_packed"):
-            continue
+    _table(base, wins, lambda n: n.startswith("pebble_") and n.endswith("_ms"), sqlite=True)
+    print()
+    _table(base, wins, lambda n: n.startswith("pebble_writepack") and n.endswith("_op"))
+    print()
+    _table(base, wins, lambda n: n.startswith(("pebble_packed", "sqlite_")) and "_op" not in n)
+
+
+def _table(base, wins, wanted, sqlite: bool = False) -> None:
+    head = "| metric | baseline | with the wins | change |"
+    print(head + (" SQLite | with the wins vs SQLite |" if sqlite else ""))
+    print("|---|---:|---:|---:|" + ("---:|---:|" if sqlite else ""))
+    for name in filter(wanted, base):
         b, w = statistics.median(base[name]), statistics.median(wins[name])
-        sqlite_name = name.replace("pebble_", "sqlite_")
-        sq = statistics.median(base[sqlite_name]) if sqlite_name in base else None
-        vs = f"{sq / w:.1f}x faster" if sq and name.endswith("_ms") else ""
-        sq_text = f"{sq:.1f}" if sq else ""
-        print(f"| {name} | {b:,.1f} | {w:,.1f} | {100 * (w - b) / b:+.1f}% | {sq_text} | {vs} |")
-    for name in base:
-        if name.startswith(("pebble_packed", "sqlite_")) and name.endswith(("_ms", "_bytes")):
-            b, w = statistics.median(base[name]), statistics.median(wins[name])
-            print(f"| {name} | {b:,.1f} | {w:,.1f} | {100 * (w - b) / b:+.1f}% | | |")
+        row = f"| {name} | {b:,.1f} | {w:,.1f} | {100 * (w - b) / b:+.1f}% |"
+        if sqlite:
+            other = base.get(name.replace("pebble_", "sqlite_"))
+            if other and "writepack" in name:
+                sq = statistics.median(other)
+                row += f" {sq:,.1f} | {sq / w:.2f}x |"
+            else:
+                row += " | |"
+        print(row)
 
 
 def main() -> int:
