@@ -48,11 +48,13 @@ func decodePageToken(token string) (string, error) {
 	return string(raw), nil
 }
 
-func checkPageSize(pageSize int) error {
+// pageStart checks a ListGrants call's arguments and returns the external id the page
+// starts after ("" for the first page).
+func pageStart(pageSize int, pageToken string) (string, error) {
 	if pageSize <= 0 {
-		return fmt.Errorf("grantstore: page size must be positive, got %d", pageSize)
+		return "", fmt.Errorf("grantstore: page size must be positive, got %d", pageSize)
 	}
-	return nil
+	return decodePageToken(pageToken)
 }
 
 func newSyncID(seq uint64) string {

@@ -101,10 +101,7 @@ func (e *SQLiteEngine) EndSync(ctx context.Context) error {
 
 func (e *SQLiteEngine) ListGrants(ctx context.Context, syncID string, pageSize int,
 	pageToken string) ([]*grantspb.GrantRecord, string, error) {
-	if err := checkPageSize(pageSize); err != nil {
-		return nil, "", err
-	}
-	after, err := decodePageToken(pageToken)
+	after, err := pageStart(pageSize, pageToken)
 	if err != nil {
 		return nil, "", err
 	}

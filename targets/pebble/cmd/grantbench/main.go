@@ -93,11 +93,7 @@ func benchPebble(ctx context.Context, scratch string, n int) error {
 	grants := workload.Grants(n, seed)
 	name := workload.ScaleName(n)
 	var packed string
-	write, err := measure(iterations(n), func(i int) error {
-		dir := filepath.Join(scratch, fmt.Sprintf("pebble-%s-w%d", name, i))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return err
-		}
+	write, err := measure(iterations(n), scratch, "pebble-"+name+"-w", func(dir string) error {
 		p, err := workload.WritePackPebble(ctx, dir, grants)
 		packed = p
 		return err
@@ -109,11 +105,7 @@ func benchPebble(ctx context.Context, scratch string, n int) error {
 	if err != nil {
 		return err
 	}
-	read, err := measure(iterations(n), func(i int) error {
-		dir := filepath.Join(scratch, fmt.Sprintf("pebble-%s-r%d", name, i))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return err
-		}
+	read, err := measure(iterations(n), scratch, "pebble-"+name+"-r", func(dir string) error {
 		got, err := workload.UnpackReadGrants(ctx, packed, dir)
 		if err != nil {
 			return err
@@ -136,11 +128,7 @@ func benchSQLite(ctx context.Context, scratch string, n int) error {
 	grants := workload.Grants(n, seed)
 	name := workload.ScaleName(n)
 	var path string
-	write, err := measure(iterations(n), func(i int) error {
-		dir := filepath.Join(scratch, fmt.Sprintf("sqlite-%s-w%d", name, i))
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			return err
-		}
+	write, err := measure(iterations(n), scratch, "sqlite-"+name+"-w", func(dir string) error {
 		p, err := workload.WriteSQLite(ctx, dir, grants)
 		path = p
 		return err
@@ -164,25 +152,33 @@ func benchSQLite(ctx context.Context, scratch string, n int) error {
 	return nil
 }
 
-// measure runs op `iters` times: the median wall time, and allocations per op.
-func measure(iters int, op func(i int) error) (result, error) {
+// measure runs op `iters` times, each in a fresh directory made before the clock starts: the
+// median wall time, and allocations per op.
+func measure(iters int, scratch, prefix string, op func(dir string) error) (result, error) {
 	var times []float64
 	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
+	var allocs, bytes uint64
 	for i := 0; i < iters; i++ {
+		dir := filepath.Join(scratch, fmt.Sprintf("%s%d", prefix, i))
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return result{}, err
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&before)
 		start := time.Now()
-		if err := op(i); err != nil {
+		if err := op(dir); err != nil {
 			return result{}, err
 		}
 		times = append(times, float64(time.Since(start).Nanoseconds()))
+		runtime.ReadMemStats(&after)
+		allocs += after.Mallocs - before.Mallocs
+		bytes += after.TotalAlloc - before.TotalAlloc
 	}
-	runtime.ReadMemStats(&after)
 	sort.Float64s(times)
 	return result{
 		ns:     median(times),
-		bytes:  float64(after.TotalAlloc-before.TotalAlloc) / float64(iters),
-		allocs: float64(after.Mallocs-before.Mallocs) / float64(iters),
+		bytes:  float64(bytes) / float64(iters),
+		allocs: float64(allocs) / float64(iters),
 	}, nil
 }
 
