@@ -30,6 +30,7 @@ __all__ = [
     "TargetConfig",
     "find_config",
     "load_config",
+    "script_path",
 ]
 
 CONFIG_NAMES = ("autoresearch.toml", "pyproject.toml")
@@ -166,7 +167,7 @@ class Config:
         """Configured protections plus the harness: the bench and checks scripts, manifests."""
         extra = [
             script
-            for script in (_script_path(self.bench.command), _script_path(self.checks.command))
+            for script in (script_path(self.bench.command), script_path(self.checks.command))
             if script
         ]
         return [*ALWAYS_PROTECTED, *extra, *self.scope.protect]
@@ -177,7 +178,7 @@ class Config:
         return data
 
 
-def _script_path(command: str) -> str | None:
+def script_path(command: str) -> str | None:
     """The repository-relative script a command runs, when it runs one (`./x.sh`, `bash x.sh`)."""
     try:
         words = shlex.split(command)

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import statistics
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .config import Config, _script_path
+from .config import Config, script_path
 from .decide import Decision, decide, noise_pct, threshold_pct
 from .errors import UserError
 from .experiment import Draft, now_iso, result_trailer
@@ -22,7 +23,7 @@ from .fingerprint import environment
 from .gitrepo import open_repo
 from .journal import Journal
 from .measure import Measurement, measure
-from .patchcheck import check_paths, patch_paths
+from .patchcheck import PatchProblem, check_paths, patch_paths
 from .proc import RunResult
 from .proc import run as run_command
 from .progress import Progress, format_value
@@ -82,7 +83,7 @@ class _Run:
     @property
     def best_median(self) -> float | None:
         samples = self.best.get(self.config.metric.name)
-        return sorted(samples)[len(samples) // 2] if samples else None
+        return statistics.median(samples) if samples else None
 
 
 def session_paths(config: Config) -> SessionPaths:
@@ -170,7 +171,7 @@ def calibrate(run: _Run) -> bool:
     run.best = m.samples
     run.threshold = threshold_pct(config, m.samples[primary])
     noise = {name: noise_pct(values) for name, values in m.samples.items()}
-    medians = {name: sorted(v)[len(v) // 2] for name, v in m.samples.items()}
+    medians = {name: statistics.median(v) for name, v in m.samples.items()}
     if run.baseline is None:
         run.baseline = run.best_median
     run.journal.append(
@@ -227,7 +228,7 @@ def run_experiment(run: _Run, hypothesis: Hypothesis) -> ExperimentRecord:
     paths, problem = check_patch(run, hypothesis, patch_file)
     draft.note(touched_files=paths)
     if problem:
-        return draft.finish(problem[0], problem[1], error=problem[1])
+        return draft.finish(problem.kind, problem.message, error=problem.message)
     applied = ws.apply(patch_file)
     if not applied.ok:
         return draft.finish("apply_failed", applied.message, error=applied.message)
@@ -269,13 +270,12 @@ def run_experiment(run: _Run, hypothesis: Hypothesis) -> ExperimentRecord:
         ws.revert()
         return draft.finish(decision.status, decision.reason, **measured)
     draft.phase("commit")
-    kept = keep(run, draft, hypothesis, decision, paths, measured, m)
-    return kept
+    return keep(run, draft, hypothesis, decision, paths, measured, m)
 
 
 def check_patch(
     run: _Run, hypothesis: Hypothesis, patch_file: Path
-) -> tuple[list[str], tuple[str, str] | None]:
+) -> tuple[list[str], PatchProblem | None]:
     """The paths the patch touches, and the first reason it may not be applied."""
     config = run.config
     named = patch_paths(hypothesis.patch)
@@ -289,11 +289,9 @@ def check_patch(
         protect=config.protected_globs(),
         allow_binary=config.scope.allow_binary,
     )
-    if problem:
-        return paths, (problem.kind, problem.message)
-    if touched is None:
-        return paths, ("apply_failed", "git cannot read the patch (not a unified diff?)")
-    return paths, None
+    if problem is None and touched is None:
+        problem = PatchProblem("apply_failed", "git cannot read the patch (not a unified diff?)")
+    return paths, problem
 
 
 def measure_candidate(run: _Run, exp_id: str, draft: Draft) -> Measurement:
@@ -323,7 +321,15 @@ def run_checks(run: _Run, exp_id: str, draft: Draft) -> RunResult:
     )
 
 
-def keep(run, draft, hypothesis, decision, paths, measured, m) -> ExperimentRecord:
+def keep(
+    run: _Run,
+    draft: Draft,
+    hypothesis: Hypothesis,
+    decision: Decision,
+    paths: list[str],
+    measured: dict,
+    m: Measurement,
+) -> ExperimentRecord:
     """Commit the patch on the session branch; the pending record survives a crash mid-commit."""
     primary = decision.metrics[run.config.metric.name]
     summary = {
@@ -437,7 +443,7 @@ def _require_scripts(config: Config, ws: Workspace) -> None:
     if config.checks.when != "never":
         needed.append(("checks.command", config.checks.command))
     for key, command in needed:
-        script = _script_path(command)
+        script = script_path(command)
         if script and not (ws.path / script).exists():
             raise UserError(
                 f"{config.path}: {key} runs '{script}', which is not committed in "
