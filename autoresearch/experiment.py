@@ -16,7 +16,14 @@ from typing import Any
 from .records import Asi, ExperimentRecord
 from .state import write_json_atomic
 
-__all__ = ["Draft", "now_iso", "parse_trailers"]
+__all__ = [
+    "NEXT_ACTION",
+    "Draft",
+    "now_iso",
+    "parse_trailers",
+    "record_from_marker",
+    "result_trailer",
+]
 
 # What to try next, by how an experiment ended.
 NEXT_ACTION = {
@@ -145,6 +152,3 @@ def parse_trailers(message: str) -> dict[str, str]:
 
 def result_trailer(summary: dict[str, Any]) -> str:
     return json.dumps(summary, sort_keys=True, separators=(",", ":"), allow_nan=False)
-
-
-__all__ += ["NEXT_ACTION", "record_from_marker", "result_trailer"]

@@ -172,7 +172,8 @@ def calibrate(run: _Run) -> bool:
     run.threshold = threshold_pct(config, m.samples[primary])
     noise = {name: noise_pct(values) for name, values in m.samples.items()}
     medians = {name: statistics.median(v) for name, v in m.samples.items()}
-    if run.baseline is None:
+    first = run.baseline is None
+    if first:
         run.baseline = run.best_median
     run.journal.append(
         CalibrationRecord(
@@ -188,7 +189,8 @@ def calibrate(run: _Run) -> bool:
         )
     )
     run.progress.info(
-        f"baseline {primary} = {format_value(run.best_median, config.metric.unit)}, "
+        f"{'baseline' if first else 'new best'} {primary} = "
+        f"{format_value(run.best_median, config.metric.unit)}, "
         f"noise {noise[primary] or 0:.2f}%, threshold {run.threshold:.2f}%"
     )
     return True
