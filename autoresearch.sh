@@ -2,8 +2,12 @@
 # Bench for the bundled target (targets/pebble): builds the harness once, runs it, and prints
 # METRIC lines for autoresearch and `go test -bench` style rows for people.
 #
+#   ./autoresearch.sh          build, then run
+#   ./autoresearch.sh --build  build only (the loop builds each arm once per experiment)
+#   ./autoresearch.sh --run    run the harness built last
+#
 # AUTORESEARCH_PROFILE picks the scales:
-#   quick    pebble 10k and 100k, sqlite 10k, median of 3 iterations (~5 s)
+#   quick    pebble 10k and 100k, sqlite 10k, one iteration each   (~2 s)
 #   default  pebble 1k, 10k, 100k, sqlite 1k and 10k                (~8 s)
 #   full     default plus pebble 1m                                 (~45 s)
 # GRANTBENCH_SCALES / GRANTBENCH_SQLITE_SCALES / GRANTBENCH_MAX_ITERS override a profile.
@@ -12,7 +16,7 @@ cd "$(dirname "$0")/targets/pebble"
 
 profile=${AUTORESEARCH_PROFILE:-default}
 case "$profile" in
-  quick)   scales=10k,100k;        sqlite=10k;    iters=3 ;;
+  quick)   scales=10k,100k;        sqlite=10k;    iters=1 ;;
   default) scales=1k,10k,100k;     sqlite=1k,10k; iters=15 ;;
   full)    scales=1k,10k,100k,1m;  sqlite=1k,10k; iters=15 ;;
   *) echo "autoresearch.sh: unknown AUTORESEARCH_PROFILE '$profile' (quick, default, full)" >&2
@@ -22,11 +26,25 @@ export GRANTBENCH_SCALES=${GRANTBENCH_SCALES:-$scales}
 export GRANTBENCH_SQLITE_SCALES=${GRANTBENCH_SQLITE_SCALES:-$sqlite}
 export GRANTBENCH_MAX_ITERS=${GRANTBENCH_MAX_ITERS:-$iters}
 
-if ! go build -o bin/grantbench ./cmd/grantbench; then
-  echo "autoresearch.sh: build failed" >&2
-  exit 1
+mode=${1:-all}
+case "$mode" in
+  all|--build|--run) ;;
+  *) echo "autoresearch.sh: unknown argument '$mode' (--build, --run, or none)" >&2; exit 2 ;;
+esac
+
+if [ "$mode" != --run ]; then
+  if ! go build -o bin/grantbench ./cmd/grantbench; then
+    echo "autoresearch.sh: build failed" >&2
+    exit 1
+  fi
 fi
-if ! ./bin/grantbench; then
-  echo "autoresearch.sh: bench failed" >&2
-  exit 1
+if [ "$mode" != --build ]; then
+  if [ ! -x bin/grantbench ]; then
+    echo "autoresearch.sh: bin/grantbench is not built; run ./autoresearch.sh --build first" >&2
+    exit 1
+  fi
+  if ! ./bin/grantbench; then
+    echo "autoresearch.sh: bench failed" >&2
+    exit 1
+  fi
 fi

@@ -6,13 +6,14 @@ a session branch or reverts it, and journals one structured record per experimen
 """
 
 from .config import Config, load_config
-from .decide import Decision, decide
+from .decide import Decision, Judge
 from .errors import ConfigError, JournalError, MetricParseError, UserError, WorkspaceError
 from .journal import Journal, read_journal
-from .loop import RunOptions, SessionOutcome, run_session
+from .loop import SessionOutcome, run_session
 from .metrics import parse_go_bench, parse_metrics
 from .proc import RunResult
 from .records import SCHEMA_VERSION, STATUSES, ExperimentRecord
+from .session import RunOptions
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -23,13 +24,13 @@ __all__ = [
     "ExperimentRecord",
     "Journal",
     "JournalError",
+    "Judge",
     "MetricParseError",
     "RunOptions",
     "RunResult",
     "SessionOutcome",
     "UserError",
     "WorkspaceError",
-    "decide",
     "load_config",
     "parse_go_bench",
     "parse_metrics",

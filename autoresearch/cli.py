@@ -33,13 +33,15 @@ def _config(args: argparse.Namespace) -> Config:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the experiment loop on the session in the config (resumes where it stopped)."""
-    from .loop import RunOptions, run_session
+    from .loop import run_session
     from .progress import Progress
+    from .session import RunOptions
 
     options = RunOptions(
         max_experiments=args.max_experiments,
         max_hours=args.max_hours,
         stop_after_no_keep=args.stop_after_no_keep,
+        confirm=False if args.no_confirm else None,
         env=dict(args.env),
     )
     outcome = run_session(_config(args), options, Progress(quiet=args.quiet))
@@ -47,7 +49,32 @@ def cmd_run(args: argparse.Namespace) -> int:
         f"session {outcome.session}: {outcome.ran} experiments this run, {outcome.kept} kept; "
         f"stopped: {outcome.stop_reason}"
     )
+    if outcome.confirmed_change_pct is not None:
+        print(f"confirmed change from the session's baseline: {outcome.confirmed_change_pct:+.2f}%")
     return EXIT_FAILED if outcome.interrupted else 0
+
+
+def cmd_confirm(args: argparse.Namespace) -> int:
+    """Measure the session's baseline against its final tip, alternating, and journal it."""
+    from .confirm import confirm
+    from .progress import Progress
+    from .session import RunOptions
+
+    record = confirm(
+        _config(args), RunOptions(env=dict(args.env)), Progress(quiet=args.quiet), args.runs
+    )
+    if record is None:
+        print("confirmation interrupted")
+        return EXIT_FAILED
+    if record.change_pct is None:
+        print(f"confirmation: {record.metric} could not be compared")
+        return EXIT_FAILED
+    print(
+        f"confirmed: {record.metric} {record.change_pct:+.2f}% "
+        f"(95% CI [{record.ci_low_pct:+.2f}%, {record.ci_high_pct:+.2f}%], "
+        f"p={record.p_value:.2g}, {record.runs_per_arm} runs each)"
+    )
+    return 0
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -103,8 +130,20 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_env(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--env",
+        type=_key_value,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="environment for the bench and checks (repeatable)",
+    )
+
+
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run,
+    "confirm": cmd_confirm,
     "status": cmd_status,
     "init": cmd_init,
 }
@@ -129,15 +168,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="stop after N experiments without a keep",
     )
-    run.add_argument(
-        "--env",
-        type=_key_value,
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="environment for the bench and checks (repeatable)",
-    )
+    _add_env(run)
     run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.add_argument(
+        "--no-confirm", action="store_true", help="skip the confirmation at the end of the run"
+    )
+
+    confirm = sub.add_parser("confirm", help=_doc(cmd_confirm), description=_doc(cmd_confirm))
+    _add_config(confirm)
+    confirm.add_argument(
+        "--runs", type=int, metavar="N", help="runs per arm (default: decision.confirm_runs)"
+    )
+    _add_env(confirm)
+    confirm.add_argument("--quiet", action="store_true", help="no progress lines")
 
     status = sub.add_parser("status", help=_doc(cmd_status), description=_doc(cmd_status))
     _add_config(status)

@@ -58,9 +58,10 @@ class TargetConfig:
 @dataclass(frozen=True)
 class BenchConfig:
     command: str = "./autoresearch.sh"
+    # Run once per arm before its bench runs, so that runs measure the code, not the compiler.
+    build: str = ""
     timeout_s: float = 600.0
-    runs: int = 3
-    calibration_runs: int = 5
+    calibration_runs: int = 6
     go_bench: bool = False
     env: dict[str, str] = field(default_factory=dict)
 
@@ -105,7 +106,24 @@ class BudgetConfig:
 @dataclass(frozen=True)
 class DecisionConfig:
     min_effect_pct: float = 1.0
-    noise_multiplier: float = 3.0
+    noise_multiplier: float = 1.0
+    alpha: float = 0.01
+    min_runs: int = 6
+    max_runs: int = 20
+    looks: int = 4
+    target_effect_pct: float = 5.0
+    sentinel_confidence: float = 0.95
+    agree_with: list[str] = field(default_factory=list)
+    confirm: bool = True
+    confirm_runs: int = 15
+
+    def schedule(self) -> list[int]:
+        """Runs per arm at each look: evenly spaced from min_runs to max_runs."""
+        if self.looks == 1:
+            return [self.max_runs]
+        span = self.max_runs - self.min_runs
+        points = [round(self.min_runs + span * k / (self.looks - 1)) for k in range(self.looks)]
+        return sorted(set(points))
 
 
 @dataclass(frozen=True)
@@ -317,8 +335,9 @@ def _check_semantics(config: Config) -> None:
         raise ConfigError(f"{path}: 'checks.when' must be one of {', '.join(CHECKS_WHEN)}")
     positive = {
         "bench.timeout_s": config.bench.timeout_s,
-        "bench.runs": config.bench.runs,
         "bench.calibration_runs": config.bench.calibration_runs,
+        "decision.looks": config.decision.looks,
+        "decision.confirm_runs": config.decision.confirm_runs,
         "checks.timeout_s": config.checks.timeout_s,
         "budget.max_experiments": config.budget.max_experiments,
         "budget.max_hours": config.budget.max_hours,
@@ -326,8 +345,25 @@ def _check_semantics(config: Config) -> None:
     for key, value in positive.items():
         if value <= 0:
             raise ConfigError(f"{path}: '{key}' must be > 0, got {value}")
-    if config.bench.calibration_runs < 2:
-        raise ConfigError(f"{path}: 'bench.calibration_runs' must be >= 2 to measure noise")
+    if config.bench.calibration_runs < 4:
+        raise ConfigError(f"{path}: 'bench.calibration_runs' must be >= 4 to measure noise")
+    decision = config.decision
+    if not 2 <= decision.min_runs <= decision.max_runs:
+        raise ConfigError(
+            f"{path}: 'decision.min_runs' must be >= 2 and <= 'decision.max_runs' "
+            f"(got {decision.min_runs} and {decision.max_runs})"
+        )
+    if not 0 < decision.alpha < 0.5:
+        raise ConfigError(f"{path}: 'decision.alpha' must be between 0 and 0.5")
+    if not 0.5 <= decision.sentinel_confidence < 1:
+        raise ConfigError(f"{path}: 'decision.sentinel_confidence' must be in [0.5, 1)")
+    known = {spec.name for spec in config.all_metrics()}
+    for i, name in enumerate(decision.agree_with):
+        if name not in known:
+            raise ConfigError(
+                f"{path}: 'decision.agree_with[{i}]' names '{name}', which is not a "
+                "secondary or sentinel metric"
+            )
     if config.proposer.kind != "queue":
         raise ConfigError(f"{path}: 'proposer.kind' must be 'queue', got '{config.proposer.kind}'")
     if not config.session.name or any(c in config.session.name for c in " ~^:?*[\\"):

@@ -14,6 +14,7 @@ from pathlib import Path
 from .errors import JournalError
 from .records import (
     CalibrationRecord,
+    ConfirmationRecord,
     ExperimentRecord,
     SessionRecord,
     _Record,
@@ -30,6 +31,7 @@ class JournalContents:
     sessions: list[SessionRecord] = field(default_factory=list)
     calibrations: list[CalibrationRecord] = field(default_factory=list)
     experiments: list[ExperimentRecord] = field(default_factory=list)
+    confirmations: list[ConfirmationRecord] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     def for_session(self, name: str) -> JournalContents:
@@ -37,6 +39,7 @@ class JournalContents:
             sessions=[r for r in self.sessions if r.session == name],
             calibrations=[r for r in self.calibrations if r.session == name],
             experiments=[r for r in self.experiments if r.session == name],
+            confirmations=[r for r in self.confirmations if r.session == name],
             warnings=list(self.warnings),
         )
 
@@ -71,6 +74,7 @@ def read_journal(path: Path) -> JournalContents:
         "session": contents.sessions,
         "calibration": contents.calibrations,
         "experiment": contents.experiments,
+        "confirmation": contents.confirmations,
     }
     for lineno, raw in enumerate(raw_lines[:last], start=1):
         if not raw.strip():

@@ -1,4 +1,8 @@
-"""Repeated bench runs -> samples per metric, or the reason there are none."""
+"""Bench runs -> samples per metric: one arm repeated, or two arms built once and run alternately.
+
+Alternating B C C B B C ... puts both arms through the same drift of a shared machine, so that
+drift cancels instead of passing for an effect.
+"""
 
 from __future__ import annotations
 
@@ -8,16 +12,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .config import Config
+from .decide import Decision
 from .errors import MetricParseError
 from .metrics import parse_output
 from .proc import RunResult, read_log, run
 
-__all__ = ["Measurement", "measure"]
+__all__ = ["BASELINE", "CANDIDATE", "Harness", "Measurement", "PairMeasurement"]
+
+BASELINE, CANDIDATE = "baseline", "candidate"
 
 
 @dataclass
 class Measurement:
-    """Samples from `runs` bench runs; `failure` is a record status when they could not all run."""
+    """Samples of one arm; `failure` is a record status when a run could not complete."""
 
     samples: dict[str, list[float]] = field(default_factory=dict)
     runs: list[RunResult] = field(default_factory=list)
@@ -41,54 +48,125 @@ class Measurement:
         return sum(r.duration_s for r in self.runs)
 
 
-def measure(
-    config: Config,
-    *,
-    cwd: Path,
-    log_for: Callable[[int], Path],
-    count: int,
-    stop: threading.Event | None = None,
-    env: dict[str, str] | None = None,
-    on_run: Callable[[int, int], None] | None = None,
-    on_start: Callable[[int], None] | None = None,
-) -> Measurement:
-    """Run the bench `count` times in `cwd`; the first failed run ends the measurement."""
-    result = Measurement()
-    primary = config.metric.name
-    for index in range(1, count + 1):
-        if on_run:
-            on_run(index, count)
-        outcome = run(
-            config.bench.command,
-            cwd=cwd,
-            log_path=log_for(index),
-            timeout_s=config.bench.timeout_s,
-            env={**config.bench.env, **(env or {})},
-            stop=stop,
-            on_start=on_start,
-        )
-        result.runs.append(outcome)
-        if outcome.timed_out:
-            result.failure, result.detail = "timeout", f"bench {outcome.describe()}"
-            return result
-        if outcome.interrupted:
-            result.failure, result.detail = "interrupted", "bench stopped by a signal"
-            return result
-        if outcome.exit_code != 0:
-            result.failure = "crash"
-            result.detail = f"bench failed ({outcome.describe()}); log: {outcome.log_path}"
-            return result
-        try:
-            values = parse_output(
-                read_log(outcome.log_path), go_bench=config.bench.go_bench, source=outcome.log_path
-            )
-        except MetricParseError as exc:
-            result.failure, result.detail = "crash", str(exc)
-            return result
-        if primary not in values:
-            result.failure = "crash"
-            result.detail = f"bench printed no 'METRIC {primary}=...' line; log: {outcome.log_path}"
-            return result
+@dataclass
+class PairMeasurement:
+    """Both arms of an interleaved measurement, and the decision that ended it."""
+
+    baseline: Measurement = field(default_factory=Measurement)
+    candidate: Measurement = field(default_factory=Measurement)
+    decision: Decision | None = None
+    failure: str | None = None
+    detail: str = ""
+    builds: list[RunResult] = field(default_factory=list)
+
+
+class Harness:
+    """Runs a config's build and bench commands, with logs, timeouts and the stop signal."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        env: dict[str, str],
+        stop: threading.Event | None,
+        on_start: Callable[[int], None] | None = None,
+    ):
+        self.config = config
+        self.env = {**config.bench.env, **env}
+        self.stop = stop
+        self.on_start = on_start
+
+    def build(self, cwd: Path, log: Path) -> RunResult | None:
+        """Run the build command once in `cwd`; None when the config has none."""
+        if not self.config.bench.build:
+            return None
+        return self._run(self.config.bench.build, cwd, log)
+
+    def bench_once(self, cwd: Path, log: Path, into: Measurement) -> bool:
+        """One bench run whose metrics go into `into`; False (with `into.failure`) if it failed."""
+        outcome = self._run(self.config.bench.command, cwd, log)
+        into.runs.append(outcome)
+        failure, detail = _failure(outcome)
+        if failure is None:
+            try:
+                values = parse_output(
+                    read_log(outcome.log_path),
+                    go_bench=self.config.bench.go_bench,
+                    source=outcome.log_path,
+                )
+            except MetricParseError as exc:
+                failure, detail = "crash", str(exc)
+            else:
+                primary = self.config.metric.name
+                if primary not in values:
+                    failure = "crash"
+                    detail = f"bench printed no 'METRIC {primary}=...' line; log: {log}"
+        if failure is not None:
+            into.failure, into.detail = failure, detail
+            return False
         for name, value in values.items():
-            result.samples.setdefault(name, []).append(value)
-    return result
+            into.samples.setdefault(name, []).append(value)
+        return True
+
+    def repeat(
+        self, cwd: Path, log_for: Callable[[int], Path], count: int, on_run=None
+    ) -> Measurement:
+        """`count` runs of one arm; the first failure ends it."""
+        result = Measurement()
+        for index in range(1, count + 1):
+            if on_run:
+                on_run(index, count)
+            if not self.bench_once(cwd, log_for(index), result):
+                break
+        return result
+
+    def interleave(
+        self,
+        *,
+        baseline_dir: Path,
+        candidate_dir: Path,
+        log_for: Callable[[str, int], Path],
+        max_pairs: int,
+        judge: Callable[[dict, dict, bool], Decision | None] | None = None,
+        looks: list[int] | None = None,
+        on_run: Callable[[str, int], None] | None = None,
+    ) -> PairMeasurement:
+        """Alternate the arms (B C, C B, ...) until `judge` decides at a look or the cap."""
+        pair = PairMeasurement()
+        arms = {BASELINE: (baseline_dir, pair.baseline), CANDIDATE: (candidate_dir, pair.candidate)}
+        for i in range(1, max_pairs + 1):
+            order = (BASELINE, CANDIDATE) if i % 2 else (CANDIDATE, BASELINE)
+            for arm in order:
+                cwd, into = arms[arm]
+                if on_run:
+                    on_run(arm, i)
+                if not self.bench_once(cwd, log_for(arm, i), into):
+                    pair.failure = into.failure
+                    pair.detail = f"{arm} arm: {into.detail}"
+                    return pair
+            if judge is not None and (i in (looks or []) or i == max_pairs):
+                pair.decision = judge(pair.baseline.samples, pair.candidate.samples, i == max_pairs)
+                if pair.decision is not None:
+                    return pair
+        return pair
+
+    def _run(self, command: str, cwd: Path, log: Path) -> RunResult:
+        return run(
+            command,
+            cwd=cwd,
+            log_path=log,
+            timeout_s=self.config.bench.timeout_s,
+            env=self.env,
+            stop=self.stop,
+            on_start=self.on_start,
+        )
+
+
+def _failure(outcome: RunResult) -> tuple[str | None, str]:
+    if outcome.timed_out:
+        return "timeout", f"bench {outcome.describe()}"
+    if outcome.interrupted:
+        return "interrupted", "bench stopped by a signal"
+    if outcome.exit_code != 0:
+        return "crash", f"bench failed ({outcome.describe()}); log: {outcome.log_path}"
+    return None, ""

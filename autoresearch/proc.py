@@ -139,8 +139,8 @@ def _signal_group(pgid: int, sig: int) -> None:
 def kill_orphan_group(pgid: int, cwd_prefix: Path) -> bool:
     """Kill a process group left running by a loop that died, if it is still ours.
 
-    The group leader must still run inside `cwd_prefix` (the session worktree), so that a
-    recycled process id never gets an unrelated process killed.
+    The group leader must still run inside `cwd_prefix` (the session's state directory, which
+    holds its worktrees), so that a recycled process id never gets an unrelated process killed.
     """
     try:
         cwd = Path(os.readlink(f"/proc/{pgid}/cwd"))

@@ -14,6 +14,7 @@ __all__ = [
     "STATUSES",
     "Asi",
     "CalibrationRecord",
+    "ConfirmationRecord",
     "ExperimentRecord",
     "SessionRecord",
     "record_from_dict",
@@ -95,6 +96,10 @@ class CalibrationRecord(_Record):
     threshold_pct: float | None
     bench_logs: list[str]
     duration_s: float
+    aa: dict[str, Any] | None = None
+    detectable_effect_pct: float | None = None
+    runs_needed_for_target: int | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -127,7 +132,29 @@ class ExperimentRecord(_Record):
     asi: Asi = field(default_factory=Asi)
 
 
-_KINDS = {cls.kind: cls for cls in (SessionRecord, CalibrationRecord, ExperimentRecord)}
+@dataclass(frozen=True)
+class ConfirmationRecord(_Record):
+    """The session's base commit against its tip: the cumulative change, measured directly."""
+
+    kind: ClassVar[str] = "confirmation"
+    session: str
+    at: str
+    base_commit: str
+    tip_commit: str
+    runs_per_arm: int
+    metric: str
+    change_pct: float | None
+    ci_low_pct: float | None
+    ci_high_pct: float | None
+    p_value: float | None
+    metrics: dict[str, Any]
+    bench_logs: list[str]
+
+
+_KINDS = {
+    cls.kind: cls
+    for cls in (SessionRecord, CalibrationRecord, ExperimentRecord, ConfirmationRecord)
+}
 # Older schema versions are lifted one named step at a time: {from_version: step}.
 _UPGRADES: dict[int, Any] = {}
 

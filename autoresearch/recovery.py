@@ -22,7 +22,8 @@ __all__ = ["recover"]
 def recover(ws: Workspace, journal: Journal, paths: SessionPaths, progress: Progress) -> None:
     marker = read_inflight(paths.inflight)
     pgid = (marker or {}).get("pgid")
-    if pgid and kill_orphan_group(int(pgid), ws.path):
+    # Both worktrees (candidate and baseline) live under the session's state directory.
+    if pgid and kill_orphan_group(int(pgid), paths.root.resolve()):
         progress.warn(f"stopped process group {pgid} left running by a dead loop")
     if marker is not None:
         record = _record_for(marker, ws, journal)

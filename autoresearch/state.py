@@ -28,6 +28,10 @@ class SessionPaths:
         return self.root / "worktree"
 
     @property
+    def baseline(self) -> Path:
+        return self.root / "baseline"
+
+    @property
     def logs(self) -> Path:
         return self.root / "logs"
 

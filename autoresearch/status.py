@@ -7,11 +7,10 @@ from collections import Counter
 from typing import Any
 
 from .config import Config
-from .decide import change_pct
 from .journal import Journal
-from .loop import session_paths
 from .progress import format_value
 from .records import STATUSES
+from .session import session_paths
 from .state import SessionLock, read_inflight
 
 __all__ = ["format_status", "session_status"]
@@ -60,10 +59,31 @@ def session_status(config: Config) -> dict[str, Any]:
         "unit": config.metric.unit,
         "baseline": baseline,
         "best": best,
-        "change_pct": change_pct(baseline, best["value"]) if best else None,
+        "change_pct": _change_pct(baseline, best["value"] if best else None),
         "noise_pct": _last_noise(history, primary),
         "in_flight": in_flight,
+        "confirmation": _last_confirmation(history),
         "warnings": history.warnings,
+    }
+
+
+def _change_pct(before: float | None, after: float | None) -> float | None:
+    if before is None or after is None or before == 0:
+        return None
+    return 100.0 * (after - before) / abs(before)
+
+
+def _last_confirmation(history) -> dict[str, Any] | None:
+    if not history.confirmations:
+        return None
+    c = history.confirmations[-1]
+    return {
+        "at": c.at,
+        "tip_commit": c.tip_commit,
+        "runs_per_arm": c.runs_per_arm,
+        "change_pct": c.change_pct,
+        "ci_low_pct": c.ci_low_pct,
+        "ci_high_pct": c.ci_high_pct,
     }
 
 
@@ -87,6 +107,13 @@ def format_status(status: dict[str, Any]) -> str:
         lines.append(
             f"best:     {format_value(best['value'], unit)} ({change:+.2f}%) "
             f"at {(best['commit'] or '')[:10]} by {best['id']} {best['title']!r}"
+        )
+    confirmation = status["confirmation"]
+    if confirmation and confirmation["change_pct"] is not None:
+        lines.append(
+            f"confirmed: {confirmation['change_pct']:+.2f}% "
+            f"(95% CI [{confirmation['ci_low_pct']:+.2f}%, {confirmation['ci_high_pct']:+.2f}%], "
+            f"{confirmation['runs_per_arm']} runs each, tip {confirmation['tip_commit'][:10]})"
         )
     if status["noise_pct"] is not None:
         lines.append(f"noise:    {status['noise_pct']:.2f}% (robust CV of the baseline runs)")

@@ -12,7 +12,7 @@ from pathlib import Path
 from .errors import WorkspaceError
 from .gitrepo import COMMIT_ENV, Repo, open_repo
 
-__all__ = ["ApplyResult", "Workspace", "open_workspace"]
+__all__ = ["ApplyResult", "BaselineTree", "Workspace", "open_workspace"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +95,34 @@ class Workspace:
 
     def is_clean(self) -> bool:
         return not self.tree.is_dirty()
+
+
+class BaselineTree:
+    """A detached worktree at the current best: the baseline arm of every measurement.
+
+    It moves only when the best moves, so that its build is reused from one experiment to the
+    next; a bench that dirtied it is undone before it is measured again.
+    """
+
+    def __init__(self, source: Repo, path: Path):
+        self.source = source
+        self.path = path.resolve()
+
+    def ensure(self, commit: str) -> bool:
+        """Check out `commit`; True when the tree changed (so its build is stale)."""
+        if self.path not in self.source.worktrees() or not self.path.exists():
+            self.source.run("worktree", "prune")
+            if self.path.exists():
+                raise WorkspaceError(f"{self.path}: exists but is not the baseline worktree")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.source.must("worktree", "add", "--quiet", "--detach", str(self.path), commit)
+            return True
+        tree = Repo(self.path)
+        if tree.head() == commit and not tree.is_dirty():
+            return False
+        tree.must("checkout", "--quiet", "--force", "--detach", commit)
+        tree.must("clean", "-ffdxq")
+        return True
 
 
 def open_workspace(repo_path: Path, branch: str, worktree_path: Path, base: str) -> Workspace:

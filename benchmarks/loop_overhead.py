@@ -21,8 +21,9 @@ from pathlib import Path
 
 from autoresearch.config import load_config
 from autoresearch.journal import read_journal
-from autoresearch.loop import RunOptions, run_session
+from autoresearch.loop import run_session
 from autoresearch.progress import Progress
+from autoresearch.session import RunOptions
 
 GOAL_S = 0.5
 BENCH = """#!/usr/bin/env bash

@@ -5,7 +5,7 @@ src/sentinel.txt the sentinel metric (sentinel_ms)
 src/mode.txt     ok | crash | hang | garbage | nometric | slow | writes
 The bench adds gaussian noise of BENCH_NOISE_PCT percent (default 0), or multiplies by the
 factors in BENCH_FACTORS in turn (counted in the file BENCH_COUNTER). The checks fail when
-src/value.txt holds a negative number, and sleep when src/checks_sleep.txt exists.
+src/broken.txt exists, and sleep when src/checks_sleep.txt exists.
 """
 
 from __future__ import annotations
@@ -76,9 +76,8 @@ if marker:
 sleep = root / "src" / "checks_sleep.txt"
 if sleep.exists():
     time.sleep(float(sleep.read_text()))
-value = float((root / "src" / "value.txt").read_text())
-if value < 0:
-    print(f"checks: value {value} is negative", file=sys.stderr)
+if (root / "src" / "broken.txt").exists():
+    print("checks: the code is broken (src/broken.txt)", file=sys.stderr)
     sys.exit(1)
 print("checks: ok")
 """
@@ -90,7 +89,6 @@ name = "t"
 [bench]
 command = "./bench.py"
 timeout_s = {bench_timeout}
-runs = {runs}
 calibration_runs = {calibration_runs}
 
 [checks]
@@ -118,7 +116,12 @@ stop_after_no_keep = {stop_after_no_keep}
 
 [decision]
 min_effect_pct = 1.0
-noise_multiplier = 3.0
+noise_multiplier = {noise_multiplier}
+min_runs = {min_runs}
+max_runs = {max_runs}
+looks = {looks}
+confirm = {confirm}
+confirm_runs = 4
 
 [proposer]
 dir = "hypotheses"
@@ -171,8 +174,12 @@ class Target:
     def configure(self, **overrides) -> Path:
         values = {
             "bench_timeout": 30,
-            "runs": 3,
-            "calibration_runs": 3,
+            "calibration_runs": 4,
+            "noise_multiplier": 3.0,
+            "min_runs": 5,
+            "max_runs": 8,
+            "looks": 2,
+            "confirm": "false",
             "checks_when": "keep",
             "max_experiments": 50,
             "stop_after_no_keep": 0,

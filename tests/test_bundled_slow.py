@@ -11,9 +11,10 @@ import pytest
 
 from autoresearch.config import load_config
 from autoresearch.journal import read_journal
-from autoresearch.loop import RunOptions, run_session
+from autoresearch.loop import run_session
 from autoresearch.metrics import parse_metrics
 from autoresearch.progress import Progress
+from autoresearch.session import RunOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow

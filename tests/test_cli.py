@@ -83,12 +83,12 @@ def test_run_then_status(target):
     done = run_cli("run", cwd=target.root)
     assert done.returncode == 0, done.stderr
     assert "2 experiments this run, 1 kept" in done.stdout
-    assert "[1/2] win" in done.stderr and "keep: time_ms improved 20.00%" in done.stderr
+    assert "[1/2] win" in done.stderr and "keep: time_ms -20.00%" in done.stderr
     assert "best 80 ms (-20.00% vs baseline)" in done.stderr
 
     status = run_cli("status", cwd=target.root)
     assert status.returncode == 0
-    assert "experiments: 2 (keep 1, inconclusive 1)" in status.stdout
+    assert "experiments: 2 (keep 1, discard 1)" in status.stdout
     assert "baseline: time_ms = 100 ms" in status.stdout
     assert "best:     80 ms (-20.00%)" in status.stdout
     assert "not running" in status.stdout

@@ -19,7 +19,7 @@ def write(tmp_path: Path, text: str, name: str = "autoresearch.toml") -> Path:
 def test_minimal_config_has_defaults(tmp_path):
     config = load_config(write(tmp_path, MINIMAL))
     assert config.metric.name == "t_ms" and config.metric.direction == "lower"
-    assert config.bench.runs == 3 and config.checks.when == "keep"
+    assert config.decision.schedule() == [6, 11, 15, 20] and config.checks.when == "keep"
     assert config.repo_path == tmp_path.resolve()
     assert config.branch == "autoresearch/main"
     assert config.state_path is None
@@ -38,9 +38,12 @@ def test_protected_globs_include_the_harness(tmp_path):
     [
         (MINIMAL + "[bench]\nrunz = 3\n", "unknown key 'bench.runz'"),
         ("colour = 1\n" + MINIMAL, "unknown key 'colour'"),
-        (MINIMAL + '[bench]\nruns = "3"\n', "'bench.runs' must be int, got string"),
-        (MINIMAL + "[bench]\nruns = 0\n", "'bench.runs' must be > 0"),
-        (MINIMAL + "[bench]\ncalibration_runs = 1\n", "'bench.calibration_runs' must be >= 2"),
+        (MINIMAL + '[decision]\nmin_runs = "3"\n', "'decision.min_runs' must be int, got string"),
+        (MINIMAL + "[decision]\nmin_runs = 30\n", "'decision.min_runs' must be >= 2 and <="),
+        (MINIMAL + "[decision]\nlooks = 0\n", "'decision.looks' must be > 0"),
+        (MINIMAL + "[decision]\nalpha = 0.7\n", "'decision.alpha' must be between 0 and 0.5"),
+        (MINIMAL + '[decision]\nagree_with = ["x"]\n', "'decision.agree_with[0]' names 'x'"),
+        (MINIMAL + "[bench]\ncalibration_runs = 1\n", "'bench.calibration_runs' must be >= 4"),
         (MINIMAL + '[checks]\nwhen = "sometimes"\n', "'checks.when' must be one of"),
         (MINIMAL + '[scope]\ninclude = "src"\n', "'scope.include' must be a list"),
         (MINIMAL + "[scope]\ninclude = [1]\n", "'scope.include[0]' must be str"),

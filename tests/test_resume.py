@@ -11,7 +11,7 @@ from test_loop import _alive, _wait_for_candidate, experiments, run, spawn_loop,
 
 from autoresearch.errors import SessionBusyError
 from autoresearch.experiment import Draft
-from autoresearch.loop import session_paths
+from autoresearch.session import session_paths
 from autoresearch.state import SessionLock
 from autoresearch.workspace import open_workspace
 

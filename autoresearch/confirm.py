@@ -1,0 +1,116 @@
+"""Confirmation: the session's original baseline against its final tip, interleaved, many runs.
+
+Per-keep changes multiplied together are biased upward (each keep was chosen because it looked
+good), so the headline of a session is this one direct comparison, with its interval.
+"""
+
+from __future__ import annotations
+
+import time
+
+from .config import Config
+from .decide import CONFIDENCE
+from .errors import UserError
+from .experiment import now_iso
+from .progress import Progress, format_value
+from .records import ConfirmationRecord
+from .session import RunOptions, Session, marker, open_session, prepare_baseline
+from .stats import compare
+
+__all__ = ["confirm", "confirm_session"]
+
+
+def confirm(
+    config: Config,
+    options: RunOptions | None = None,
+    progress: Progress | None = None,
+    runs: int | None = None,
+) -> ConfirmationRecord | None:
+    """`autoresearch confirm`: open the session and confirm it; None if a signal stopped it."""
+    with open_session(config, options, progress, purpose="confirm") as session:
+        if session.ws.tip() == session.base_commit:
+            raise UserError(
+                f"session '{config.session.name}' has kept nothing yet: its tip is its baseline"
+            )
+        return confirm_session(session, runs)
+
+
+def confirm_session(session: Session, runs: int | None = None) -> ConfirmationRecord | None:
+    """Run the base commit against the tip, alternating, and journal the cumulative change."""
+    config, progress = session.config, session.progress
+    runs = runs or config.decision.confirm_runs
+    base, tip = session.base_commit, session.ws.tip()
+    label = f"confirmation-{time.strftime('%Y%m%dT%H%M%S')}"
+    progress.info(
+        f"confirming: baseline {base[:10]} against tip {tip[:10]}, {runs} runs each, alternating"
+    )
+    prepare_baseline(session, base, label)
+    session.ws.revert()
+    harness = session.harness("confirmation", marker(session, "confirmation"))
+    built = harness.build(session.ws.path, session.paths.log(label, "build-tip"))
+    if built is not None and not built.ok:
+        raise UserError(f"the build of the tip {tip[:10]} failed: {built.tail}")
+    pair = harness.interleave(
+        baseline_dir=session.baseline_tree.path,
+        candidate_dir=session.ws.path,
+        log_for=lambda arm, i: session.paths.log(label, f"{arm}-{i}"),
+        max_pairs=runs,
+        on_run=lambda arm, i: (
+            progress.info(f"confirmation pair {i}/{runs}") if arm == "baseline" else None
+        ),
+    )
+    session.paths.inflight.unlink(missing_ok=True)
+    session.ws.revert()
+    if pair.failure == "interrupted":
+        return None
+    if pair.failure:
+        raise UserError(f"confirmation failed: {pair.detail}")
+    metrics = {}
+    for spec in config.all_metrics():
+        comparison = compare(
+            pair.baseline.samples.get(spec.name, []),
+            pair.candidate.samples.get(spec.name, []),
+            CONFIDENCE,
+        )
+        metrics[spec.name] = {
+            "direction": spec.direction,
+            "unit": spec.unit,
+            "baseline_samples": pair.baseline.samples.get(spec.name, []),
+            "tip_samples": pair.candidate.samples.get(spec.name, []),
+            **({} if comparison is None else _comparison_fields(comparison)),
+        }
+    primary = metrics[config.metric.name]
+    record = ConfirmationRecord(
+        session=config.session.name,
+        at=now_iso(),
+        base_commit=base,
+        tip_commit=tip,
+        runs_per_arm=runs,
+        metric=config.metric.name,
+        change_pct=primary.get("change_pct"),
+        ci_low_pct=primary.get("ci_low_pct"),
+        ci_high_pct=primary.get("ci_high_pct"),
+        p_value=primary.get("p_value"),
+        metrics=metrics,
+        bench_logs=pair.baseline.logs + pair.candidate.logs,
+    )
+    session.journal.append(record)
+    if record.change_pct is not None:
+        unit = config.metric.unit
+        progress.info(
+            f"confirmed: {config.metric.name} {format_value(primary['baseline_median'], unit)} "
+            f"-> {format_value(primary['tip_median'], unit)}, {record.change_pct:+.2f}% "
+            f"(95% CI [{record.ci_low_pct:+.2f}%, {record.ci_high_pct:+.2f}%])"
+        )
+    return record
+
+
+def _comparison_fields(c) -> dict:
+    return {
+        "baseline_median": c.baseline_median,
+        "tip_median": c.candidate_median,
+        "change_pct": c.change_pct,
+        "ci_low_pct": c.ci_low_pct,
+        "ci_high_pct": c.ci_high_pct,
+        "p_value": min(1.0, 2 * min(c.p_lower, c.p_higher)),
+    }

@@ -1,0 +1,232 @@
+"""An open session: its lock, worktrees, journal and recovery, shared by `run` and `confirm`."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import statistics
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from .config import Config, script_path
+from .errors import UserError
+from .experiment import now_iso
+from .fingerprint import environment
+from .gitrepo import open_repo
+from .journal import Journal
+from .measure import Harness
+from .progress import Progress
+from .proposers import Proposer, make_proposer
+from .records import ExperimentRecord, SessionRecord
+from .recovery import recover
+from .state import SessionLock, SessionPaths, write_json_atomic
+from .workspace import BaselineTree, Workspace, open_workspace
+
+__all__ = [
+    "RunOptions",
+    "Session",
+    "harness_env",
+    "marker",
+    "open_session",
+    "prepare_baseline",
+    "session_paths",
+]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Overrides from the command line; None keeps the config's value."""
+
+    max_experiments: int | None = None
+    max_hours: float | None = None
+    stop_after_no_keep: int | None = None
+    confirm: bool | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Session:
+    """An open session: what one invocation carries from experiment to experiment."""
+
+    config: Config
+    options: RunOptions
+    progress: Progress
+    paths: SessionPaths
+    ws: Workspace
+    baseline_tree: BaselineTree
+    journal: Journal
+    proposer: Proposer
+    stop: threading.Event
+    base_commit: str
+    baseline: float | None  # the session's first calibrated median of the primary metric
+    tried: set[str]
+    done: int  # experiments in the session, including earlier runs
+    no_keep_streak: int
+    best: dict[str, list[float]] = field(default_factory=dict)
+    threshold: float = 0.0
+    baseline_built_at: str | None = None
+    started: float = field(default_factory=time.monotonic)
+    ran: int = 0
+    kept: int = 0
+
+    @property
+    def best_median(self) -> float | None:
+        samples = self.best.get(self.config.metric.name)
+        return statistics.median(samples) if samples else None
+
+    def harness(self, experiment: str, on_start=None) -> Harness:
+        return Harness(
+            self.config, env=harness_env(self, experiment), stop=self.stop, on_start=on_start
+        )
+
+
+def session_paths(config: Config) -> SessionPaths:
+    """The session's state directory: configured, or under the target's git directory."""
+    root = config.state_path or open_repo(config.repo_path).common_dir / "autoresearch"
+    return SessionPaths(root / config.session.name)
+
+
+@contextlib.contextmanager
+def open_session(
+    config: Config,
+    options: RunOptions | None = None,
+    progress: Progress | None = None,
+    purpose: str = "run",
+) -> Iterator[Session]:
+    """Lock the session, open its worktrees, recover a crash, and write the session line."""
+    options = options or RunOptions()
+    progress = progress or Progress()
+    paths = session_paths(config)
+    with SessionLock(paths.lock), _stop_on_signals() as stop:
+        ws = open_workspace(config.repo_path, config.branch, paths.worktree, config.target.base)
+        journal = Journal(config.journal_path, config.session.name)
+        require_scripts(config, ws)
+        recover(ws, journal, paths, progress)
+        history = journal.read()
+        if purpose != "run" and not history.sessions:
+            raise UserError(
+                f"session '{config.session.name}' has no history in {config.journal_path}; "
+                "run it first"
+            )
+        for warning in history.warnings:
+            progress.warn(warning)
+        yield Session(
+            config=config,
+            options=options,
+            progress=progress,
+            paths=paths,
+            ws=ws,
+            baseline_tree=BaselineTree(ws.source, paths.baseline),
+            journal=journal,
+            proposer=make_proposer(config),
+            stop=stop,
+            base_commit=_start_session(config, ws, journal, history, progress, purpose),
+            baseline=history.calibrations[0].medians.get(config.metric.name)
+            if history.calibrations
+            else None,
+            tried={r.patch_sha256 for r in history.experiments},
+            done=len(history.experiments),
+            no_keep_streak=no_keep_streak(history.experiments),
+        )
+
+
+def prepare_baseline(run: Session, commit: str, label: str) -> None:
+    """Put the baseline worktree at `commit` and build it there once."""
+    moved = run.baseline_tree.ensure(commit)
+    if moved or run.baseline_built_at != commit:
+        run.baseline_built_at = None
+        built = run.harness(label, marker(run, "build")).build(
+            run.baseline_tree.path, run.paths.log(label, "build-baseline")
+        )
+        if built is not None and not built.ok:
+            raise UserError(f"the build of {commit[:10]} failed ({built.describe()}): {built.tail}")
+        run.baseline_built_at = commit
+
+
+def harness_env(run: Session, experiment: str) -> dict[str, str]:
+    """What the bench and checks are told: the session, its base commit, the experiment."""
+    return {
+        "AUTORESEARCH_SESSION": run.config.session.name,
+        "AUTORESEARCH_BASE_COMMIT": run.base_commit,
+        "AUTORESEARCH_EXPERIMENT": experiment,
+        **run.options.env,
+    }
+
+
+def marker(run: Session, phase: str):
+    """An on_start callback noting a process group outside any experiment, for recovery."""
+    return lambda pgid: write_json_atomic(run.paths.inflight, {"phase": phase, "pgid": pgid})
+
+
+def require_scripts(config: Config, ws: Workspace) -> None:
+    """The bench and checks must be committed: the loop runs them from the session worktree."""
+    needed = [("bench.command", config.bench.command), ("bench.build", config.bench.build)]
+    if config.checks.when != "never":
+        needed.append(("checks.command", config.checks.command))
+    for key, command in needed:
+        script = script_path(command) if command else None
+        if script and not (ws.path / script).exists():
+            raise UserError(
+                f"{config.path}: {key} runs '{script}', which is not committed in "
+                f"{ws.source.path} at the session tip; commit it (the loop runs the committed copy)"
+            )
+
+
+def _start_session(config, ws: Workspace, journal: Journal, history, progress, purpose) -> str:
+    """Write the session line; returns the session's base commit."""
+    event = purpose if purpose != "run" else ("resume" if history.sessions else "start")
+    base = history.sessions[0].base_commit if history.sessions else ws.tip()
+    if ws.source.is_dirty() and event == "start":
+        progress.warn(
+            f"{ws.source.path} has uncommitted changes; the session starts from "
+            f"the committed {config.target.base} ({base[:10]})"
+        )
+    journal.append(
+        SessionRecord(
+            session=config.session.name,
+            event=event,
+            at=now_iso(),
+            branch=config.branch,
+            base_commit=base,
+            tip_commit=ws.tip(),
+            config=config.to_dict(),
+            environment=environment(),
+        )
+    )
+    progress.info(
+        f"{'resuming' if event == 'resume' else 'starting'} session '{config.session.name}' "
+        f"on {config.branch} (worktree {ws.path}); journal {config.journal_path}"
+    )
+    return base
+
+
+def no_keep_streak(experiments: list[ExperimentRecord]) -> int:
+    streak = 0
+    for record in reversed(experiments):
+        if record.status == "keep":
+            break
+        streak += 1
+    return streak
+
+
+@contextlib.contextmanager
+def _stop_on_signals():
+    """SIGINT/SIGTERM ask for a clean stop; a second SIGINT stops at once."""
+    stop = threading.Event()
+
+    def handler(signum, frame):
+        if stop.is_set() and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        stop.set()
+
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield stop
+    finally:
+        for sig, old in previous.items():
+            signal.signal(sig, old)

@@ -1,0 +1,90 @@
+"""Robust, non-parametric statistics for bench samples: noise, a rank test, a shift interval.
+
+Changes are estimated on the log scale, so a shift is a ratio: `-10%` means the candidate's
+typical run takes 0.9 times the baseline's, whatever the spread of either arm.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats as sps
+
+__all__ = ["MAD_TO_SIGMA", "Comparison", "compare", "ratio_pct", "robust_cv_pct"]
+
+MAD_TO_SIGMA = 1.4826  # MAD times this estimates the standard deviation of normal data
+
+
+def robust_cv_pct(samples: list[float]) -> float | None:
+    """Robust coefficient of variation in percent: 1.4826 x MAD / median."""
+    if len(samples) < 2:
+        return None
+    values = np.asarray(samples, dtype=float)
+    median = float(np.median(values))
+    if median == 0:
+        return None
+    mad = float(np.median(np.abs(values - median)))
+    return 100.0 * MAD_TO_SIGMA * mad / abs(median)
+
+
+def ratio_pct(log_shift: float) -> float:
+    """A shift of log values as a percent change: log(0.9) -> -10.0."""
+    return 100.0 * math.expm1(log_shift)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Candidate against baseline for one metric. Changes are percent, candidate vs baseline."""
+
+    n_baseline: int
+    n_candidate: int
+    baseline_median: float
+    candidate_median: float
+    change_pct: float  # Hodges-Lehmann shift of the log values, as a percent
+    ci_low_pct: float
+    ci_high_pct: float
+    confidence: float
+    p_lower: float  # one-sided Mann-Whitney p that the candidate tends lower
+    p_higher: float  # ... that it tends higher
+
+
+def compare(baseline: list[float], candidate: list[float], confidence: float) -> Comparison | None:
+    """Mann-Whitney U both ways, and the Hodges-Lehmann shift with its confidence interval.
+
+    None when either arm has fewer than two samples or a value that is not positive: an unknown
+    comparison is never significant.
+    """
+    if len(baseline) < 2 or len(candidate) < 2:
+        return None
+    x = np.asarray(baseline, dtype=float)
+    y = np.asarray(candidate, dtype=float)
+    if (x <= 0).any() or (y <= 0).any():
+        return None
+    lx, ly = np.log(x), np.log(y)
+    shift, low, high = _hodges_lehmann(lx, ly, confidence)
+    return Comparison(
+        n_baseline=len(x),
+        n_candidate=len(y),
+        baseline_median=float(np.median(x)),
+        candidate_median=float(np.median(y)),
+        change_pct=ratio_pct(shift),
+        ci_low_pct=ratio_pct(low),
+        ci_high_pct=ratio_pct(high),
+        confidence=confidence,
+        p_lower=float(sps.mannwhitneyu(ly, lx, alternative="less").pvalue),
+        p_higher=float(sps.mannwhitneyu(ly, lx, alternative="greater").pvalue),
+    )
+
+
+def _hodges_lehmann(x: np.ndarray, y: np.ndarray, confidence: float) -> tuple[float, float, float]:
+    """The median of all pairwise differences y_j - x_i, and Lehmann's distribution-free
+    interval from their order statistics (normal approximation to the rank-sum's spread)."""
+    diffs = np.sort(np.subtract.outer(y, x).ravel())
+    m, n = len(x), len(y)
+    estimate = float(np.median(diffs))
+    z = sps.norm.ppf(0.5 + confidence / 2)
+    k = math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12))
+    k = min(max(k, 0), len(diffs) - 1)
+    return estimate, float(diffs[k]), float(diffs[len(diffs) - 1 - k])
