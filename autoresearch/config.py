@@ -106,11 +106,11 @@ class BudgetConfig:
 @dataclass(frozen=True)
 class DecisionConfig:
     min_effect_pct: float = 1.0
-    noise_multiplier: float = 1.0
+    noise_multiplier: float = 1.5
     alpha: float = 0.01
     min_runs: int = 6
-    max_runs: int = 20
-    looks: int = 4
+    max_runs: int = 16
+    looks: int = 3
     target_effect_pct: float = 5.0
     sentinel_confidence: float = 0.95
     agree_with: list[str] = field(default_factory=list)

@@ -8,8 +8,8 @@ Mann-Whitney U test and a Hodges-Lehmann interval on the change:
   across all looks), its estimated gain is at least the threshold (the smallest change worth
   claiming), every sentinel is shown inside its budget, and small wins agree in direction
   with the `agree_with` metrics;
-- discard: it is worse with p < 0.05 / looks, or the whole interval of its gain lies below
-  the threshold (no gain worth claiming), or a sentinel is over its budget;
+- discard: it is worse with p < 0.05 / looks, or its gain is below the threshold with 90%
+  confidence (no gain worth claiming), or a sentinel is over its budget;
 - otherwise run more, and past the last look: inconclusive.
 
 An unknown comparison (no samples, non-positive values) is never significant.
@@ -39,6 +39,9 @@ __all__ = [
 
 CONFIDENCE = 0.95  # of the reported intervals
 WORSE_ALPHA = 0.05  # a false discard only costs a win, so a loss needs less evidence
+# "No gain worth claiming" needs the gain's one-sided 90% upper bound below the threshold: a
+# wrong futility stop costs a win that barely clears the threshold, never a false keep.
+FUTILITY_CONFIDENCE = 0.80
 SMALL_WIN_FACTOR = 2.0  # a win under this many thresholds must agree with `agree_with`
 POWER = 0.9  # of the pre-night check: the chance to detect the target effect
 MWU_EFFICIENCY = 3 / math.pi  # Mann-Whitney's efficiency against the t-test on normal data
@@ -135,7 +138,7 @@ class Judge:
             if final:
                 return decided("inconclusive", "unknown_comparison", f"{primary.name} not compared")
             return None
-        gain, high, p_better = ev["improvement_pct"], ev["improvement_high_pct"], ev["p_better"]
+        gain, p_better = ev["improvement_pct"], ev["p_better"]
         said = (
             f"{primary.name} {ev['change_pct']:+.2f}% "
             f"[{ev['ci_low_pct']:+.2f}%, {ev['ci_high_pct']:+.2f}%]"
@@ -157,12 +160,12 @@ class Judge:
             return decided(
                 "discard", "significant_loss", f"{said}, worse with p={ev['p_worse']:.2g}"
             )
-        if high < self.threshold:
+        if self._futile(primary, baseline, candidate):
             return decided(
                 "discard",
                 "below_threshold",
                 f"{said}: the gain is below the threshold {self.threshold:.2f}% "
-                f"with {CONFIDENCE:.0%} confidence",
+                f"with {(1 + FUTILITY_CONFIDENCE) / 2:.0%} confidence",
             )
         if final:
             return decided(
@@ -192,6 +195,12 @@ class Judge:
                     f"a small win that {', '.join(disagree)} does not confirm in direction",
                 )
         return None
+
+    def _futile(self, spec, baseline: dict, candidate: dict) -> bool:
+        comparison = compare(
+            baseline.get(spec.name, []), candidate.get(spec.name, []), FUTILITY_CONFIDENCE
+        )
+        return comparison is not None and improvement(spec, comparison)[2] < self.threshold
 
     def _look_index(self, n: int) -> int:
         return next(

@@ -35,6 +35,10 @@ noise = float(os.environ.get("BENCH_NOISE_PCT", "0")) / 100
 marker = os.environ.get("BENCH_STARTED")
 if marker:
     Path(marker).write_text(str(os.getpid()))
+trace = os.environ.get("BENCH_TRACE")
+if trace:  # which tree ran: the baseline worktree or the candidate's
+    with open(trace, "a") as handle:
+        handle.write(root.name + "\n")
 if mode == "crash":
     print("bench: segmentation fault (simulated)", file=sys.stderr)
     sys.exit(3)
@@ -82,12 +86,27 @@ if (root / "src" / "broken.txt").exists():
 print("checks: ok")
 """
 
+BUILD = r"""#!/usr/bin/env python3
+import os, sys
+from pathlib import Path
+
+root = Path(__file__).resolve().parent
+log = os.environ.get("BUILD_LOG")
+if log:
+    with open(log, "a") as handle:
+        handle.write(root.name + "\n")
+if (root / "src" / "mode.txt").read_text().strip() == "nobuild":
+    print("build: compile error (simulated)", file=sys.stderr)
+    sys.exit(2)
+"""
+
 CONFIG = """\
 [session]
 name = "t"
 
 [bench]
 command = "./bench.py"
+build = "{build}"
 timeout_s = {bench_timeout}
 calibration_runs = {calibration_runs}
 
@@ -174,6 +193,7 @@ class Target:
     def configure(self, **overrides) -> Path:
         values = {
             "bench_timeout": 30,
+            "build": "",
             "calibration_runs": 4,
             "noise_multiplier": 3.0,
             "min_runs": 5,
@@ -218,8 +238,9 @@ def target(tmp_path: Path) -> Target:
     (root / "hypotheses").mkdir()
     (root / "bench.py").write_text(BENCH)
     (root / "checks.py").write_text(CHECKS)
-    os.chmod(root / "bench.py", 0o755)
-    os.chmod(root / "checks.py", 0o755)
+    (root / "build.py").write_text(BUILD)
+    for script in ("bench.py", "checks.py", "build.py"):
+        os.chmod(root / script, 0o755)
     (root / "src" / "value.txt").write_text("100\n")
     (root / "src" / "sentinel.txt").write_text("50\n")
     (root / "src" / "mode.txt").write_text("ok\n")

@@ -1,0 +1,118 @@
+"""Interleaved arms, builds once per arm, calibration's warnings, and the confirmation."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import git, run_cli
+from test_loop import experiments, run
+
+from autoresearch.journal import read_journal
+
+
+def test_arms_alternate_after_calibration_on_the_baseline_tree(target, tmp_path):
+    trace = tmp_path / "trace"
+    target.add_hypothesis("01-loss", {"src/value.txt": "130\n"})
+
+    run(target, env={"BENCH_TRACE": str(trace)})
+
+    trees = trace.read_text().split()
+    assert trees[:4] == ["baseline"] * 4  # calibration
+    pairs = trees[4:]
+    assert len(pairs) == 10  # 5 pairs: the first look decides a clear loss
+    expected = []
+    for i in range(1, 6):
+        expected += ["baseline", "worktree"] if i % 2 else ["worktree", "baseline"]
+    assert pairs == expected
+    (record,) = experiments(target)
+    assert record.decision["n_baseline"] == record.decision["n_candidate"] == 5
+    assert len(record.bench_logs) == len(record.bench_durations_s) == 10
+
+
+def test_each_arm_is_built_once_and_the_baseline_rebuilt_when_it_moves(target, tmp_path):
+    target.configure(build="./build.py")
+    git(target.root, "commit", "-qam", "build step")
+    builds = tmp_path / "builds"
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    target.add_hypothesis("02-loss", {"src/sentinel.txt": "70\n"})
+
+    run(target, env={"BUILD_LOG": str(builds)})
+
+    assert [r.status for r in experiments(target)] == ["keep", "discard"]
+    # baseline at start; candidate 01; baseline again at the kept commit; candidate 02
+    assert builds.read_text().split() == ["baseline", "worktree", "baseline", "worktree"]
+
+
+def test_a_build_failure_is_a_crash(target, tmp_path):
+    target.configure(build="./build.py")
+    git(target.root, "commit", "-qam", "build step")
+    target.add_hypothesis("01-broken", {"src/mode.txt": "nobuild\n"})
+
+    run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "crash"
+    assert record.error.startswith("build exit code 2")
+
+
+def test_aa_check_flags_a_drifting_bench(target, tmp_path):
+    target.configure(calibration_runs=10)
+    # Alternate runs of the same code come out 20% apart: the harness, not the code, moves.
+    run(target, env={"BENCH_FACTORS": "1.0,1.2", "BENCH_COUNTER": str(tmp_path / "n")})
+
+    (calibration,) = read_journal(target.journal).calibrations
+    assert calibration.aa["ok"] is False
+    assert calibration.aa["shift_pct"] == pytest.approx(20)
+    assert any("A/A check failed" in w for w in calibration.warnings)
+
+
+def test_power_check_warns_before_the_night(target, tmp_path):
+    target.configure(calibration_runs=6)
+    factors = {"BENCH_FACTORS": "0.8,1.2,1.0,0.85,1.15,1.05", "BENCH_COUNTER": str(tmp_path / "n")}
+    done = run_cli(
+        "run",
+        "--env",
+        f"BENCH_FACTORS={factors['BENCH_FACTORS']}",
+        "--env",
+        f"BENCH_COUNTER={factors['BENCH_COUNTER']}",
+        cwd=target.root,
+    )
+
+    assert done.returncode == 0, done.stderr
+    (calibration,) = read_journal(target.journal).calibrations
+    assert calibration.detectable_effect_pct > 5.0
+    assert calibration.runs_needed_for_target > 8
+    (warning,) = [w for w in calibration.warnings if "too noisy" in w]
+    assert f"raise decision.max_runs to {calibration.runs_needed_for_target}" in warning
+    assert "warning: the bench is too noisy" in done.stderr
+
+
+def test_session_ends_with_a_confirmation_and_confirm_repeats_it(target):
+    target.configure(confirm="true")
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+
+    outcome = run(target)
+
+    assert outcome.confirmed_change_pct == pytest.approx(-20)
+    (confirmation,) = read_journal(target.journal).confirmations
+    assert confirmation.base_commit == git(target.root, "rev-parse", "main").strip()
+    assert confirmation.tip_commit == experiments(target)[0].kept_commit
+    assert confirmation.runs_per_arm == 4
+    assert confirmation.metrics["time_ms"]["baseline_samples"] == [100.0] * 4
+    assert confirmation.ci_low_pct == pytest.approx(-20) == confirmation.ci_high_pct
+
+    done = run_cli("confirm", "--runs", "5", "--quiet", cwd=target.root)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("confirmed: time_ms -20.00% (95% CI")
+    assert len(read_journal(target.journal).confirmations) == 2
+    status = run_cli("status", cwd=target.root)
+    assert "confirmed: -20.00%" in status.stdout
+
+
+def test_no_confirmation_without_keeps_and_confirm_says_why(target):
+    target.configure(confirm="true")
+    target.add_hypothesis("01-loss", {"src/value.txt": "130\n"})
+    run(target)
+    assert read_journal(target.journal).confirmations == []
+    done = run_cli("confirm", cwd=target.root)
+    assert done.returncode == 1
+    assert "has kept nothing yet" in done.stderr
