@@ -267,6 +267,8 @@ def keep(
     draft.save(pending=record.to_dict())
     message = _commit_message(hypothesis, decision, record.id, summary, run.config)
     sha = run.ws.keep(paths, message)
+    # Until the recalibration measures it, the kept candidate's own runs stand for the best.
+    run.best = {name: ev["candidate_samples"] for name, ev in decision.metrics.items()}
     return ExperimentRecord.from_dict({**record.to_dict(), "kept_commit": sha})
 
 
