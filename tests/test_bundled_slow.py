@@ -68,7 +68,10 @@ def test_loop_on_the_bundled_target(tmp_path):
     config = load_config(repo / "autoresearch.toml")
     config = dataclasses.replace(
         config,
-        bench=dataclasses.replace(config.bench, runs=2, calibration_runs=3),
+        bench=dataclasses.replace(config.bench, calibration_runs=4),
+        decision=dataclasses.replace(
+            config.decision, min_runs=6, max_runs=6, looks=1, confirm_runs=3
+        ),
         session=dataclasses.replace(config.session, name="e2e"),
         # Patches here never touch the SQLite engine: a wide budget keeps this test about the
         # loop, not about SQLite's run-to-run noise on a shared machine.
@@ -87,6 +90,7 @@ def test_loop_on_the_bundled_target(tmp_path):
     assert skip_get.decision["metrics"]["pebble_writepack_100k_ms"]["change_pct"] < -20
     assert presort.status in ("discard", "inconclusive"), presort.decision
     assert outcome.kept == 1
+    assert outcome.confirmed_change_pct < -20
     log = subprocess.run(
         ["git", "log", "--format=%s", "-1", "autoresearch/e2e"],
         cwd=repo,
