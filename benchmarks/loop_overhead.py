@@ -37,8 +37,7 @@ CONFIG = """
 name = "overhead"
 [bench]
 command = "./bench.sh"
-runs = 1
-calibration_runs = 2
+calibration_runs = 4
 [checks]
 command = "./checks.sh"
 [metric]
@@ -47,6 +46,11 @@ name = "t_ms"
 include = ["src/**"]
 [budget]
 max_experiments = {n}
+[decision]
+min_runs = 6
+max_runs = 6
+looks = 1
+confirm = false
 [proposer]
 dir = "queue"
 """
