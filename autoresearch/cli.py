@@ -109,6 +109,95 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
+def _review(args: argparse.Namespace):
+    """The history to review, and the config when there is one (pi logs come without)."""
+    from .errors import ConfigError
+    from .report import load_history, summarize
+
+    config = None
+    try:
+        config = _config(args)
+    except ConfigError:
+        if args.config or not args.journal:
+            raise
+    journal = Path(args.journal) if args.journal else config.journal_path
+    history = load_history(journal, args.session or (config.session.name if config else None))
+    comparison = args.compare or (config.report.comparison if config else "") or None
+    label = args.compare_label or (config.report.comparison_label if config else "") or None
+    templates = args.templates or (
+        str(config.resolve(config.report.templates)) if config and config.report.templates else None
+    )
+    summary = summarize(history, comparison, label)
+    return history, summary, config, Path(templates) if templates else None
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Summarize a journal: counts, baseline vs best, kept wins, what did not work and why."""
+    from .report import render_json, render_markdown, render_text
+
+    _, summary, _, templates = _review(args)
+    if args.format == "json":
+        print(render_json(summary))
+    elif args.format == "markdown":
+        print(render_markdown(summary, templates), end="")
+    else:
+        print(render_text(summary), end="")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """Draw progress.png (the primary metric per experiment) and scales.png (each scale)."""
+    from .report.plots import plot_progress, plot_scales
+
+    history, _, _, _ = _review(args)
+    out = Path(args.out)
+    for path in (
+        plot_progress(history, out / "progress.png"),
+        plot_scales(history, out / "scales.png"),
+    ):
+        print(f"wrote {path}")
+    return 0
+
+
+def cmd_pr(args: argparse.Namespace) -> int:
+    """Write a pull-request description (GitHub Markdown) from a journal."""
+    from .report import render_pr
+
+    history, summary, _, templates = _review(args)
+    text = render_pr(
+        summary, templates, raw={"baseline": history.baseline_log, "final": history.final_log}
+    )
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def cmd_ideas(args: argparse.Namespace) -> int:
+    """Bring ideas.md in step with the journal: kept, retry-worthy, closed axes."""
+    from .ideas import update_ideas
+
+    _, summary, config, _ = _review(args)
+    path = Path(args.file) if args.file else (config.ideas_path if config else Path("ideas.md"))
+    update_ideas(path, summary)
+    print(f"updated {path}")
+    return 0
+
+
+def _add_review(parser: argparse.ArgumentParser) -> None:
+    _add_config(parser)
+    parser.add_argument(
+        "--journal",
+        metavar="PATH",
+        help="the journal to read (default: the config's); pi-autoresearch logs work too",
+    )
+    parser.add_argument("--compare", metavar="ENGINE", help="comparison engine, e.g. sqlite")
+    parser.add_argument("--compare-label", metavar="NAME", help="its name in tables, e.g. SQLite")
+    parser.add_argument("--templates", metavar="DIR", help="templates overriding the built-in ones")
+
+
 def _key_value(text: str) -> tuple[str, str]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -146,6 +235,10 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "confirm": cmd_confirm,
     "status": cmd_status,
     "init": cmd_init,
+    "report": cmd_report,
+    "plot": cmd_plot,
+    "pr": cmd_pr,
+    "ideas": cmd_ideas,
 }
 
 
@@ -196,6 +289,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--scope", action="append", metavar="GLOB", help="what patches may touch (repeatable)"
     )
     init.add_argument("--force", action="store_true", help="overwrite existing files")
+
+    report = sub.add_parser("report", help=_doc(cmd_report), description=_doc(cmd_report))
+    _add_review(report)
+    report.add_argument("--format", choices=["text", "markdown", "json"], default="text")
+
+    plot = sub.add_parser("plot", help=_doc(cmd_plot), description=_doc(cmd_plot))
+    _add_review(plot)
+    plot.add_argument("--out", default=".", metavar="DIR", help="where the PNGs go (default: .)")
+
+    pr = sub.add_parser("pr", help=_doc(cmd_pr), description=_doc(cmd_pr))
+    _add_review(pr)
+    pr.add_argument("--out", metavar="FILE", help="write here instead of to stdout")
+
+    ideas = sub.add_parser("ideas", help=_doc(cmd_ideas), description=_doc(cmd_ideas))
+    _add_review(ideas)
+    ideas.add_argument("--file", metavar="PATH", help="the ideas file (default: the config's)")
     return parser
 
 

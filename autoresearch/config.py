@@ -24,6 +24,7 @@ __all__ = [
     "DecisionConfig",
     "MetricSpec",
     "ProposerConfig",
+    "ReportConfig",
     "ScopeConfig",
     "SentinelSpec",
     "SessionConfig",
@@ -133,6 +134,15 @@ class ProposerConfig:
 
 
 @dataclass(frozen=True)
+class ReportConfig:
+    # The engine the PR's headline table compares against: the primary metric's first word
+    # replaced by this (pebble_writepack_1k_ms -> sqlite_writepack_1k_ms), and its name.
+    comparison: str = ""
+    comparison_label: str = ""
+    templates: str = ""  # a directory of templates overriding the built-in ones
+
+
+@dataclass(frozen=True)
 class Config:
     """A validated session config; paths are absolute."""
 
@@ -148,6 +158,7 @@ class Config:
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     decision: DecisionConfig = field(default_factory=DecisionConfig)
     proposer: ProposerConfig = field(default_factory=ProposerConfig)
+    report: ReportConfig = field(default_factory=ReportConfig)
 
     @property
     def base_dir(self) -> Path:
@@ -194,6 +205,12 @@ class Config:
         data = dataclasses.asdict(self)
         data["path"] = str(self.path)
         return data
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Config:
+        """A config as a journal recorded it; keys this version does not know are ignored."""
+        path = Path(data.get("path") or "autoresearch.toml")
+        return _build(cls, {**data, "path": path}, path, "", strict=False)
 
 
 def script_path(command: str) -> str | None:
@@ -254,21 +271,23 @@ def _read_toml(path: Path) -> dict:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
 
 
-def _build(cls: type, table: object, path: Path, where: str):
+def _build(cls: type, table: object, path: Path, where: str, strict: bool = True):
     """Build dataclass `cls` from a TOML table, naming the file and key on every mistake."""
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [{where}] must be a table, got {type(table).__name__}")
     hints = typing.get_type_hints(cls)
     known = {f.name: f for f in dataclasses.fields(cls)}
     unknown = sorted(set(table) - set(known))
-    if unknown:
+    if not strict:
+        table = {k: v for k, v in table.items() if k in known}
+    elif unknown:
         options = ", ".join(sorted(k for k in known if k != "path"))
         key = f"{where}.{unknown[0]}" if where else unknown[0]
         raise ConfigError(f"{path}: unknown key '{key}' (known here: {options})")
     kwargs = {}
     for name, value in table.items():
         key = f"{where}.{name}" if where else name
-        kwargs[name] = value if name == "path" else _coerce(hints[name], value, path, key)
+        kwargs[name] = value if name == "path" else _coerce(hints[name], value, path, key, strict)
     missing = [
         f.name
         for f in known.values()
@@ -282,15 +301,15 @@ def _build(cls: type, table: object, path: Path, where: str):
     return cls(**kwargs)
 
 
-def _coerce(hint, value, path: Path, key: str):
+def _coerce(hint, value, path: Path, key: str, strict: bool = True):
     origin = typing.get_origin(hint)
     if dataclasses.is_dataclass(hint):
-        return _build(hint, value, path, key)
+        return _build(hint, value, path, key, strict)
     if origin is list:
         (item,) = typing.get_args(hint)
         if not isinstance(value, list):
             raise ConfigError(f"{path}: '{key}' must be a list, got {_toml_type(value)}")
-        return [_coerce(item, v, path, f"{key}[{i}]") for i, v in enumerate(value)]
+        return [_coerce(item, v, path, f"{key}[{i}]", strict) for i, v in enumerate(value)]
     if origin is dict:
         if not isinstance(value, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()

@@ -6,10 +6,15 @@ survives a power cut. Reading never dies on a torn or damaged line: it is report
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+# The reader parses with orjson: a night's journal carries every run's samples, and the
+# morning review reads 100,000 experiments in seconds only with a faster parser than json's.
+import orjson
 
 from .errors import JournalError
 from .records import (
@@ -60,6 +65,18 @@ def append_record(path: Path, record: _Record) -> None:
 
 def read_journal(path: Path) -> JournalContents:
     """Read every record; a damaged line becomes a warning naming its line number."""
+    # Parsing a long journal makes millions of lists and dicts that all survive; the cyclic
+    # collector would rescan them again and again for nothing, so it waits until the end.
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _read_journal(path)
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _read_journal(path: Path) -> JournalContents:
     contents = JournalContents()
     if not path.exists():
         return contents
@@ -80,8 +97,8 @@ def read_journal(path: Path) -> JournalContents:
         if not raw.strip():
             continue
         try:
-            data = json.loads(raw.decode("utf-8", errors="replace"))
-        except json.JSONDecodeError:
+            data = orjson.loads(raw)
+        except orjson.JSONDecodeError:
             what = "torn last line" if lineno == last else "damaged line"
             contents.warnings.append(f"{path}:{lineno}: {what} skipped (not valid JSON)")
             continue

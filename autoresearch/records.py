@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -35,6 +36,11 @@ STATUSES = (
 FAILED_STATUSES = ("crash", "timeout", "checks_failed", "apply_failed", "scope_violation")
 
 
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
 class _Record:
     kind: ClassVar[str]
 
@@ -43,7 +49,7 @@ class _Record:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]):
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = _field_names(cls)
         kwargs = {k: v for k, v in data.items() if k in names}
         if "asi" in kwargs and isinstance(kwargs["asi"], dict):
             kwargs["asi"] = Asi.from_dict(kwargs["asi"])
@@ -63,7 +69,7 @@ class Asi:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Asi:
-        names = {f.name for f in dataclasses.fields(cls)}
+        names = _field_names(cls)
         return cls(**{k: v for k, v in data.items() if k in names})
 
 

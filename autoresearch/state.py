@@ -16,7 +16,13 @@ from typing import Any
 
 from .errors import SessionBusyError
 
-__all__ = ["SessionLock", "SessionPaths", "read_inflight", "write_json_atomic"]
+__all__ = [
+    "SessionLock",
+    "SessionPaths",
+    "read_inflight",
+    "write_json_atomic",
+    "write_text_atomic",
+]
 
 
 @dataclass(frozen=True)
@@ -100,15 +106,19 @@ class SessionLock:
         self.release()
 
 
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    """Replace `path` with `data` so that a reader sees the old or the new file, never half."""
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text` so that a reader sees the old or the new file, never half."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     with open(tmp, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, ensure_ascii=False, allow_nan=False)
+        handle.write(text)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    write_text_atomic(path, json.dumps(data, ensure_ascii=False, allow_nan=False))
 
 
 def read_inflight(path: Path) -> dict[str, Any] | None:

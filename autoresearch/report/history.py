@@ -1,0 +1,335 @@
+"""A journal as one table: autoresearch journals and pi-autoresearch logs read into the same frame.
+
+One row per experiment, in order, with the primary metric's value, the change it was judged by,
+the status and the reasoning. What the review commands need besides (the baseline and where it
+came from, the final state, the confirmation, the config) sits beside the frame.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..errors import JournalError
+from ..journal import read_journal
+
+__all__ = ["COLUMNS", "History", "load_history"]
+
+COLUMNS = [
+    "n",
+    "id",
+    "segment",
+    "status",
+    "title",
+    "description",
+    "value",
+    "change_pct",
+    "ci_low_pct",
+    "ci_high_pct",
+    "p_value",
+    "rule",
+    "reason",
+    "hypothesis",
+    "mechanism",
+    "rollback_reason",
+    "next_action_hint",
+    "commit",
+    "started_at",
+    "duration_s",
+    "bench_runs",
+    "bench_s",
+    "checks_s",
+    "checks_exit",
+    "touched_files",
+    "sentinels_ok",
+    "metrics",
+]
+_ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
+
+
+@dataclass
+class History:
+    """Everything a review needs from one session's journal."""
+
+    source: str
+    format: str  # "autoresearch" or "pi-autoresearch"
+    name: str
+    metric: str
+    unit: str
+    direction: str
+    experiments: pd.DataFrame
+    baseline: dict[str, Any]  # value, metrics, label, why
+    final: dict[str, Any]  # value, metrics, label
+    confirmation: dict[str, Any] | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    calibrations: list[dict[str, Any]] = field(default_factory=list)
+    baseline_log: str | None = None
+    final_log: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def lower_is_better(self) -> bool:
+        return self.direction == "lower"
+
+
+def load_history(path: Path, session: str | None = None) -> History:
+    """Read a journal of either format; `session` picks one of several in an autoresearch one."""
+    if not path.is_file():
+        raise JournalError(f"{path}: journal not found")
+    first = _first_object(path)
+    if first.get("type") == "config" or "run" in first:
+        return _from_pi(path)
+    return _from_autoresearch(path, session)
+
+
+def _first_object(path: Path) -> dict[str, Any]:
+    with open(path, encoding="utf-8", errors="replace") as handle:
+        for line in handle:
+            if line.strip():
+                try:
+                    data = json.loads(line)
+                except json.JSONDecodeError:
+                    raise JournalError(f"{path}:1: not JSON; is this a journal?") from None
+                return data if isinstance(data, dict) else {}
+    raise JournalError(f"{path}: journal is empty")
+
+
+# -- autoresearch journals ---------------------------------------------------------------------
+
+
+def _from_autoresearch(path: Path, session: str | None) -> History:
+    contents = read_journal(path)
+    names = list(dict.fromkeys(s.session for s in contents.sessions))
+    if not names:
+        raise JournalError(f"{path}: no session line; nothing to report")
+    if session is None:
+        session = names[-1]
+    elif session not in names:
+        raise JournalError(f"{path}: no session '{session}' (sessions: {', '.join(names)})")
+    contents = contents.for_session(session)
+    config = contents.sessions[0].config
+    metric = config["metric"]
+    spec_of = {m["name"]: m for m in [metric, *config["secondary"], *config["sentinel"]]}
+    rows = [_row(r, metric["name"]) for r in contents.experiments]
+    frame = pd.DataFrame(rows, columns=COLUMNS)
+    calibrations = [c.to_dict() for c in contents.calibrations]
+    first = calibrations[0] if calibrations else None
+    baseline = {
+        "value": (first or {}).get("medians", {}).get(metric["name"]),
+        "metrics": (first or {}).get("medians", {}),
+        "label": f"calibration of {first['commit'][:10]}" if first else "not measured",
+        "why": (
+            f"the median of {len(first['samples'].get(metric['name'], []))} calibration runs of "
+            "the session's base commit, before any experiment"
+            if first
+            else "no calibration was recorded"
+        ),
+        "commit": contents.sessions[0].base_commit,
+    }
+    last = calibrations[-1] if calibrations else None
+    final = {
+        "value": (last or {}).get("medians", {}).get(metric["name"]),
+        "metrics": (last or {}).get("medians", {}),
+        "label": f"calibration of {last['commit'][:10]}" if last else "not measured",
+        "commit": last["commit"] if last else None,
+    }
+    confirmation = None
+    if contents.confirmations:
+        c = contents.confirmations[-1]
+        confirmation = {
+            "change_pct": c.change_pct,
+            "ci_low_pct": c.ci_low_pct,
+            "ci_high_pct": c.ci_high_pct,
+            "p_value": c.p_value,
+            "runs_per_arm": c.runs_per_arm,
+            "base_commit": c.base_commit,
+            "tip_commit": c.tip_commit,
+            "metrics": c.metrics,
+            "at": c.at,
+        }
+    return History(
+        source=str(path),
+        format="autoresearch",
+        name=session,
+        metric=metric["name"],
+        unit=metric.get("unit", ""),
+        direction=metric.get("direction", "lower"),
+        experiments=frame,
+        baseline=baseline,
+        final=final,
+        confirmation=confirmation,
+        config={**config, "units": {k: v.get("unit", "") for k, v in spec_of.items()}},
+        calibrations=calibrations,
+        baseline_log=next(iter((first or {}).get("bench_logs") or []), None),
+        final_log=next(iter((last or {}).get("bench_logs") or []), None),
+        warnings=contents.warnings,
+    )
+
+
+def _row(record, primary: str) -> dict[str, Any]:
+    decision = record.decision or {}
+    ev = decision.get("metrics", {}).get(primary, {})
+    metrics = {name: m.get("candidate_median") for name, m in decision.get("metrics", {}).items()}
+    metrics |= {name: s.get("candidate_median") for name, s in record.sentinels.items()}
+    checks = record.checks or {}
+    return {
+        "n": record.n,
+        "id": record.id,
+        "segment": 0,
+        "status": record.status,
+        "title": record.title,
+        "description": record.asi.result or record.error,
+        "value": ev.get("candidate_median"),
+        "change_pct": ev.get("change_pct"),
+        "ci_low_pct": ev.get("ci_low_pct"),
+        "ci_high_pct": ev.get("ci_high_pct"),
+        "p_value": ev.get("p_better"),
+        "rule": decision.get("rule") or record.status,
+        "reason": decision.get("reason") or record.error,
+        "hypothesis": record.asi.hypothesis,
+        "mechanism": record.asi.mechanism,
+        "rollback_reason": record.asi.rollback_reason,
+        "next_action_hint": record.asi.next_action_hint,
+        "commit": record.kept_commit,
+        "started_at": record.started_at,
+        "duration_s": record.duration_s,
+        "bench_runs": len(record.bench_durations_s),
+        "bench_s": sum(record.bench_durations_s),
+        "checks_s": checks.get("duration_s") or 0.0,
+        "checks_exit": checks.get("exit_code"),
+        "touched_files": record.touched_files,
+        "sentinels_ok": all(s.get("ok") for s in record.sentinels.values()),
+        "metrics": metrics,
+    }
+
+
+# -- pi-autoresearch logs ----------------------------------------------------------------------
+
+
+def _from_pi(path: Path) -> History:
+    """A config line, then run lines: run, commit, metric, metrics, status, description, asi."""
+    config: dict[str, Any] = {}
+    runs: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    lines = path.read_bytes().split(b"\n")
+    for lineno, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw.decode("utf-8", errors="replace"))
+        except json.JSONDecodeError:
+            warnings.append(f"{path}:{lineno}: not valid JSON, skipped")
+            continue
+        if data.get("type") == "config":
+            config = data
+        elif "run" in data:
+            runs.append(data)
+        else:
+            warnings.append(f"{path}:{lineno}: neither a config nor a run line, skipped")
+    if not runs:
+        raise JournalError(f"{path}: no run lines; nothing to report")
+    metric = config.get("metricName") or "metric"
+    direction = config.get("bestDirection", "lower")
+    frame = pd.DataFrame([_pi_row(r, metric) for r in runs], columns=COLUMNS)
+    frame = _pi_changes(frame, direction)
+    kept = frame[frame["status"] == "keep"]
+    base = kept.iloc[0] if len(kept) else frame.iloc[0]
+    why = (
+        f"run {int(base['n'])} is the first kept run: the first whose checks passed, the "
+        "reference every later change was measured against"
+        if len(kept)
+        else f"no run was kept; run {int(base['n'])} is the first run"
+    )
+    if len(kept) and int(base["n"]) != int(frame.iloc[0]["n"]):
+        earlier = frame[frame["n"] < base["n"]]
+        why += (
+            f" (run{'s' if len(earlier) > 1 else ''} "
+            f"{', '.join(str(int(n)) for n in earlier['n'])} before it ended "
+            f"{', '.join(sorted(set(earlier['status'])))})"
+        )
+    last = kept.iloc[-1] if len(kept) else base
+    return History(
+        source=str(path),
+        format="pi-autoresearch",
+        name=config.get("name") or path.stem,
+        metric=metric,
+        unit=config.get("metricUnit", ""),
+        direction=direction,
+        experiments=frame,
+        baseline={
+            "value": base["value"],
+            "metrics": base["metrics"],
+            "label": f"run {int(base['n'])} ({base['commit']})",
+            "why": why,
+            "commit": base["commit"],
+            "n": int(base["n"]),
+        },
+        final={
+            "value": last["value"],
+            "metrics": last["metrics"],
+            "label": f"run {int(last['n'])} ({last['commit']})",
+            "commit": last["commit"],
+        },
+        config={"units": {metric: config.get("metricUnit", "")}},
+        warnings=warnings,
+    )
+
+
+def _pi_row(run: dict[str, Any], metric: str) -> dict[str, Any]:
+    asi = run.get("asi") or {}
+    description = _unescape(run.get("description") or "")
+    title = description.split(". ")[0].split("\n")[0][:120]
+    return {
+        "n": run.get("run"),
+        "id": str(run.get("run")),
+        "segment": run.get("segment", 0),
+        "status": run.get("status"),
+        "title": title,
+        "description": description,
+        "value": run.get("metric"),
+        "change_pct": None,
+        "ci_low_pct": None,
+        "ci_high_pct": None,
+        "p_value": None,
+        "rule": run.get("status"),
+        "reason": _unescape(asi.get("rollback_reason") or asi.get("result") or ""),
+        "hypothesis": _unescape(asi.get("hypothesis") or ""),
+        "mechanism": _unescape(asi.get("mechanism") or asi.get("mechanism_insight") or ""),
+        "rollback_reason": _unescape(asi.get("rollback_reason") or "") or None,
+        "next_action_hint": _unescape(asi.get("next_idea") or asi.get("next_action_hint") or "")
+        or None,
+        "commit": run.get("commit"),
+        "started_at": pd.to_datetime(run.get("timestamp"), unit="ms", utc=True).isoformat()
+        if run.get("timestamp")
+        else None,
+        "duration_s": None,
+        "bench_runs": 1,
+        "bench_s": None,
+        "checks_s": None,
+        "checks_exit": None,
+        "touched_files": [],
+        "sentinels_ok": True,
+        # The primary metric rides in its own field: put it beside the others.
+        "metrics": {**(run.get("metrics") or {}), metric: run.get("metric")},
+    }
+
+
+def _pi_changes(frame: pd.DataFrame, direction: str) -> pd.DataFrame:
+    """Each run's change against the best kept value before it, within its segment."""
+    frame = frame.copy()
+    kept_values = frame["value"].where(frame["status"] == "keep")
+    best = kept_values.groupby(frame["segment"]).transform(
+        lambda s: (s.cummin() if direction == "lower" else s.cummax()).ffill().shift(1)
+    )
+    frame["change_pct"] = 100.0 * (frame["value"] - best) / best
+    return frame
+
+
+def _unescape(text: str) -> str:
+    """Some logs hold literal `\\u2192` escapes in their prose: show the character."""
+    return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)), text) if text else text

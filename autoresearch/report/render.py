@@ -1,0 +1,180 @@
+"""A summary as text for the terminal, as Markdown, as JSON, and as a pull-request description.
+
+Markdown comes from jinja2 templates; a user's template directory overrides the built-in ones
+file by file.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import jinja2
+
+from ..errors import UserError
+from ..proc import read_log
+from ..progress import format_value
+from .summary import MAJOR_WIN_PCT
+
+__all__ = ["RAW_LINES", "render_json", "render_markdown", "render_pr", "render_text"]
+
+RAW_LINES = 60  # of each raw bench output in the PR: the head, where the rows and METRICs are
+BUILTIN = Path(__file__).resolve().parent.parent / "templates"
+
+
+def _pct(value, digits: int = 1) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:+.{digits}f}%"
+
+
+def _times(value) -> str:
+    return "n/a" if value is None else f"{value:.2f}x"
+
+
+def _num(value, unit: str = "") -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if abs(value) >= 10_000:
+        return f"{value:,.0f} {unit}".strip()
+    return format_value(value, unit)
+
+
+def _duration(seconds) -> str:
+    if not seconds:
+        return "0 s"
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return (
+        f"{hours} h {minutes} min"
+        if hours
+        else f"{minutes} min {secs} s"
+        if minutes
+        else f"{secs} s"
+    )
+
+
+def _cell(text) -> str:
+    """Safe inside a Markdown table cell."""
+    return " ".join(str(text or "").split()).replace("|", "\\|")
+
+
+def _environment(templates: Path | None) -> jinja2.Environment:
+    paths = [str(templates)] if templates else []
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader([*paths, str(BUILTIN)]),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=False,
+        autoescape=False,
+    )
+    env.filters |= {
+        "pct": _pct,
+        "pct1": lambda v: _pct(v).lstrip("+"),
+        "times": _times,
+        "num": _num,
+        "duration": _duration,
+        "cell": _cell,
+        "code": lambda v: f"`{v}`",
+    }
+    return env
+
+
+def _render(name: str, templates: Path | None, **context) -> str:
+    if templates and not templates.is_dir():
+        raise UserError(f"{templates}: template directory not found ([report] templates)")
+    try:
+        template = _environment(templates).get_template(name)
+        return template.render(**context)
+    except jinja2.TemplateSyntaxError as exc:
+        raise UserError(f"{exc.filename}:{exc.lineno}: template error: {exc.message}") from None
+    except jinja2.UndefinedError as exc:
+        raise UserError(f"template {name}: {exc.message}") from None
+
+
+def render_markdown(summary: dict, templates: Path | None = None) -> str:
+    return _render("report.md.j2", templates, s=summary)
+
+
+def render_json(summary: dict) -> str:
+    return json.dumps(summary, indent=2, default=str, allow_nan=False)
+
+
+def render_pr(summary: dict, templates: Path | None = None, raw: dict | None = None) -> str:
+    """The PR description; `raw` maps baseline/final to log paths of their bench output."""
+    raw_text = {k: _head(read_log(v)) if v else None for k, v in (raw or {}).items()}
+    return _render(
+        "pr.md.j2",
+        templates,
+        s=summary,
+        title=pr_title(summary),
+        raw={"baseline": raw_text.get("baseline"), "final": raw_text.get("final")},
+        major_pct=MAJOR_WIN_PCT,
+    )
+
+
+def pr_title(summary: dict) -> str:
+    change = summary["headline_change_pct"]
+    what = f"{summary['metric']} {_pct(change)}" if change is not None else summary["metric"]
+    span = (
+        f" ({_num(summary['baseline']['value'], summary['unit'])} → "
+        f"{_num(summary['final']['value'], summary['unit'])})"
+    )
+    return f"perf: {what}{span}"
+
+
+def _head(text: str) -> str | None:
+    lines = text.splitlines()
+    if not lines:
+        return None
+    more = len(lines) - RAW_LINES
+    return "\n".join(lines[:RAW_LINES]) + (f"\n... ({more} more lines)" if more > 0 else "")
+
+
+def render_text(summary: dict) -> str:
+    """The terminal report."""
+    s = summary
+    counts = ", ".join(f"{k} {v}" for k, v in s["by_status"].items())
+    out = [
+        f"{s['name']}  ({s['format']} journal {s['source']})",
+        f"experiments: {s['experiments']} ({counts})",
+        "",
+        f"baseline: {s['baseline']['label']}: {s['baseline']['why']}",
+        f"best:     {s['final']['label']}",
+    ]
+    c = s["confirmation"]
+    if c and c.get("change_pct") is not None:
+        out.append(
+            f"confirmed: {_pct(c['change_pct'], 2)} (95% CI {_pct(c['ci_low_pct'], 2)} to "
+            f"{_pct(c['ci_high_pct'], 2)}, {c['runs_per_arm']} runs each)"
+        )
+    width = max(len(m["name"]) for m in s["metrics"])
+    out += ["", f"{'metric':<{width}}  {'baseline':>14}  {'best':>14}  {'change':>8}"]
+    for m in s["metrics"]:
+        out.append(
+            f"{m['name']:<{width}}  {_num(m['baseline'], m['unit']):>14}  "
+            f"{_num(m['final'], m['unit']):>14}  {_pct(m['change_pct']):>8}"
+        )
+    out += ["", f"kept ({len(s['wins'])}):"]
+    for w in s["wins"]:
+        out.append(f"  #{w['n']:<4} {_pct(w['change_pct']):>8}  {w['title']}")
+        if w["mechanism"]:
+            out.append(f"         {'':>8}  {w['mechanism']}")
+    out += ["", "not kept:"]
+    for g in s["not_kept"]:
+        out.append(f"  {g['reason']} ({g['count']}):")
+        for e in g["experiments"]:
+            why = f": {e['why']}" if e["why"] else ""
+            out.append(f"    #{e['n']:<4} {_pct(e['change_pct']):>8}  {e['title']}{why}"[:160])
+    r = s["runs"]
+    runs = f"bench runs: {r['bench_runs']}"
+    if r["per_decision"]:
+        runs += f", {r['per_decision']:.1f} per decision"
+    if r["bench_s"]:
+        runs += f"; {_duration(r['bench_s'])} benching"
+    if r["checks_s"]:
+        runs += f", {_duration(r['checks_s'])} in checks"
+    out += ["", runs]
+    out += [f"warning: {w}" for w in s["warnings"]]
+    return "\n".join(out) + "\n"

@@ -1,0 +1,310 @@
+"""What a morning review says, computed from the history frame with pandas: one plain dict that
+the terminal report, the Markdown, the JSON and the PR description all render."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+import pandas as pd
+
+from ..config import Config
+from ..globs import matches_any
+from ..records import FAILED_STATUSES, STATUSES
+from .history import History
+
+__all__ = ["MAJOR_WIN_PCT", "summarize"]
+
+MAJOR_WIN_PCT = 5.0  # a kept change at least this large is a major win in the PR
+MANIFEST_GLOBS = (
+    "**/go.mod",
+    "**/go.sum",
+    "**/Cargo.toml",
+    "**/Cargo.lock",
+    "**/package.json",
+    "**/package-lock.json",
+    "**/pyproject.toml",
+    "**/requirements*.txt",
+)
+# Why experiments were not kept, in the words of a reviewer, by the rule (or status) that fired.
+REASONS = {
+    "significant_loss": "Slower",
+    "worse_beyond_noise": "Slower",
+    "below_threshold": "No gain worth claiming",
+    "within_noise": "Within the noise",
+    "max_runs": "Not decided within the run budget",
+    "unknown_comparison": "Could not be compared",
+    "sentinel_budget": "Over a sentinel's budget",
+    "sentinel_unresolved": "Sentinel not shown within budget",
+    "cross_scale_disagreement": "Not confirmed at another scale",
+    "discard": "Discarded",
+    "inconclusive": "Inconclusive",
+    "checks_failed": "Broke correctness (checks failed)",
+    "crash": "Crashed",
+    "timeout": "Timed out",
+    "apply_failed": "Did not apply",
+    "scope_violation": "Out of scope",
+    "interrupted": "Interrupted",
+}
+_SCALE = re.compile(r"^(?P<head>[A-Za-z]+)(?P<mid>_.*_)(?P<scale>\d+[km]?)(?P<tail>_[A-Za-z_]+)$")
+
+
+def summarize(history: History, comparison: str | None = None, label: str | None = None) -> dict:
+    """The review of one session. `comparison` names the engine the headline compares against
+    (the primary metric's first word replaced by it, e.g. `sqlite`), `label` how to call it."""
+    df = history.experiments
+    kept = df[df["status"] == "keep"]
+    failed = df[df["status"].isin(FAILED_STATUSES)]
+    base, final = history.baseline["value"], history.final["value"]
+    counts = df["status"].value_counts()
+    by_status = {s: int(counts[s]) for s in STATUSES if s in counts}
+    by_status |= {s: int(n) for s, n in counts.items() if s not in by_status}
+    units = history.config.get("units", {})
+    summary: dict[str, Any] = {
+        "source": history.source,
+        "format": history.format,
+        "name": history.name,
+        "metric": history.metric,
+        "unit": history.unit,
+        "direction": history.direction,
+        "experiments": len(df),
+        "by_status": by_status,
+        "kept": len(kept),
+        "failed": len(failed),
+        "baseline": {k: _clean(v) for k, v in history.baseline.items() if k != "metrics"},
+        "final": {k: _clean(v) for k, v in history.final.items() if k != "metrics"},
+        "cumulative_change_pct": _pct(base, final),
+        "confirmation": history.confirmation
+        and {k: v for k, v in history.confirmation.items() if k != "metrics"},
+        "metrics": _metric_rows(history, units),
+        "wins": _wins(kept[kept["n"] != history.baseline.get("n")]),
+        "not_kept": _not_kept(df[df["status"] != "keep"]),
+        "runs": _runs(df),
+        "family": _family(history, comparison, label),
+        "allocations": _allocations(history),
+        "safety": _safety(history, kept),
+        "methodology": _methodology(history, df),
+        "warnings": history.warnings,
+    }
+    summary["headline_change_pct"] = (
+        history.confirmation["change_pct"]
+        if history.confirmation and history.confirmation.get("change_pct") is not None
+        else summary["cumulative_change_pct"]
+    )
+    summary["major_wins"] = [
+        w for w in summary["wins"] if abs(w["change_pct"] or 0) > MAJOR_WIN_PCT
+    ]
+    summary["minor_wins"] = [w for w in summary["wins"] if w not in summary["major_wins"]]
+    return summary
+
+
+def _pct(before, after) -> float | None:
+    if before is None or after is None or _nan(before) or _nan(after) or before == 0:
+        return None
+    return 100.0 * (after - before) / abs(before)
+
+
+def _nan(value) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _clean(value):
+    """NaN -> None, numpy scalars -> Python: JSON and templates see plain values."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return value.item() if hasattr(value, "item") else value
+
+
+def _metric_rows(history: History, units: dict) -> list[dict]:
+    """Baseline against final for the primary metric first, then every other measured one."""
+    names = [history.metric]
+    names += [m["name"] for m in history.config.get("secondary", [])]
+    names += [m["name"] for m in history.config.get("sentinel", [])]
+    if history.format != "autoresearch":
+        names += sorted(set(history.baseline["metrics"]) & set(history.final["metrics"]))
+    rows = []
+    for name in dict.fromkeys(names):
+        b, f = history.baseline["metrics"].get(name), history.final["metrics"].get(name)
+        if name == history.metric:
+            b, f = history.baseline["value"], history.final["value"]
+        rows.append(
+            {
+                "name": name,
+                "unit": units.get(name, history.unit if name == history.metric else ""),
+                "baseline": _clean(b),
+                "final": _clean(f),
+                "change_pct": _pct(b, f),
+            }
+        )
+    return rows
+
+
+def _wins(kept: pd.DataFrame) -> list[dict]:
+    return [
+        {
+            "n": int(row.n),
+            "title": row.title,
+            "value": _clean(row.value),
+            "change_pct": _clean(row.change_pct),
+            "ci_low_pct": _clean(row.ci_low_pct),
+            "ci_high_pct": _clean(row.ci_high_pct),
+            "mechanism": _mechanism(row),
+            "commit": row.commit,
+        }
+        for row in kept.itertuples()
+    ]
+
+
+def _not_kept(rest: pd.DataFrame) -> list[dict]:
+    """Experiments that were not kept, grouped by why: the closed axes of the session."""
+    groups = []
+    reasons = rest["rule"].fillna(rest["status"]).map(lambda r: REASONS.get(r, r))
+    for reason, group in rest.groupby(reasons, sort=False):
+        groups.append(
+            {
+                "reason": reason,
+                "count": len(group),
+                "experiments": [
+                    {
+                        "n": int(row.n),
+                        "title": row.title,
+                        "status": row.status,
+                        "change_pct": _clean(row.change_pct),
+                        "why": _first_sentence(row.rollback_reason or row.reason or ""),
+                    }
+                    for row in group.itertuples()
+                ],
+            }
+        )
+    return sorted(groups, key=lambda g: -g["count"])
+
+
+def _runs(df: pd.DataFrame) -> dict:
+    return {
+        "bench_runs": int(df["bench_runs"].fillna(0).sum()),
+        "per_decision": _clean(df["bench_runs"].mean()) if len(df) else None,
+        "bench_s": _clean(df["bench_s"].sum(min_count=1)),
+        "checks_s": _clean(df["checks_s"].sum(min_count=1)),
+        "duration_s": _clean(df["duration_s"].sum(min_count=1)),
+    }
+
+
+def _family(history: History, comparison: str | None, label: str | None) -> dict | None:
+    """The primary metric at every scale measured, baseline against final, and the comparison
+    engine's figure at the same scale in the final state."""
+    match = _SCALE.match(history.metric)
+    if not match:
+        return None
+    head, mid, tail = match["head"], match["mid"], match["tail"]
+    pattern = re.compile(rf"^{re.escape(head + mid)}(\d+[km]?){re.escape(tail)}$")
+    names = set(history.baseline["metrics"]) | set(history.final["metrics"])
+    scales = sorted({m.group(1) for m in map(pattern.match, names) if m}, key=_scale_value)
+    rows = []
+    for scale in scales:
+        name = f"{head}{mid}{scale}{tail}"
+        b, f = history.baseline["metrics"].get(name), history.final["metrics"].get(name)
+        other = None
+        if comparison:
+            other = history.final["metrics"].get(f"{comparison}{mid}{scale}{tail}")
+        rows.append(
+            {
+                "scale": scale,
+                "metric": name,
+                "baseline": _clean(b),
+                "final": _clean(f),
+                "change_pct": _pct(b, f),
+                "speedup": (b / f) if b and f else None,
+                "comparison": _clean(other),
+                "vs_comparison": (other / f) if other and f else None,
+            }
+        )
+    return {
+        "rows": rows,
+        "comparison": comparison,
+        "label": label or (comparison.capitalize() if comparison else None),
+    }
+
+
+def _scale_value(scale: str) -> int:
+    mult = {"k": 1_000, "m": 1_000_000}.get(scale[-1], 1)
+    return int(scale.rstrip("km")) * mult
+
+
+def _allocations(history: History) -> list[dict]:
+    names = sorted(
+        n
+        for n in set(history.baseline["metrics"]) & set(history.final["metrics"])
+        if n.endswith(("_allocs_op", "_bytes_op"))
+    )
+    return [
+        {
+            "name": n,
+            "baseline": _clean(history.baseline["metrics"][n]),
+            "final": _clean(history.final["metrics"][n]),
+            "change_pct": _pct(history.baseline["metrics"][n], history.final["metrics"][n]),
+        }
+        for n in names
+    ]
+
+
+def _safety(history: History, kept: pd.DataFrame) -> dict:
+    if history.format != "autoresearch":
+        checks_failed = int((history.experiments["status"] == "checks_failed").sum())
+        return {
+            "checks_on_every_keep": None,
+            "note": f"a kept run passed the checks; {checks_failed} run(s) failed them and were "
+            "not kept. This log does not record sentinels or touched paths.",
+        }
+    config = Config.from_dict(history.config)
+    touched = [p for files in kept["touched_files"] for p in files]
+    protected = config.protected_globs()
+    return {
+        "checks_on_every_keep": bool((kept["checks_exit"] == 0).all()),
+        "checks_when": config.checks.when,
+        "sentinels": [{"name": s.name, "budget_pct": s.budget_pct} for s in config.sentinel],
+        "sentinels_held": bool(kept["sentinels_ok"].all()),
+        "protected_touched": sorted({p for p in touched if matches_any(p, protected)}),
+        "manifests_touched": sorted({p for p in touched if matches_any(p, MANIFEST_GLOBS)}),
+        "files_changed": sorted(set(touched)),
+    }
+
+
+def _methodology(history: History, df: pd.DataFrame) -> dict:
+    info: dict[str, Any] = {"experiments": len(df)}
+    if history.format != "autoresearch":
+        info["rule"] = (
+            "one bench run per experiment; pi-autoresearch's confidence score (how many median "
+            "absolute deviations the change is) was recorded, and a person kept or discarded"
+        )
+        return info
+    d = Config.from_dict(history.config).decision
+    noise = [c["noise_pct"].get(history.metric) for c in history.calibrations]
+    thresholds = [c["threshold_pct"] for c in history.calibrations]
+    info |= {
+        "rule": (
+            f"each candidate was run against the current best, alternating, and judged at "
+            f"{', '.join(map(str, d.schedule()))} runs per arm by a one-sided Mann-Whitney U "
+            f"test (p < {d.alpha:g} / {len(d.schedule())} looks) and the Hodges-Lehmann change "
+            f"with its 95% interval; kept only when significant and at least the threshold "
+            f"max({d.min_effect_pct:g}%, {d.noise_multiplier:g} x noise)"
+        ),
+        "calibrations": len(history.calibrations),
+        "noise_pct": [n for n in noise if n is not None],
+        "threshold_pct": thresholds,
+        "confirm_runs": d.confirm_runs,
+    }
+    return info
+
+
+def _mechanism(row) -> str:
+    """The mechanism in one line; a description that only repeats the title says nothing."""
+    text = _first_sentence(row.mechanism or row.description or "")
+    title = str(row.title).rstrip(".…")
+    return "" if text.rstrip(".").startswith(title[:60]) else text
+
+
+def _first_sentence(text: str) -> str:
+    text = " ".join(str(text).split())
+    cut = re.search(r"(?<=[.;])\s", text)
+    return (text[: cut.start()] if cut else text)[:200]

@@ -1,0 +1,195 @@
+"""How long report, plot and pr take on a journal of 100,000 experiments.
+
+Writes a synthetic journal shaped like the loop's (a session line, calibrations, and experiment
+records with both arms' samples for the primary, two secondary and one sentinel metric), then
+times each command's whole path (read, analyse, render) in this process, three times, and
+prints the medians. Goal: each under 5 s.
+
+    python benchmarks/review_scale.py [--records 100000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from autoresearch.config import load_config
+from autoresearch.journal import append_record
+from autoresearch.records import Asi, CalibrationRecord, ExperimentRecord, SessionRecord
+from autoresearch.report import load_history, render_pr, render_text, summarize
+from autoresearch.report.plots import plot_progress, plot_scales
+
+GOAL_S = 5.0
+CONFIG = """
+[session]
+name = "scale"
+[metric]
+name = "pebble_writepack_100k_ms"
+unit = "ms"
+[[secondary]]
+name = "pebble_writepack_10k_ms"
+[[secondary]]
+name = "pebble_writepack_1k_ms"
+[[sentinel]]
+name = "sqlite_writepack_10k_ms"
+budget_pct = 5.0
+"""
+METRICS = {
+    "pebble_writepack_100k_ms": 1000.0,
+    "pebble_writepack_10k_ms": 100.0,
+    "pebble_writepack_1k_ms": 10.0,
+}
+
+
+def evidence(rng, center: float, best: float, f: float, runs: int) -> dict:
+    """One metric's decision evidence, as the loop records it."""
+    # Rounded as a bench prints them (the bundled one prints METRIC values with 3 decimals).
+    b = [round(center * best * (1 + rng.gauss(0, 0.02)), 3) for _ in range(runs)]
+    c = [round(center * f * (1 + rng.gauss(0, 0.02)), 3) for _ in range(runs)]
+    return {
+        "direction": "lower",
+        "unit": "ms",
+        "baseline_samples": b,
+        "candidate_samples": c,
+        "n_baseline": runs,
+        "n_candidate": runs,
+        "baseline_median": statistics.median(b),
+        "candidate_median": statistics.median(c),
+        "change_pct": 100 * (f / best - 1),
+        "ci_low_pct": -1.0,
+        "ci_high_pct": 1.0,
+        "p_better": 0.01,
+        "p_worse": 0.9,
+        "improvement_pct": 100 * (1 - f / best),
+    }
+
+
+def write_journal(path: Path, records: int, config) -> None:
+    rng = random.Random(1)
+    lines = []
+    lines.append(
+        SessionRecord(
+            "scale",
+            "start",
+            "2026-01-01T00:00:00+00:00",
+            "autoresearch/scale",
+            "0" * 40,
+            "0" * 40,
+            config.to_dict(),
+            {"host": "bench"},
+        )
+    )
+    samples = {m: [v * (1 + rng.gauss(0, 0.02)) for _ in range(6)] for m, v in METRICS.items()}
+    lines.append(
+        CalibrationRecord(
+            "scale",
+            "2026-01-01T00:00:00+00:00",
+            "0" * 40,
+            samples,
+            {m: statistics.median(v) for m, v in samples.items()},
+            {m: 2.0 for m in samples},
+            3.0,
+            [],
+            1.0,
+        )
+    )
+    best = 1.0
+    for n in range(1, records + 1):
+        factor = best * (0.97 if rng.random() < 0.05 else 1.02)
+        status = "keep" if factor < best else rng.choice(["discard", "inconclusive", "crash"])
+        runs = rng.choice([6, 11, 16])
+
+        metrics = {m: evidence(rng, v, best, factor, runs) for m, v in METRICS.items()}
+        sentinel = evidence(rng, 100.0, best, best, runs) | {
+            "budget_pct": 5.0,
+            "verdict": "within",
+            "ok": True,
+        }
+        lines.append(
+            ExperimentRecord(
+                session="scale",
+                id=f"scale-{n:06d}",
+                n=n,
+                status=status,
+                title=f"idea {n}",
+                proposer="queue",
+                source=None,
+                patch_sha256=f"{n:064x}",
+                touched_files=["grantstore/engine.go"],
+                parent_commit="0" * 40,
+                kept_commit=f"{n:040x}" if status == "keep" else None,
+                started_at="2026-01-01T00:00:00+00:00",
+                ended_at="2026-01-01T00:00:30+00:00",
+                duration_s=30.0,
+                decision={
+                    "status": status,
+                    "rule": "significant_win" if status == "keep" else "below_threshold",
+                    "reason": "synthetic",
+                    "metrics": metrics,
+                },
+                sentinels={"sqlite_writepack_10k_ms": sentinel},
+                checks={"exit_code": 0, "duration_s": 5.0} if status == "keep" else None,
+                bench_durations_s=[1.0] * (2 * runs),
+                asi=Asi(hypothesis="h", mechanism="m", result="r"),
+            )
+        )
+        if status == "keep":
+            best = factor
+    for line in lines:
+        append_record(path, line)
+
+
+def timed(fn) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        (tmp / "autoresearch.toml").write_text(CONFIG)
+        config = load_config(tmp / "autoresearch.toml")
+        journal = tmp / "experiments.jsonl"
+        print(f"writing {args.records:,} records ...", file=sys.stderr)
+        write_journal(journal, args.records, config)
+        size = journal.stat().st_size / 2**20
+
+        def report():
+            render_text(summarize(load_history(journal)))
+
+        def plot():
+            history = load_history(journal)
+            plot_progress(history, tmp / "progress.png")
+            plot_scales(history, tmp / "scales.png")
+
+        def pr():
+            render_pr(summarize(load_history(journal)))
+
+        rows = []
+        for name, fn in (("report", report), ("plot", plot), ("pr", pr)):
+            times = [timed(fn) for _ in range(args.repeat)]
+            rows.append((name, statistics.median(times), min(times), max(times)))
+    print(
+        f"{args.records:,} experiment records, journal {size:.0f} MiB; median of {args.repeat}:\n"
+    )
+    print("| command | median | min | max |")
+    print("|---|---:|---:|---:|")
+    for name, med, lo, hi in rows:
+        print(f"| {name} | {med:.2f} s | {lo:.2f} s | {hi:.2f} s |")
+    worst = max(r[1] for r in rows)
+    print(f"\ngoal: each under {GOAL_S:.0f} s: {'met' if worst < GOAL_S else 'MISSED'}")
+    return 0 if worst < GOAL_S else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

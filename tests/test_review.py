@@ -1,0 +1,153 @@
+"""The morning review on a real pi-autoresearch log and on a journal the loop wrote."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import run_cli
+from matplotlib.image import imread
+from test_loop import run
+
+from autoresearch.ideas import BEGIN, END, update_ideas
+from autoresearch.report import load_history, render_pr, summarize
+from autoresearch.report.plots import FIGSIZE, progress_data, scales_data
+
+ROOT = Path(__file__).resolve().parent.parent
+PI_LOG = ROOT.parent / "shared/fixtures/pi-autoresearch/baton-pebble-writepack.jsonl"
+GOLDEN = Path(__file__).parent / "golden" / "pi-baton-pr.md"
+
+
+@pytest.fixture(scope="module")
+def pi():
+    history = load_history(PI_LOG)
+    return history, summarize(history, "sqlite", "SQLite")
+
+
+def test_pi_log_right_numbers(pi):
+    history, s = pi
+    assert history.format == "pi-autoresearch"
+    assert s["by_status"] == {"keep": 15, "discard": 24, "checks_failed": 4}
+    assert s["baseline"]["value"] == 4245.856
+    assert s["baseline"]["label"] == "run 2 (f5b94e1)"
+    assert "first kept run" in s["baseline"]["why"] and "run 1" in s["baseline"]["why"]
+    assert s["final"]["value"] == 1317.685 and s["final"]["label"] == "run 42 (d4b7e29)"
+    assert s["cumulative_change_pct"] == pytest.approx(100 * (1317.685 / 4245.856 - 1))
+    # Each kept win's change is against the best kept value before it.
+    wins = {w["n"]: w["change_pct"] for w in s["wins"]}
+    assert len(wins) == 14  # the baseline run itself is not a win
+    runs = {r["run"]: r for r in map(json.loads, PI_LOG.read_text().splitlines()[1:])}
+    assert wins[5] == pytest.approx(100 * (runs[5]["metric"] / runs[2]["metric"] - 1))
+    assert wins[11] == pytest.approx(100 * (runs[11]["metric"] / runs[5]["metric"] - 1))
+    assert wins[42] == pytest.approx(-2.56, abs=0.01)
+    assert [w["n"] for w in s["major_wins"]] == [5, 11, 13, 14, 19, 22, 24, 29, 30, 33]
+
+
+def test_literal_unicode_escapes_are_shown_as_characters(pi):
+    history, _ = pi
+    titles = " ".join(history.experiments["title"])
+    assert "\\u2192" not in titles and "2→8" in titles
+
+
+def test_pi_pr_matches_the_golden_file(pi):
+    _, s = pi
+    assert render_pr(s) == GOLDEN.read_text()
+
+
+def test_pr_sections_and_user_templates(pi, tmp_path):
+    _, s = pi
+    text = render_pr(s)
+    for heading in (
+        "## Headline",
+        "## Allocations",
+        "## Major wins",
+        "## Minor wins",
+        "## Methodology",
+        "## Safety",
+        "## What did not work",
+        "## Raw bench output",
+    ):
+        assert heading in text
+    assert "| 1k | 10.81 ms | 9.771 ms | -9.6% | 1.11x | 27.59 ms | 2.82x |" in text
+    (tmp_path / "pr.md.j2").write_text("{{ title }} / {{ s.kept }} kept\n")
+    assert (
+        render_pr(s, tmp_path)
+        == "perf: pebble_writepack_1m_ms -69.0% (4246 ms → 1318 ms) / 15 kept\n"
+    )
+
+
+def test_report_formats_through_the_cli(tmp_path):
+    text = run_cli("report", "--journal", str(PI_LOG), cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    assert "experiments: 43 (keep 15, discard 24, checks_failed 4)" in text.stdout
+    data = json.loads(
+        run_cli("report", "--journal", str(PI_LOG), "--format", "json", cwd=tmp_path).stdout
+    )
+    assert data["kept"] == 15 and data["final"]["value"] == 1317.685
+    md = run_cli("report", "--journal", str(PI_LOG), "--format", "markdown", cwd=tmp_path)
+    assert md.stdout.startswith("# Pebble engine perf")
+    missing = run_cli("report", "--journal", str(tmp_path / "nope.jsonl"), cwd=tmp_path)
+    assert missing.returncode == 1 and "journal not found" in missing.stderr
+
+
+def test_plots_exist_have_the_size_and_are_not_blank(pi, tmp_path):
+    done = run_cli("plot", "--journal", str(PI_LOG), "--out", str(tmp_path), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    for name in ("progress.png", "scales.png"):
+        image = imread(tmp_path / name)
+        assert image.shape[:2] == (FIGSIZE[1] * 100, FIGSIZE[0] * 100)
+        assert np.std(image[..., :3]) > 0.05, f"{name} looks blank"
+    history, _ = pi
+    data = progress_data(history)
+    assert list(data["kind"].value_counts().sort_index().items()) == [
+        ("discard", 24),
+        ("failed", 4),
+        ("keep", 15),
+    ]
+    assert data["best"].iloc[-1] == 1317.685 and data["best"].is_monotonic_decreasing
+    scales = scales_data(history)
+    assert set(scales["scale"]) == {"100", "1k", "10k", "100k", "1m"}
+    last_1m = scales[scales["scale"] == "1m"]["ratio"].iloc[-1]
+    assert last_1m == pytest.approx(1317.685 / 4245.856)
+
+
+def test_ideas_keeps_what_a_person_wrote(pi, tmp_path):
+    _, s = pi
+    path = tmp_path / "ideas.md"
+    path.write_text("# Ideas\n\n## Mine\n\n- try io_uring\n")
+    update_ideas(path, s)
+    first = path.read_text()
+    assert first.startswith("# Ideas\n\n## Mine\n\n- try io_uring\n")
+    assert BEGIN in first and END in first
+    assert "### Kept (14)" in first
+    assert "- #8 P1.4: bloom.FilterPolicy(10) on all levels (+2.9%) [discarded]" in first
+    path.write_text(first + "\n## Later notes\n\n- keep me\n")
+    update_ideas(path, s)
+    second = path.read_text()
+    assert second.count(BEGIN) == 1 and second.endswith("## Later notes\n\n- keep me\n")
+
+
+def test_review_of_a_loop_journal(target, tmp_path):
+    target.configure(confirm="true")
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"}, title="win", mechanism="less work")
+    target.add_hypothesis("02-nothing", {"src/sentinel.txt": "50.1\n"}, title="nothing")
+    run(target)
+
+    history = load_history(target.journal)
+    s = summarize(history)
+    assert s["by_status"] == {"keep": 1, "discard": 1}
+    assert s["baseline"]["value"] == 100 and s["final"]["value"] == 80
+    assert s["headline_change_pct"] == pytest.approx(-20)  # the confirmation
+    assert s["wins"][0]["mechanism"] == "less work"
+    assert s["safety"]["checks_on_every_keep"] and s["safety"]["sentinels_held"]
+    assert s["safety"]["protected_touched"] == [] and s["safety"]["manifests_touched"] == []
+    assert s["not_kept"][0]["reason"] == "No gain worth claiming"
+    text = render_pr(s, raw={"baseline": history.baseline_log, "final": history.final_log})
+    assert "METRIC time_ms=100" in text and "METRIC time_ms=80" in text
+    assert "confirmed directly at -20.0%" in text
+
+    done = run_cli("pr", "--out", str(tmp_path / "pr.md"), cwd=target.root)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "pr.md").read_text().startswith("# perf: time_ms -20.0% (100 ms → 80 ms)")
