@@ -17,6 +17,7 @@ from pathlib import Path
 import orjson
 
 from .errors import JournalError
+from .journal_index import update_index
 from .records import (
     CalibrationRecord,
     ConfirmationRecord,
@@ -125,6 +126,7 @@ class Journal:
 
     def append(self, record: _Record) -> None:
         append_record(self.path, record)
+        update_index(self.path)
 
     def read(self) -> JournalContents:
         return read_journal(self.path).for_session(self.session)

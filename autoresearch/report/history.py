@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import JournalError
-from ..journal import read_journal
+from ..journal_index import refresh_index
 
 __all__ = ["COLUMNS", "History", "load_history"]
 
@@ -48,6 +48,16 @@ COLUMNS = [
     "touched_files",
     "sentinels_ok",
     "metrics",
+]
+NUMERIC = [
+    "value",
+    "change_pct",
+    "ci_low_pct",
+    "ci_high_pct",
+    "p_value",
+    "duration_s",
+    "bench_s",
+    "checks_s",
 ]
 _ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 
@@ -103,21 +113,22 @@ def _first_object(path: Path) -> dict[str, Any]:
 
 
 def _from_autoresearch(path: Path, session: str | None) -> History:
-    contents = read_journal(path)
-    names = list(dict.fromkeys(s.session for s in contents.sessions))
+    index = refresh_index(path)
+    names = list(dict.fromkeys(s["session"] for s in index.sessions))
     if not names:
         raise JournalError(f"{path}: no session line; nothing to report")
     if session is None:
         session = names[-1]
     elif session not in names:
         raise JournalError(f"{path}: no session '{session}' (sessions: {', '.join(names)})")
-    contents = contents.for_session(session)
-    config = contents.sessions[0].config
+    sessions = [s for s in index.sessions if s["session"] == session]
+    calibrations = [c for c in index.calibrations if c["session"] == session]
+    confirmations = [c for c in index.confirmations if c["session"] == session]
+    rows = [r for r in index.experiments if r["session"] == session]
+    config = sessions[0]["config"]
     metric = config["metric"]
     spec_of = {m["name"]: m for m in [metric, *config["secondary"], *config["sentinel"]]}
-    rows = [_row(r, metric["name"]) for r in contents.experiments]
-    frame = pd.DataFrame(rows, columns=COLUMNS)
-    calibrations = [c.to_dict() for c in contents.calibrations]
+    frame = _typed(pd.DataFrame(rows, columns=COLUMNS))
     first = calibrations[0] if calibrations else None
     baseline = {
         "value": (first or {}).get("medians", {}).get(metric["name"]),
@@ -129,7 +140,7 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
             if first
             else "no calibration was recorded"
         ),
-        "commit": contents.sessions[0].base_commit,
+        "commit": sessions[0]["base_commit"],
     }
     last = calibrations[-1] if calibrations else None
     final = {
@@ -139,18 +150,21 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
         "commit": last["commit"] if last else None,
     }
     confirmation = None
-    if contents.confirmations:
-        c = contents.confirmations[-1]
+    if confirmations:
+        c = confirmations[-1]
         confirmation = {
-            "change_pct": c.change_pct,
-            "ci_low_pct": c.ci_low_pct,
-            "ci_high_pct": c.ci_high_pct,
-            "p_value": c.p_value,
-            "runs_per_arm": c.runs_per_arm,
-            "base_commit": c.base_commit,
-            "tip_commit": c.tip_commit,
-            "metrics": c.metrics,
-            "at": c.at,
+            key: c[key]
+            for key in (
+                "change_pct",
+                "ci_low_pct",
+                "ci_high_pct",
+                "p_value",
+                "runs_per_arm",
+                "base_commit",
+                "tip_commit",
+                "metrics",
+                "at",
+            )
         }
     return History(
         source=str(path),
@@ -167,45 +181,8 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
         calibrations=calibrations,
         baseline_log=next(iter((first or {}).get("bench_logs") or []), None),
         final_log=next(iter((last or {}).get("bench_logs") or []), None),
-        warnings=contents.warnings,
+        warnings=index.warnings,
     )
-
-
-def _row(record, primary: str) -> dict[str, Any]:
-    decision = record.decision or {}
-    ev = decision.get("metrics", {}).get(primary, {})
-    metrics = {name: m.get("candidate_median") for name, m in decision.get("metrics", {}).items()}
-    metrics |= {name: s.get("candidate_median") for name, s in record.sentinels.items()}
-    checks = record.checks or {}
-    return {
-        "n": record.n,
-        "id": record.id,
-        "segment": 0,
-        "status": record.status,
-        "title": record.title,
-        "description": record.asi.result or record.error,
-        "value": ev.get("candidate_median"),
-        "change_pct": ev.get("change_pct"),
-        "ci_low_pct": ev.get("ci_low_pct"),
-        "ci_high_pct": ev.get("ci_high_pct"),
-        "p_value": ev.get("p_better"),
-        "rule": decision.get("rule") or record.status,
-        "reason": decision.get("reason") or record.error,
-        "hypothesis": record.asi.hypothesis,
-        "mechanism": record.asi.mechanism,
-        "rollback_reason": record.asi.rollback_reason,
-        "next_action_hint": record.asi.next_action_hint,
-        "commit": record.kept_commit,
-        "started_at": record.started_at,
-        "duration_s": record.duration_s,
-        "bench_runs": len(record.bench_durations_s),
-        "bench_s": sum(record.bench_durations_s),
-        "checks_s": checks.get("duration_s") or 0.0,
-        "checks_exit": checks.get("exit_code"),
-        "touched_files": record.touched_files,
-        "sentinels_ok": all(s.get("ok") for s in record.sentinels.values()),
-        "metrics": metrics,
-    }
 
 
 # -- pi-autoresearch logs ----------------------------------------------------------------------
@@ -235,7 +212,7 @@ def _from_pi(path: Path) -> History:
         raise JournalError(f"{path}: no run lines; nothing to report")
     metric = config.get("metricName") or "metric"
     direction = config.get("bestDirection", "lower")
-    frame = pd.DataFrame([_pi_row(r, metric) for r in runs], columns=COLUMNS)
+    frame = _typed(pd.DataFrame([_pi_row(r, metric) for r in runs], columns=COLUMNS))
     frame = _pi_changes(frame, direction)
     kept = frame[frame["status"] == "keep"]
     base = kept.iloc[0] if len(kept) else frame.iloc[0]
@@ -327,6 +304,13 @@ def _pi_changes(frame: pd.DataFrame, direction: str) -> pd.DataFrame:
         lambda s: (s.cummin() if direction == "lower" else s.cummax()).ffill().shift(1)
     )
     frame["change_pct"] = 100.0 * (frame["value"] - best) / best
+    return frame
+
+
+def _typed(frame: pd.DataFrame) -> pd.DataFrame:
+    """Numbers as floats, a missing one as NaN (never 0), whatever the journal held."""
+    for column in NUMERIC:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
     return frame
 
 

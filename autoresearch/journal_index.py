@@ -1,0 +1,235 @@
+"""The review index: a compact, append-only digest of a journal, so that reviewing 100,000
+experiments does not mean parsing every run's samples again.
+
+It sits beside the journal (`.experiments.jsonl.index`) and is derived data, never
+authoritative: each entry notes the journal offset it covers, the header holds a hash of the
+journal's first bytes, and anything that does not line up (a rewritten or truncated journal,
+a damaged index, another version) makes it rebuild from the journal. Refreshing reads only
+the journal bytes past the last indexed offset, so the loop keeps it current after each append
+at the cost of one line. The journal is append-only: a line edited in place is not noticed
+until the index is deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .errors import JournalError
+from .records import record_from_dict
+
+__all__ = [
+    "INDEX_VERSION",
+    "IndexedJournal",
+    "experiment_row",
+    "index_path",
+    "refresh_index",
+    "update_index",
+]
+
+INDEX_VERSION = 1
+HEAD_BYTES = 4096
+
+
+@dataclass
+class IndexedJournal:
+    """A journal's records as the review needs them: experiment rows, and the rest whole."""
+
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    calibrations: list[dict[str, Any]] = field(default_factory=list)
+    confirmations: list[dict[str, Any]] = field(default_factory=list)
+    experiments: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+def index_path(journal: Path) -> Path:
+    return journal.with_name(f".{journal.name}.index")
+
+
+def refresh_index(journal: Path) -> IndexedJournal:
+    """Bring the index up to date with the journal and return its contents.
+
+    When the index cannot be written (a read-only directory) the journal is digested in memory.
+    """
+    enabled = gc.isenabled()
+    gc.disable()  # digesting creates many long-lived containers; see journal.read_journal
+    try:
+        entries, torn = _update(journal, load=True)
+    finally:
+        if enabled:
+            gc.enable()
+    contents = IndexedJournal()
+    buckets = {
+        "session": contents.sessions,
+        "calibration": contents.calibrations,
+        "confirmation": contents.confirmations,
+        "experiment": contents.experiments,
+    }
+    for entry in entries:
+        if entry["t"] == "warning":
+            contents.warnings.append(entry["w"])
+        else:
+            buckets[entry["t"]].append(entry["d"])
+    if torn:
+        contents.warnings.append(torn)
+    return contents
+
+
+def update_index(journal: Path) -> None:
+    """Index what the journal gained since the last call: after an append, one line."""
+    # Derived data: when this fails, the next review rebuilds it from the journal.
+    with contextlib.suppress(OSError, JournalError):
+        _update(journal, load=False)
+
+
+def _update(journal: Path, load: bool) -> tuple[list[dict], str | None]:
+    """Index the journal's new complete lines; returns all entries when `load`, and a warning
+    for a torn last line (not indexed: a crash may have cut it, or a writer may finish it)."""
+    try:
+        with open(journal, "rb") as handle:
+            head = hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()
+            size = os.fstat(handle.fileno()).st_size
+            path = index_path(journal)
+            entries, offset, lineno = _read_index(path, head, size, load)
+            handle.seek(offset)
+            tail = handle.read()
+    except OSError as exc:
+        raise JournalError(f"{journal}: cannot read: {exc.strerror}") from None
+    new, consumed, lineno = _digest(journal, tail, offset, lineno)
+    if new:
+        _write_index(path, head, new, rebuild=offset == 0)
+    torn = None
+    if tail[consumed - offset :].strip():
+        torn = f"{journal}:{lineno}: torn last line skipped (not valid JSON)"
+    return entries + new, torn
+
+
+def _read_index(path: Path, head: str, size: int, load: bool) -> tuple[list[dict], int, int]:
+    """The index's entries (when `load`), the journal offset they cover and the next line
+    number; nothing at all when the index does not match the journal."""
+    try:
+        with open(path, "rb") as handle:
+            header = orjson.loads(handle.readline())
+            if load:
+                entries = [orjson.loads(line) for line in handle.read().splitlines()]
+                last = entries[-1] if entries else None
+            else:
+                entries, last = [], _last_line(handle)
+    except (OSError, orjson.JSONDecodeError):
+        return [], 0, 1
+    if header.get("index_version") != INDEX_VERSION or header.get("head") != head:
+        return [], 0, 1
+    if last is None:
+        return entries, 0, 1
+    if last["o"] > size:
+        return [], 0, 1
+    return entries, last["o"], last["l"] + 1
+
+
+def _last_line(handle) -> dict | None:
+    """The last entry of an index file, read from its end."""
+    end = handle.seek(0, os.SEEK_END)
+    block = min(end, 65536)
+    handle.seek(end - block)
+    lines = handle.read(block).rstrip(b"\n").rsplit(b"\n", 1)
+    return orjson.loads(lines[-1]) if lines and lines[-1].startswith(b'{"o"') else None
+
+
+def _digest(journal: Path, tail: bytes, offset: int, lineno: int) -> tuple[list[dict], int, int]:
+    """Index entries for the complete lines of `tail`, which starts at journal `offset`."""
+    new: list[dict] = []
+    position = 0
+    while True:
+        end = tail.find(b"\n", position)
+        if end == -1:
+            return new, offset + position, lineno
+        raw = tail[position:end]
+        if raw.strip():
+            new.append(_entry(journal, raw, lineno, offset + end + 1))
+        position, lineno = end + 1, lineno + 1
+
+
+def _entry(journal: Path, raw: bytes, lineno: int, end: int) -> dict:
+    where = f"{journal}:{lineno}"
+    entry: dict[str, Any] = {"o": end, "l": lineno}
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return entry | {"t": "warning", "w": f"{where}: damaged line skipped (not valid JSON)"}
+    if not isinstance(data, dict):
+        return entry | {"t": "warning", "w": f"{where}: not a JSON object, skipped"}
+    try:
+        record = record_from_dict(data, where)  # validates the schema and upgrades old lines
+    except JournalError as exc:
+        if "newer than" in str(exc):
+            raise
+        return entry | {"t": "warning", "w": f"{exc}, skipped"}
+    payload = record.to_dict()
+    if record.kind == "experiment":
+        payload = experiment_row(payload)
+    return entry | {"t": record.kind, "d": payload}
+
+
+def experiment_row(record: dict[str, Any]) -> dict[str, Any]:
+    """What the review needs of an experiment record: everything but the raw samples."""
+    decision = record.get("decision") or {}
+    metrics = decision.get("metrics", {})
+    sentinels = record.get("sentinels") or {}
+    checks = record.get("checks") or {}
+    asi = record.get("asi") or {}
+    # The primary metric's evidence is the one the judge gave a threshold.
+    primary = next((m for m in metrics.values() if "threshold_pct" in m), {})
+    durations = record.get("bench_durations_s") or []
+    return {
+        "n": record["n"],
+        "id": record["id"],
+        "session": record["session"],
+        "segment": 0,
+        "status": record["status"],
+        "title": record["title"],
+        "description": asi.get("result") or record.get("error"),
+        "value": primary.get("candidate_median"),
+        "change_pct": primary.get("change_pct"),
+        "ci_low_pct": primary.get("ci_low_pct"),
+        "ci_high_pct": primary.get("ci_high_pct"),
+        "p_value": primary.get("p_better"),
+        "rule": decision.get("rule") or record["status"],
+        "reason": decision.get("reason") or record.get("error"),
+        "hypothesis": asi.get("hypothesis"),
+        "mechanism": asi.get("mechanism"),
+        "rollback_reason": asi.get("rollback_reason"),
+        "next_action_hint": asi.get("next_action_hint"),
+        "commit": record.get("kept_commit"),
+        "started_at": record.get("started_at"),
+        "duration_s": record.get("duration_s"),
+        "bench_runs": len(durations),
+        "bench_s": sum(durations),
+        "checks_s": checks.get("duration_s") or 0.0,
+        "checks_exit": checks.get("exit_code"),
+        "touched_files": record.get("touched_files") or [],
+        "sentinels_ok": all(s.get("ok") for s in sentinels.values()),
+        "metrics": {name: m.get("candidate_median") for name, m in metrics.items()}
+        | {name: s.get("candidate_median") for name, s in sentinels.items()},
+    }
+
+
+def _write_index(path: Path, head: str, new: list[dict], rebuild: bool) -> None:
+    lines = b"".join(orjson.dumps(e) + b"\n" for e in new)
+    try:
+        if rebuild:
+            header = orjson.dumps({"index_version": INDEX_VERSION, "head": head}) + b"\n"
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(header + lines)
+            os.replace(tmp, path)
+        else:
+            with open(path, "ab") as handle:
+                handle.write(lines)
+    except OSError:
+        pass  # a read-only directory: the digest is used from memory this time
