@@ -21,7 +21,7 @@ FILES = {
     "hypothesis.patch.example": "hypotheses/0001-example.patch.example",
 }
 EXECUTABLE = ("autoresearch.sh", "autoresearch.checks.sh")
-GITIGNORE_LINES = ("experiments.jsonl",)
+GITIGNORE_LINES = ("experiments.jsonl", ".experiments.jsonl.index")
 
 
 def scaffold(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -151,3 +152,31 @@ def test_review_of_a_loop_journal(target, tmp_path):
     done = run_cli("pr", "--out", str(tmp_path / "pr.md"), cwd=target.root)
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "pr.md").read_text().startswith("# perf: time_ms -20.0% (100 ms → 80 ms)")
+
+
+def test_pi_segments_measure_changes_within_their_segment(tmp_path):
+    log = tmp_path / "pi.jsonl"
+    lines = [{"type": "config", "metricName": "t_ms", "metricUnit": "ms", "bestDirection": "lower"}]
+    for number, (segment, value, status) in enumerate(
+        [(0, 100, "keep"), (0, 90, "keep"), (0, 95, "discard"), (1, 200, "keep"), (1, 150, "keep")],
+        start=1,
+    ):
+        lines.append(
+            {
+                "run": number,
+                "commit": f"c{number}",
+                "metric": value,
+                "metrics": {},
+                "status": status,
+                "description": f"step {number}",
+                "segment": segment,
+                "timestamp": 1_700_000_000_000 + number,
+                "asi": {},
+            }
+        )
+    log.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    frame = load_history(log).experiments.set_index("n")
+    assert frame.loc[2, "change_pct"] == pytest.approx(-10)
+    assert frame.loc[3, "change_pct"] == pytest.approx(100 * (95 / 90 - 1))
+    assert math.isnan(frame.loc[4, "change_pct"])  # a new segment has no best yet
+    assert frame.loc[5, "change_pct"] == pytest.approx(-25)

@@ -304,7 +304,8 @@ def _mechanism(row) -> str:
     return "" if text.rstrip(".").startswith(title[:60]) else text
 
 
-def _first_sentence(text: str) -> str:
+def _first_sentence(text: str, width: int = 200) -> str:
     text = " ".join(str(text).split())
-    cut = re.search(r"(?<=[.;])\s", text)
-    return (text[: cut.start()] if cut else text)[:200]
+    cut = re.search(r"(?<=[a-z0-9)][.])\s", text)
+    text = text[: cut.start()] if cut else text
+    return text if len(text) <= width else text[: width - 1].rstrip() + "…"
