@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from .errors import JournalError
-from .records import record_from_dict
+from .journal_lines import parse_lines, torn_line_warning
 
 __all__ = [
     "INDEX_VERSION",
@@ -105,10 +105,7 @@ def _update(journal: Path, load: bool) -> tuple[list[dict], str | None]:
     new, consumed, lineno = _digest(journal, tail, offset, lineno)
     if new:
         _write_index(path, head, new, rebuild=offset == 0)
-    torn = None
-    if tail[consumed - offset :].strip():
-        torn = f"{journal}:{lineno}: torn last line skipped (not valid JSON)"
-    return entries + new, torn
+    return entries + new, torn_line_warning(journal, tail[consumed - offset :], lineno)
 
 
 def _read_index(path: Path, head: str, size: int, load: bool) -> tuple[list[dict], int, int]:
@@ -144,37 +141,18 @@ def _last_line(handle) -> dict | None:
 
 def _digest(journal: Path, tail: bytes, offset: int, lineno: int) -> tuple[list[dict], int, int]:
     """Index entries for the complete lines of `tail`, which starts at journal `offset`."""
-    new: list[dict] = []
-    position = 0
-    while True:
-        end = tail.find(b"\n", position)
-        if end == -1:
-            return new, offset + position, lineno
-        raw = tail[position:end]
-        if raw.strip():
-            new.append(_entry(journal, raw, lineno, offset + end + 1))
-        position, lineno = end + 1, lineno + 1
-
-
-def _entry(journal: Path, raw: bytes, lineno: int, end: int) -> dict:
-    where = f"{journal}:{lineno}"
-    entry: dict[str, Any] = {"o": end, "l": lineno}
-    try:
-        data = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return entry | {"t": "warning", "w": f"{where}: damaged line skipped (not valid JSON)"}
-    if not isinstance(data, dict):
-        return entry | {"t": "warning", "w": f"{where}: not a JSON object, skipped"}
-    try:
-        record = record_from_dict(data, where)  # validates the schema and upgrades old lines
-    except JournalError as exc:
-        if "newer than" in str(exc):
-            raise
-        return entry | {"t": "warning", "w": f"{exc}, skipped"}
-    payload = record.to_dict()
-    if record.kind == "experiment":
-        payload = experiment_row(payload)
-    return entry | {"t": record.kind, "d": payload}
+    items, consumed, lineno = parse_lines(journal, tail, offset, lineno)
+    entries = []
+    for line, end, item in items:
+        entry: dict[str, Any] = {"o": end, "l": line}
+        if isinstance(item, str):
+            entries.append(entry | {"t": "warning", "w": item})
+            continue
+        payload = item.to_dict()
+        if item.kind == "experiment":
+            payload = experiment_row(payload)
+        entries.append(entry | {"t": item.kind, "d": payload})
+    return entries, consumed, lineno
 
 
 def experiment_row(record: dict[str, Any]) -> dict[str, Any]:

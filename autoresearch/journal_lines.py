@@ -1,0 +1,50 @@
+"""Journal lines -> records: the tolerant parser the loop's reader and the review index share."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from .errors import JournalError
+from .records import record_from_dict
+
+__all__ = ["parse_lines", "torn_line_warning"]
+
+
+def parse_lines(path: Path, data: bytes, offset: int, lineno: int):
+    """The complete lines of `data` (which starts at journal `offset`, line `lineno`) as
+    (line number, end offset, record or warning); then the offset and line number after them.
+
+    A line that is not a valid record is a warning naming it; a record of a newer schema stops
+    everything with a JournalError, since skipping it would misreport the whole journal.
+    """
+    items = []
+    position = 0
+    while (end := data.find(b"\n", position)) != -1:
+        raw = data[position:end]
+        if raw.strip():
+            items.append((lineno, offset + end + 1, _parse_line(path, raw, lineno)))
+        position, lineno = end + 1, lineno + 1
+    return items, offset + position, lineno
+
+
+def torn_line_warning(path: Path, rest: bytes, lineno: int) -> str | None:
+    """A last line without its newline: a crash cut it, or a writer is still writing it."""
+    return f"{path}:{lineno}: torn last line skipped (not valid JSON)" if rest.strip() else None
+
+
+def _parse_line(path: Path, raw: bytes, lineno: int):
+    where = f"{path}:{lineno}"
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return f"{where}: damaged line skipped (not valid JSON)"
+    if not isinstance(data, dict):
+        return f"{where}: not a JSON object, skipped"
+    try:
+        return record_from_dict(data, where)
+    except JournalError as exc:
+        if "newer than" in str(exc):
+            raise
+        return f"{exc}, skipped"
