@@ -12,8 +12,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# The reader parses with orjson: a night's journal carries every run's samples, and the
-# morning review reads 100,000 experiments in seconds only with a faster parser than json's.
 from .errors import JournalError
 from .journal_index import update_index
 from .journal_lines import parse_lines, torn_line_warning

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# orjson, not json: a night's journal carries every run's samples, and parsing is most of what
+# reading a long journal costs.
 import orjson
 
 from .errors import JournalError
