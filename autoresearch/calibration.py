@@ -1,5 +1,10 @@
 """Calibration: repeated runs of the current best give the noise, the threshold, and a warning
-before the night starts when the bench is too noisy, or drifts, for the effects asked for."""
+before the night starts when the bench is too noisy, or biased, for the effects asked for.
+
+The runs alternate between the two arms an experiment uses (the baseline worktree and the
+candidate worktree), both at the current best: an A/A test. Identical code must measure alike
+in both; if it does not, the harness itself favours an arm and every decision would inherit it.
+"""
 
 from __future__ import annotations
 
@@ -32,28 +37,39 @@ def calibrate(
     config: Config,
     harness: Harness,
     *,
-    cwd: Path,
+    arms: tuple[Path, Path],
     commit: str,
-    log_for: Callable[[int], Path],
-    on_run: Callable[[int, int], None] | None = None,
+    log_for: Callable[[str, int], Path],
+    on_run: Callable[[str, int], None] | None = None,
 ) -> Calibration | None:
-    """Run the bench `calibration_runs` times in `cwd`; None when a signal stopped it."""
-    m = harness.repeat(cwd, log_for, config.bench.calibration_runs, on_run)
-    if m.failure == "interrupted":
+    """`calibration_runs` runs alternating between the two worktrees (both at `commit`);
+    None when a signal stopped them."""
+    pair = harness.interleave(
+        baseline_dir=arms[0],
+        candidate_dir=arms[1],
+        log_for=log_for,
+        max_pairs=config.bench.calibration_runs // 2,
+        on_run=on_run,
+    )
+    if pair.failure == "interrupted":
         return None
-    if m.failure:
-        raise UserError(f"the baseline bench on {commit[:10]} failed: {m.detail}")
+    if pair.failure:
+        raise UserError(f"the baseline bench on {commit[:10]} failed: {pair.detail}")
+    samples_by_metric = {
+        name: values + pair.candidate.samples.get(name, [])
+        for name, values in pair.baseline.samples.items()
+    }
     primary = config.metric.name
-    samples = m.samples[primary]
-    noise = {name: robust_cv_pct(values) for name, values in m.samples.items()}
+    samples = samples_by_metric[primary]
+    noise = {name: robust_cv_pct(values) for name, values in samples_by_metric.items()}
     threshold = threshold_pct(config, samples)
     warnings = []
-    aa = _aa_check(samples)
+    aa = _aa_check(pair.baseline.samples[primary], pair.candidate.samples[primary])
     if aa is not None and not aa["ok"]:
         warnings.append(
-            f"A/A check failed: two interleaved halves of identical runs differ by "
-            f"{aa['shift_pct']:+.2f}% (p={aa['p_value']:.2g}); the bench drifts (warm-up, "
-            "caches, thermal, other load): add a warm-up run to the bench or quiet the machine"
+            f"A/A check failed: the same code measures {aa['shift_pct']:+.2f}% apart in the "
+            f"two arms (p={aa['p_value']:.2g}); the harness favours an arm (warm-up order, "
+            "caches, a build difference, other load): fix the bench before trusting decisions"
         )
     detectable = needed = None
     if noise[primary]:
@@ -71,29 +87,28 @@ def calibrate(
         session=config.session.name,
         at=now_iso(),
         commit=commit,
-        samples=m.samples,
-        medians={name: statistics.median(values) for name, values in m.samples.items()},
+        samples=samples_by_metric,
+        medians={name: statistics.median(v) for name, v in samples_by_metric.items()},
         noise_pct=noise,
         threshold_pct=threshold,
-        bench_logs=m.logs,
-        duration_s=round(m.duration_s, 3),
+        bench_logs=pair.baseline.logs + pair.candidate.logs,
+        duration_s=round(pair.baseline.duration_s + pair.candidate.duration_s, 3),
         aa=aa,
         detectable_effect_pct=detectable,
         runs_needed_for_target=needed,
         warnings=warnings,
     )
-    return Calibration(record=record, threshold=threshold, samples=m.samples)
+    return Calibration(record=record, threshold=threshold, samples=samples_by_metric)
 
 
-def _aa_check(samples: list[float]) -> dict | None:
-    """Compare alternate runs of the same code: the harness must not find a difference."""
-    first, second = samples[0::2], samples[1::2]
+def _aa_check(first: list[float], second: list[float]) -> dict | None:
+    """The same code in both arms: the harness must not find a difference."""
     comparison = compare(first, second, CONFIDENCE)
     if comparison is None:
         return None
     p_value = min(1.0, 2 * min(comparison.p_lower, comparison.p_higher))
     return {
-        "n_per_half": len(second),
+        "n_per_arm": len(second),
         "shift_pct": comparison.change_pct,
         "ci_low_pct": comparison.ci_low_pct,
         "ci_high_pct": comparison.ci_high_pct,

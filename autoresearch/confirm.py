@@ -14,7 +14,14 @@ from .errors import UserError
 from .experiment import now_iso
 from .progress import Progress, format_value
 from .records import ConfirmationRecord
-from .session import RunOptions, Session, marker, open_session, prepare_baseline
+from .session import (
+    RunOptions,
+    Session,
+    build_known_good,
+    marker,
+    open_session,
+    prepare_baseline,
+)
 from .stats import compare
 
 __all__ = ["confirm", "confirm_session"]
@@ -46,10 +53,8 @@ def confirm_session(session: Session, runs: int | None = None) -> ConfirmationRe
     )
     prepare_baseline(session, base, label)
     session.ws.revert()
+    build_known_good(session, session.ws.path, tip, session.paths.log(label, "build-tip"))
     harness = session.harness("confirmation", marker(session, "confirmation"))
-    built = harness.build(session.ws.path, session.paths.log(label, "build-tip"))
-    if built is not None and not built.ok:
-        raise UserError(f"the build of the tip {tip[:10]} failed: {built.tail}")
     pair = harness.interleave(
         baseline_dir=session.baseline_tree.path,
         candidate_dir=session.ws.path,

@@ -25,7 +25,15 @@ from .proc import run as run_command
 from .progress import Progress, format_value
 from .proposers import Hypothesis
 from .records import ExperimentRecord
-from .session import RunOptions, Session, harness_env, marker, open_session, prepare_baseline
+from .session import (
+    RunOptions,
+    Session,
+    build_known_good,
+    harness_env,
+    marker,
+    open_session,
+    prepare_baseline,
+)
 
 __all__ = ["SessionOutcome", "calibrate_best", "run_experiment", "run_session"]
 
@@ -76,17 +84,22 @@ def calibrate_best(run: Session) -> bool:
     """Measure the current best repeatedly: its samples and noise set the threshold."""
     tip = run.ws.tip()
     label = f"calibration-{time.strftime('%Y%m%dT%H%M%S')}"
-    runs = run.config.bench.calibration_runs
-    run.progress.info(f"calibrating on {tip[:10]}: {runs} bench runs")
+    pairs = run.config.bench.calibration_runs // 2
+    run.progress.info(f"calibrating on {tip[:10]}: {pairs} runs in each arm, alternating")
     prepare_baseline(run, tip, label)
+    run.ws.revert()
+    build_known_good(run, run.ws.path, tip, run.paths.log(label, "build-candidate"))
     result = calibrate(
         run.config,
         run.harness("calibration", marker(run, "calibration")),
-        cwd=run.baseline_tree.path,
+        arms=(run.baseline_tree.path, run.ws.path),
         commit=tip,
-        log_for=lambda i: run.paths.log(label, f"bench-{i}"),
-        on_run=lambda i, n: run.progress.info(f"calibration run {i}/{n}"),
+        log_for=lambda arm, i: run.paths.log(label, f"{arm}-{i}"),
+        on_run=lambda arm, i: (
+            run.progress.info(f"calibration pair {i}/{pairs}") if arm == BASELINE else None
+        ),
     )
+    run.ws.revert()
     run.paths.inflight.unlink(missing_ok=True)
     if result is None:
         return False

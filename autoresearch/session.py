@@ -9,6 +9,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from .config import Config, script_path
 from .errors import UserError
@@ -27,6 +28,7 @@ from .workspace import BaselineTree, Workspace, open_workspace
 __all__ = [
     "RunOptions",
     "Session",
+    "build_known_good",
     "harness_env",
     "marker",
     "open_session",
@@ -137,12 +139,18 @@ def prepare_baseline(run: Session, commit: str, label: str) -> None:
     moved = run.baseline_tree.ensure(commit)
     if moved or run.baseline_built_at != commit:
         run.baseline_built_at = None
-        built = run.harness(label, marker(run, "build")).build(
-            run.baseline_tree.path, run.paths.log(label, "build-baseline")
+        build_known_good(
+            run, run.baseline_tree.path, commit, run.paths.log(label, "build-baseline")
         )
-        if built is not None and not built.ok:
-            raise UserError(f"the build of {commit[:10]} failed ({built.describe()}): {built.tail}")
         run.baseline_built_at = commit
+
+
+def build_known_good(run: Session, cwd: Path, commit: str, log: Path) -> None:
+    """Build a commit the session already trusts (the best, the base): a failure ends the run,
+    since no experiment can be judged against it."""
+    built = run.harness("build", marker(run, "build")).build(cwd, log)
+    if built is not None and not built.ok:
+        raise UserError(f"the build of {commit[:10]} failed ({built.describe()}); log: {log}")
 
 
 def harness_env(run: Session, experiment: str) -> dict[str, str]:

@@ -16,7 +16,8 @@ def test_arms_alternate_after_calibration_on_the_baseline_tree(target, tmp_path)
     run(target, env={"BENCH_TRACE": str(trace)})
 
     trees = trace.read_text().split()
-    assert trees[:4] == ["baseline"] * 4  # calibration
+    # Calibration alternates too, the same code in both arms (the A/A check).
+    assert trees[:4] == ["baseline", "worktree", "worktree", "baseline"]
     pairs = trees[4:]
     assert len(pairs) == 10  # 5 pairs: the first look decides a clear loss
     expected = []
@@ -38,8 +39,15 @@ def test_each_arm_is_built_once_and_the_baseline_rebuilt_when_it_moves(target, t
     run(target, env={"BUILD_LOG": str(builds)})
 
     assert [r.status for r in experiments(target)] == ["keep", "discard"]
-    # baseline at start; candidate 01; baseline again at the kept commit; candidate 02
-    assert builds.read_text().split() == ["baseline", "worktree", "baseline", "worktree"]
+    # Calibration builds both arms at the best; each candidate is built once after its patch.
+    assert builds.read_text().split() == [
+        "baseline",
+        "worktree",  # calibration of the base commit
+        "worktree",  # candidate 01
+        "baseline",
+        "worktree",  # calibration of the kept commit
+        "worktree",  # candidate 02
+    ]
 
 
 def test_a_build_failure_is_a_crash(target, tmp_path):
@@ -54,14 +62,16 @@ def test_a_build_failure_is_a_crash(target, tmp_path):
     assert record.error.startswith("build exit code 2")
 
 
-def test_aa_check_flags_a_drifting_bench(target, tmp_path):
+def test_aa_check_flags_a_harness_that_favours_an_arm(target, tmp_path):
     target.configure(calibration_runs=10)
-    # Alternate runs of the same code come out 20% apart: the harness, not the code, moves.
-    run(target, env={"BENCH_FACTORS": "1.0,1.2", "BENCH_COUNTER": str(tmp_path / "n")})
+    # Runs go B C C B B C ...: these factors make every candidate-arm run 20% slower.
+    factors = {"BENCH_FACTORS": "1.0,1.2,1.2,1.0", "BENCH_COUNTER": str(tmp_path / "n")}
+    run(target, env=factors)
 
     (calibration,) = read_journal(target.journal).calibrations
     assert calibration.aa["ok"] is False
     assert calibration.aa["shift_pct"] == pytest.approx(20)
+    assert calibration.aa["n_per_arm"] == 5
     assert any("A/A check failed" in w for w in calibration.warnings)
 
 
