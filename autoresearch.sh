@@ -7,24 +7,26 @@
 #   ./autoresearch.sh --run    run the harness built last
 #
 # AUTORESEARCH_PROFILE picks the scales:
-#   quick    pebble 10k and 100k, sqlite 10k, one iteration each   (~2 s)
+#   quick    pebble 10k and 100k once, sqlite 10k median of 5 (the sentinel, kept quiet) (~2 s)
 #   default  pebble 1k, 10k, 100k, sqlite 1k and 10k                (~8 s)
 #   full     default plus pebble 1m                                 (~45 s)
-# GRANTBENCH_SCALES / GRANTBENCH_SQLITE_SCALES / GRANTBENCH_MAX_ITERS override a profile.
+# GRANTBENCH_SCALES, GRANTBENCH_SQLITE_SCALES, GRANTBENCH_MAX_ITERS and
+# GRANTBENCH_SQLITE_MAX_ITERS override a profile.
 set -euo pipefail
 cd "$(dirname "$0")/targets/pebble"
 
 profile=${AUTORESEARCH_PROFILE:-default}
 case "$profile" in
-  quick)   scales=10k,100k;        sqlite=10k;    iters=1 ;;
-  default) scales=1k,10k,100k;     sqlite=1k,10k; iters=15 ;;
-  full)    scales=1k,10k,100k,1m;  sqlite=1k,10k; iters=15 ;;
+  quick)   scales=10k,100k;        sqlite=10k;    iters=1;  sqlite_iters=5 ;;
+  default) scales=1k,10k,100k;     sqlite=1k,10k; iters=15; sqlite_iters=15 ;;
+  full)    scales=1k,10k,100k,1m;  sqlite=1k,10k; iters=15; sqlite_iters=15 ;;
   *) echo "autoresearch.sh: unknown AUTORESEARCH_PROFILE '$profile' (quick, default, full)" >&2
      exit 2 ;;
 esac
 export GRANTBENCH_SCALES=${GRANTBENCH_SCALES:-$scales}
 export GRANTBENCH_SQLITE_SCALES=${GRANTBENCH_SQLITE_SCALES:-$sqlite}
 export GRANTBENCH_MAX_ITERS=${GRANTBENCH_MAX_ITERS:-$iters}
+export GRANTBENCH_SQLITE_MAX_ITERS=${GRANTBENCH_SQLITE_MAX_ITERS:-$sqlite_iters}
 
 mode=${1:-all}
 case "$mode" in

@@ -80,10 +80,10 @@ func scales(env, def string) ([]int, error) {
 }
 
 // iterations runs small scales several times (one run of 1k grants is too short to time
-// alone), capped by GRANTBENCH_MAX_ITERS for quick runs.
-func iterations(n int) int {
+// alone), capped by the environment variable `capEnv` for quick runs.
+func iterations(n int, capEnv string) int {
 	limit := 15
-	if v, err := strconv.Atoi(os.Getenv("GRANTBENCH_MAX_ITERS")); err == nil && v > 0 {
+	if v, err := strconv.Atoi(os.Getenv(capEnv)); err == nil && v > 0 {
 		limit = v
 	}
 	return max(1, min(limit, 300_000/n))
@@ -93,7 +93,7 @@ func benchPebble(ctx context.Context, scratch string, n int) error {
 	grants := workload.Grants(n, seed)
 	name := workload.ScaleName(n)
 	var packed string
-	write, err := measure(iterations(n), scratch, "pebble-"+name+"-w", func(dir string) error {
+	write, err := measure(iterations(n, "GRANTBENCH_MAX_ITERS"), scratch, "pebble-"+name+"-w", func(dir string) error {
 		p, err := workload.WritePackPebble(ctx, dir, grants)
 		packed = p
 		return err
@@ -105,7 +105,7 @@ func benchPebble(ctx context.Context, scratch string, n int) error {
 	if err != nil {
 		return err
 	}
-	read, err := measure(iterations(n), scratch, "pebble-"+name+"-r", func(dir string) error {
+	read, err := measure(iterations(n, "GRANTBENCH_MAX_ITERS"), scratch, "pebble-"+name+"-r", func(dir string) error {
 		got, err := workload.UnpackReadGrants(ctx, packed, dir)
 		if err != nil {
 			return err
@@ -128,7 +128,7 @@ func benchSQLite(ctx context.Context, scratch string, n int) error {
 	grants := workload.Grants(n, seed)
 	name := workload.ScaleName(n)
 	var path string
-	write, err := measure(iterations(n), scratch, "sqlite-"+name+"-w", func(dir string) error {
+	write, err := measure(iterations(n, "GRANTBENCH_SQLITE_MAX_ITERS"), scratch, "sqlite-"+name+"-w", func(dir string) error {
 		p, err := workload.WriteSQLite(ctx, dir, grants)
 		path = p
 		return err
