@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from .config import Config
-from .journal import Journal
+from .journal_index import IndexedJournal, refresh_index
 from .progress import format_value
 from .records import STATUSES
 from .session import session_paths
@@ -19,20 +19,19 @@ __all__ = ["format_status", "session_status"]
 def session_status(config: Config) -> dict[str, Any]:
     """A plain dict (also the `status --json` output) read from the journal and the state dir."""
     paths = session_paths(config)
-    history = Journal(config.journal_path, config.session.name).read()
+    history = _history(config)
     primary = config.metric.name
-    counts = Counter(r.status for r in history.experiments)
-    baseline = history.calibrations[0].medians.get(primary) if history.calibrations else None
-    kept = [r for r in history.experiments if r.status == "keep"]
+    counts = Counter(r["status"] for r in history.experiments)
+    baseline = history.calibrations[0]["medians"].get(primary) if history.calibrations else None
+    kept = [r for r in history.experiments if r["status"] == "keep"]
     best = None
     if kept:
         last = kept[-1]
-        metric = (last.decision or {}).get("metrics", {}).get(primary, {})
         best = {
-            "value": metric.get("candidate_median"),
-            "commit": last.kept_commit,
-            "id": last.id,
-            "title": last.title,
+            "value": last["value"],
+            "commit": last["commit"],
+            "id": last["id"],
+            "title": last["title"],
         }
     elif baseline is not None:
         best = {"value": baseline, "commit": None, "id": None, "title": "baseline"}
@@ -67,6 +66,21 @@ def session_status(config: Config) -> dict[str, Any]:
     }
 
 
+def _history(config: Config) -> IndexedJournal:
+    """The session's part of the journal, through the review index (fast on long journals)."""
+    if not config.journal_path.exists():
+        return IndexedJournal()
+    everything = refresh_index(config.journal_path)
+    name = config.session.name
+    return IndexedJournal(
+        sessions=[s for s in everything.sessions if s["session"] == name],
+        calibrations=[c for c in everything.calibrations if c["session"] == name],
+        confirmations=[c for c in everything.confirmations if c["session"] == name],
+        experiments=[e for e in everything.experiments if e["session"] == name],
+        warnings=everything.warnings,
+    )
+
+
 def _change_pct(before: float | None, after: float | None) -> float | None:
     if before is None or after is None or before == 0:
         return None
@@ -77,18 +91,12 @@ def _last_confirmation(history) -> dict[str, Any] | None:
     if not history.confirmations:
         return None
     c = history.confirmations[-1]
-    return {
-        "at": c.at,
-        "tip_commit": c.tip_commit,
-        "runs_per_arm": c.runs_per_arm,
-        "change_pct": c.change_pct,
-        "ci_low_pct": c.ci_low_pct,
-        "ci_high_pct": c.ci_high_pct,
-    }
+    keys = ("at", "tip_commit", "runs_per_arm", "change_pct", "ci_low_pct", "ci_high_pct")
+    return {key: c[key] for key in keys}
 
 
 def _last_noise(history, primary: str) -> float | None:
-    values = [c.noise_pct.get(primary) for c in history.calibrations]
+    values = [c["noise_pct"].get(primary) for c in history.calibrations]
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None
 
