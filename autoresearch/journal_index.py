@@ -48,6 +48,18 @@ class IndexedJournal:
     experiments: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
+    def for_session(self, name: str) -> IndexedJournal:
+        def mine(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [item for item in items if item["session"] == name]
+
+        return IndexedJournal(
+            sessions=mine(self.sessions),
+            calibrations=mine(self.calibrations),
+            confirmations=mine(self.confirmations),
+            experiments=mine(self.experiments),
+            warnings=list(self.warnings),
+        )
+
 
 def index_path(journal: Path) -> Path:
     return journal.with_name(f".{journal.name}.index")

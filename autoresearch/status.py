@@ -70,15 +70,7 @@ def _history(config: Config) -> IndexedJournal:
     """The session's part of the journal, through the review index (fast on long journals)."""
     if not config.journal_path.exists():
         return IndexedJournal()
-    everything = refresh_index(config.journal_path)
-    name = config.session.name
-    return IndexedJournal(
-        sessions=[s for s in everything.sessions if s["session"] == name],
-        calibrations=[c for c in everything.calibrations if c["session"] == name],
-        confirmations=[c for c in everything.confirmations if c["session"] == name],
-        experiments=[e for e in everything.experiments if e["session"] == name],
-        warnings=everything.warnings,
-    )
+    return refresh_index(config.journal_path).for_session(config.session.name)
 
 
 def _change_pct(before: float | None, after: float | None) -> float | None:

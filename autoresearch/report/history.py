@@ -121,10 +121,9 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
         session = names[-1]
     elif session not in names:
         raise JournalError(f"{path}: no session '{session}' (sessions: {', '.join(names)})")
-    sessions = [s for s in index.sessions if s["session"] == session]
-    calibrations = [c for c in index.calibrations if c["session"] == session]
-    confirmations = [c for c in index.confirmations if c["session"] == session]
-    rows = [r for r in index.experiments if r["session"] == session]
+    index = index.for_session(session)
+    sessions, calibrations = index.sessions, index.calibrations
+    confirmations, rows = index.confirmations, index.experiments
     config = sessions[0]["config"]
     metric = config["metric"]
     spec_of = {m["name"]: m for m in [metric, *config["secondary"], *config["sentinel"]]}
