@@ -63,8 +63,9 @@ class Workspace:
 
     def apply(self, patch_file: Path) -> ApplyResult:
         """Apply on top of the tip; fall back to a three-way merge, never leave conflicts behind."""
-        plain = self.tree.run("apply", "--whitespace=nowarn", str(patch_file))
+        plain = self.tree.run("apply", "--check", "--whitespace=nowarn", str(patch_file))
         if plain.ok:
+            self.tree.must("apply", "--whitespace=nowarn", str(patch_file))
             return ApplyResult(True)
         three_way = self.tree.run("apply", "--3way", "--whitespace=nowarn", str(patch_file))
         if three_way.ok:
