@@ -87,7 +87,7 @@ def calibrate_best(run: Session) -> bool:
     pairs = run.config.bench.calibration_runs // 2
     run.progress.info(f"calibrating on {tip[:10]}: {pairs} runs in each arm, alternating")
     prepare_baseline(run, tip, label)
-    run.ws.revert()
+    # The worktree is clean at the tip here: recovery and keep both end with a revert.
     build_known_good(run, run.ws.path, tip, run.paths.log(label, "build-candidate"))
     result = calibrate(
         run.config,
