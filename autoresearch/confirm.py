@@ -6,8 +6,6 @@ good), so the headline of a session is this one direct comparison, with its inte
 
 from __future__ import annotations
 
-import time
-
 from .config import Config
 from .decide import CONFIDENCE
 from .errors import UserError
@@ -18,6 +16,7 @@ from .session import (
     RunOptions,
     Session,
     build_known_good,
+    log_label,
     marker,
     open_session,
     prepare_baseline,
@@ -47,7 +46,7 @@ def confirm_session(session: Session, runs: int | None = None) -> ConfirmationRe
     config, progress = session.config, session.progress
     runs = runs or config.decision.confirm_runs
     base, tip = session.base_commit, session.ws.tip()
-    label = f"confirmation-{time.strftime('%Y%m%dT%H%M%S')}"
+    label = log_label(session, "confirmation")
     progress.info(
         f"confirming: baseline {base[:10]} against tip {tip[:10]}, {runs} runs each, alternating"
     )

@@ -30,6 +30,7 @@ from .session import (
     Session,
     build_known_good,
     harness_env,
+    log_label,
     marker,
     open_session,
     prepare_baseline,
@@ -83,7 +84,7 @@ def run_session(
 def calibrate_best(run: Session) -> bool:
     """Measure the current best repeatedly: its samples and noise set the threshold."""
     tip = run.ws.tip()
-    label = f"calibration-{time.strftime('%Y%m%dT%H%M%S')}"
+    label = log_label(run, "calibration")
     pairs = run.config.bench.calibration_runs // 2
     run.progress.info(f"calibrating on {tip[:10]}: {pairs} runs in each arm, alternating")
     prepare_baseline(run, tip, label)

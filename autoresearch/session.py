@@ -30,6 +30,7 @@ __all__ = [
     "Session",
     "build_known_good",
     "harness_env",
+    "log_label",
     "marker",
     "open_session",
     "prepare_baseline",
@@ -151,6 +152,17 @@ def build_known_good(run: Session, cwd: Path, commit: str, log: Path) -> None:
     built = run.harness("build", marker(run, "build")).build(cwd, log)
     if built is not None and not built.ok:
         raise UserError(f"the build of {commit[:10]} failed ({built.describe()}); log: {log}")
+
+
+def log_label(run: Session, kind: str) -> str:
+    """A fresh log directory name for a calibration or confirmation: never one used before,
+    even for two in the same second."""
+    stem = f"{kind}-{time.strftime('%Y%m%dT%H%M%S')}"
+    label, n = stem, 1
+    while (run.paths.logs / label).exists():
+        n += 1
+        label = f"{stem}-{n}"
+    return label
 
 
 def harness_env(run: Session, experiment: str) -> dict[str, str]:

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from conftest import git
@@ -255,6 +256,9 @@ def test_journal_holds_session_and_calibration_lines(target):
     assert first.threshold_pct == 1.0
     assert after_keep.samples["time_ms"] == [80.0] * 4
     assert after_keep.commit == contents.experiments[0].kept_commit
+    # Two calibrations within one second still keep their own logs.
+    assert not set(first.bench_logs) & set(after_keep.bench_logs)
+    assert "METRIC time_ms=100" in Path(first.bench_logs[0]).read_text()
     lines = target.journal.read_text().splitlines()
     assert all(json.loads(line)["schema_version"] == 1 for line in lines)
 
