@@ -60,9 +60,8 @@ def calibrate(
         for name, values in pair.baseline.samples.items()
     }
     primary = config.metric.name
-    samples = samples_by_metric[primary]
     noise = {name: robust_cv_pct(values) for name, values in samples_by_metric.items()}
-    threshold = threshold_pct(config, samples)
+    threshold = threshold_pct(config, noise[primary])
     warnings = []
     aa = _aa_check(pair.baseline.samples[primary], pair.candidate.samples[primary])
     if aa is not None and not aa["ok"]:

@@ -24,7 +24,7 @@ from typing import Any
 from scipy.stats import norm
 
 from .config import Config, MetricSpec, SentinelSpec
-from .stats import Comparison, compare, robust_cv_pct
+from .stats import Comparison, compare
 
 __all__ = [
     "CONFIDENCE",
@@ -68,9 +68,9 @@ class Decision:
         }
 
 
-def threshold_pct(config: Config, calibration_samples: list[float]) -> float:
-    """The smallest change of the primary metric worth claiming: the floor or the noise."""
-    noise = robust_cv_pct(calibration_samples)
+def threshold_pct(config: Config, noise: float | None) -> float:
+    """The smallest change of the primary metric worth claiming: the floor or the noise (the
+    robust CV of the calibration runs, in percent)."""
     floor = config.decision.min_effect_pct
     return floor if noise is None else max(floor, config.decision.noise_multiplier * noise)
 

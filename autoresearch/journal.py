@@ -6,7 +6,6 @@ survives a power cut. Reading never dies on a torn or damaged line: it is report
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 from dataclasses import dataclass, field
@@ -14,7 +13,7 @@ from pathlib import Path
 
 from .errors import JournalError
 from .journal_index import update_index
-from .journal_lines import parse_lines, torn_line_warning
+from .journal_lines import gc_paused, parse_lines, torn_line_warning
 from .records import (
     CalibrationRecord,
     ConfirmationRecord,
@@ -62,15 +61,8 @@ def append_record(path: Path, record: _Record) -> None:
 
 def read_journal(path: Path) -> JournalContents:
     """Read every record; a damaged line becomes a warning naming its line number."""
-    # Parsing a long journal makes millions of lists and dicts that all survive; the cyclic
-    # collector would rescan them again and again for nothing, so it waits until the end.
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         return _read_journal(path)
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _read_journal(path: Path) -> JournalContents:

@@ -13,7 +13,6 @@ until the index is deleted.
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -23,7 +22,7 @@ from typing import Any
 import orjson
 
 from .errors import JournalError
-from .journal_lines import parse_lines, torn_line_warning
+from .journal_lines import gc_paused, parse_lines, torn_line_warning
 
 __all__ = [
     "INDEX_VERSION",
@@ -70,13 +69,8 @@ def refresh_index(journal: Path) -> IndexedJournal:
 
     When the index cannot be written (a read-only directory) the journal is digested in memory.
     """
-    enabled = gc.isenabled()
-    gc.disable()  # digesting creates many long-lived containers; see journal.read_journal
-    try:
+    with gc_paused():
         entries, torn = _update(journal, load=True)
-    finally:
-        if enabled:
-            gc.enable()
     contents = IndexedJournal()
     buckets = {
         "session": contents.sessions,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
+from collections.abc import Iterator
 from pathlib import Path
 
 # orjson, not json: a night's journal carries every run's samples, and parsing is most of what
@@ -11,7 +14,20 @@ import orjson
 from .errors import JournalError
 from .records import record_from_dict
 
-__all__ = ["parse_lines", "torn_line_warning"]
+__all__ = ["gc_paused", "parse_lines", "torn_line_warning"]
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Parsing a long journal makes millions of lists and dicts that all survive; the cyclic
+    collector would rescan them again and again for nothing, so it waits until the end."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def parse_lines(path: Path, data: bytes, offset: int, lineno: int):

@@ -35,6 +35,7 @@ from .session import (
     open_session,
     prepare_baseline,
 )
+from .stats import change_pct
 
 __all__ = ["SessionOutcome", "calibrate_best", "run_experiment", "run_session"]
 
@@ -326,7 +327,7 @@ def _best_text(run: Session) -> str:
     best, base = run.best_median, run.baseline
     if best is None or not base:
         return format_value(best, unit)
-    return f"{format_value(best, unit)} ({100 * (best - base) / base:+.2f}% vs baseline)"
+    return f"{format_value(best, unit)} ({change_pct(base, best):+.2f}% vs baseline)"
 
 
 def _confirm_at_end(run: Session) -> float | None:

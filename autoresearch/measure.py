@@ -1,4 +1,4 @@
-"""Bench runs -> samples per metric: one arm repeated, or two arms built once and run alternately.
+"""Bench runs -> samples per metric: two arms, each built once, run alternately.
 
 Alternating B C C B B C ... puts both arms through the same drift of a shared machine, so that
 drift cancels instead of passing for an effect.
@@ -107,18 +107,6 @@ class Harness:
         for name, value in values.items():
             into.samples.setdefault(name, []).append(value)
         return True
-
-    def repeat(
-        self, cwd: Path, log_for: Callable[[int], Path], count: int, on_run=None
-    ) -> Measurement:
-        """`count` runs of one arm; the first failure ends it."""
-        result = Measurement()
-        for index in range(1, count + 1):
-            if on_run:
-                on_run(index, count)
-            if not self.bench_once(cwd, log_for(index), result):
-                break
-        return result
 
     def interleave(
         self,

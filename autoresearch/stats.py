@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-__all__ = ["MAD_TO_SIGMA", "Comparison", "compare", "ratio_pct", "robust_cv_pct"]
+__all__ = ["MAD_TO_SIGMA", "Comparison", "change_pct", "compare", "ratio_pct", "robust_cv_pct"]
 
 MAD_TO_SIGMA = 1.4826  # MAD times this estimates the standard deviation of normal data
 
@@ -27,6 +27,13 @@ def robust_cv_pct(samples: list[float]) -> float | None:
         return None
     mad = float(np.median(np.abs(values - median)))
     return 100.0 * MAD_TO_SIGMA * mad / abs(median)
+
+
+def change_pct(before: float | None, after: float | None) -> float | None:
+    """`after` against `before` in percent; None when either is missing (or NaN) or before is 0."""
+    if before is None or after is None or before == 0 or math.isnan(before) or math.isnan(after):
+        return None
+    return 100.0 * (after - before) / abs(before)
 
 
 def ratio_pct(log_shift: float) -> float:

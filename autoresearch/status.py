@@ -12,6 +12,7 @@ from .progress import format_value
 from .records import STATUSES
 from .session import session_paths
 from .state import SessionLock, read_inflight
+from .stats import change_pct
 
 __all__ = ["format_status", "session_status"]
 
@@ -58,7 +59,7 @@ def session_status(config: Config) -> dict[str, Any]:
         "unit": config.metric.unit,
         "baseline": baseline,
         "best": best,
-        "change_pct": _change_pct(baseline, best["value"] if best else None),
+        "change_pct": change_pct(baseline, best["value"] if best else None),
         "noise_pct": _last_noise(history, primary),
         "in_flight": in_flight,
         "confirmation": _last_confirmation(history),
@@ -71,12 +72,6 @@ def _history(config: Config) -> IndexedJournal:
     if not config.journal_path.exists():
         return IndexedJournal()
     return refresh_index(config.journal_path).for_session(config.session.name)
-
-
-def _change_pct(before: float | None, after: float | None) -> float | None:
-    if before is None or after is None or before == 0:
-        return None
-    return 100.0 * (after - before) / abs(before)
 
 
 def _last_confirmation(history) -> dict[str, Any] | None:

@@ -74,11 +74,6 @@ class Workspace:
         reason = _last_line(three_way.err) or _last_line(plain.err) or "git apply failed"
         return ApplyResult(False, reason)
 
-    def stray_changes(self, allowed: list[str]) -> list[str]:
-        """Changed or new paths that the patch did not touch (a bench writing into the tree)."""
-        allowed_set = set(allowed)
-        return [p for p in self.tree.status_paths() if p not in allowed_set]
-
     def keep(self, paths: list[str], message: str) -> str:
         """Commit exactly the patch's paths on the session branch; returns the new tip."""
         self.tree.must("add", "--all", "--", *paths)

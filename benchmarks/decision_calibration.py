@@ -66,7 +66,7 @@ def sequential(config, noise: Noise, rng, factor: float) -> tuple[bool, int]:
     """autoresearch's rule: calibrate, then alternate B C C B ... until the judge decides."""
     sign = rng.choice((-1.0, 1.0))
     calibration = [noise.draw(rng, 100.0, i, sign) for i in range(config.bench.calibration_runs)]
-    judge = Judge(config, threshold_pct(config, calibration))
+    judge = Judge(config, threshold_pct(config, robust_cv_pct(calibration)))
     base: list[float] = []
     cand: list[float] = []
     index = 0

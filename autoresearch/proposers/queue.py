@@ -46,19 +46,35 @@ class QueueProposer:
         if not directory.is_dir():
             raise UserError(f"{directory}: hypothesis directory not found ([proposer] dir)")
         self.directory = directory
+        # Parsed files by (path, stamps of the patch and its sidecar): the directory is listed
+        # afresh each time, so patches added during the night are seen, but an unchanged file
+        # is not read and hashed again for every experiment.
+        self._parsed: dict[tuple, Hypothesis] = {}
 
-    def _files(self) -> list[Path]:
-        return sorted(p for p in self.directory.iterdir() if p.suffix in PATCH_SUFFIXES)
+    def _untried(self, tried: set[str]) -> list[Hypothesis]:
+        found = []
+        for path in sorted(p for p in self.directory.iterdir() if p.suffix in PATCH_SUFFIXES):
+            key = (path, _stamp(path), _stamp(path.with_suffix(".json")))
+            if key not in self._parsed:
+                self._parsed[key] = parse_patch_file(path)
+            if self._parsed[key].sha256 not in tried:
+                found.append(self._parsed[key])
+        return found
 
     def next(self, tried: set[str]) -> Hypothesis | None:
-        for path in self._files():
-            hypothesis = parse_patch_file(path)
-            if hypothesis.sha256 not in tried:
-                return hypothesis
-        return None
+        untried = self._untried(tried)
+        return untried[0] if untried else None
 
     def pending(self, tried: set[str]) -> int:
-        return sum(parse_patch_file(p).sha256 not in tried for p in self._files())
+        return len(self._untried(tried))
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        return None
+    return stat.st_mtime_ns, stat.st_size
 
 
 def parse_patch_file(path: Path) -> Hypothesis:

@@ -12,6 +12,7 @@ import pandas as pd
 from ..config import Config
 from ..globs import matches_any
 from ..records import FAILED_STATUSES, STATUSES
+from ..stats import change_pct
 from .history import History
 
 __all__ = ["MAJOR_WIN_PCT", "summarize"]
@@ -74,7 +75,7 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         "failed": len(failed),
         "baseline": {k: _clean(v) for k, v in history.baseline.items() if k != "metrics"},
         "final": {k: _clean(v) for k, v in history.final.items() if k != "metrics"},
-        "cumulative_change_pct": _pct(base, final),
+        "cumulative_change_pct": change_pct(base, final),
         "confirmation": history.confirmation
         and {k: v for k, v in history.confirmation.items() if k != "metrics"},
         "metrics": _metric_rows(history, units),
@@ -97,16 +98,6 @@ def summarize(history: History, comparison: str | None = None, label: str | None
     ]
     summary["minor_wins"] = [w for w in summary["wins"] if w not in summary["major_wins"]]
     return summary
-
-
-def _pct(before, after) -> float | None:
-    if before is None or after is None or _nan(before) or _nan(after) or before == 0:
-        return None
-    return 100.0 * (after - before) / abs(before)
-
-
-def _nan(value) -> bool:
-    return isinstance(value, float) and math.isnan(value)
 
 
 def _clean(value):
@@ -134,7 +125,7 @@ def _metric_rows(history: History, units: dict) -> list[dict]:
                 "unit": units.get(name, history.unit if name == history.metric else ""),
                 "baseline": _clean(b),
                 "final": _clean(f),
-                "change_pct": _pct(b, f),
+                "change_pct": change_pct(b, f),
             }
         )
     return rows
@@ -213,7 +204,7 @@ def _family(history: History, comparison: str | None, label: str | None) -> dict
                 "metric": name,
                 "baseline": _clean(b),
                 "final": _clean(f),
-                "change_pct": _pct(b, f),
+                "change_pct": change_pct(b, f),
                 "speedup": (b / f) if b and f else None,
                 "comparison": _clean(other),
                 "vs_comparison": (other / f) if other and f else None,
@@ -242,7 +233,7 @@ def _allocations(history: History) -> list[dict]:
             "name": n,
             "baseline": _clean(history.baseline["metrics"][n]),
             "final": _clean(history.final["metrics"][n]),
-            "change_pct": _pct(history.baseline["metrics"][n], history.final["metrics"][n]),
+            "change_pct": change_pct(history.baseline["metrics"][n], history.final["metrics"][n]),
         }
         for n in names
     ]
