@@ -54,6 +54,8 @@ class SessionConfig:
 class TargetConfig:
     repo: str = "."
     base: str = "HEAD"
+    # The user's git hooks and commit signing, for the loop's own commits and checkouts.
+    git_hooks: bool = False
 
 
 @dataclass(frozen=True)

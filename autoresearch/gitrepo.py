@@ -18,6 +18,14 @@ COMMIT_ENV = {
     "GIT_COMMITTER_NAME": "autoresearch",
     "GIT_COMMITTER_EMAIL": "autoresearch@localhost",
 }
+# Nor are their hooks and signing: a post-checkout hook would run inside every revert, and
+# `commit.gpgSign = true` without a usable key would fail the first keep of the night.
+# `[target] git_hooks = true` lets them through.
+ISOLATION = (
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "commit.gpgSign=false",
+    "-c", "tag.gpgSign=false",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -34,7 +42,8 @@ class GitResult:
 class Repo:
     """A git working tree (the user's checkout or a session worktree)."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, hooks: bool = False):
+        self.hooks = hooks
         try:
             self._repo = git.Repo(path)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
@@ -96,7 +105,7 @@ class Repo:
     def run(self, *args: str, env: dict[str, str] | None = None) -> GitResult:
         """Run `git <args>` in this tree; never raises on a non-zero exit."""
         code, out, err = self._repo.git.execute(
-            ["git", *args],
+            ["git", *([] if self.hooks else ISOLATION), *args],
             with_extended_output=True,
             with_exceptions=False,
             strip_newline_in_stdout=False,
@@ -115,7 +124,7 @@ class Repo:
         return result.out
 
 
-def open_repo(path: Path) -> Repo:
+def open_repo(path: Path, hooks: bool = False) -> Repo:
     """The repository at `path` (its top level, if `path` is inside one)."""
     if not path.exists():
         raise WorkspaceError(f"{path}: target repository does not exist")
@@ -125,4 +134,4 @@ def open_repo(path: Path) -> Repo:
         raise WorkspaceError(f"{path}: not a git repository (set [target] repo)") from None
     if top is None:
         raise WorkspaceError(f"{path}: a bare repository has no working tree to experiment in")
-    return Repo(Path(top))
+    return Repo(Path(top), hooks)

@@ -103,7 +103,13 @@ def open_session(
     progress = progress or Progress()
     paths = session_paths(config)
     with SessionLock(paths.lock), _stop_on_signals() as stop:
-        ws = open_workspace(config.repo_path, config.branch, paths.worktree, config.target.base)
+        ws = open_workspace(
+            config.repo_path,
+            config.branch,
+            paths.worktree,
+            config.target.base,
+            config.target.git_hooks,
+        )
         journal = Journal(config.journal_path, config.session.name)
         require_scripts(config, ws)
         recover(ws, journal, paths, progress)

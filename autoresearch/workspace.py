@@ -76,7 +76,8 @@ class Workspace:
 
     def keep(self, paths: list[str], message: str) -> str:
         """Commit exactly the patch's paths on the session branch; returns the new tip."""
-        self.tree.must("add", "--all", "--", *paths)
+        # --force: a file the patch adds is kept even when a .gitignore pattern matches it.
+        self.tree.must("add", "--all", "--force", "--", *paths)
         self.tree.must("commit", "--no-verify", "--quiet", "-m", message, env=COMMIT_ENV)
         sha = self.tree.head()
         # Whatever else the bench left behind must not survive into the next experiment.
@@ -113,7 +114,7 @@ class BaselineTree:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.source.must("worktree", "add", "--quiet", "--detach", str(self.path), commit)
             return True
-        tree = Repo(self.path)
+        tree = Repo(self.path, self.source.hooks)
         if tree.head() == commit and not tree.is_dirty():
             return False
         tree.must("checkout", "--quiet", "--force", "--detach", commit)
@@ -121,9 +122,11 @@ class BaselineTree:
         return True
 
 
-def open_workspace(repo_path: Path, branch: str, worktree_path: Path, base: str) -> Workspace:
+def open_workspace(
+    repo_path: Path, branch: str, worktree_path: Path, base: str, hooks: bool = False
+) -> Workspace:
     """Create the session branch and worktree, or reattach to them after a restart."""
-    source = open_repo(repo_path)
+    source = open_repo(repo_path, hooks)
     if not source.branch_exists(branch):
         base_sha = source.resolve(base)
         if base_sha is None:
@@ -144,7 +147,7 @@ def open_workspace(repo_path: Path, branch: str, worktree_path: Path, base: str)
             raise WorkspaceError(f"{worktree_path}: exists but is not the session's worktree")
         worktree_path.parent.mkdir(parents=True, exist_ok=True)
         source.must("worktree", "add", "--quiet", str(worktree_path), branch)
-    workspace = Workspace(source, Repo(worktree_path), branch)
+    workspace = Workspace(source, Repo(worktree_path, hooks), branch)
     if workspace.tree.head() != workspace.tip():
         # HEAD left detached or moved by hand inside the worktree: go back to the branch.
         workspace.tree.must("checkout", "--quiet", "--force", branch)

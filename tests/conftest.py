@@ -11,13 +11,33 @@ src/broken.txt exists, and sleep when src/checks_sleep.txt exists.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
+
+from autoresearch.journal import read_journal
+from autoresearch.loop import run_session
+from autoresearch.progress import Progress
+from autoresearch.records import Asi, ExperimentRecord
+from autoresearch.session import RunOptions, session_paths
+
+
+def pytest_configure(config):
+    """Hermetic git: no user or system config, hooks or signing reach the tests or the loop
+    they drive; the identity the helpers commit with comes from here."""
+    home = Path(tempfile.mkdtemp(prefix="autoresearch-tests-git-"))
+    gitconfig = home / "gitconfig"
+    gitconfig.write_text("[user]\n\tname = test\n\temail = test@example.com\n")
+    os.environ["GIT_CONFIG_GLOBAL"] = str(gitconfig)
+    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+
 
 BENCH = r"""#!/usr/bin/env python3
 import os, random, subprocess, sys, time
@@ -271,3 +291,81 @@ def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120
 
 def dedent(text: str) -> str:
     return textwrap.dedent(text).lstrip()
+
+
+# -- driving the loop -------------------------------------------------------------------------
+
+
+def run(target, **options):
+    return run_session(target.load(), RunOptions(**options), Progress(quiet=True))
+
+
+def experiments(target):
+    return read_journal(target.journal).experiments
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purposes.
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def spawn_loop(target, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "autoresearch.cli", "run", "--quiet"],
+        cwd=target.root,
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for(path, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{path} never appeared")
+        time.sleep(0.05)
+
+
+def wait_for_candidate(target, started):
+    """Wait until the in-flight marker shows the candidate's bench is running."""
+    marker = session_paths(target.load()).inflight
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if marker.exists() and started.exists():
+            data = json.loads(marker.read_text())
+            if data.get("phase") == "bench":
+                time.sleep(0.3)
+                return
+        time.sleep(0.05)
+    raise AssertionError("the candidate's bench never started")
+
+
+def experiment_record(n: int, status: str = "discard", **more) -> ExperimentRecord:
+    return ExperimentRecord(
+        session="s",
+        id=f"s-{n:04d}",
+        n=n,
+        status=status,
+        title=f"try {n}",
+        proposer="queue",
+        source=None,
+        patch_sha256="0" * 64,
+        touched_files=["a.go"],
+        parent_commit="c" * 40,
+        kept_commit=None,
+        started_at="2026-01-01T00:00:00+00:00",
+        ended_at="2026-01-01T00:00:01+00:00",
+        duration_s=1.0,
+        asi=Asi(hypothesis="h", mechanism="m", rollback_reason="worse"),
+        **more,
+    )

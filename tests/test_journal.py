@@ -3,31 +3,11 @@
 import json
 
 import pytest
+from conftest import experiment_record as record
 
 from autoresearch.errors import JournalError
 from autoresearch.journal import append_record, read_journal
-from autoresearch.records import Asi, ExperimentRecord, record_from_dict
-
-
-def record(n: int, status: str = "discard", **more) -> ExperimentRecord:
-    return ExperimentRecord(
-        session="s",
-        id=f"s-{n:04d}",
-        n=n,
-        status=status,
-        title=f"try {n}",
-        proposer="queue",
-        source=None,
-        patch_sha256="0" * 64,
-        touched_files=["a.go"],
-        parent_commit="c" * 40,
-        kept_commit=None,
-        started_at="2026-01-01T00:00:00+00:00",
-        ended_at="2026-01-01T00:00:01+00:00",
-        duration_s=1.0,
-        asi=Asi(hypothesis="h", mechanism="m", rollback_reason="worse"),
-        **more,
-    )
+from autoresearch.records import record_from_dict
 
 
 def test_round_trip(tmp_path):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from test_journal import record
+from conftest import experiment_record as record
 
 from autoresearch.journal import Journal
 from autoresearch.journal_index import index_path, refresh_index

@@ -5,27 +5,15 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import git
+from conftest import alive, experiments, git, run, spawn_loop, wait_for_candidate
 
 from autoresearch.experiment import parse_trailers
 from autoresearch.journal import read_journal
-from autoresearch.loop import run_session
-from autoresearch.progress import Progress
-from autoresearch.session import RunOptions, session_paths
-
-
-def run(target, **options):
-    return run_session(target.load(), RunOptions(**options), Progress(quiet=True))
-
-
-def experiments(target):
-    return read_journal(target.journal).experiments
+from autoresearch.session import session_paths
 
 
 def test_keep_commits_on_session_branch_and_leaves_checkout_alone(target):
@@ -143,7 +131,7 @@ def test_timeout_kills_the_whole_process_group(target, tmp_path):
     assert "timed out" in record.error
     child = int(child_pid_file.read_text())
     time.sleep(0.2)
-    assert not _alive(child), "the bench's grandchild survived the timeout"
+    assert not alive(child), "the bench's grandchild survived the timeout"
 
 
 def test_checks_failure_reverts(target):
@@ -279,45 +267,13 @@ def test_noise_raises_the_threshold(target, tmp_path):
     assert (record.status, record.decision["rule"]) == ("discard", "below_threshold")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead for our purposes.
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().split()[2] != "Z"
-    except OSError:
-        return False
-
-
-def spawn_loop(target, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "autoresearch.cli", "run", "--quiet"],
-        cwd=target.root,
-        env={**os.environ, **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def wait_for(path, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while not path.exists():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{path} never appeared")
-        time.sleep(0.05)
-
-
 def test_sigterm_stops_bench_reverts_and_records(target, tmp_path):
     target.add_hypothesis("01-slow", {"src/mode.txt": "slow\n", "src/value.txt": "80\n"})
     target.add_hypothesis("02-never", {"src/value.txt": "70\n"})
     started = tmp_path / "bench-started"
     # Calibration runs are not slow; the candidate's are.
     proc = spawn_loop(target, {"BENCH_SLOW_S": "60", "BENCH_STARTED": str(started)})
-    _wait_for_candidate(target, started)
+    wait_for_candidate(target, started)
 
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=30)
@@ -326,21 +282,7 @@ def test_sigterm_stops_bench_reverts_and_records(target, tmp_path):
     (record,) = experiments(target)
     assert record.status == "interrupted"
     bench_pid = int(started.read_text())
-    assert not _alive(bench_pid)
+    assert not alive(bench_pid)
     worktree = session_paths(target.load()).worktree
     assert (worktree / "src" / "mode.txt").read_text() == "ok\n"
     assert not session_paths(target.load()).inflight.exists()
-
-
-def _wait_for_candidate(target, started):
-    """Wait until the in-flight marker shows the candidate's bench is running."""
-    marker = session_paths(target.load()).inflight
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if marker.exists() and started.exists():
-            data = json.loads(marker.read_text())
-            if data.get("phase") == "bench":
-                time.sleep(0.3)
-                return
-        time.sleep(0.05)
-    raise AssertionError("the candidate's bench never started")

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import git, run_cli
-from test_loop import experiments, run
+from conftest import experiments, git, run, run_cli
 
 from autoresearch.journal import read_journal
 

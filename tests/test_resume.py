@@ -6,8 +6,7 @@ import json
 import signal
 
 import pytest
-from conftest import git, run_cli
-from test_loop import _alive, _wait_for_candidate, experiments, run, spawn_loop, wait_for
+from conftest import alive, experiments, git, run, run_cli, spawn_loop, wait_for, wait_for_candidate
 
 from autoresearch.errors import SessionBusyError
 from autoresearch.experiment import Draft
@@ -26,7 +25,7 @@ def test_kill9_during_bench_then_resume(target, tmp_path):
     target.add_hypothesis("02-win", {"src/value.txt": "70\n"})
     started = tmp_path / "started"
     proc = spawn_loop(target, {"BENCH_SLOW_S": "60", "BENCH_STARTED": str(started)})
-    _wait_for_candidate(target, started)
+    wait_for_candidate(target, started)
     _kill9(proc)
     paths = session_paths(target.load())
     assert paths.inflight.exists()
@@ -34,11 +33,11 @@ def test_kill9_during_bench_then_resume(target, tmp_path):
     assert (worktree / "src" / "mode.txt").read_text() == "slow\n"  # left dirty by the crash
 
     orphan = int(started.read_text())
-    assert _alive(orphan)  # the bench survives its loop: it has a process group of its own
+    assert alive(orphan)  # the bench survives its loop: it has a process group of its own
 
     outcome = run(target)
 
-    assert not _alive(orphan), "the resumed run did not stop the dead loop's bench"
+    assert not alive(orphan), "the resumed run did not stop the dead loop's bench"
 
     first, second = experiments(target)
     assert (first.title, first.status) == ("01-slow", "interrupted")
@@ -65,7 +64,7 @@ def test_kill9_during_checks_then_resume(target, tmp_path):
     assert record.status == "interrupted"
     assert "checks phase" in record.asi.rollback_reason
     assert target.branch_log() == ["synthetic target"]
-    assert not _alive(checks_pid)
+    assert not alive(checks_pid)
 
 
 def test_crash_after_commit_before_record_keeps_the_commit(target):
@@ -189,7 +188,7 @@ def _kill_orphan(pid: int) -> None:
     """A bench orphaned by kill -9 of the loop keeps its group; tidy it up after the test."""
     import os
 
-    if _alive(pid):
+    if alive(pid):
         os.killpg(pid, signal.SIGKILL)
 
 
@@ -204,11 +203,11 @@ def test_kill9_during_calibration_then_resume(target, tmp_path):
     assert json.loads(paths.inflight.read_text())["phase"] == "calibration"
     _kill9(proc)
     orphan = int(started.read_text())
-    assert _alive(orphan)
+    assert alive(orphan)
 
     outcome = run(target, env={"BENCH_SLOW_S": "0"})
 
-    assert not _alive(orphan)
+    assert not alive(orphan)
     assert experiments(target) == []
     assert outcome.baseline == pytest.approx(100)
     assert not paths.inflight.exists()

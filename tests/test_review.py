@@ -8,16 +8,15 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import run_cli
+from conftest import run, run_cli
 from matplotlib.image import imread
-from test_loop import run
 
 from autoresearch.ideas import BEGIN, END, update_ideas
 from autoresearch.report import load_history, render_pr, summarize
 from autoresearch.report.plots import FIGSIZE, progress_data, scales_data
 
 ROOT = Path(__file__).resolve().parent.parent
-PI_LOG = ROOT.parent / "shared/fixtures/pi-autoresearch/baton-pebble-writepack.jsonl"
+PI_LOG = Path(__file__).parent / "fixtures/pi-autoresearch/baton-pebble-writepack.jsonl"
 GOLDEN = Path(__file__).parent / "golden" / "pi-baton-pr.md"
 
 
