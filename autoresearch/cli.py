@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .config import Config, find_config, load_config
+from .config import Config, check_session_name, find_config, load_config
 from .errors import UserError
 
 __all__ = ["EXIT_FAILED", "EXIT_USER_ERROR", "TRACEBACK_ENV", "build_parser", "main"]
@@ -26,7 +26,10 @@ def _config(args: argparse.Namespace) -> Config:
     config = load_config(path)
     if getattr(args, "session", None):
         config = dataclasses.replace(
-            config, session=dataclasses.replace(config.session, name=args.session)
+            config,
+            session=dataclasses.replace(
+                config.session, name=check_session_name(args.session, "--session")
+            ),
         )
     return config
 
@@ -109,8 +112,9 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
-def _review(args: argparse.Namespace):
-    """The history to review, and the config when there is one (pi logs come without)."""
+def _review(args: argparse.Namespace, warn: bool = True):
+    """The history to review, and the config when there is one (pi logs come without).
+    Lines skipped as damaged or repeated are said on stderr unless the output says them."""
     from .errors import ConfigError
     from .report import load_history, summarize
 
@@ -122,6 +126,8 @@ def _review(args: argparse.Namespace):
             raise
     journal = Path(args.journal) if args.journal else config.journal_path
     history = load_history(journal, args.session or (config.session.name if config else None))
+    for warning in history.warnings if warn else []:
+        print(f"warning: {warning}", file=sys.stderr)
     comparison = args.compare or (config.report.comparison if config else "") or None
     label = args.compare_label or (config.report.comparison_label if config else "") or None
     templates = args.templates or (
@@ -135,7 +141,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     """Summarize a journal: counts, baseline vs best, kept wins, what did not work and why."""
     from .report import render_json, render_markdown, render_text
 
-    _, summary, _, templates = _review(args)
+    # The text report lists the skipped lines itself.
+    _, summary, _, templates = _review(args, warn=args.format != "text")
     if args.format == "json":
         print(render_json(summary))
     elif args.format == "markdown":

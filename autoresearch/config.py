@@ -6,6 +6,8 @@ Every key is checked: an unknown key or a wrong type is a ConfigError naming the
 from __future__ import annotations
 
 import dataclasses
+import math
+import re
 import shlex
 import tomllib
 import types
@@ -29,6 +31,7 @@ __all__ = [
     "SentinelSpec",
     "SessionConfig",
     "TargetConfig",
+    "check_session_name",
     "find_config",
     "load_config",
     "script_path",
@@ -37,6 +40,7 @@ __all__ = [
 CONFIG_NAMES = ("autoresearch.toml", "pyproject.toml")
 DIRECTIONS = ("lower", "higher")
 CHECKS_WHEN = ("keep", "always", "never")
+_SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # Never patchable, whatever the user's protect list says: the harness that judges the patch.
 ALWAYS_PROTECTED = ("autoresearch.toml", "**/go.mod", "**/go.sum", ".git", ".gitmodules")
 
@@ -215,6 +219,16 @@ class Config:
         return _build(cls, {**data, "path": path}, path, "", strict=False)
 
 
+def check_session_name(name: str, where: str) -> str:
+    """A session name names a branch and a directory: letters, digits, '.', '_', '-' only."""
+    if not _SESSION_NAME.fullmatch(name) or ".." in name or name.endswith(".lock"):
+        raise ConfigError(
+            f"{where} must be letters, digits, '.', '_' or '-', starting with a letter or "
+            f"digit (it names the branch autoresearch/<name> and a state directory), got {name!r}"
+        )
+    return name
+
+
 def script_path(command: str) -> str | None:
     """The repository-relative script a command runs, when it runs one (`./x.sh`, `bash x.sh`)."""
     try:
@@ -324,6 +338,9 @@ def _coerce(hint, value, path: Path, key: str, strict: bool = True):
         )
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
+    if hint is float and isinstance(value, float) and not math.isfinite(value):
+        # TOML reads `nan` and `inf`; no budget, timeout or threshold means anything with them.
+        raise ConfigError(f"{path}: '{key}' must be a finite number, got {value}")
     if hint in (str, int, float, bool) and (
         isinstance(value, hint) and not (hint is int and isinstance(value, bool))
     ):
@@ -387,7 +404,6 @@ def _check_semantics(config: Config) -> None:
             )
     if config.proposer.kind != "queue":
         raise ConfigError(f"{path}: 'proposer.kind' must be 'queue', got '{config.proposer.kind}'")
-    if not config.session.name or any(c in config.session.name for c in " ~^:?*[\\"):
-        raise ConfigError(f"{path}: 'session.name' must be usable in a git branch name")
+    check_session_name(config.session.name, f"{path}: 'session.name'")
     if not config.bench.command.strip():
         raise ConfigError(f"{path}: 'bench.command' is empty")

@@ -23,3 +23,7 @@ class SessionBusyError(UserError):
 
 class WorkspaceError(UserError):
     """The target repository or the session worktree is not in a usable state."""
+
+
+class StateError(UserError):
+    """The session's state (marker, logs, lock) cannot be written: a full disk, permissions."""

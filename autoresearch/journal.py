@@ -6,14 +6,18 @@ survives a power cut. Reading never dies on a torn or damaged line: it is report
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .errors import JournalError
 from .journal_index import update_index
-from .journal_lines import gc_paused, parse_lines, torn_line_warning
+from .journal_lines import duplicate_warning, gc_paused, parse_lines, torn_line_warning
 from .records import (
     CalibrationRecord,
     ConfirmationRecord,
@@ -22,7 +26,14 @@ from .records import (
     _Record,
 )
 
-__all__ = ["Journal", "JournalContents", "append_record", "read_journal"]
+__all__ = [
+    "Journal",
+    "JournalContents",
+    "append_record",
+    "finite_or_null",
+    "read_journal",
+    "write_all",
+]
 
 
 @dataclass
@@ -46,17 +57,51 @@ class JournalContents:
 
 
 def append_record(path: Path, record: _Record) -> None:
-    """Append one record durably. A torn last line left by a crash is closed off first."""
-    line = json.dumps(record.to_dict(), sort_keys=False, ensure_ascii=False, allow_nan=False)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    """Append one record durably, whole or not at all. A torn last line left by a crash is
+    closed off first. When the disk is full the partial line is taken back and a JournalError
+    says so: the journal stays as it was, and the caller keeps what it could not write."""
+    line = json.dumps(finite_or_null(record.to_dict()), ensure_ascii=False, allow_nan=False)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError as exc:
+        raise JournalError(f"{path}: cannot open the journal: {exc.strerror}") from None
     try:
         size = os.fstat(fd).st_size
         torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
-        os.write(fd, (b"\n" if torn else b"") + line.encode("utf-8") + b"\n")
+        write_all(fd, (b"\n" if torn else b"") + line.encode("utf-8") + b"\n")
         os.fsync(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise JournalError(
+            f"{path}: cannot append the {record.kind} record ({exc.strerror}); the journal is "
+            "unchanged: free space (or fix the file system) and run again to resume"
+        ) from None
     finally:
         os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """os.write until all of `data` is written: a short write is not success."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[written:]
+
+
+def finite_or_null(value: Any) -> Any:
+    """Non-finite floats as null: JSON has no inf, and a missing number is null, never a crash
+    of the record write (the parsers keep them out; this is the last line of defence)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_or_null(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite_or_null(v) for v in value]
+    return value
 
 
 def read_journal(path: Path) -> JournalContents:
@@ -80,9 +125,14 @@ def _read_journal(path: Path) -> JournalContents:
         "confirmation": contents.confirmations,
     }
     items, consumed, lineno = parse_lines(path, data, 0, 1)
-    for _, _, item in items:
+    seen: dict[tuple, int] = {}
+    for line, _, item in items:
         if isinstance(item, str):
             contents.warnings.append(item)
+            continue
+        duplicate = duplicate_warning(path, seen, item.kind, vars(item), line)
+        if duplicate:
+            contents.warnings.append(duplicate)
         else:
             buckets[item.kind].append(item)
     torn = torn_line_warning(path, data[consumed:], lineno)

@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from .errors import JournalError
-from .journal_lines import gc_paused, parse_lines, torn_line_warning
+from .journal_lines import duplicate_warning, gc_paused, parse_lines, torn_line_warning
 
 __all__ = [
     "INDEX_VERSION",
@@ -78,9 +78,12 @@ def refresh_index(journal: Path) -> IndexedJournal:
         "confirmation": contents.confirmations,
         "experiment": contents.experiments,
     }
+    seen: dict[tuple, int] = {}
     for entry in entries:
         if entry["t"] == "warning":
             contents.warnings.append(entry["w"])
+        elif duplicate := duplicate_warning(journal, seen, entry["t"], entry["d"], entry["l"]):
+            contents.warnings.append(duplicate)
         else:
             buckets[entry["t"]].append(entry["d"])
     if torn:
@@ -214,6 +217,15 @@ def _write_index(path: Path, head: str, new: list[dict], rebuild: bool) -> None:
             os.replace(tmp, path)
         else:
             with open(path, "ab") as handle:
-                handle.write(lines)
+                size = handle.tell()
+                try:
+                    handle.write(lines)
+                    handle.flush()
+                except OSError:
+                    handle.truncate(size)  # a partial entry would make the next read rebuild
+                    raise
     except OSError:
-        pass  # a read-only directory: the digest is used from memory this time
+        # A read-only directory or a full disk: the digest is used from memory this time.
+        if rebuild:
+            with contextlib.suppress(OSError):
+                path.with_name(path.name + ".tmp").unlink()

@@ -14,7 +14,9 @@ import orjson
 from .errors import JournalError
 from .records import record_from_dict
 
-__all__ = ["gc_paused", "parse_lines", "torn_line_warning"]
+__all__ = ["BOM", "duplicate_warning", "gc_paused", "parse_lines", "torn_line_warning"]
+
+BOM = b"\xef\xbb\xbf"  # an editor's UTF-8 byte order mark before line 1: not damage
 
 
 @contextlib.contextmanager
@@ -38,13 +40,29 @@ def parse_lines(path: Path, data: bytes, offset: int, lineno: int):
     everything with a JournalError, since skipping it would misreport the whole journal.
     """
     items = []
-    position = 0
+    position = len(BOM) if offset == 0 and data.startswith(BOM) else 0
     while (end := data.find(b"\n", position)) != -1:
         raw = data[position:end]
         if raw.strip():
             items.append((lineno, offset + end + 1, _parse_line(path, raw, lineno)))
         position, lineno = end + 1, lineno + 1
     return items, offset + position, lineno
+
+
+def duplicate_warning(
+    path: Path, seen: dict[tuple, int], kind: str, record: dict, lineno: int
+) -> str | None:
+    """An experiment id or a line seen before (a copied line, a journal concatenated with
+    itself) is counted once; the later copy is reported."""
+    if kind == "experiment":
+        key: tuple = (kind, record.get("session"), record.get("id"))
+    else:
+        key = (kind, record.get("session"), record.get("at"))
+    first = seen.setdefault(key, lineno)
+    if first == lineno:
+        return None
+    what = f"experiment {key[2]}" if key[0] == "experiment" else f"{key[0]} line"
+    return f"{path}:{lineno}: {what} repeats line {first}, skipped"
 
 
 def torn_line_warning(path: Path, rest: bytes, lineno: int) -> str | None:

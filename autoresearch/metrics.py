@@ -11,6 +11,7 @@ from .errors import MetricParseError
 __all__ = ["parse_go_bench", "parse_metrics", "parse_output"]
 
 METRIC_PREFIX = "METRIC"
+MAX_MAGNITUDE = 1e300
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-/]*"
 _METRIC_LINE = re.compile(rf"^METRIC\s+({_NAME})\s*=\s*(\S+)\s*$")
 # BenchmarkName/sub-8   <iterations>   <value> <unit>   <value> <unit> ...
@@ -44,7 +45,7 @@ def parse_metrics(text: str, source: str = "bench output") -> dict[str, float]:
         if value is None:
             raise MetricParseError(
                 f"{source}, line {lineno}: METRIC {name} has value {value_text!r}, "
-                "which is not a finite number"
+                f"which is not a finite number of magnitude at most {MAX_MAGNITUDE:g}"
             )
         if name in found:
             raise MetricParseError(
@@ -92,8 +93,9 @@ def _metric_stem(bench_name: str) -> str:
 
 
 def _finite(text: str) -> float | None:
+    """A finite number whose medians and ratios stay finite too (1.7e308 + 1.7e308 is inf)."""
     try:
         value = float(text)
     except ValueError:
         return None
-    return value if math.isfinite(value) else None
+    return value if math.isfinite(value) and abs(value) <= MAX_MAGNITUDE else None

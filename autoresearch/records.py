@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .errors import JournalError
+from .errors import JournalError, UserError
 
 __all__ = [
     "FAILED_STATUSES",
@@ -55,6 +58,23 @@ class _Record:
             kwargs["asi"] = Asi.from_dict(kwargs["asi"])
         return cls(**kwargs)
 
+    def check(self, where: str) -> None:
+        """Every field of the type its annotation says, and the nested parts that are read back
+        (evidence, the recorded config) of the shape the review expects: a line of valid JSON
+        with `"decision": 5` is a damaged line, not a traceback in every command."""
+        hints = _hints(type(self))
+        for f in dataclasses.fields(self):
+            problem = _type_problem(getattr(self, f.name), hints[f.name])
+            if problem:
+                raise JournalError(f"{where}: {self.kind} field '{f.name}' {problem}")
+        for name, value, hint in self._nested():
+            problem = _type_problem(value, hint)
+            if problem:
+                raise JournalError(f"{where}: {self.kind} field '{name}' {problem}")
+
+    def _nested(self) -> list[tuple[str, Any, Any]]:
+        return []
+
 
 @dataclass(frozen=True)
 class Asi:
@@ -72,6 +92,9 @@ class Asi:
         names = _field_names(cls)
         return cls(**{k: v for k, v in data.items() if k in names})
 
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
 
 @dataclass(frozen=True)
 class SessionRecord(_Record):
@@ -86,6 +109,15 @@ class SessionRecord(_Record):
     tip_commit: str
     config: dict[str, Any]
     environment: dict[str, Any]
+
+    def check(self, where: str) -> None:
+        super().check(where)
+        from .config import Config  # the config module imports nothing from here
+
+        try:
+            Config.from_dict(self.config)
+        except UserError as exc:
+            raise JournalError(f"{where}: session field 'config' is not a config: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -136,6 +168,25 @@ class ExperimentRecord(_Record):
     bench_tail: str | None = None
     error: str | None = None
     asi: Asi = field(default_factory=Asi)
+    retry_of: str | None = None  # the id of the earlier attempt this one runs again
+
+    def _nested(self) -> list[tuple[str, Any, Any]]:
+        found: list[tuple[str, Any, Any]] = [
+            (f"asi.{k}", v, str | None) for k, v in dataclasses.asdict(self.asi).items()
+        ]
+        decision = self.decision or {}
+        found += [
+            ("decision.rule", decision.get("rule"), str | None),
+            ("decision.reason", decision.get("reason"), str | None),
+            ("decision.metrics", decision.get("metrics"), dict[str, dict] | None),
+        ]
+        evidence = {**(decision.get("metrics") or {}), **self.sentinels}
+        for name, ev in evidence.items():
+            if not isinstance(ev, dict):
+                found.append((f"sentinels.{name}", ev, dict))
+                continue
+            found += [(f"evidence {name}.{k}", ev.get(k), float | None) for k in _EVIDENCE_NUMBERS]
+        return found
 
 
 @dataclass(frozen=True)
@@ -155,6 +206,9 @@ class ConfirmationRecord(_Record):
     p_value: float | None
     metrics: dict[str, Any]
     bench_logs: list[str]
+
+    def _nested(self) -> list[tuple[str, Any, Any]]:
+        return [(f"metrics.{k}", v, dict) for k, v in self.metrics.items()]
 
 
 _KINDS = {
@@ -185,6 +239,78 @@ def record_from_dict(data: dict[str, Any], where: str = "journal"):
     if cls is None:
         raise JournalError(f"{where}: unknown record type {data.get('type')!r}")
     try:
-        return cls.from_dict(data)
+        record = cls.from_dict(data)
     except TypeError as exc:
         raise JournalError(f"{where}: {data.get('type')} record is incomplete: {exc}") from None
+    record.check(where)
+    return record
+
+
+# The numbers of a metric's evidence that the review and the decision read back.
+_EVIDENCE_NUMBERS = (
+    "baseline_median",
+    "candidate_median",
+    "change_pct",
+    "ci_low_pct",
+    "ci_high_pct",
+    "p_better",
+    "p_worse",
+    "improvement_pct",
+)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _type_problem(value: Any, hint: Any) -> str | None:
+    """Why `value` is not of type `hint` (shallow for dict values typed Any), or None."""
+    if _is_instance(value, hint):
+        return None
+    shown = repr(value)
+    return f"must be {_describe(hint)}, got {shown[:60]}"
+
+
+def _is_instance(value: Any, hint: Any) -> bool:
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_instance(value, arg) for arg in typing.get_args(hint))
+    if hint is type(None) or hint is None:
+        return value is None
+    if hint is float:
+        return (
+            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        )
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        item = float | None if item is float else item  # a number the writer could not keep
+        return isinstance(value, list) and all(_is_instance(v, item) for v in value)
+    if origin is dict:
+        _, item = typing.get_args(hint)
+        item = float | None if item is float else item
+        return isinstance(value, dict) and all(
+            isinstance(k, str) and _is_instance(v, item) for k, v in value.items()
+        )
+    if isinstance(hint, type):
+        return isinstance(value, hint)
+    return True
+
+
+def _describe(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a) for a in typing.get_args(hint))
+    if hint is type(None):
+        return "null"
+    if origin is list or hint is list:
+        return "an array"
+    if origin is dict or hint is dict:
+        return "an object"
+    return {str: "a string", int: "an integer", float: "a finite number", bool: "a boolean"}.get(
+        hint, getattr(hint, "__name__", str(hint))
+    )

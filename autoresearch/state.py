@@ -6,6 +6,7 @@ outside every working tree: no revert can delete it and the user's checkout show
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import SessionBusyError
+from .errors import SessionBusyError, StateError
 
 __all__ = [
     "SessionLock",
@@ -65,8 +66,13 @@ class SessionLock:
         self._fd: int | None = None
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StateError(
+                f"{self.path}: cannot create the session lock: {exc.strerror}"
+            ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -76,9 +82,11 @@ class SessionLock:
                 f"session is already running ({holder or 'holder unknown'}); lock: {self.path}. "
                 "Wait for it to finish or stop it (Ctrl-C / kill); a dead holder frees the lock"
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
         self._fd = fd
+        # Who holds it, for the message a second loop prints; a full disk only loses that note.
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
 
     def release(self) -> None:
         if self._fd is not None:
@@ -107,14 +115,23 @@ class SessionLock:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` so that a reader sees the old or the new file, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Replace `path` with `text` so that a reader sees the old or the new file, never half.
+    A full disk is a StateError naming the file; the old file stays as it was."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise StateError(
+            f"{path}: cannot write ({exc.strerror}); free space (or fix the file system) and "
+            "run again to resume"
+        ) from None
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:

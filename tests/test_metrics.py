@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from autoresearch.errors import MetricParseError
-from autoresearch.metrics import parse_go_bench, parse_metrics, parse_output
+from autoresearch.metrics import MAX_MAGNITUDE, parse_go_bench, parse_metrics, parse_output
 
 
 def test_metric_lines_among_other_output():
@@ -41,13 +41,19 @@ def test_a_metric_printed_twice_is_an_error():
 @given(
     st.dictionaries(
         st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,20}", fullmatch=True),
-        st.floats(allow_nan=False, allow_infinity=False),
+        st.floats(min_value=-MAX_MAGNITUDE, max_value=MAX_MAGNITUDE),
         max_size=8,
     )
 )
 def test_metric_round_trip(values):
     text = "\n".join(f"METRIC {k}={v!r}" for k, v in values.items())
     assert parse_metrics(text) == values
+
+
+@given(st.floats(min_value=MAX_MAGNITUDE, exclude_min=True), st.sampled_from([1, -1]))
+def test_values_whose_median_would_overflow_are_refused(value, sign):
+    with pytest.raises(MetricParseError, match="magnitude"):
+        parse_metrics(f"METRIC x={sign * value!r}")
 
 
 @given(st.text())

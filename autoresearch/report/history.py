@@ -98,7 +98,7 @@ def load_history(path: Path, session: str | None = None) -> History:
 
 
 def _first_object(path: Path) -> dict[str, Any]:
-    with open(path, encoding="utf-8", errors="replace") as handle:
+    with open(path, encoding="utf-8-sig", errors="replace") as handle:
         for line in handle:
             if line.strip():
                 try:
@@ -193,13 +193,20 @@ def _from_pi(path: Path) -> History:
     runs: list[dict[str, Any]] = []
     warnings: list[str] = []
     lines = path.read_bytes().split(b"\n")
+    seen: dict[bytes, int] = {}
     for lineno, raw in enumerate(lines, start=1):
         if not raw.strip():
             continue
+        if seen.setdefault(raw.strip(), lineno) != lineno:
+            warnings.append(f"{path}:{lineno}: repeats line {seen[raw.strip()]}, skipped")
+            continue
         try:
-            data = json.loads(raw.decode("utf-8", errors="replace"))
+            data = json.loads(raw.decode("utf-8-sig", errors="replace"))
         except json.JSONDecodeError:
             warnings.append(f"{path}:{lineno}: not valid JSON, skipped")
+            continue
+        if not isinstance(data, dict):
+            warnings.append(f"{path}:{lineno}: not a JSON object, skipped")
             continue
         if data.get("type") == "config":
             config = data
