@@ -255,6 +255,7 @@ def run_checks(run: Session, exp_id: str, draft: Draft) -> RunResult:
         env={**config.checks.env, **harness_env(run, exp_id)},
         stop=run.stop,
         on_start=draft.running,
+        token=run.token,
     )
 
 

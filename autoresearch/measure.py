@@ -70,11 +70,13 @@ class Harness:
         env: dict[str, str],
         stop: threading.Event | None,
         on_start: Callable[[int], None] | None = None,
+        token: str | None = None,
     ):
         self.config = config
         self.env = {**config.bench.env, **env}
         self.stop = stop
         self.on_start = on_start
+        self.token = token
 
     def build(self, cwd: Path, log: Path) -> RunResult | None:
         """Run the build command once in `cwd`; None when the config has none."""
@@ -147,6 +149,7 @@ class Harness:
             env=self.env,
             stop=self.stop,
             on_start=self.on_start,
+            token=self.token,
         )
 
 

@@ -1,8 +1,17 @@
-"""The one subprocess helper: own process group, wall-clock timeout, whole-group kill, log file."""
+"""The one subprocess helper: own process group, wall-clock timeout, whole-tree kill, log file.
+
+Whatever a command starts must be found and stopped, even what left its process group (`timeout`,
+`set -m` jobs, `setsid`) or outlived its parent. Three nets, all from what Linux gives without
+privileges: every process the loop starts carries a token in its environment (inherited by
+everything it starts in turn), group and session ids are matched, and the loop is a child
+subreaper, so that orphans of a command are reparented to it instead of to init.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import hashlib
 import os
 import signal
 import subprocess
@@ -12,12 +21,47 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["RunResult", "kill_orphan_group", "read_log", "run", "tail_text"]
+__all__ = [
+    "TOKEN_ENV",
+    "RunResult",
+    "StopFlag",
+    "become_subreaper",
+    "find_processes",
+    "kill_processes",
+    "process_token",
+    "read_log",
+    "run",
+    "tail_text",
+]
 
 TERM_GRACE_S = 3.0
 POLL_S = 0.05
 TAIL_LINES = 40
 TAIL_CHARS = 4000
+TOKEN_ENV = "AUTORESEARCH_RUN_TOKEN"
+KILL_ROUNDS = 20  # a process that forks as fast as it is killed gets this many sweeps
+PR_SET_CHILD_SUBREAPER = 36
+
+
+class StopFlag(threading.Event):
+    """Set to ask for a clean stop; `urgent` once asked twice: kill without a grace period."""
+
+    urgent = False
+
+
+def process_token(state_dir: Path) -> str:
+    """The token a session's processes carry: the same for every run of the session, so that
+    a restarted loop finds what a killed one left running."""
+    return hashlib.sha256(str(state_dir.resolve()).encode()).hexdigest()[:24]
+
+
+def become_subreaper() -> bool:
+    """Orphans of our commands are reparented to this process, not to init (Linux >= 3.4)."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
 
 
 @dataclass(frozen=True)
@@ -66,18 +110,23 @@ def run(
     env: dict[str, str] | None = None,
     stop: threading.Event | None = None,
     on_start: Callable[[int], None] | None = None,
+    token: str | None = None,
 ) -> RunResult:
     """Run `command` with bash in its own process group; stdout and stderr go to `log_path`.
 
-    On timeout or when `stop` is set the whole group gets SIGTERM, then SIGKILL after a grace
-    period, so grandchildren (a bench binary under a script) die with it. Stragglers left behind
-    by a command that exited normally are killed too: a leftover daemon would skew the next run.
-    `on_start` gets the group id, so that a caller can note it where a restart will find it.
+    On timeout or when `stop` is set the whole tree gets SIGTERM, then SIGKILL after a grace
+    period (none when the stop is urgent), so grandchildren (a bench binary under a script) die
+    with it. Stragglers left behind by a command that exited normally are killed too: a
+    leftover daemon would skew the next run. `on_start` gets the group id, so that a caller can
+    note it where a restart will find it; `token` marks every process of the tree.
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     full_env = {**os.environ, **(env or {})}
+    if token:
+        full_env[TOKEN_ENV] = token
     started = time.monotonic()
     timed_out = interrupted = False
+    before = _children(os.getpid())
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             ["bash", "-c", command],
@@ -104,8 +153,8 @@ def run(
                     interrupted = True
                     break
         finally:
-            # Also reached on KeyboardInterrupt or any error here: never leave the group running.
-            _kill_group(proc)
+            # Also reached on KeyboardInterrupt or any error here: never leave the tree running.
+            _kill_tree(proc, token, before, urgent=getattr(stop, "urgent", False))
     duration = time.monotonic() - started
     exit_code = proc.returncode
     return RunResult(
@@ -119,37 +168,106 @@ def run(
     )
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    pgid = proc.pid  # start_new_session makes the child the leader of a group of its own id
+def _kill_tree(proc: subprocess.Popen, token: str | None, before: set[int], urgent: bool) -> None:
+    leader = proc.pid  # start_new_session: the child leads a group and a session of its own id
     if proc.poll() is None:
-        _signal_group(pgid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=TERM_GRACE_S)
-        except subprocess.TimeoutExpired:
-            _signal_group(pgid, signal.SIGKILL)
-            proc.wait()
-    _signal_group(pgid, signal.SIGKILL)
+        term = [leader, *find_processes(token, leader, exclude=before)]
+        for pid in dict.fromkeys(term):
+            _signal(pid, signal.SIGKILL if urgent else signal.SIGTERM, group=pid == leader)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=0 if urgent else TERM_GRACE_S)
+    _signal(leader, signal.SIGKILL, group=True)
+    proc.wait()
+    kill_processes(token, leader, exclude=before)
+    # Orphans that ended by themselves after they were reparented to us.
+    _reap({pid for pid in _children(os.getpid()) - before if (_stat(pid) or "Z")[0] == "Z"})
 
 
-def _signal_group(pgid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+def find_processes(
+    token: str | None, leader: int | None = None, exclude: set[int] | None = None
+) -> list[int]:
+    """Live processes that belong to a command: in the leader's group or session, carrying the
+    token, or reparented to this process since `exclude` (its children before the command)."""
+    me = os.getpid()
+    needle = f"{TOKEN_ENV}={token}".encode() if token else None
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == me:
+            continue
+        pid = int(entry.name)
+        stat = _stat(pid)
+        if stat is None or stat[0] == "Z":
+            continue
+        _state, ppid, pgrp, sid = stat
+        ours = leader is not None and leader in (pgrp, sid)
+        ours = ours or (exclude is not None and ppid == me and pid not in exclude)
+        if not ours and needle is not None:
+            ours = needle in _environ(pid)
+        if ours:
+            found.append(pid)
+    return found
 
 
-def kill_orphan_group(pgid: int, cwd_prefix: Path) -> bool:
-    """Kill a process group left running by a loop that died, if it is still ours.
+def kill_processes(
+    token: str | None, leader: int | None = None, exclude: set[int] | None = None
+) -> int:
+    """SIGKILL every process `find_processes` names, until none is left; how many were killed."""
+    killed: set[int] = set()
+    for _ in range(KILL_ROUNDS):
+        pids = find_processes(token, leader, exclude)
+        if not pids:
+            break
+        for pid in pids:
+            _signal(pid, signal.SIGKILL)
+            killed.add(pid)
+        _reap(killed)
+        time.sleep(POLL_S / 5)
+    _reap(killed)
+    return len(killed)
 
-    The group leader must still run inside `cwd_prefix` (the session's state directory, which
-    holds its worktrees), so that a recycled process id never gets an unrelated process killed.
-    """
+
+def _stat(pid: int) -> tuple[str, int, int, int] | None:
+    """(state, parent, group, session) from /proc/<pid>/stat; None once it is gone."""
     try:
-        cwd = Path(os.readlink(f"/proc/{pgid}/cwd"))
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
     except OSError:
-        return False
-    if not cwd.is_relative_to(cwd_prefix):
-        return False
-    _signal_group(pgid, signal.SIGKILL)
-    return True
+        return None
+    fields = data[data.rfind(b")") + 2 :].split()  # the name may hold spaces and parentheses
+    return fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3])
+
+
+def _environ(pid: int) -> bytes:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""
+
+
+def _children(me: int) -> set[int]:
+    found = set()
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            stat = _stat(int(entry.name))
+            if stat is not None and stat[1] == me:
+                found.add(int(entry.name))
+    return found
+
+
+def _reap(pids: set[int]) -> None:
+    """Collect the exit status of killed processes reparented to us: no zombies left behind."""
+    for pid in pids:
+        with contextlib.suppress(ChildProcessError, OSError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def _signal(pid: int, sig: int, group: bool = False) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if group:
+            os.killpg(pid, sig)
+        else:
+            os.kill(pid, sig)
 
 
 def read_log(path: Path | str) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .experiment import parse_trailers, record_from_marker
 from .journal import Journal
-from .proc import kill_orphan_group
+from .proc import kill_processes
 from .progress import Progress
 from .records import ExperimentRecord
 from .state import SessionPaths, read_inflight
@@ -19,12 +19,14 @@ from .workspace import Workspace
 __all__ = ["recover"]
 
 
-def recover(ws: Workspace, journal: Journal, paths: SessionPaths, progress: Progress) -> None:
+def recover(
+    ws: Workspace, journal: Journal, paths: SessionPaths, progress: Progress, token: str
+) -> None:
     marker = read_inflight(paths.inflight)
-    pgid = (marker or {}).get("pgid")
-    # Both worktrees (candidate and baseline) live under the session's state directory.
-    if pgid and kill_orphan_group(int(pgid), paths.root.resolve()):
-        progress.warn(f"stopped process group {pgid} left running by a dead loop")
+    # Every process a dead loop of this session started carries its token, wherever it went.
+    killed = kill_processes(token)
+    if killed:
+        progress.warn(f"stopped {killed} process(es) left running by a dead loop")
     if marker is not None:
         record = _record_for(marker, ws, journal)
         if record is not None:

@@ -18,12 +18,15 @@ from .fingerprint import environment
 from .gitrepo import open_repo
 from .journal import Journal
 from .measure import Harness
+from .proc import StopFlag, become_subreaper, process_token
 from .progress import Progress
 from .proposers import Proposer, make_proposer
 from .records import ExperimentRecord, SessionRecord
 from .recovery import recover
 from .state import SessionLock, SessionPaths, write_json_atomic
 from .workspace import BaselineTree, Workspace, open_workspace
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 __all__ = [
     "RunOptions",
@@ -61,7 +64,7 @@ class Session:
     baseline_tree: BaselineTree
     journal: Journal
     proposer: Proposer
-    stop: threading.Event
+    stop: StopFlag
     base_commit: str
     baseline: float | None  # the session's first calibrated median of the primary metric
     tried: set[str]
@@ -79,9 +82,18 @@ class Session:
         samples = self.best.get(self.config.metric.name)
         return statistics.median(samples) if samples else None
 
+    @property
+    def token(self) -> str:
+        """What every process the session starts carries, so that all of them can be found."""
+        return process_token(self.paths.root)
+
     def harness(self, experiment: str, on_start=None) -> Harness:
         return Harness(
-            self.config, env=harness_env(self, experiment), stop=self.stop, on_start=on_start
+            self.config,
+            env=harness_env(self, experiment),
+            stop=self.stop,
+            on_start=on_start,
+            token=self.token,
         )
 
 
@@ -112,7 +124,7 @@ def open_session(
         )
         journal = Journal(config.journal_path, config.session.name)
         require_scripts(config, ws)
-        recover(ws, journal, paths, progress)
+        recover(ws, journal, paths, progress, process_token(paths.root))
         history = journal.read()
         if purpose != "run" and not history.sessions:
             raise UserError(
@@ -239,18 +251,21 @@ def no_keep_streak(experiments: list[ExperimentRecord]) -> int:
 
 @contextlib.contextmanager
 def _stop_on_signals():
-    """SIGINT/SIGTERM ask for a clean stop; a second SIGINT stops at once."""
-    stop = threading.Event()
+    """SIGINT, SIGTERM and SIGHUP (the terminal closed) ask for a clean stop; a second one
+    makes it urgent: the running command is killed without its grace period. Neither cuts the
+    stop short, so that nothing a command started is left running."""
+    stop = StopFlag()
 
     def handler(signum, frame):
-        if stop.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt
+        if stop.is_set():
+            stop.urgent = True
         stop.set()
 
     if threading.current_thread() is not threading.main_thread():
         yield stop
         return
-    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGINT, signal.SIGTERM)}
+    become_subreaper()
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     try:
         yield stop
     finally:

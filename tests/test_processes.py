@@ -1,0 +1,147 @@
+"""Nothing a bench starts outlives it: escaped groups, daemons, orphans, signals, a dead loop."""
+
+from __future__ import annotations
+
+import signal
+import time
+
+import pytest
+from conftest import alive, experiments, git, run, spawn_loop, wait_for, wait_for_candidate
+
+from autoresearch.proc import StopFlag, become_subreaper, find_processes, process_token
+from autoresearch.proc import run as run_command
+from autoresearch.session import session_paths
+
+TOKEN = "test-token-0123456789"
+
+# Each starts `sleep 300` out of the bench's process group in its own way and notes its pid.
+ESCAPES = {
+    "timeout": "timeout 1000 sleep 300 & echo $! > {pid}",
+    "set -m job": "set -m; sleep 300 & echo $! > {pid}",
+    "setsid": "setsid sleep 300 & echo $! > {pid}",
+    "daemon in /": "(cd / && setsid sleep 300 & echo $! > {pid}) ",
+    "scrubbed env + setsid": "env -i setsid /bin/sleep 300 & echo $! > {pid}",
+}
+
+
+def _pid(path) -> int:
+    wait_for(path, timeout=10)
+    for _ in range(50):
+        text = path.read_text().strip()
+        if text:
+            return int(text)
+        time.sleep(0.02)
+    raise AssertionError(f"{path} stayed empty")
+
+
+def _dead_soon(pid: int, timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+@pytest.mark.parametrize("how", list(ESCAPES))
+@pytest.mark.parametrize("ending", ["exits", "times out"])
+def test_escaped_children_die_with_the_command(tmp_path, how, ending):
+    become_subreaper()
+    pid_file = tmp_path / "pid"
+    command = ESCAPES[how].format(pid=pid_file) + ("; sleep 300" if ending == "times out" else "")
+    result = run_command(
+        command, cwd=tmp_path, log_path=tmp_path / "x.log", timeout_s=1.5, token=TOKEN
+    )
+    assert result.timed_out == (ending == "times out")
+    escaped = _pid(pid_file)
+    assert _dead_soon(escaped), f"{how}: {escaped} survived"
+    assert find_processes(TOKEN) == []
+
+
+def test_urgent_stop_kills_a_term_ignoring_command_at_once(tmp_path):
+    stop = StopFlag()
+    stop.set()
+    stop.urgent = True
+    started = time.monotonic()
+    result = run_command(
+        "trap '' TERM; sleep 300",
+        cwd=tmp_path,
+        log_path=tmp_path / "x.log",
+        timeout_s=60,
+        stop=stop,
+    )
+    assert result.interrupted
+    assert time.monotonic() - started < 2  # no 3 s grace period
+
+
+def _slow_candidate(target, tmp_path):
+    target.add_hypothesis("01-slow", {"src/mode.txt": "slow\n", "src/value.txt": "80\n"})
+    started = tmp_path / "started"
+    proc = spawn_loop(target, {"BENCH_SLOW_S": "60", "BENCH_STARTED": str(started)})
+    wait_for_candidate(target, started)
+    return proc, int(started.read_text())
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sighup_stops_like_sigterm(target, tmp_path, sig):
+    proc, bench = _slow_candidate(target, tmp_path)
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 3, err
+    assert [r.status for r in experiments(target)] == ["interrupted"]
+    assert not alive(bench)
+
+
+def test_second_ctrl_c_kills_a_term_ignoring_bench_and_still_records(target, tmp_path):
+    # The candidate's bench ignores SIGTERM: only SIGKILL ends it.
+    bench = target.root / "bench.py"
+    bench.write_text(
+        bench.read_text()
+        .replace(
+            'if mode == "slow":',
+            'if mode == "slow":\n    signal.signal(signal.SIGTERM, signal.SIG_IGN)',
+        )
+        .replace("import os, random", "import os, random, signal")
+    )
+    git(target.root, "commit", "-qam", "bench ignores TERM when slow")
+    proc, pid = _slow_candidate(target, tmp_path)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 3, err
+    assert "Traceback" not in err
+    assert not alive(pid)
+    assert [r.status for r in experiments(target)] == ["interrupted"]
+    assert not session_paths(target.load()).inflight.exists()
+
+
+def test_kill9_leaves_a_daemon_that_left_the_tree_and_the_next_run_stops_it(target, tmp_path):
+    """The bench starts a daemon in another directory and exits; the loop is then killed."""
+    daemon_pid = tmp_path / "daemon.pid"
+    bench = target.root / "bench.py"
+    bench.write_text(
+        bench.read_text().replace(
+            'if mode == "slow":',
+            'if mode == "slow":\n'
+            '    subprocess.Popen(["setsid", "sleep", "300"], cwd="/", start_new_session=True)\n'
+            f'    Path("{daemon_pid}").write_text("started")',
+        )
+    )
+    git(target.root, "commit", "-qam", "bench leaves a daemon when slow")
+    proc, _ = _slow_candidate(target, tmp_path)
+    wait_for(daemon_pid)
+    time.sleep(0.3)
+    token_holders = [p for p in find_processes(_token(target)) if alive(p)]
+    assert token_holders, "the daemon should be running"
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=30)
+
+    run(target)
+
+    assert [p for p in token_holders if alive(p)] == []
+    assert [r.status for r in experiments(target)][:1] == ["interrupted"]
+
+
+def _token(target) -> str:
+    return process_token(session_paths(target.load()).root)
