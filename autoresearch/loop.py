@@ -153,6 +153,8 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
         },
     )
     draft.phase("apply")
+    if hypothesis.problem is not None:
+        return draft.finish("apply_failed", hypothesis.problem, error=hypothesis.problem)
     patch_file = _save_patch(run, n, hypothesis)
     paths, problem = check_patch(run, hypothesis, patch_file)
     draft.note(touched_files=paths)
@@ -199,11 +201,11 @@ def check_patch(
 ) -> tuple[list[str], PatchProblem | None]:
     """The paths the patch touches, and the first reason it may not be applied."""
     config = run.config
-    named = patch_paths(hypothesis.patch)
+    named = patch_paths(hypothesis.text)
     touched = run.ws.touched_paths(patch_file)
     paths = list(dict.fromkeys([*named, *(touched or [])]))
     problem = check_paths(
-        hypothesis.patch,
+        hypothesis.text,
         paths,
         worktree=run.ws.path,
         include=config.scope.include,
@@ -369,5 +371,5 @@ def _wants_checks(config: Config, decision: Decision) -> bool:
 def _save_patch(run: Session, n: int, hypothesis: Hypothesis) -> Path:
     path = run.paths.patches / f"{n:04d}-{hypothesis.sha256[:12]}.patch"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(hypothesis.patch, encoding="utf-8")
+    path.write_bytes(hypothesis.patch)
     return path

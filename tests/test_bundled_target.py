@@ -34,15 +34,15 @@ def test_queue_has_a_dozen_hypotheses_with_their_reasoning():
         h = parse_patch_file(path)
         assert h.title and h.title != path.stem, path
         assert h.hypothesis and h.mechanism and h.expected_effect, path
-        assert h.patch.startswith("diff --git "), path
+        assert h.patch.startswith(b"diff --git "), path
 
 
 @pytest.mark.parametrize("path", QUEUE, ids=lambda p: p.stem)
 def test_every_patch_stays_in_scope(path, tmp_path):
     h = parse_patch_file(path)
     problem = check_paths(
-        h.patch,
-        patch_paths(h.patch),
+        h.text,
+        patch_paths(h.text),
         worktree=ROOT,
         include=CONFIG.scope.include,
         protect=CONFIG.protected_globs(),
@@ -65,10 +65,10 @@ def test_patches_apply_in_queue_order_on_any_kept_subset(tmp_path):
         for path, keep in zip(QUEUE, keep_mask, strict=True):
             h = parse_patch_file(path)
             patch_file = tmp_path / "p.patch"
-            patch_file.write_text(h.patch)
+            patch_file.write_bytes(h.patch)
             applied = ws.apply(patch_file)
             assert applied.ok, f"{path.name} after {keep_mask}: {applied.message}"
             if keep:
-                ws.keep(patch_paths(h.patch), h.title)
+                ws.keep(patch_paths(h.text), h.title)
             else:
                 ws.revert()

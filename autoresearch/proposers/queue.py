@@ -16,6 +16,7 @@ or in a sidecar `<name>.json` with the keys title, hypothesis, mechanism, expect
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from pathlib import Path
@@ -26,7 +27,7 @@ from .base import Hypothesis
 __all__ = ["QueueProposer", "parse_patch_file"]
 
 PATCH_SUFFIXES = (".patch", ".diff")
-_DIFF_START = re.compile(r"^(?:diff --git |--- (?:a/|/dev/null))", re.M)
+_DIFF_START = re.compile(rb"^(?:diff --git |--- (?:a/|/dev/null))", re.M)
 _HEADER_KEY = re.compile(r"^([A-Za-z][A-Za-z_-]*):\s?(.*)$")
 _FIELDS = {
     "title": "title",
@@ -53,10 +54,16 @@ class QueueProposer:
 
     def _untried(self, tried: set[str]) -> list[Hypothesis]:
         found = []
-        for path in sorted(p for p in self.directory.iterdir() if p.suffix in PATCH_SUFFIXES):
+        try:
+            listed = sorted(p for p in self.directory.iterdir() if p.suffix in PATCH_SUFFIXES)
+        except OSError as exc:
+            raise UserError(
+                f"{self.directory}: cannot list the hypotheses: {exc.strerror}"
+            ) from None
+        for path in listed:
             key = (path, _stamp(path), _stamp(path.with_suffix(".json")))
             if key not in self._parsed:
-                self._parsed[key] = parse_patch_file(path)
+                self._parsed[key] = _read_or_refuse(path)
             if self._parsed[key].sha256 not in tried:
                 found.append(self._parsed[key])
         return found
@@ -72,25 +79,42 @@ class QueueProposer:
 def _stamp(path: Path) -> tuple[int, int] | None:
     try:
         stat = path.stat()
-    except FileNotFoundError:
+    except OSError:
         return None
     return stat.st_mtime_ns, stat.st_size
 
 
+def _read_or_refuse(path: Path) -> Hypothesis:
+    """The file's hypothesis, or one that carries why it cannot be tried: one bad file in the
+    queue is a record, never the end of the night."""
+    try:
+        return parse_patch_file(path)
+    except UserError as exc:
+        raw = b""
+        with contextlib.suppress(OSError):
+            raw = path.read_bytes()
+        return Hypothesis(title=path.stem, patch=raw, source=str(path), problem=str(exc))
+
+
 def parse_patch_file(path: Path) -> Hypothesis:
     """A hypothesis from a patch file and its header block or sidecar JSON."""
+    if path.is_symlink() and not path.exists():
+        raise UserError(f"{path}: a symbolic link to nothing")
+    if not path.is_file():
+        raise UserError(f"{path}: not a regular file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise UserError(f"{path}: not UTF-8 text") from None
-    match = _DIFF_START.search(text)
-    header, patch = (text[: match.start()], text[match.start() :]) if match else (text, "")
-    fields = _parse_header(header)
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read: {exc.strerror}") from None
+    match = _DIFF_START.search(data)
+    header, patch = (data[: match.start()], data[match.start() :]) if match else (data, b"")
+    # The reasoning is prose: a stray byte in it costs a replacement character, not the patch.
+    fields = _parse_header(header.decode("utf-8", errors="replace"))
     sidecar = path.with_suffix(".json")
     if sidecar.is_file():
         try:
-            extra = json.loads(sidecar.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
+            extra = json.loads(sidecar.read_bytes().decode("utf-8-sig"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise UserError(f"{sidecar}: not valid JSON: {exc}") from None
         if not isinstance(extra, dict):
             raise UserError(f"{sidecar}: must hold a JSON object")
