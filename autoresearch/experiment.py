@@ -35,7 +35,12 @@ NEXT_ACTION = {
     "checks_failed": "the change breaks correctness: fix it so the checks pass, then retry",
     "apply_failed": "the patch does not apply to the session tip: rebase it",
     "scope_violation": "touch only the configured scope; the harness and manifests are protected",
-    "interrupted": "the experiment was cut short; run it again",
+    "tampered": "the candidate changed what judges it (the other tree, the harness, git "
+    "state or your checkout) while it ran: never keep it; find what the code writes outside "
+    "its own tree",
+    "interrupted": "the experiment was cut short; it runs again once on resume",
+    "baseline_failed": "the current best failed during this experiment (a flaky bench or "
+    "machine), so the candidate was not judged; it runs again once",
 }
 
 

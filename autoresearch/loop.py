@@ -26,6 +26,8 @@ from .progress import Progress, format_value
 from .proposers import Hypothesis
 from .records import ExperimentRecord
 from .session import (
+    UNDECIDED,
+    UNDECIDED_TRIES,
     RunOptions,
     Session,
     build_known_good,
@@ -38,6 +40,8 @@ from .session import (
 from .stats import change_pct
 
 __all__ = ["SessionOutcome", "calibrate_best", "run_experiment", "run_session"]
+
+MAX_BASELINE_FAILURES = 3  # in a row: no candidate can be judged against a best that fails
 
 
 @dataclass(frozen=True)
@@ -125,8 +129,9 @@ def calibrate_best(run: Session) -> bool:
 def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
     """One hypothesis, start to end; every way it can end is a status in the record."""
     config, ws = run.config, run.ws
-    n = run.done + 1
+    n = run.next_n
     exp_id = f"{config.session.name}-{n:04d}"
+    earlier = run.attempts.get(hypothesis.sha256)
     cap = run.options.max_experiments or config.budget.max_experiments
     run.progress.experiment(
         n, min(run.done + run.proposer.pending(run.tried), cap), hypothesis.title
@@ -145,6 +150,7 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
             "parent_commit": ws.tip(),
             "kept_commit": None,
             "started_at": now_iso(),
+            "retry_of": earlier[-1].id if earlier else None,
             "asi": {
                 "hypothesis": hypothesis.hypothesis,
                 "mechanism": hypothesis.mechanism,
@@ -173,7 +179,11 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
     }
     if pair.failure:
         ws.revert()
-        return draft.finish(pair.failure, pair.detail, error=pair.detail, **measured)
+        # The best failing is no verdict on the candidate: undecided, and tried again.
+        status = "baseline_failed" if pair.failed_arm == BASELINE else pair.failure
+        if pair.failure == "interrupted":
+            status = "interrupted"
+        return draft.finish(status, pair.detail, error=pair.detail, **measured)
     decision = pair.decision
     assert decision is not None  # the judge always decides at the last look
     measured |= {"decision": decision.to_dict(), "sentinels": decision.sentinels}
@@ -280,6 +290,7 @@ def keep(
         "ci_pct": [primary["ci_low_pct"], primary["ci_high_pct"]],
         "p_value": primary["p_better"],
         "threshold_pct": run.threshold,
+        "patch_sha256": hypothesis.sha256,
     }
     record = draft.finish("keep", None, **measured)
     draft.save(pending=record.to_dict())
@@ -313,9 +324,14 @@ def _account(run: Session, record: ExperimentRecord) -> None:
     """Write the record, then forget the in-flight marker: in that order, so nothing is lost."""
     run.journal.append(record)
     run.paths.inflight.unlink(missing_ok=True)
-    run.tried.add(record.patch_sha256)
+    attempts = run.attempts.setdefault(record.patch_sha256, [])
+    attempts.append(record)
+    if not (record.status in UNDECIDED and len(attempts) < UNDECIDED_TRIES):
+        run.tried.add(record.patch_sha256)
     run.done += 1
+    run.next_n = max(run.next_n, record.n) + 1
     run.ran += 1
+    run.baseline_failures = run.baseline_failures + 1 if record.status == "baseline_failed" else 0
     if record.status == "keep":
         run.kept += 1
         run.no_keep_streak = 0
@@ -360,6 +376,12 @@ def _stop_reason(run: Session) -> str | None:
         return f"budget reached: {hours:.2f} h (max_hours = {max_hours})"
     if patience and run.no_keep_streak >= patience:
         return f"{run.no_keep_streak} consecutive experiments without a keep"
+    if run.baseline_failures >= MAX_BASELINE_FAILURES:
+        return (
+            f"the baseline (the current best, unmodified) failed in {run.baseline_failures} "
+            "experiments in a row: the bench or the machine is broken; see the last records' "
+            "logs, fix it, and run again to resume"
+        )
     return None
 
 

@@ -56,6 +56,7 @@ class PairMeasurement:
     candidate: Measurement = field(default_factory=Measurement)
     decision: Decision | None = None
     failure: str | None = None
+    failed_arm: str | None = None  # BASELINE or CANDIDATE, when a run failed
     detail: str = ""
     builds: list[RunResult] = field(default_factory=list)
 
@@ -131,7 +132,7 @@ class Harness:
                 if on_run:
                     on_run(arm, i)
                 if not self.bench_once(cwd, log_for(arm, i), into):
-                    pair.failure = into.failure
+                    pair.failure, pair.failed_arm = into.failure, arm
                     pair.detail = f"{arm} arm: {into.detail}"
                     return pair
             if judge is not None and (i in (looks or []) or i == max_pairs):

@@ -34,9 +34,18 @@ STATUSES = (
     "checks_failed",
     "apply_failed",
     "scope_violation",
+    "tampered",
     "interrupted",
+    "baseline_failed",
 )
-FAILED_STATUSES = ("crash", "timeout", "checks_failed", "apply_failed", "scope_violation")
+FAILED_STATUSES = (
+    "crash",
+    "timeout",
+    "checks_failed",
+    "apply_failed",
+    "scope_violation",
+    "tampered",
+)
 
 
 @functools.cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import statistics
 import threading
@@ -22,13 +23,19 @@ from .proc import StopFlag, become_subreaper, process_token
 from .progress import Progress
 from .proposers import Proposer, make_proposer
 from .records import ExperimentRecord, SessionRecord
-from .recovery import recover
+from .recovery import KeptCommit, kept_commits, next_experiment_number, reconcile_branch, recover
 from .state import SessionLock, SessionPaths, write_json_atomic
 from .workspace import BaselineTree, Workspace, open_workspace
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+# An experiment cut short (a crash of the loop, a signal, a failing baseline) decided nothing
+# about its patch: it runs again, once; a second time it is final.
+UNDECIDED = ("interrupted", "baseline_failed")
+UNDECIDED_TRIES = 2
 
 __all__ = [
+    "UNDECIDED",
+    "UNDECIDED_TRIES",
     "RunOptions",
     "Session",
     "build_known_good",
@@ -67,8 +74,10 @@ class Session:
     stop: StopFlag
     base_commit: str
     baseline: float | None  # the session's first calibrated median of the primary metric
-    tried: set[str]
+    tried: set[str]  # patches not to propose again
+    attempts: dict[str, list[ExperimentRecord]]  # by patch: the records of its tries so far
     done: int  # experiments in the session, including earlier runs
+    next_n: int  # the number of the next experiment: never one used before
     no_keep_streak: int
     best: dict[str, list[float]] = field(default_factory=dict)
     threshold: float = 0.0
@@ -76,6 +85,7 @@ class Session:
     started: float = field(default_factory=time.monotonic)
     ran: int = 0
     kept: int = 0
+    baseline_failures: int = 0  # experiments in a row whose baseline arm failed
 
     @property
     def best_median(self) -> float | None:
@@ -125,6 +135,8 @@ def open_session(
         journal = Journal(config.journal_path, config.session.name)
         require_scripts(config, ws)
         recover(ws, journal, paths, progress, process_token(paths.root))
+        commits = kept_commits(ws, config.session.name)
+        reconcile_branch(ws, journal, config.session.name, progress)
         history = journal.read()
         if purpose != "run" and not history.sessions:
             raise UserError(
@@ -133,6 +145,7 @@ def open_session(
             )
         for warning in history.warnings:
             progress.warn(warning)
+        base = _start_session(config, ws, journal, history, commits, progress, purpose)
         yield Session(
             config=config,
             options=options,
@@ -143,14 +156,28 @@ def open_session(
             journal=journal,
             proposer=make_proposer(config),
             stop=stop,
-            base_commit=_start_session(config, ws, journal, history, progress, purpose),
-            baseline=history.calibrations[0].medians.get(config.metric.name)
-            if history.calibrations
-            else None,
-            tried={r.patch_sha256 for r in history.experiments},
+            base_commit=base,
+            baseline=_baseline_value(config, history, commits),
+            tried=tried_patches(history.experiments),
+            attempts=attempts_by_patch(history.experiments),
             done=len(history.experiments),
+            next_n=next_experiment_number(paths, [r.n for r in history.experiments], commits),
             no_keep_streak=no_keep_streak(history.experiments),
         )
+
+
+def _baseline_value(config: Config, history, commits: list[KeptCommit]) -> float | None:
+    """The session's first calibrated median; when the journal lost it, the baseline the first
+    kept commit's Result trailer names."""
+    if history.calibrations:
+        return history.calibrations[0].medians.get(config.metric.name)
+    if commits:
+        try:
+            value = json.loads(commits[0].trailers.get("Result") or "{}").get("baseline")
+        except (json.JSONDecodeError, AttributeError):
+            return None
+        return value if isinstance(value, int | float) else None
+    return None
 
 
 def prepare_baseline(run: Session, commit: str, label: str) -> None:
@@ -212,10 +239,23 @@ def require_scripts(config: Config, ws: Workspace) -> None:
             )
 
 
-def _start_session(config, ws: Workspace, journal: Journal, history, progress, purpose) -> str:
+def _start_session(
+    config, ws: Workspace, journal: Journal, history, commits, progress, purpose
+) -> str:
     """Write the session line; returns the session's base commit."""
     event = purpose if purpose != "run" else ("resume" if history.sessions else "start")
     base = history.sessions[0].base_commit if history.sessions else ws.tip()
+    if not history.sessions and commits:
+        # The journal lost the session (emptied, deleted, damaged) but the branch holds its
+        # kept commits: the base is where they start, not the tip, or every figure would move.
+        base = commits[0].parent
+        event = "recover"
+        progress.warn(
+            f"{config.journal_path} has no session line for '{config.session.name}', but "
+            f"{config.branch} holds {len(commits)} kept commit(s): their records were recovered "
+            f"from the commits' trailers, and the session's base is {base[:10]}, the parent "
+            "of the first kept commit"
+        )
     if ws.source.is_dirty() and event == "start":
         progress.warn(
             f"{ws.source.path} has uncommitted changes; the session starts from "
@@ -238,6 +278,23 @@ def _start_session(config, ws: Workspace, journal: Journal, history, progress, p
         f"on {config.branch} (worktree {ws.path}); journal {config.journal_path}"
     )
     return base
+
+
+def attempts_by_patch(experiments: list[ExperimentRecord]) -> dict[str, list[ExperimentRecord]]:
+    found: dict[str, list[ExperimentRecord]] = {}
+    for record in experiments:
+        found.setdefault(record.patch_sha256, []).append(record)
+    return found
+
+
+def tried_patches(experiments: list[ExperimentRecord]) -> set[str]:
+    """Patches not to propose again: all tried ones but those whose last try was cut short
+    (undecided) and that have not been tried `UNDECIDED_TRIES` times yet."""
+    tried = set()
+    for sha, records in attempts_by_patch(experiments).items():
+        if not (records[-1].status in UNDECIDED and len(records) < UNDECIDED_TRIES):
+            tried.add(sha)
+    return tried
 
 
 def no_keep_streak(experiments: list[ExperimentRecord]) -> int:

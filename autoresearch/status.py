@@ -51,6 +51,7 @@ def session_status(config: Config) -> dict[str, Any]:
     return {
         "session": config.session.name,
         "branch": config.branch,
+        "base_commit": history.sessions[0]["base_commit"] if history.sessions else None,
         "journal": str(config.journal_path),
         "running": running,
         "experiments": len(history.experiments),

@@ -3,6 +3,7 @@
 src/value.txt    the primary metric (time_ms); a patch that lowers it is a true win
 src/sentinel.txt the sentinel metric (sentinel_ms)
 src/mode.txt     ok | crash | hang | garbage | nometric | slow | writes
+BENCH_FAIL_TREE=baseline makes the baseline worktree's runs fail after BENCH_FAIL_AFTER of them.
 The bench adds gaussian noise of BENCH_NOISE_PCT percent (default 0), or multiplies by the
 factors in BENCH_FACTORS in turn (counted in the file BENCH_COUNTER). The checks fail when
 src/broken.txt exists, and sleep when src/checks_sleep.txt exists.
@@ -62,6 +63,14 @@ if trace:  # which tree ran: the baseline worktree or the candidate's
 if mode == "crash":
     print("bench: segmentation fault (simulated)", file=sys.stderr)
     sys.exit(3)
+fail_tree = os.environ.get("BENCH_FAIL_TREE")
+if fail_tree == root.name:  # "baseline": the best's own runs fail after BENCH_FAIL_AFTER runs
+    counter = Path(os.environ["BENCH_FAIL_COUNTER"])
+    count = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(count + 1))
+    if count >= int(os.environ.get("BENCH_FAIL_AFTER", "0")):
+        print("bench: the machine hiccuped (simulated)", file=sys.stderr)
+        sys.exit(7)
 if mode == "hang":
     child = subprocess.Popen(["sleep", "600"])
     Path(os.environ.get("BENCH_CHILD_PID", root / "child.pid")).write_text(str(child.pid))
