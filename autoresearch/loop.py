@@ -18,6 +18,7 @@ from .config import Config
 from .confirm import confirm_session
 from .decide import Decision, Judge
 from .experiment import Draft, now_iso, result_trailer
+from .guard import TreeGuard
 from .measure import BASELINE, PairMeasurement
 from .patchcheck import PatchProblem, check_paths, patch_paths
 from .proc import RunResult
@@ -171,12 +172,23 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
         return draft.finish("apply_failed", applied.message, error=applied.message)
 
     draft.phase("bench")
-    pair = measure_candidate(run, exp_id, draft)
+    prepare_baseline(run, ws.tip(), exp_id)
+    guard = TreeGuard(
+        candidate=ws.tree,
+        branch=ws.branch,
+        baseline=run.baseline_tree.path,
+        checkout=ws.source,
+        patch_paths=paths,
+        hooks=config.target.git_hooks,
+    )
+    pair = measure_candidate(run, exp_id, draft, guard)
     measured = {
         "bench_logs": pair.baseline.logs + pair.candidate.logs,
         "bench_durations_s": pair.baseline.durations + pair.candidate.durations,
         "bench_tail": pair.candidate.tail,
     }
+    if pair.failure == "tampered":
+        return _tampered(run, guard, draft, pair.detail, measured)
     if pair.failure:
         ws.revert()
         # The best failing is no verdict on the candidate: undecided, and tried again.
@@ -193,6 +205,9 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
         draft.phase("checks")
         checks = run_checks(run, exp_id, draft)
         measured["checks"] = checks.to_dict()
+        tampered = guard.violation()
+        if tampered is not None:
+            return _tampered(run, guard, draft, f"checks: {tampered}", measured)
         if not checks.ok:
             ws.revert()
             status = "interrupted" if checks.interrupted else "checks_failed"
@@ -227,11 +242,14 @@ def check_patch(
     return paths, problem
 
 
-def measure_candidate(run: Session, exp_id: str, draft: Draft) -> PairMeasurement:
+def measure_candidate(run: Session, exp_id: str, draft: Draft, guard: TreeGuard) -> PairMeasurement:
     """Build the candidate, then run it against the best, alternating, until the rule decides."""
     harness = run.harness(exp_id, draft.running)
-    prepare_baseline(run, run.ws.tip(), exp_id)
+    harness.verify = guard.violation
     built = harness.build(run.ws.path, run.paths.log(exp_id, "build"))
+    tampered = guard.violation() if built is not None else None
+    if tampered is not None:
+        return PairMeasurement(builds=[built], failure="tampered", detail=f"build: {tampered}")
     if built is not None and not built.ok:
         pair = PairMeasurement(builds=[built])
         pair.failure = "interrupted" if built.interrupted else "crash"
@@ -383,6 +401,18 @@ def _stop_reason(run: Session) -> str | None:
             "logs, fix it, and run again to resume"
         )
     return None
+
+
+def _tampered(
+    run: Session, guard: TreeGuard, draft: Draft, why: str, measured: dict
+) -> ExperimentRecord:
+    """Never a keep: undo what the candidate did to the branch and both trees, and say what."""
+    if run.ws.tree.resolve(f"refs/heads/{run.ws.branch}") != guard.expected.branch_tip:
+        guard.restore_branch()
+    run.ws.revert()
+    run.baseline_built_at = None  # its files were touched: check it out and build it afresh
+    run.progress.warn(f"tampering detected: {why}")
+    return draft.finish("tampered", why, error=why, **measured)
 
 
 def _wants_checks(config: Config, decision: Decision) -> bool:

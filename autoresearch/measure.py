@@ -72,12 +72,15 @@ class Harness:
         stop: threading.Event | None,
         on_start: Callable[[int], None] | None = None,
         token: str | None = None,
+        verify: Callable[[], str | None] | None = None,
     ):
         self.config = config
         self.env = {**config.bench.env, **env}
         self.stop = stop
         self.on_start = on_start
         self.token = token
+        # Called after every run: what changed that the run may not change (see guard.py).
+        self.verify = verify
 
     def build(self, cwd: Path, log: Path) -> RunResult | None:
         """Run the build command once in `cwd`; None when the config has none."""
@@ -90,6 +93,9 @@ class Harness:
         outcome = self._run(self.config.bench.command, cwd, log)
         into.runs.append(outcome)
         failure, detail = _failure(outcome)
+        tampered = self.verify() if self.verify is not None else None
+        if tampered is not None:
+            failure, detail = "tampered", tampered
         if failure is None:
             try:
                 values = parse_output(

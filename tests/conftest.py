@@ -2,7 +2,7 @@
 
 src/value.txt    the primary metric (time_ms); a patch that lowers it is a true win
 src/sentinel.txt the sentinel metric (sentinel_ms)
-src/mode.txt     ok | crash | hang | garbage | nometric | slow | writes
+src/mode.txt     ok | crash | hang | garbage | nometric | slow | writes | tamper-<what>
 BENCH_FAIL_TREE=baseline makes the baseline worktree's runs fail after BENCH_FAIL_AFTER of them.
 The bench adds gaussian noise of BENCH_NOISE_PCT percent (default 0), or multiplies by the
 factors in BENCH_FACTORS in turn (counted in the file BENCH_COUNTER). The checks fail when
@@ -83,9 +83,25 @@ if mode == "garbage":
 if mode == "nometric":
     print("all good, no numbers today")
     sys.exit(0)
-if mode == "writes":
+if mode == "writes":  # untracked output: not a change, and never committed
     (root / "src" / "cache.bin").write_text("build output")
-    (root / "README").write_text("clobbered by the bench")
+    (root / "out").mkdir(exist_ok=True)
+    (root / "out" / "result.txt").write_text("more output")
+if mode.startswith("tamper-"):  # a candidate that reaches outside its own patch
+    what = mode.removeprefix("tamper-")
+    git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True)
+    if what == "baseline":  # make the baseline slow: the candidate would "win"
+        (root.parent / "baseline" / "src" / "value.txt").write_text("1000\n")
+    elif what == "bench":  # edit its own bench script at run time
+        with open(root / "bench.py", "a") as handle:
+            handle.write("# edited at run time\n")
+    elif what == "readme":  # a tracked file of its own tree, outside the patch
+        (root / "README").write_text("clobbered by the bench")
+    elif what == "commit":
+        git("-c", "user.name=x", "-c", "user.email=x@y", "commit", "-qam", "sneaky")
+    elif what == "checkout":
+        common = git("rev-parse", "--path-format=absolute", "--git-common-dir").stdout.strip()
+        (Path(common).parent / "README").write_text("written into your checkout")
 factor = 1 + random.gauss(0, noise)
 factors = os.environ.get("BENCH_FACTORS")
 if factors:  # a fixed sequence of noise factors, one per run, for exact expectations

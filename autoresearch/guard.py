@@ -1,0 +1,132 @@
+"""The judge's integrity: after every build, bench and checks run, nothing but the candidate's
+patch has changed.
+
+A candidate runs code, and code can reach outside its tree: write into the baseline worktree
+(the baseline gets slower, the candidate "wins"), edit its own bench script at run time, commit
+in its worktree, or write into the user's checkout. Each is a false keep or an unrecorded
+commit unless something looks. The guard fingerprints, before the runs, what may not change:
+- the candidate worktree: HEAD and the session branch at the best, tracked changes exactly the
+  patch's, the patch's own files as applied;
+- the baseline worktree: HEAD at the best and no tracked change at all;
+- the user's checkout: its HEAD and its tracked changes;
+and compares after each run. Untracked build output is not a change: `revert` removes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from .gitrepo import Repo
+
+__all__ = ["TreeGuard"]
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    candidate_head: str
+    branch_tip: str
+    candidate_changes: str
+    baseline_head: str | None
+    baseline_changes: str | None
+    checkout_head: str
+    checkout_changes: str
+
+
+class TreeGuard:
+    """Fingerprints of everything a run may not change; `violation()` names what did."""
+
+    def __init__(
+        self,
+        *,
+        candidate: Repo,
+        branch: str,
+        baseline: Path | None,
+        checkout: Repo,
+        patch_paths: list[str],
+        hooks: bool = False,
+    ):
+        self.candidate = candidate
+        self.branch = branch
+        self.baseline = Repo(baseline, hooks) if baseline is not None else None
+        self.checkout = checkout
+        self.patch_paths = patch_paths
+        self.expected = self._snapshot()
+
+    def violation(self) -> str | None:
+        """What changed outside the candidate's patch since the guard was made, or None."""
+        now = self._snapshot()
+        was = self.expected
+        if now.branch_tip != was.branch_tip:
+            return (
+                f"the session branch moved from {was.branch_tip[:10]} to {now.branch_tip[:10]} "
+                "during the run (a commit made by the candidate's code)"
+            )
+        if now.candidate_head != was.candidate_head:
+            return (
+                f"the candidate worktree's HEAD moved to {now.candidate_head[:10]} during the run"
+            )
+        if now.candidate_changes != was.candidate_changes:
+            changed = self._changed(self.candidate, extra=self.patch_paths)
+            return f"files of the candidate worktree changed during the run: {changed}"
+        if now.baseline_head != was.baseline_head:
+            return "the baseline worktree's HEAD moved during the run"
+        if now.baseline_changes != was.baseline_changes and self.baseline is not None:
+            return (
+                "the baseline worktree was written to during the run: "
+                f"{self._changed(self.baseline)}"
+            )
+        if now.checkout_head != was.checkout_head:
+            return f"your checkout {self.checkout.path} moved to another commit during the run"
+        if now.checkout_changes != was.checkout_changes:
+            return (
+                f"tracked files of your checkout {self.checkout.path} changed during the run: "
+                f"{self._changed(self.checkout)}"
+            )
+        return None
+
+    def restore_branch(self) -> None:
+        """Put the session branch back where it was: a commit the candidate made is not a keep."""
+        tip = self.expected.branch_tip
+        self.candidate.must("update-ref", f"refs/heads/{self.branch}", tip)
+        self.candidate.must("checkout", "--quiet", "--force", self.branch)
+
+    def _snapshot(self) -> _Snapshot:
+        baseline = self.baseline
+        return _Snapshot(
+            candidate_head=self.candidate.head(),
+            branch_tip=self.candidate.resolve(f"refs/heads/{self.branch}") or "",
+            candidate_changes=_fingerprint(self.candidate, self.patch_paths),
+            baseline_head=baseline.head() if baseline is not None else None,
+            baseline_changes=_fingerprint(baseline, []) if baseline is not None else None,
+            checkout_head=self.checkout.head(),
+            checkout_changes=_fingerprint(self.checkout, []),
+        )
+
+    def _changed(self, repo: Repo, extra: list[str] | None = None) -> str:
+        paths = [p for p in repo.status_paths() if p in (extra or []) or _tracked(repo, p)]
+        shown = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+        return shown or "(content of the patch's files)"
+
+
+def _fingerprint(repo: Repo, files: list[str]) -> str:
+    """Tracked changes against HEAD (staged or not), and the bytes of `files` as they are."""
+    digest = hashlib.sha256()
+    digest.update(
+        repo.run("diff", "HEAD", "--binary", "--no-ext-diff", "--no-textconv").out.encode(
+            "utf-8", "surrogateescape"
+        )
+    )
+    for rel in files:
+        path = repo.path / rel
+        digest.update(rel.encode() + b"\0")
+        try:
+            digest.update(path.read_bytes() if not path.is_symlink() else b"<symlink>")
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            digest.update(b"<missing>")
+    return digest.hexdigest()
+
+
+def _tracked(repo: Repo, path: str) -> bool:
+    return repo.run("ls-files", "--error-unmatch", "--", path).ok

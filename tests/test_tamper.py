@@ -1,0 +1,67 @@
+"""A candidate that reaches outside its patch while it runs is `tampered`, never a keep."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import experiments, git, run
+
+from autoresearch.session import session_paths
+
+CASES = {
+    "baseline": "the baseline worktree was written to",
+    "bench": "files of the candidate worktree changed during the run: bench.py",
+    "readme": "files of the candidate worktree changed during the run: README",
+    "commit": "the session branch moved",
+    "checkout": "tracked files of your checkout",
+}
+
+
+@pytest.mark.parametrize("what", list(CASES))
+def test_tampering_candidate_is_caught_and_undone(target, what):
+    # A real win besides: without the guard, every one of these would be kept.
+    target.add_hypothesis(
+        "01-tamper", {"src/mode.txt": f"tamper-{what}\n", "src/value.txt": "80\n"}
+    )
+    target.add_hypothesis("02-win", {"src/sentinel.txt": "49\n"})
+    head_before = git(target.root, "rev-parse", "HEAD")
+
+    run(target)
+
+    records = experiments(target)
+    first = records[0]
+    assert first.status == "tampered", (first.status, first.error)
+    assert CASES[what] in first.error
+    assert first.kept_commit is None
+    assert "never keep it" in first.asi.next_action_hint
+    # Undone: the branch holds only recorded keeps, both trees are clean.
+    kept_titles = [r.title for r in reversed(records) if r.status == "keep"]
+    assert target.branch_log() == [*kept_titles, "synthetic target"]
+    paths = session_paths(target.load())
+    assert git(paths.worktree, "status", "--porcelain") == ""
+    assert git(paths.baseline, "status", "--porcelain") == ""
+    assert (paths.baseline / "src" / "value.txt").read_text() == "100\n"
+    assert git(target.root, "rev-parse", "HEAD") == head_before
+    # The next experiment ran normally against an intact baseline.
+    assert records[1].status in ("discard", "keep")
+    assert records[1].decision["metrics"]["time_ms"]["baseline_median"] == pytest.approx(100)
+
+
+def test_tampering_in_the_checks_is_caught(target):
+    checks = target.root / "checks.py"
+    checks.write_text(
+        checks.read_text().replace(
+            'print("checks: ok")',
+            'if (root / "src" / "evil.txt").exists():\n'
+            '    (root.parent / "baseline" / "README").write_text("x")\n'
+            'print("checks: ok")',
+        )
+    )
+    git(target.root, "commit", "-qam", "checks that can be abused")
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n", "src/evil.txt": "1\n"})
+
+    run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "tampered"
+    assert record.error.startswith("checks: the baseline worktree was written to")
+    assert target.branch_log() == ["checks that can be abused", "synthetic target"]
