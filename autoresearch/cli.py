@@ -89,6 +89,31 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prune(args: argparse.Namespace) -> int:
+    """Remove old bench logs: keep those of kept and of the last N experiments."""
+    from .journal import Journal
+    from .retention import prune_logs
+    from .session import session_paths
+
+    config = _config(args)
+    keep = args.keep if args.keep is not None else config.session.keep_logs
+    if keep < 0:
+        raise UserError(f"--keep must be >= 0, got {keep}")
+    if args.keep is None and keep == 0:
+        print("session.keep_logs = 0 keeps every log; pass --keep N to prune anyway")
+        return 0
+    history = Journal(config.journal_path, config.session.name).read()
+    result = prune_logs(session_paths(config), history, keep, dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for path in result.removed:
+        print(f"{verb} {path}")
+    print(
+        f"{verb} {len(result.removed)} log directories ({result.freed_bytes / 1e6:.1f} MB); "
+        f"kept {result.kept}"
+    )
+    return 0
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     """Scaffold a session in a repository: config, bench and checks scripts, ideas file."""
     from .scaffold import scaffold
@@ -242,6 +267,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "confirm": cmd_confirm,
     "status": cmd_status,
     "init": cmd_init,
+    "prune": cmd_prune,
     "report": cmd_report,
     "plot": cmd_plot,
     "pr": cmd_pr,
@@ -285,6 +311,17 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help=_doc(cmd_status), description=_doc(cmd_status))
     _add_config(status)
     status.add_argument("--json", action="store_true", help="machine-readable output")
+
+    prune = sub.add_parser("prune", help=_doc(cmd_prune), description=_doc(cmd_prune))
+    _add_config(prune)
+    prune.add_argument(
+        "--keep",
+        type=int,
+        metavar="N",
+        help="keep the logs of the last N experiments (default: session.keep_logs; 0 keeps "
+        "only those of kept experiments, the first and last calibration, the last confirmation)",
+    )
+    prune.add_argument("--dry-run", action="store_true", help="list what would be removed")
 
     init = sub.add_parser("init", help=_doc(cmd_init), description=_doc(cmd_init))
     init.add_argument("directory", nargs="?", default=".", help="the repository (default: .)")

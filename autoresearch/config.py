@@ -52,6 +52,8 @@ class SessionConfig:
     # Empty: under the target repository's git directory, outside every working tree.
     state_dir: str = ""
     ideas: str = "ideas.md"
+    # Logs of kept experiments and of the last this-many are kept; 0 keeps every log.
+    keep_logs: int = 50
 
 
 @dataclass(frozen=True)
@@ -383,6 +385,8 @@ def _check_semantics(config: Config) -> None:
     for key, value in positive.items():
         if value <= 0:
             raise ConfigError(f"{path}: '{key}' must be > 0, got {value}")
+    if config.session.keep_logs < 0:
+        raise ConfigError(f"{path}: 'session.keep_logs' must be >= 0 (0 keeps every log)")
     if config.bench.calibration_runs < 4:
         raise ConfigError(f"{path}: 'bench.calibration_runs' must be >= 4 to measure noise")
     decision = config.decision

@@ -17,6 +17,7 @@ from .calibration import calibrate
 from .config import Config
 from .confirm import confirm_session
 from .decide import Decision, Judge
+from .errors import WorkspaceError
 from .experiment import Draft, now_iso, result_trailer
 from .guard import TreeGuard
 from .measure import BASELINE, PairMeasurement
@@ -26,6 +27,7 @@ from .proc import run as run_command
 from .progress import Progress, format_value
 from .proposers import Hypothesis
 from .records import ExperimentRecord
+from .retention import prune_logs
 from .session import (
     UNDECIDED,
     UNDECIDED_TRIES,
@@ -75,6 +77,7 @@ def run_session(
                 reason = "interrupted by a signal during calibration"
         run.progress.info(f"stopped: {reason}")
         confirmed = _confirm_at_end(run)
+        prune_session_logs(run)
         return SessionOutcome(
             session=config.session.name,
             stop_reason=reason,
@@ -82,7 +85,7 @@ def run_session(
             kept=run.kept,
             baseline=run.baseline,
             best=run.best_median,
-            interrupted=run.stop.is_set(),
+            interrupted=run.stop.is_set() or run.stop_error is not None,
             confirmed_change_pct=confirmed,
         )
 
@@ -313,7 +316,15 @@ def keep(
     record = draft.finish("keep", None, **measured)
     draft.save(pending=record.to_dict())
     message = _commit_message(hypothesis, decision, record.id, summary, run.config)
-    sha = run.ws.keep(paths, message)
+    try:
+        sha = run.ws.keep(paths, message)
+    except WorkspaceError as exc:
+        # A full disk, a broken repository: the win is not lost (it runs again once on the
+        # next run), the tree is clean, and the night stops with the reason.
+        run.ws.revert()
+        run.stop_error = f"the keep commit of {record.id} failed: {exc}"
+        why = f"{run.stop_error}; it runs again on the next run"
+        return draft.finish("interrupted", why, error=why, **measured)
     # Until the recalibration measures it, the kept candidate's own runs stand for the best.
     run.best = {name: ev["candidate_samples"] for name, ev in decision.metrics.items()}
     return ExperimentRecord.from_dict({**record.to_dict(), "kept_commit": sha})
@@ -367,6 +378,18 @@ def _best_text(run: Session) -> str:
     return f"{format_value(best, unit)} ({change_pct(base, best):+.2f}% vs baseline)"
 
 
+def prune_session_logs(run: Session) -> None:
+    """Apply the log retention rule ([session] keep_logs) once the run is over."""
+    keep = run.config.session.keep_logs
+    if keep:
+        result = prune_logs(run.paths, run.journal.read(), keep)
+        if result.removed:
+            run.progress.info(
+                f"pruned the logs of {len(result.removed)} experiment(s), "
+                f"{result.freed_bytes / 1e6:.1f} MB (session.keep_logs = {keep})"
+            )
+
+
 def _confirm_at_end(run: Session) -> float | None:
     """The honest headline: the session's baseline against its tip, when anything was kept."""
     wanted = run.options.confirm if run.options.confirm is not None else run.config.decision.confirm
@@ -385,6 +408,8 @@ def _stop_reason(run: Session) -> str | None:
         if options.stop_after_no_keep is not None
         else config.budget.stop_after_no_keep
     )
+    if run.stop_error:
+        return run.stop_error
     if run.stop.is_set():
         return "interrupted by a signal"
     if run.done >= max_experiments:

@@ -86,6 +86,7 @@ class Session:
     ran: int = 0
     kept: int = 0
     baseline_failures: int = 0  # experiments in a row whose baseline arm failed
+    stop_error: str | None = None  # why the night cannot go on, when it cannot
 
     @property
     def best_median(self) -> float | None:

@@ -72,3 +72,29 @@ def test_kept_patch_may_add_an_ignored_file(target):
     assert git(target.root, "show", "autoresearch/t:src/table.gen") == "generated\n"
     worktree = target.root / ".git" / "autoresearch" / "t" / "worktree"
     assert git(worktree, "status", "--porcelain", "--ignored") == ""
+
+
+def test_a_failing_keep_commit_loses_nothing_and_stops_the_night(target, tmp_path, monkeypatch):
+    """With the user's signing let through and a signer that fails, the commit fails."""
+    text = target.config_path.read_text()
+    target.config_path.write_text(text.replace("[bench]", "[target]\ngit_hooks = true\n\n[bench]"))
+    git(target.root, "commit", "-qam", "hooks and signing on")
+    (tmp_path / "cfg").write_text("[commit]\n\tgpgsign = true\n[gpg]\n\tprogram = false\n")
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "cfg"))
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    target.add_hypothesis("02-next", {"src/sentinel.txt": "49\n"})
+
+    outcome = run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "interrupted"
+    assert "the keep commit of t-0001 failed" in record.error
+    assert outcome.interrupted and "keep commit" in outcome.stop_reason
+    worktree = target.root / ".git" / "autoresearch" / "t" / "worktree"
+    assert git(worktree, "status", "--porcelain") == ""
+
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "none"))
+    run(target)
+
+    first, retry, _ = experiments(target)
+    assert (retry.status, retry.retry_of) == ("keep", first.id)
