@@ -21,6 +21,7 @@ CLOSED_RULES = {
     "below_threshold",
     "sentinel_budget",
     "checks_failed",
+    "tampered",
     "discard",
     "worse_beyond_noise",
 }

@@ -9,11 +9,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import json
-import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from .errors import JournalError
 from .journal_index import update_index
@@ -24,13 +22,13 @@ from .records import (
     ExperimentRecord,
     SessionRecord,
     _Record,
+    json_safe,
 )
 
 __all__ = [
     "Journal",
     "JournalContents",
     "append_record",
-    "finite_or_null",
     "read_journal",
     "write_all",
 ]
@@ -60,7 +58,7 @@ def append_record(path: Path, record: _Record) -> None:
     """Append one record durably, whole or not at all. A torn last line left by a crash is
     closed off first. When the disk is full the partial line is taken back and a JournalError
     says so: the journal stays as it was, and the caller keeps what it could not write."""
-    line = json.dumps(finite_or_null(record.to_dict()), ensure_ascii=False, allow_nan=False)
+    line = json.dumps(json_safe(record.to_dict()), ensure_ascii=False, allow_nan=False)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
@@ -90,18 +88,6 @@ def write_all(fd: int, data: bytes) -> None:
         if written <= 0:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         view = view[written:]
-
-
-def finite_or_null(value: Any) -> Any:
-    """Non-finite floats as null: JSON has no inf, and a missing number is null, never a crash
-    of the record write (the parsers keep them out; this is the last line of defence)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite_or_null(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite_or_null(v) for v in value]
-    return value
 
 
 def read_journal(path: Path) -> JournalContents:

@@ -40,6 +40,7 @@ from .session import (
     open_session,
     prepare_baseline,
 )
+from .state import require_space
 from .stats import change_pct
 
 __all__ = ["SessionOutcome", "calibrate_best", "run_experiment", "run_session"]
@@ -212,6 +213,7 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
         if tampered is not None:
             return _tampered(run, guard, draft, f"checks: {tampered}", measured)
         if not checks.ok:
+            require_space(Path(checks.log_path), "the checks' output")
             ws.revert()
             status = "interrupted" if checks.interrupted else "checks_failed"
             why = f"checks {checks.describe()}; log: {checks.log_path}"

@@ -16,6 +16,7 @@ from .decide import Decision
 from .errors import MetricParseError
 from .metrics import parse_output
 from .proc import RunResult, read_log, run
+from .state import require_space
 
 __all__ = ["BASELINE", "CANDIDATE", "Harness", "Measurement", "PairMeasurement"]
 
@@ -111,6 +112,7 @@ class Harness:
                     failure = "crash"
                     detail = f"bench printed no 'METRIC {primary}=...' line; log: {log}"
         if failure is not None:
+            require_space(Path(outcome.log_path), "the bench's output")
             into.failure, into.detail = failure, detail
             return False
         for name, value in values.items():

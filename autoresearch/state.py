@@ -16,11 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from .errors import SessionBusyError, StateError
+from .records import json_safe
+
+MIN_FREE_BYTES = 64 * 1024
 
 __all__ = [
     "SessionLock",
     "SessionPaths",
     "read_inflight",
+    "require_space",
     "write_json_atomic",
     "write_text_atomic",
 ]
@@ -114,6 +118,20 @@ class SessionLock:
         self.release()
 
 
+def require_space(path: Path, what: str) -> None:
+    """A StateError when the file system holding `path` is full: a bench whose output could not
+    be written is no verdict on the code it ran."""
+    try:
+        stat = os.statvfs(path if path.is_dir() else path.parent)
+    except OSError:
+        return
+    if stat.f_bavail * stat.f_frsize < MIN_FREE_BYTES:
+        raise StateError(
+            f"{path}: the file system is full, so {what} could not be written; free space "
+            "and run again to resume"
+        )
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Replace `path` with `text` so that a reader sees the old or the new file, never half.
     A full disk is a StateError naming the file; the old file stays as it was."""
@@ -135,7 +153,7 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 
 def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    write_text_atomic(path, json.dumps(data, ensure_ascii=False, allow_nan=False))
+    write_text_atomic(path, json.dumps(json_safe(data), ensure_ascii=False, allow_nan=False))
 
 
 def read_inflight(path: Path) -> dict[str, Any] | None:

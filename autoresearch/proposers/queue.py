@@ -24,7 +24,7 @@ from pathlib import Path
 from ..errors import UserError
 from .base import Hypothesis
 
-__all__ = ["QueueProposer", "parse_patch_file"]
+__all__ = ["QueueProposer", "parse_patch_file", "read_hypothesis"]
 
 PATCH_SUFFIXES = (".patch", ".diff")
 _DIFF_START = re.compile(rb"^(?:diff --git |--- (?:a/|/dev/null))", re.M)
@@ -63,7 +63,7 @@ class QueueProposer:
         for path in listed:
             key = (path, _stamp(path), _stamp(path.with_suffix(".json")))
             if key not in self._parsed:
-                self._parsed[key] = _read_or_refuse(path)
+                self._parsed[key] = read_hypothesis(path)
             if self._parsed[key].sha256 not in tried:
                 found.append(self._parsed[key])
         return found
@@ -84,7 +84,7 @@ def _stamp(path: Path) -> tuple[int, int] | None:
     return stat.st_mtime_ns, stat.st_size
 
 
-def _read_or_refuse(path: Path) -> Hypothesis:
+def read_hypothesis(path: Path) -> Hypothesis:
     """The file's hypothesis, or one that carries why it cannot be tried: one bad file in the
     queue is a record, never the end of the night."""
     try:

@@ -46,7 +46,10 @@ REASONS = {
     "timeout": "Timed out",
     "apply_failed": "Did not apply",
     "scope_violation": "Out of scope",
+    "tampered": "Tampered with the harness (changed what judges it)",
     "interrupted": "Interrupted",
+    "baseline_failed": "The baseline failed (not judged)",
+    "recovered": "Recovered from the branch",
 }
 _SCALE = re.compile(r"^(?P<head>[A-Za-z]+)(?P<mid>_.*_)(?P<scale>\d+[km]?)(?P<tail>_[A-Za-z_]+)$")
 

@@ -1,0 +1,558 @@
+#!/usr/bin/env python3
+"""Fault injection: break a night every way we can think of, then check the loop's promises.
+
+Each category injects its faults into real nights on the synthetic target (tests/synthetic.py:
+a real git repository, real bench and checks processes), lets the loop resume as a user would,
+and then checks the invariants:
+
+- no record lost (every queued hypothesis has a record) or duplicated (ids unique);
+- every commit on the session branch that carries an Experiment-Id has its keep record;
+- both worktrees clean, the user's checkout as it was;
+- no process the bench started is alive;
+- no traceback: every failure is a status in a record or a one-line `error:`.
+
+    python benchmarks/faults.py            # every category, full counts (a few minutes)
+    python benchmarks/faults.py --quick    # fewer trials per category (what the tests run)
+    python benchmarks/faults.py --only kill9 signals
+
+Prints one row per category and exits 1 when any invariant failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from synthetic import Target, git, make_target, unified_patch  # noqa: E402
+
+from autoresearch.journal import read_journal  # noqa: E402
+from autoresearch.proc import find_processes, process_token  # noqa: E402
+from autoresearch.progress import Progress  # noqa: E402
+from autoresearch.proposers.queue import read_hypothesis  # noqa: E402
+from autoresearch.recovery import kept_commits  # noqa: E402
+from autoresearch.session import open_session, session_paths  # noqa: E402
+from autoresearch.workspace import open_workspace  # noqa: E402
+
+EXIT_CODES = {0, 1, 3}  # done, a one-line error, ran but interrupted
+
+
+@dataclass
+class Tally:
+    """What one category injected and what held."""
+
+    name: str
+    faults: int = 0
+    survived: int = 0
+    records_lost: int = 0
+    records_duplicated: int = 0
+    commits_unrecorded: int = 0
+    dirty_trees: int = 0
+    processes_left: int = 0
+    tracebacks: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, problems: dict[str, int], note: str) -> None:
+        self.faults += 1
+        for key, value in problems.items():
+            setattr(self, key, getattr(self, key) + value)
+        if any(problems.values()):
+            self.notes.append(f"{note}: {problems}")
+        else:
+            self.survived += 1
+
+
+class Night:
+    """A synthetic target with a queue, and the CLI driven as a user drives it."""
+
+    def __init__(self, root: Path, config: dict | None = None):
+        self.target: Target = make_target(root / "repo")
+        self.target.configure(**{"max_runs": 6, "min_runs": 4, **(config or {})})
+        git(self.target.root, "commit", "-qam", "night config")
+        self.stderr: list[str] = []
+        self.pid_dir = root / "daemons"
+        self.pid_dir.mkdir()
+        self.checkout = self._checkout_state()
+
+    @property
+    def root(self) -> Path:
+        return self.target.root
+
+    def queue(self, name: str, changes: dict[str, str]) -> None:
+        self.target.add_hypothesis(name, changes)
+
+    def queue_raw(self, name: str, data: bytes) -> None:
+        (self.target.queue / f"{name}.patch").write_bytes(data)
+
+    def env(self, extra: dict | None = None) -> dict[str, str]:
+        return {**os.environ, "BENCH_DAEMON_DIR": str(self.pid_dir), **(extra or {})}
+
+    def cli(self, *args: str, env: dict | None = None, timeout: float = 300) -> int:
+        done = subprocess.run(
+            [sys.executable, "-m", "autoresearch.cli", *args],
+            cwd=self.root,
+            env=self.env(env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+        self._saw(done.returncode, done.stderr)
+        return done.returncode
+
+    def spawn(self, env: dict | None = None) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", "autoresearch.cli", "run", "--quiet"],
+            cwd=self.root,
+            env=self.env(env),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def reap(self, proc: subprocess.Popen, killed: bool, timeout: float = 120) -> int:
+        _, err = proc.communicate(timeout=timeout)
+        # A loop killed with -9 has no exit code of its own to judge; its output still counts.
+        self._saw(0 if killed and proc.returncode == -signal.SIGKILL else proc.returncode, err)
+        return proc.returncode
+
+    def recover(self) -> None:
+        """What the next run does first (stop leftovers, record, revert), without running on."""
+        with open_session(self.target.load(), progress=Progress(quiet=True)):
+            pass
+
+    def commit(self, message: str) -> None:
+        """Commit a change of the target's own (its config): the checkout's new normal."""
+        git(self.root, "commit", "-qam", message)
+        self.checkout = self._checkout_state()
+
+    def finish(self, env: dict | None = None) -> None:
+        """Run to the end with no fault: what a user does in the morning."""
+        self.cli("run", "--quiet", env=env)
+
+    def phase(self) -> str | None:
+        marker = session_paths(self.target.load()).inflight
+        try:
+            return json.loads(marker.read_text()).get("phase") or "calibration"
+        except (OSError, ValueError):
+            return None
+
+    def check(self, finished: bool = True) -> dict[str, int]:
+        """The invariants; counts of what broke."""
+        problems = dict.fromkeys(
+            [
+                "records_lost",
+                "records_duplicated",
+                "commits_unrecorded",
+                "dirty_trees",
+                "processes_left",
+                "tracebacks",
+            ],
+            0,
+        )
+        problems["tracebacks"] = sum(1 for err in self.stderr if "Traceback" in err)
+        contents = read_journal(self.target.journal)
+        ids = [r.id for r in contents.experiments]
+        problems["records_duplicated"] = len(ids) - len(set(ids))
+        if finished:
+            # By identity, as the loop counts them: the same patch twice is one hypothesis.
+            tried = {r.patch_sha256 for r in contents.experiments}
+            queued = {
+                read_hypothesis(p).sha256
+                for p in self.target.queue.iterdir()
+                if p.suffix == ".patch"
+            }
+            problems["records_lost"] = len(queued - tried)
+        config = self.target.load()
+        paths = session_paths(config)
+        if paths.worktree.exists():
+            ws = open_workspace(config.repo_path, config.branch, paths.worktree, "HEAD")
+            keeps = {r.kept_commit for r in contents.experiments if r.status == "keep"}
+            problems["commits_unrecorded"] = sum(
+                1 for c in kept_commits(ws, config.session.name) if c.sha not in keeps
+            )
+            for tree in (paths.worktree, paths.baseline):
+                if tree.exists() and git(tree, "status", "--porcelain"):
+                    problems["dirty_trees"] += 1
+        if self._checkout_state() != self.checkout:
+            problems["dirty_trees"] += 1
+        time.sleep(0.1)
+        alive = find_processes(process_token(paths.root))
+        alive += [int(p.name) for p in self.pid_dir.iterdir() if _alive(int(p.name))]
+        problems["processes_left"] = len(set(alive))
+        return problems
+
+    def _checkout_state(self) -> tuple[str, str]:
+        status = git(self.root, "status", "--porcelain", "--untracked-files=no")
+        return git(self.root, "rev-parse", "HEAD"), status
+
+    def _saw(self, code: int, err: str) -> None:
+        self.stderr.append(err)
+        lines = [line for line in err.splitlines() if not line.startswith("warning: ")]
+        if code not in EXIT_CODES or (code == 1 and not (lines and lines[-1].startswith("error:"))):
+            self.stderr.append(f"Traceback-like: exit {code}: {err[-500:]}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _standard_queue(night: Night) -> None:
+    night.queue("01-win", {"src/value.txt": "80\n"})
+    night.queue("02-loss", {"src/sentinel.txt": "70\n"})
+    night.queue("03-checks", {"src/value.txt": "100\n\n", "src/checks_sleep.txt": "0.4\n"})
+    night.queue("04-crash", {"src/mode.txt": "crash\n"})
+    night.queue("05-small", {"src/sentinel.txt": "49\n"})
+
+
+# -- categories --------------------------------------------------------------------------------
+
+
+def kill_at_random(tally: Tally, trials: int, sig: int, twice: bool = False) -> None:
+    """Start a night, send `sig` at a random moment, resume; repeat until the night ends."""
+    rng = random.Random(sig * 1000 + trials)
+    phases: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        night = Night(Path(tmp), {"build": "./build.py"})
+        _standard_queue(night)
+        env = {"BENCH_SLEEP_S": "0.03", "BUILD_SLEEP_S": "0.1"}
+        for _ in range(trials):
+            proc = night.spawn(env)
+            time.sleep(rng.uniform(0.3, 4.0))
+            phase = night.phase() or "between experiments"
+            if proc.poll() is None:
+                proc.send_signal(sig)
+                if twice:
+                    time.sleep(0.2)
+                    proc.send_signal(sig)
+            night.reap(proc, killed=sig == signal.SIGKILL)
+            night.recover()
+            phases[phase] = phases.get(phase, 0) + 1
+            tally.add(night.check(finished=False), f"{signal.Signals(sig).name} in {phase}")
+        night.finish(env)
+        tally.add(night.check(), "the night finished after the faults")
+    tally.notes.append("phases hit: " + ", ".join(f"{k} {v}" for k, v in sorted(phases.items())))
+
+
+def disk_full(tally: Tally, trials: int) -> None:
+    """The journal and the state directory on a small tmpfs that fills up during the night."""
+    for i in range(trials):
+        with tempfile.TemporaryDirectory() as tmp:
+            mount = Path(tmp) / "small"
+            mount.mkdir()
+            size = 2048 * 1024
+            done = subprocess.run(
+                ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(mount)],
+                capture_output=True,
+            )
+            if done.returncode != 0:
+                tally.notes.append("disk full: no tmpfs can be mounted here; category not run")
+                return
+            try:
+                night = Night(Path(tmp), {})
+                text = night.target.config_path.read_text().replace(
+                    'name = "t"',
+                    f'name = "t"\njournal = "{mount}/experiments.jsonl"\n'
+                    f'state_dir = "{mount}/state"',
+                )
+                night.target.config_path.write_text(text)
+                night.commit("state on the small disk")
+                night.target.journal = mount / "experiments.jsonl"
+                _standard_queue(night)
+                # Leave a different amount free each time, so the disk fills at another step.
+                free = 200 * 1024 + i * 173 * 1024
+                (mount / "filler").write_bytes(b"\0" * (size - free))
+                code = night.cli("run", "--quiet")
+                full = code == 1
+                (mount / "filler").unlink()
+                night.finish()
+                tally.add(night.check(), f"{free // 1024} KiB free (ran out: {full})")
+            finally:
+                subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def runaway_benches(tally: Tally, trials: int) -> None:
+    """Benches that hang past the timeout or leave daemons that escape their process group."""
+    with tempfile.TemporaryDirectory() as tmp:
+        night = Night(Path(tmp), {"bench_timeout": 2})
+        modes = ["hang", "daemon-setsid", "daemon-timeout", "daemon-envi", "daemon-setm"]
+        for i in range(trials):
+            mode = modes[i % len(modes)]
+            night.queue(f"{i:02d}-{mode}", {"src/mode.txt": f"{mode}\n", "src/value.txt": "90\n"})
+        night.finish({"BENCH_CHILD_PID": str(Path(tmp) / "child.pid")})
+        problems = night.check()
+        for i in range(trials):
+            tally.add(problems if i == 0 else dict.fromkeys(problems, 0), modes[i % len(modes)])
+
+
+def fuzzed_bench_output(tally: Tally, trials: int) -> None:
+    """Whatever a bench may print: METRIC lines with odd values, control bytes, long lines."""
+    names = st.sampled_from(["time_ms", "sentinel_ms", "x", "time_ms ", "METRIC", "a=b", ""])
+    values = st.one_of(
+        st.floats(allow_nan=True, allow_infinity=True).map(repr),
+        st.sampled_from(["1.7e308", "-1e309", "0", "-5", "fast", "1_000", "0x10", "", "1e-320"]),
+        st.integers().map(str),
+    )
+    line = st.one_of(
+        st.builds(lambda n, v: f"METRIC {n}={v}", names, values),
+        st.text(max_size=200),
+        st.just("METRIC time_ms=80\nMETRIC time_ms=81"),
+        st.just("x" * 20000),
+    )
+    outputs = st.lists(line, max_size=6).map("\n".join)
+    drawn: list[str] = []
+
+    @settings(
+        max_examples=trials,
+        database=None,
+        derandomize=True,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(outputs)
+    def collect(text):
+        drawn.append(text)
+
+    collect()
+    with tempfile.TemporaryDirectory() as tmp:
+        night = Night(Path(tmp), {})
+        for i, text in enumerate(drawn[:trials]):
+            base = "METRIC time_ms=80\nMETRIC sentinel_ms=50\n" if i % 3 == 0 else ""
+            output = (base + text).replace("\0", "")
+            night.queue(f"{i:03d}-output", {"src/mode.txt": "echo\n", "src/output.txt": output})
+        night.finish()
+        problems = night.check()
+        for i in range(len(drawn[:trials])):
+            tally.add(problems if i == 0 else dict.fromkeys(problems, 0), "fuzzed output")
+
+
+def hostile_patches(tally: Tally, trials: int) -> None:
+    """Patches that try to write outside their scope, escape the repository, or are not diffs."""
+    rng = random.Random(7)
+    parts = ["..", ".git", "src", "hooks", "bench.py", "autoresearch.toml", "link", "é x", '"q"']
+    contents = ["ok", "\0binary\0", "a\r\nb", "x" * 5000, "METRIC time_ms=1"]
+    with tempfile.TemporaryDirectory() as tmp:
+        night = Night(Path(tmp), {})
+        os.symlink(Path(tmp), night.root / "src" / "link")
+        git(night.root, "add", "-A")
+        night.commit("a symlink in scope")
+        outside = _tree_digest(Path(tmp), skip=night.root)
+        valid = unified_patch("src/value.txt", "100\n", "80\n").encode()
+        for i in range(trials):
+            kind = i % 3
+            if kind == 0:
+                depth = rng.randint(1, 4)
+                path = "/".join(rng.choice(parts) for _ in range(depth))
+                if rng.random() < 0.2:
+                    path = "/" + path
+                body = rng.choice(contents)
+                data = (
+                    f"diff --git a/{path} b/{path}\nnew file mode 100644\n--- /dev/null\n"
+                    f"+++ b/{path}\n@@ -0,0 +1 @@\n+{body}\n"
+                ).encode()
+            elif kind == 1:
+                data = bytearray(valid)
+                for _ in range(rng.randint(1, 8)):
+                    data[rng.randrange(len(data))] = rng.randrange(256)
+                data = bytes(data)
+            else:
+                data = bytes(rng.randrange(256) for _ in range(rng.randint(0, 400)))
+            night.queue_raw(f"{i:03d}-hostile", b"Title: hostile\n\n" + data)
+        night.finish()
+        problems = night.check()
+        if _tree_digest(Path(tmp), skip=night.root) != outside:
+            problems["dirty_trees"] += 1
+        for record in read_journal(night.target.journal).experiments:
+            if record.status == "keep" and any(
+                not f.startswith("src/") or "link" in f for f in record.touched_files
+            ):
+                problems["dirty_trees"] += 1  # a keep outside the scope
+        for i in range(trials):
+            tally.add(problems if i == 0 else dict.fromkeys(problems, 0), "hostile patch")
+
+
+def tampering(tally: Tally, trials: int) -> None:
+    """Candidates that write into the baseline, edit the harness, commit, touch the checkout."""
+    whats = ["baseline", "bench", "readme", "commit", "checkout"]
+    with tempfile.TemporaryDirectory() as tmp:
+        night = Night(Path(tmp), {})
+        for i in range(trials):
+            what = whats[i % len(whats)]
+            night.queue(
+                f"{i:02d}-tamper-{what}",
+                {"src/mode.txt": f"tamper-{what}\n", "src/value.txt": "70\n"},
+            )
+        night.finish()
+        records = read_journal(night.target.journal).experiments
+        # The checkout case writes into the user's checkout: the loop reports it (tampered)
+        # but never touches that checkout, so its state is not an invariant here.
+        night.checkout = night._checkout_state()
+        problems = night.check()
+        for record in records:
+            ok = record.status == "tampered" and record.kept_commit is None
+            problems_one = dict(problems) if record is records[0] else dict.fromkeys(problems, 0)
+            problems_one["commits_unrecorded"] += 0 if ok else 1
+            tally.add(problems_one, f"{record.title}: {record.status}")
+
+
+def damaged_journals(tally: Tally, trials: int) -> None:
+    """A night with keeps, then its journal damaged in every way we know, then resumed."""
+    damages: list[tuple[str, Callable[[bytes, random.Random], bytes]]] = [
+        ("emptied", lambda d, r: b""),
+        ("deleted", lambda d, r: None),
+        ("BOM", lambda d, r: b"\xef\xbb\xbf" + d),
+        ("torn last line", lambda d, r: d[: len(d) - 40]),
+        ("keep line damaged", lambda d, r: _damage_line(d, b'"status": "keep"')),
+        (
+            "wrong types",
+            lambda d, r: d + b'{"schema_version": 1, "type": "experiment", "decision": 5}\n',
+        ),
+        ("duplicated", lambda d, r: d + d),
+        ("binary garbage", lambda d, r: bytes(r.randrange(256) for _ in range(2000))),
+        ("byte flips", _flip_bytes),
+    ]
+    rng = random.Random(11)
+    for i in range(trials):
+        name, damage = damages[i % len(damages)]
+        with tempfile.TemporaryDirectory() as tmp:
+            night = Night(Path(tmp), {})
+            night.queue("01-win", {"src/value.txt": "80\n"})
+            night.queue("02-win", {"src/sentinel.txt": "40\n", "src/value.txt": "100\n\n"})
+            night.finish()
+            base = read_journal(night.target.journal).sessions[0].base_commit
+            data = night.target.journal.read_bytes()
+            damaged = damage(data, rng)
+            if damaged is None:
+                night.target.journal.unlink()
+            else:
+                night.target.journal.write_bytes(damaged)
+            night.queue("03-next", {"src/sentinel.txt": "49\n"})
+            night.finish()
+            for command in (["status"], ["report"], ["pr"], ["ideas"], ["plot", "--out", tmp]):
+                night.cli(*command)
+            problems = night.check(finished=False)
+            sessions = read_journal(night.target.journal).sessions
+            if name != "binary garbage" and sessions and sessions[0].base_commit != base:
+                problems["records_lost"] += 1  # the session's baseline moved
+            tally.add(problems, name)
+
+
+WRONG_TYPES = b'{"schema_version": 1, "type": "experiment", "decision": 5}\n'
+
+
+def _damage_line(data: bytes, needle: bytes) -> bytes:
+    lines = data.split(b"\n")
+    for i, line in enumerate(lines):
+        if needle in line:
+            lines[i] = line[: len(line) // 2]
+            break
+    return b"\n".join(lines)
+
+
+def _flip_bytes(data: bytes, rng: random.Random) -> bytes:
+    flipped = bytearray(data)
+    for _ in range(20):
+        flipped[rng.randrange(len(flipped))] = rng.randrange(256)
+    return bytes(flipped)
+
+
+def _tree_digest(root: Path, skip: Path) -> list[tuple[str, int]]:
+    found = []
+    for path in sorted(root.rglob("*")):
+        if path.is_relative_to(skip) or path.is_symlink():
+            continue
+        found.append((str(path.relative_to(root)), path.stat().st_size if path.is_file() else -1))
+    return found
+
+
+CATEGORIES: dict[str, tuple[str, Callable[[Tally, int], None], int, int]] = {
+    # name: (label, run, full trials, quick trials)
+    "kill9": (
+        "kill -9 at random moments",
+        lambda t, n: kill_at_random(t, n, signal.SIGKILL),
+        24,
+        5,
+    ),
+    "signals": (
+        "SIGINT / SIGTERM / SIGHUP, once or twice",
+        lambda t, n: [
+            kill_at_random(t, max(1, n // 4), sig, twice)
+            for sig, twice in (
+                (signal.SIGINT, False),
+                (signal.SIGTERM, False),
+                (signal.SIGHUP, False),
+                (signal.SIGINT, True),
+            )
+        ],
+        24,
+        4,
+    ),
+    "diskfull": ("disk full (a small tmpfs)", disk_full, 6, 2),
+    "runaway": ("hung and daemonizing benches", runaway_benches, 10, 5),
+    "output": ("fuzzed bench output", fuzzed_bench_output, 40, 8),
+    "patches": ("hostile and fuzzed patches", hostile_patches, 60, 12),
+    "tamper": ("tampering candidates", tampering, 10, 5),
+    "journal": ("damaged journals", damaged_journals, 18, 9),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="fewer trials per category")
+    parser.add_argument("--only", nargs="+", choices=list(CATEGORIES), help="these categories")
+    parser.add_argument("--json", metavar="PATH", help="also write the tallies as JSON")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("GIT_CONFIG_NOSYSTEM", "1")
+    tallies = []
+    for name in args.only or list(CATEGORIES):
+        label, run, full, quick = CATEGORIES[name]
+        tally = Tally(label)
+        started = time.monotonic()
+        run(tally, quick if args.quick else full)
+        tally.notes.append(f"{time.monotonic() - started:.0f} s")
+        tallies.append(tally)
+        print(f"{label}: {tally.survived}/{tally.faults} survived", file=sys.stderr, flush=True)
+    _print_table(tallies)
+    if args.json:
+        Path(args.json).write_text(json.dumps([vars(t) for t in tallies], indent=2))
+    failed = any(t.survived != t.faults or t.faults == 0 for t in tallies)
+    return 1 if failed else 0
+
+
+def _print_table(tallies: list[Tally]) -> None:
+    print(
+        "| category | faults | survived | records lost | duplicated | commits unrecorded "
+        "| dirty trees | processes left | tracebacks |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for t in tallies:
+        print(
+            f"| {t.name} | {t.faults} | {t.survived} | {t.records_lost} | "
+            f"{t.records_duplicated} | {t.commits_unrecorded} | {t.dirty_trees} | "
+            f"{t.processes_left} | {t.tracebacks} |"
+        )
+    total = sum(t.faults for t in tallies)
+    print(f"\n{sum(t.survived for t in tallies)} of {total} faults survived")
+    for t in tallies:
+        for note in t.notes:
+            print(f"- {t.name}: {note}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,299 @@
+"""A synthetic target: a real git repository whose bench the tests steer through its own files.
+
+src/value.txt    the primary metric (time_ms); a patch that lowers it is a true win
+src/sentinel.txt the sentinel metric (sentinel_ms)
+src/mode.txt     ok | crash | hang | garbage | nometric | slow | writes | tamper-<what> |
+                 daemon-<how> | echo (prints src/output.txt)
+BENCH_SLEEP_S and BUILD_SLEEP_S make every bench run or build take that long.
+BENCH_FAIL_TREE=baseline makes the baseline worktree's runs fail after BENCH_FAIL_AFTER of them.
+The bench adds gaussian noise of BENCH_NOISE_PCT percent (default 0), or multiplies by the
+factors in BENCH_FACTORS in turn (counted in the file BENCH_COUNTER). The checks fail when
+src/broken.txt exists, and sleep when src/checks_sleep.txt exists.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = r"""#!/usr/bin/env python3
+import os, random, subprocess, sys, time
+from pathlib import Path
+
+root = Path(__file__).resolve().parent
+def read(name, default):
+    path = root / "src" / name
+    return path.read_text().strip() if path.exists() else default
+
+mode = read("mode.txt", "ok")
+value = float(read("value.txt", "100"))
+sentinel = float(read("sentinel.txt", "50"))
+noise = float(os.environ.get("BENCH_NOISE_PCT", "0")) / 100
+marker = os.environ.get("BENCH_STARTED")
+if marker:
+    Path(marker).write_text(str(os.getpid()))
+trace = os.environ.get("BENCH_TRACE")
+if trace:  # which tree ran: the baseline worktree or the candidate's
+    with open(trace, "a") as handle:
+        handle.write(root.name + "\n")
+if mode == "crash":
+    print("bench: segmentation fault (simulated)", file=sys.stderr)
+    sys.exit(3)
+fail_tree = os.environ.get("BENCH_FAIL_TREE")
+if fail_tree == root.name:  # "baseline": the best's own runs fail after BENCH_FAIL_AFTER runs
+    counter = Path(os.environ["BENCH_FAIL_COUNTER"])
+    count = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(count + 1))
+    if count >= int(os.environ.get("BENCH_FAIL_AFTER", "0")):
+        print("bench: the machine hiccuped (simulated)", file=sys.stderr)
+        sys.exit(7)
+sleep = float(os.environ.get("BENCH_SLEEP_S", "0"))
+if sleep:  # every run takes a while: phases long enough to be hit by a fault
+    time.sleep(sleep)
+if mode.startswith("daemon-"):  # leave a process behind that escapes the group, noting its pid
+    how = mode.removeprefix("daemon-")
+    argv = {
+        "setsid": ["setsid", "sleep", "300"],
+        "timeout": ["timeout", "1000", "sleep", "300"],
+        "envi": ["env", "-i", "setsid", "/bin/sleep", "300"],
+    }.get(how, ["sleep", "300"])
+    child = subprocess.Popen(argv, cwd="/", start_new_session=how != "plain")
+    pids = os.environ.get("BENCH_DAEMON_DIR")
+    if pids:
+        Path(pids, str(child.pid)).write_text(how)
+if mode == "echo":  # print whatever src/output.txt holds: fuzzed bench output
+    sys.stdout.buffer.write((root / "src" / "output.txt").read_bytes())
+    sys.exit(0)
+if mode == "hang":
+    child = subprocess.Popen(["sleep", "600"])
+    Path(os.environ.get("BENCH_CHILD_PID", root / "child.pid")).write_text(str(child.pid))
+    time.sleep(600)
+if mode == "slow":
+    time.sleep(float(os.environ.get("BENCH_SLOW_S", "30")))
+if mode == "garbage":
+    print("METRIC time_ms=fast")
+    sys.exit(0)
+if mode == "nometric":
+    print("all good, no numbers today")
+    sys.exit(0)
+if mode == "writes":  # untracked output: not a change, and never committed
+    (root / "src" / "cache.bin").write_text("build output")
+    (root / "out").mkdir(exist_ok=True)
+    (root / "out" / "result.txt").write_text("more output")
+if mode.startswith("tamper-"):  # a candidate that reaches outside its own patch
+    what = mode.removeprefix("tamper-")
+    git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True)
+    if what == "baseline":  # make the baseline slow: the candidate would "win"
+        (root.parent / "baseline" / "src" / "value.txt").write_text("1000\n")
+    elif what == "bench":  # edit its own bench script at run time
+        with open(root / "bench.py", "a") as handle:
+            handle.write("# edited at run time\n")
+    elif what == "readme":  # a tracked file of its own tree, outside the patch
+        (root / "README").write_text("clobbered by the bench")
+    elif what == "commit":
+        git("-c", "user.name=x", "-c", "user.email=x@y", "commit", "-qam", "sneaky")
+    elif what == "checkout":
+        common = git("rev-parse", "--path-format=absolute", "--git-common-dir").stdout.strip()
+        (Path(common).parent / "README").write_text("written into your checkout")
+factor = 1 + random.gauss(0, noise)
+factors = os.environ.get("BENCH_FACTORS")
+if factors:  # a fixed sequence of noise factors, one per run, for exact expectations
+    counter = Path(os.environ["BENCH_COUNTER"])
+    count = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(count + 1))
+    factor = [float(f) for f in factors.split(",")][count % len(factors.split(","))]
+print("bench: running workload")
+print(f"METRIC time_ms={value * factor:.6f}")
+print(f"METRIC sentinel_ms={sentinel * (1 + random.gauss(0, noise)):.6f}")
+"""
+
+CHECKS = r"""#!/usr/bin/env python3
+import os, sys, time
+from pathlib import Path
+
+root = Path(__file__).resolve().parent
+marker = os.environ.get("CHECKS_STARTED")
+if marker:
+    Path(marker).write_text(str(os.getpid()))
+sleep = root / "src" / "checks_sleep.txt"
+if sleep.exists():
+    time.sleep(float(sleep.read_text()))
+if (root / "src" / "broken.txt").exists():
+    print("checks: the code is broken (src/broken.txt)", file=sys.stderr)
+    sys.exit(1)
+print("checks: ok")
+"""
+
+BUILD = r"""#!/usr/bin/env python3
+import os, sys
+from pathlib import Path
+
+root = Path(__file__).resolve().parent
+import time
+time.sleep(float(os.environ.get("BUILD_SLEEP_S", "0")))
+log = os.environ.get("BUILD_LOG")
+if log:
+    with open(log, "a") as handle:
+        handle.write(root.name + "\n")
+if (root / "src" / "mode.txt").read_text().strip() == "nobuild":
+    print("build: compile error (simulated)", file=sys.stderr)
+    sys.exit(2)
+"""
+
+CONFIG = """\
+[session]
+name = "t"
+
+[bench]
+command = "./bench.py"
+build = "{build}"
+timeout_s = {bench_timeout}
+calibration_runs = {calibration_runs}
+
+[checks]
+command = "./checks.py"
+timeout_s = 60
+when = "{checks_when}"
+
+[metric]
+name = "time_ms"
+direction = "lower"
+unit = "ms"
+
+[[sentinel]]
+name = "sentinel_ms"
+budget_pct = 5.0
+
+[scope]
+include = ["src/**"]
+protect = ["src/protected.txt"]
+
+[budget]
+max_experiments = {max_experiments}
+max_hours = 1.0
+stop_after_no_keep = {stop_after_no_keep}
+
+[decision]
+min_effect_pct = 1.0
+noise_multiplier = {noise_multiplier}
+min_runs = {min_runs}
+max_runs = {max_runs}
+looks = {looks}
+confirm = {confirm}
+confirm_runs = 4
+
+[proposer]
+dir = "hypotheses"
+"""
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, env=_git_env()
+    )
+    return done.stdout
+
+
+def _git_env() -> dict[str, str]:
+    return {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "test",
+        "GIT_AUTHOR_EMAIL": "test@example.com",
+        "GIT_COMMITTER_NAME": "test",
+        "GIT_COMMITTER_EMAIL": "test@example.com",
+    }
+
+
+def unified_patch(path: str, old: str, new: str) -> str:
+    """A git-style unified diff turning `old` into `new` at `path`."""
+    diff = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"a/{path}" if old else "/dev/null",
+        tofile=f"b/{path}",
+    )
+    header = f"diff --git a/{path} b/{path}\n"
+    if not old:
+        header += "new file mode 100644\n"
+    return header + "".join(diff)
+
+
+class Target:
+    """The synthetic target repository, its config, and its queue of hypotheses."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.queue = root / "hypotheses"
+        self.config_path = root / "autoresearch.toml"
+        self.journal = root / "experiments.jsonl"
+
+    def file(self, rel: str) -> str:
+        return (self.root / rel).read_text()
+
+    def configure(self, **overrides) -> Path:
+        values = {
+            "bench_timeout": 30,
+            "build": "",
+            "calibration_runs": 4,
+            "noise_multiplier": 3.0,
+            "min_runs": 5,
+            "max_runs": 8,
+            "looks": 2,
+            "confirm": "false",
+            "checks_when": "keep",
+            "max_experiments": 50,
+            "stop_after_no_keep": 0,
+            **overrides,
+        }
+        self.config_path.write_text(CONFIG.format(**values))
+        return self.config_path
+
+    def add_hypothesis(
+        self, name: str, changes: dict[str, str], title: str | None = None, **asi: str
+    ) -> Path:
+        """Queue a patch that sets each file in `changes` to the given content."""
+        patch = "".join(
+            unified_patch(rel, self.file(rel) if (self.root / rel).exists() else "", new)
+            for rel, new in changes.items()
+        )
+        header = [f"Title: {title or name}"]
+        header += [f"{key.replace('_', '-').title()}: {value}" for key, value in asi.items()]
+        path = self.queue / f"{name}.patch"
+        path.write_text("\n".join(header) + "\n\n" + patch)
+        return path
+
+    def load(self):
+        from autoresearch.config import load_config
+
+        return load_config(self.config_path)
+
+    def branch_log(self, branch: str = "autoresearch/t") -> list[str]:
+        return git(self.root, "log", "--format=%s", branch).splitlines()
+
+
+def make_target(root: Path) -> Target:
+    """A fresh synthetic target repository at `root`, committed on `main`."""
+    (root / "src").mkdir(parents=True)
+    (root / "hypotheses").mkdir()
+    # The interpreter itself, not a version-manager shim: it starts three times faster, and
+    # the suite starts these scripts hundreds of times.
+    shebang = f"#!{sys.executable} -S"
+    for name, text in (("bench.py", BENCH), ("checks.py", CHECKS), ("build.py", BUILD)):
+        (root / name).write_text(text.replace("#!/usr/bin/env python3", shebang, 1))
+    for script in ("bench.py", "checks.py", "build.py"):
+        os.chmod(root / script, 0o755)
+    (root / "src" / "value.txt").write_text("100\n")
+    (root / "src" / "sentinel.txt").write_text("50\n")
+    (root / "src" / "mode.txt").write_text("ok\n")
+    (root / "src" / "protected.txt").write_text("do not touch\n")
+    (root / "README").write_text("synthetic target\n")
+    (root / ".gitignore").write_text("experiments.jsonl\nhypotheses/\n")
+    t = Target(root)
+    t.configure()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "synthetic target")
+    return t
