@@ -3,39 +3,51 @@
 A driver takes hypotheses (a patch plus its reasoning), applies each to a target git repository,
 measures it with the target's bench, gates it with the target's checks, keeps it as a commit on
 a session branch or reverts it, and journals one structured record per experiment.
+
+The public API is re-exported lazily (PEP 562): `autoresearch --help`, `status` and a signal
+arriving while the CLI starts should not wait for scipy and the loop to import.
 """
 
-from .config import Config, load_config
-from .decide import Decision, Judge
-from .errors import ConfigError, JournalError, MetricParseError, UserError, WorkspaceError
-from .journal import Journal, read_journal
-from .loop import SessionOutcome, run_session
-from .metrics import parse_go_bench, parse_metrics
-from .proc import RunResult
-from .records import SCHEMA_VERSION, STATUSES, ExperimentRecord
-from .session import RunOptions
+from __future__ import annotations
 
-__all__ = [
-    "SCHEMA_VERSION",
-    "STATUSES",
-    "Config",
-    "ConfigError",
-    "Decision",
-    "ExperimentRecord",
-    "Journal",
-    "JournalError",
-    "Judge",
-    "MetricParseError",
-    "RunOptions",
-    "RunResult",
-    "SessionOutcome",
-    "UserError",
-    "WorkspaceError",
-    "load_config",
-    "parse_go_bench",
-    "parse_metrics",
-    "read_journal",
-    "run_session",
-]
+import importlib
+from typing import Any
 
+_EXPORTS = {
+    "SCHEMA_VERSION": "records",
+    "STATUSES": "records",
+    "Config": "config",
+    "ConfigError": "errors",
+    "Decision": "decide",
+    "ExperimentRecord": "records",
+    "Journal": "journal",
+    "JournalError": "errors",
+    "Judge": "decide",
+    "MetricParseError": "errors",
+    "RunOptions": "session",
+    "RunResult": "proc",
+    "SessionOutcome": "loop",
+    "UserError": "errors",
+    "WorkspaceError": "errors",
+    "load_config": "config",
+    "parse_go_bench": "metrics",
+    "parse_metrics": "metrics",
+    "read_journal": "journal",
+    "run_session": "loop",
+}
+
+__all__ = sorted(_EXPORTS)
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'autoresearch' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

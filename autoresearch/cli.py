@@ -13,12 +13,14 @@ from pathlib import Path
 
 from .config import Config, check_session_name, find_config, load_config
 from .errors import UserError
+from .signals import install_stop_handlers
 
 __all__ = ["EXIT_FAILED", "EXIT_USER_ERROR", "TRACEBACK_ENV", "build_parser", "main"]
 
 EXIT_USER_ERROR = 1
 EXIT_FAILED = 3  # the command ran, but what it ran did not end well (e.g. interrupted)
 TRACEBACK_ENV = "AUTORESEARCH_TRACEBACK"
+LONG_RUNNING = ("run", "confirm")  # a signal asks them for a clean stop, from the first moment
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -359,6 +361,8 @@ def _doc(func: Callable) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     """The console script: one place where a UserError becomes `error: ...` and exit 1."""
     args = build_parser().parse_args(argv)
+    if args.command in LONG_RUNNING:
+        install_stop_handlers()
     try:
         return COMMANDS[args.command](args)
     except UserError as exc:

@@ -120,7 +120,7 @@ def _fingerprint(repo: Repo, files: list[str]) -> str:
     )
     for rel in files:
         path = repo.path / rel
-        digest.update(rel.encode() + b"\0")
+        digest.update(rel.encode("utf-8", "surrogateescape") + b"\0")
         try:
             digest.update(path.read_bytes() if not path.is_symlink() else b"<symlink>")
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):

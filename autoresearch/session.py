@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import signal
 import statistics
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,15 +17,15 @@ from .fingerprint import environment
 from .gitrepo import open_repo
 from .journal import Journal
 from .measure import Harness
-from .proc import StopFlag, become_subreaper, process_token
+from .proc import StopFlag, process_token
 from .progress import Progress
 from .proposers import Proposer, make_proposer
 from .records import ExperimentRecord, SessionRecord
 from .recovery import KeptCommit, kept_commits, next_experiment_number, reconcile_branch, recover
+from .signals import stop_on_signals
 from .state import SessionLock, SessionPaths, write_json_atomic
 from .workspace import BaselineTree, Workspace, open_workspace
 
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 # An experiment cut short (a crash of the loop, a signal, a failing baseline) decided nothing
 # about its patch: it runs again, once; a second time it is final.
 UNDECIDED = ("interrupted", "baseline_failed")
@@ -125,7 +123,7 @@ def open_session(
     options = options or RunOptions()
     progress = progress or Progress()
     paths = session_paths(config)
-    with SessionLock(paths.lock), _stop_on_signals() as stop:
+    with SessionLock(paths.lock), stop_on_signals() as stop:
         ws = open_workspace(
             config.repo_path,
             config.branch,
@@ -305,27 +303,3 @@ def no_keep_streak(experiments: list[ExperimentRecord]) -> int:
             break
         streak += 1
     return streak
-
-
-@contextlib.contextmanager
-def _stop_on_signals():
-    """SIGINT, SIGTERM and SIGHUP (the terminal closed) ask for a clean stop; a second one
-    makes it urgent: the running command is killed without its grace period. Neither cuts the
-    stop short, so that nothing a command started is left running."""
-    stop = StopFlag()
-
-    def handler(signum, frame):
-        if stop.is_set():
-            stop.urgent = True
-        stop.set()
-
-    if threading.current_thread() is not threading.main_thread():
-        yield stop
-        return
-    become_subreaper()
-    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
-    try:
-        yield stop
-    finally:
-        for sig, old in previous.items():
-            signal.signal(sig, old)

@@ -163,7 +163,9 @@ class Night:
             ],
             0,
         )
+        # What the commands said since the last check: each fault is judged on its own output.
         problems["tracebacks"] = sum(1 for err in self.stderr if "Traceback" in err)
+        self.stderr = []
         contents = read_journal(self.target.journal)
         ids = [r.id for r in contents.experiments]
         problems["records_duplicated"] = len(ids) - len(set(ids))
@@ -233,7 +235,10 @@ def kill_at_random(tally: Tally, trials: int, sig: int, twice: bool = False) -> 
         night = Night(Path(tmp), {"build": "./build.py"})
         _standard_queue(night)
         env = {"BENCH_SLEEP_S": "0.03", "BUILD_SLEEP_S": "0.1"}
-        for _ in range(trials):
+        for trial in range(trials):
+            # Always more work queued, so that a fault lands in a night, not after its end.
+            value = 90 - trial if trial % 2 else 110 + trial
+            night.queue(f"{10 + trial:02d}-more", {"src/value.txt": f"{value}\n"})
             proc = night.spawn(env)
             time.sleep(rng.uniform(0.3, 4.0))
             phase = night.phase() or "between experiments"

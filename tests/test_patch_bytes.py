@@ -100,3 +100,20 @@ def test_bad_files_in_the_queue_are_records_and_the_night_goes_on(target):
     (target.queue / "03-sidecar.json").write_text('{"title": "fixed"}')
     run(target)
     assert [(r.title, r.status) for r in experiments(target)][-1][0] == "fixed"
+
+
+def test_a_path_that_is_not_utf8_is_recorded_not_a_crash(target):
+    name = b"src/caf\xe9.txt"
+    patch = (
+        b"diff --git a/" + name + b" b/" + name + b"\nnew file mode 100644\n--- /dev/null\n"
+        b"+++ b/" + name + b"\n@@ -0,0 +1 @@\n+x\n"
+    )
+    (target.queue / "01-latin1-name.patch").write_bytes(b"Title: odd name\n\n" + patch)
+    target.add_hypothesis("02-win", {"src/value.txt": "80\n"})
+
+    run(target)
+
+    first, second = experiments(target)
+    assert first.status in ("discard", "keep", "apply_failed"), first.error
+    assert all("\ufffd" in f or f.isascii() for f in first.touched_files)
+    assert second.status == "keep"
