@@ -91,6 +91,27 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_retry(args: argparse.Namespace) -> int:
+    """Queue experiments to be measured again on the next run (any status)."""
+    from .journal import Journal
+    from .second_look import request_retries
+    from .session import session_paths
+
+    config = _config(args)
+    known = {r.id: r for r in Journal(config.journal_path, config.session.name).read().experiments}
+    missing = [i for i in args.ids if i not in known]
+    if missing:
+        raise UserError(
+            f"no experiment {', '.join(missing)} in session '{config.session.name}' of "
+            f"{config.journal_path} (ids look like {config.session.name}-0003)"
+        )
+    queued = request_retries(session_paths(config), args.ids)
+    for exp_id in args.ids:
+        print(f"queued {exp_id} ({known[exp_id].title!r}, was {known[exp_id].status})")
+    print(f"{len(queued)} experiment(s) will be measured again when the queue is empty")
+    return 0
+
+
 def cmd_prune(args: argparse.Namespace) -> int:
     """Remove old bench logs: keep those of kept and of the last N experiments."""
     from .journal import Journal
@@ -270,6 +291,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "status": cmd_status,
     "init": cmd_init,
     "prune": cmd_prune,
+    "retry": cmd_retry,
     "report": cmd_report,
     "plot": cmd_plot,
     "pr": cmd_pr,
@@ -313,6 +335,10 @@ def build_parser() -> argparse.ArgumentParser:
     status = sub.add_parser("status", help=_doc(cmd_status), description=_doc(cmd_status))
     _add_config(status)
     status.add_argument("--json", action="store_true", help="machine-readable output")
+
+    retry = sub.add_parser("retry", help=_doc(cmd_retry), description=_doc(cmd_retry))
+    _add_config(retry)
+    retry.add_argument("ids", nargs="+", metavar="ID", help="experiment ids, e.g. main-0003")
 
     prune = sub.add_parser("prune", help=_doc(cmd_prune), description=_doc(cmd_prune))
     _add_config(prune)

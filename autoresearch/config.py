@@ -110,6 +110,9 @@ class BudgetConfig:
     max_experiments: int = 100
     max_hours: float = 8.0
     stop_after_no_keep: int = 0
+    # How many more times an undecided hypothesis (inconclusive, interrupted, baseline failed)
+    # is measured; 0 never looks again.
+    retries: int = 1
 
 
 @dataclass(frozen=True)
@@ -385,6 +388,8 @@ def _check_semantics(config: Config) -> None:
     for key, value in positive.items():
         if value <= 0:
             raise ConfigError(f"{path}: '{key}' must be > 0, got {value}")
+    if config.budget.retries < 0:
+        raise ConfigError(f"{path}: 'budget.retries' must be >= 0")
     if config.session.keep_logs < 0:
         raise ConfigError(f"{path}: 'session.keep_logs' must be >= 0 (0 keeps every log)")
     if config.bench.calibration_runs < 4:

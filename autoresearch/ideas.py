@@ -35,13 +35,15 @@ def render_ideas(summary: dict) -> str:
     for w in summary["wins"]:
         change = f" ({w['change_pct']:+.1f}%)" if w["change_pct"] is not None else ""
         mechanism = f": {w['mechanism']}" if w["mechanism"] else ""
-        lines.append(f"- #{w['n']} {w['title']}{change}{mechanism}")
+        earlier = f" ({w['earlier']})" if w.get("earlier") else ""
+        lines.append(f"- #{w['n']} {w['title']}{earlier}{change}{mechanism}")
     closed, retry = [], []
     for group in summary["not_kept"]:
         for e in group["experiments"]:
             change = f" ({e['change_pct']:+.1f}%)" if e["change_pct"] is not None else ""
             why = f": {e['why']}" if e["why"] else ""
-            line = f"- #{e['n']} {e['title']}{change} [{group['reason'].lower()}]{why}"
+            earlier = f" ({e['earlier']})" if e.get("earlier") else ""
+            line = f"- #{e['n']} {e['title']}{earlier}{change} [{group['reason'].lower()}]{why}"
             closed_reasons = {REASONS.get(r, r) for r in CLOSED_RULES}
             (closed if group["reason"] in closed_reasons else retry).append(line)
     lines += ["", f"### Worth another try ({len(retry)})", "", *retry]

@@ -33,7 +33,7 @@ __all__ = [
     "update_index",
 ]
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: experiment rows carry retry_of
 HEAD_BYTES = 4096
 
 
@@ -177,6 +177,7 @@ def experiment_row(record: dict[str, Any]) -> dict[str, Any]:
     return {
         "n": record["n"],
         "id": record["id"],
+        "retry_of": record.get("retry_of"),
         "session": record["session"],
         "segment": 0,
         "status": record["status"],

@@ -28,15 +28,15 @@ from .progress import Progress, format_value
 from .proposers import Hypothesis
 from .records import ExperimentRecord
 from .retention import prune_logs
+from .second_look import forget_request, second_look
 from .session import (
-    UNDECIDED,
-    UNDECIDED_TRIES,
     RunOptions,
     Session,
     build_known_good,
     harness_env,
     log_label,
     marker,
+    may_run_again,
     open_session,
     prepare_baseline,
 )
@@ -67,9 +67,9 @@ def run_session(
     with open_session(config, options, progress) as run:
         reason = None if calibrate_best(run) else "interrupted by a signal during calibration"
         while reason is None and (reason := _stop_reason(run)) is None:
-            hypothesis = run.proposer.next(run.tried)
+            hypothesis = run.proposer.next(run.tried) or _second_look(run)
             if hypothesis is None:
-                reason = "no hypotheses left in the queue"
+                reason = "no hypotheses left in the queue, and none undecided to look at again"
                 break
             record = run_experiment(run, hypothesis)
             _account(run, record)
@@ -173,7 +173,10 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
         return draft.finish(problem.kind, problem.message, error=problem.message)
     applied = ws.apply(patch_file)
     if not applied.ok:
-        return draft.finish("apply_failed", applied.message, error=applied.message)
+        why = applied.message
+        if earlier:
+            why = f"no longer applies to the current best {ws.tip()[:10]}: {why}"
+        return draft.finish("apply_failed", why, error=why)
 
     draft.phase("bench")
     prepare_baseline(run, ws.tip(), exp_id)
@@ -357,8 +360,10 @@ def _account(run: Session, record: ExperimentRecord) -> None:
     run.paths.inflight.unlink(missing_ok=True)
     attempts = run.attempts.setdefault(record.patch_sha256, [])
     attempts.append(record)
-    if not (record.status in UNDECIDED and len(attempts) < UNDECIDED_TRIES):
+    if not may_run_again(attempts, run.config.budget.retries):
         run.tried.add(record.patch_sha256)
+    if record.retry_of:
+        forget_request(run.paths, record.retry_of)
     run.done += 1
     run.next_n = max(run.next_n, record.n) + 1
     run.ran += 1
@@ -378,6 +383,19 @@ def _best_text(run: Session) -> str:
     if best is None or not base:
         return format_value(best, unit)
     return f"{format_value(best, unit)} ({change_pct(base, best):+.2f}% vs baseline)"
+
+
+def _second_look(run: Session) -> Hypothesis | None:
+    """With the proposers done: an undecided hypothesis (or one `retry` asked for), again."""
+    found = second_look(run.paths, run.attempts, run.config.budget.retries)
+    if found is None:
+        return None
+    hypothesis, earlier = found
+    run.progress.info(
+        f"second look at {earlier.id} {earlier.title!r} (was {earlier.status}): "
+        "measuring it again against the current best"
+    )
+    return hypothesis
 
 
 def prune_session_logs(run: Session) -> None:

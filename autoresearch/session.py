@@ -27,19 +27,19 @@ from .state import SessionLock, SessionPaths, write_json_atomic
 from .workspace import BaselineTree, Workspace, open_workspace
 
 # An experiment cut short (a crash of the loop, a signal, a failing baseline) decided nothing
-# about its patch: it runs again, once; a second time it is final.
+# about its patch: it runs again at once, up to `[budget] retries` times (inconclusive ones wait
+# for the second look at the end, second_look.py).
 UNDECIDED = ("interrupted", "baseline_failed")
-UNDECIDED_TRIES = 2
 
 __all__ = [
     "UNDECIDED",
-    "UNDECIDED_TRIES",
     "RunOptions",
     "Session",
     "build_known_good",
     "harness_env",
     "log_label",
     "marker",
+    "may_run_again",
     "open_session",
     "prepare_baseline",
     "session_paths",
@@ -157,7 +157,7 @@ def open_session(
             stop=stop,
             base_commit=base,
             baseline=_baseline_value(config, history, commits),
-            tried=tried_patches(history.experiments),
+            tried=tried_patches(history.experiments, config.budget.retries),
             attempts=attempts_by_patch(history.experiments),
             done=len(history.experiments),
             next_n=next_experiment_number(paths, [r.n for r in history.experiments], commits),
@@ -286,14 +286,18 @@ def attempts_by_patch(experiments: list[ExperimentRecord]) -> dict[str, list[Exp
     return found
 
 
-def tried_patches(experiments: list[ExperimentRecord]) -> set[str]:
+def tried_patches(experiments: list[ExperimentRecord], retries: int) -> set[str]:
     """Patches not to propose again: all tried ones but those whose last try was cut short
-    (undecided) and that have not been tried `UNDECIDED_TRIES` times yet."""
-    tried = set()
-    for sha, records in attempts_by_patch(experiments).items():
-        if not (records[-1].status in UNDECIDED and len(records) < UNDECIDED_TRIES):
-            tried.add(sha)
-    return tried
+    and that have retries left."""
+    return {
+        sha
+        for sha, records in attempts_by_patch(experiments).items()
+        if not may_run_again(records, retries)
+    }
+
+
+def may_run_again(records: list[ExperimentRecord], retries: int) -> bool:
+    return records[-1].status in UNDECIDED and len(records) <= retries
 
 
 def no_keep_streak(experiments: list[ExperimentRecord]) -> int:

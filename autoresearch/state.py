@@ -24,6 +24,7 @@ __all__ = [
     "SessionLock",
     "SessionPaths",
     "read_inflight",
+    "read_json",
     "require_space",
     "write_json_atomic",
     "write_text_atomic",
@@ -156,9 +157,16 @@ def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
     write_text_atomic(path, json.dumps(json_safe(data), ensure_ascii=False, allow_nan=False))
 
 
-def read_inflight(path: Path) -> dict[str, Any] | None:
-    """The in-flight marker, or None; an unreadable one counts as none (it was never complete)."""
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A state file written by write_json_atomic, or None; an unreadable one counts as none
+    (it was never complete)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
+    return data if isinstance(data, dict) else None
+
+
+def read_inflight(path: Path) -> dict[str, Any] | None:
+    """The in-flight marker, or None."""
+    return read_json(path)

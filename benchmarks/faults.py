@@ -107,7 +107,8 @@ class Night:
             cwd=self.root,
             env=self.env(env),
             capture_output=True,
-            text=True,
+            encoding="utf-8",
+            errors="replace",  # a path in a message may hold any bytes, as in a terminal
             timeout=timeout,
         )
         self._saw(done.returncode, done.stderr)
@@ -120,7 +121,8 @@ class Night:
             env=self.env(env),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            text=True,
+            encoding="utf-8",
+            errors="replace",
         )
 
     def reap(self, proc: subprocess.Popen, killed: bool, timeout: float = 120) -> int:

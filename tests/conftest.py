@@ -102,8 +102,11 @@ def wait_for_candidate(target, started):
     marker = session_paths(target.load()).inflight
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if marker.exists() and started.exists():
-            data = json.loads(marker.read_text())
+        if started.exists():
+            try:  # the loop replaces or removes the marker at any moment
+                data = json.loads(marker.read_text())
+            except (OSError, ValueError):
+                data = {}
             if data.get("phase") == "bench":
                 time.sleep(0.3)
                 return

@@ -7,8 +7,10 @@ src/mode.txt     ok | crash | hang | garbage | nometric | slow | writes | tamper
 BENCH_SLEEP_S and BUILD_SLEEP_S make every bench run or build take that long.
 BENCH_FAIL_TREE=baseline makes the baseline worktree's runs fail after BENCH_FAIL_AFTER of them.
 The bench adds gaussian noise of BENCH_NOISE_PCT percent (default 0), or multiplies by the
-factors in BENCH_FACTORS in turn (counted in the file BENCH_COUNTER). The checks fail when
-src/broken.txt exists, and sleep when src/checks_sleep.txt exists.
+factors in BENCH_FACTORS in turn (counted in the file BENCH_COUNTER); BENCH_SENTINEL_SPREAD
+swings the sentinel alone up and down by up to that fraction, the same way for the same run
+number (counted in BENCH_SENTINEL_COUNTER): too noisy to be shown inside its budget.
+The checks fail when src/broken.txt exists, and sleep when src/checks_sleep.txt exists.
 """
 
 from __future__ import annotations
@@ -107,7 +109,14 @@ if factors:  # a fixed sequence of noise factors, one per run, for exact expecta
     factor = [float(f) for f in factors.split(",")][count % len(factors.split(","))]
 print("bench: running workload")
 print(f"METRIC time_ms={value * factor:.6f}")
-print(f"METRIC sentinel_ms={sentinel * (1 + random.gauss(0, noise)):.6f}")
+sentinel_factor = 1 + random.gauss(0, noise)
+spread = os.environ.get("BENCH_SENTINEL_SPREAD")
+if spread:  # the sentinel alone swings by up to +-spread, reproducibly run by run
+    counter = Path(os.environ["BENCH_SENTINEL_COUNTER"])
+    count = int(counter.read_text()) if counter.exists() else 0
+    counter.write_text(str(count + 1))
+    sentinel_factor = 1 + random.Random(count).uniform(-float(spread), float(spread))
+print(f"METRIC sentinel_ms={sentinel * sentinel_factor:.6f}")
 """
 
 CHECKS = r"""#!/usr/bin/env python3

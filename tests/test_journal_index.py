@@ -7,7 +7,7 @@ import json
 from conftest import experiment_record as record
 
 from autoresearch.journal import Journal
-from autoresearch.journal_index import index_path, refresh_index
+from autoresearch.journal_index import INDEX_VERSION, index_path, refresh_index
 
 
 def test_appends_keep_the_index_current(tmp_path):
@@ -19,7 +19,7 @@ def test_appends_keep_the_index_current(tmp_path):
             )
         )
     lines = index_path(journal.path).read_text().splitlines()
-    assert json.loads(lines[0])["index_version"] == 1
+    assert json.loads(lines[0])["index_version"] == INDEX_VERSION
     assert [json.loads(line)["d"]["n"] for line in lines[1:]] == [1, 2]
     rows = refresh_index(journal.path).experiments
     assert [(r["n"], r["value"], r["status"]) for r in rows] == [
@@ -77,4 +77,7 @@ def test_a_damaged_index_is_rebuilt(tmp_path):
     journal.append(record(1))
     index_path(journal.path).write_text("garbage\n")
     assert [r["n"] for r in refresh_index(journal.path).experiments] == [1]
-    assert json.loads(index_path(journal.path).read_text().splitlines()[0])["index_version"] == 1
+    assert (
+        json.loads(index_path(journal.path).read_text().splitlines()[0])["index_version"]
+        == INDEX_VERSION
+    )

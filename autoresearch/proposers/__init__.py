@@ -4,7 +4,7 @@ from pathlib import Path
 
 from ..config import Config
 from .base import Hypothesis, Proposer, patch_sha256
-from .queue import QueueProposer, parse_patch_file
+from .queue import QueueProposer, parse_patch_file, read_hypothesis
 
 __all__ = [
     "Hypothesis",
@@ -13,6 +13,7 @@ __all__ = [
     "make_proposer",
     "parse_patch_file",
     "patch_sha256",
+    "read_hypothesis",
 ]
 
 

@@ -23,6 +23,9 @@ __all__ = ["COLUMNS", "History", "load_history"]
 COLUMNS = [
     "n",
     "id",
+    "retry_of",
+    "earlier",  # "retry of #3 (inconclusive)": the attempt a retry followed
+    "superseded",  # True for an attempt a later retry of the same hypothesis replaced
     "segment",
     "status",
     "title",
@@ -314,9 +317,17 @@ def _pi_changes(frame: pd.DataFrame, direction: str) -> pd.DataFrame:
 
 
 def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    """Numbers as floats, a missing one as NaN (never 0), whatever the journal held."""
+    """Numbers as floats, a missing one as NaN (never 0), whatever the journal held; retries
+    linked to the attempts they followed."""
     for column in NUMERIC:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
+    frame["retry_of"] = frame["retry_of"].astype(object).where(frame["retry_of"].notna(), None)
+    earlier = {row.id: (int(row.n), row.status) for row in frame.itertuples()}
+    frame["earlier"] = [
+        f"retry of #{earlier[r][0]} ({earlier[r][1]})" if r in earlier else None
+        for r in frame["retry_of"]
+    ]
+    frame["superseded"] = frame["id"].isin(set(frame["retry_of"].dropna()))
     return frame
 
 

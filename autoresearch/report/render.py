@@ -158,7 +158,8 @@ def render_text(summary: dict) -> str:
         )
     out += ["", f"kept ({len(s['wins'])}):"]
     for w in s["wins"]:
-        out.append(f"  #{w['n']:<4} {_pct(w['change_pct']):>8}  {w['title']}")
+        earlier = f" ({w['earlier']})" if w.get("earlier") else ""
+        out.append(f"  #{w['n']:<4} {_pct(w['change_pct']):>8}  {w['title']}{earlier}")
         if w["mechanism"]:
             out.append(f"         {'':>8}  {w['mechanism']}")
     out += ["", "not kept:"]
@@ -166,7 +167,8 @@ def render_text(summary: dict) -> str:
         out.append(f"  {g['reason']} ({g['count']}):")
         for e in g["experiments"]:
             why = f": {e['why']}" if e["why"] else ""
-            out.append(f"    #{e['n']:<4} {_pct(e['change_pct']):>8}  {e['title']}{why}"[:160])
+            title = e["title"] + (f" ({e['earlier']})" if e.get("earlier") else "")
+            out.append(f"    #{e['n']:<4} {_pct(e['change_pct']):>8}  {title}{why}"[:160])
     r = s["runs"]
     runs = f"bench runs: {r['bench_runs']}"
     if r["per_decision"]:

@@ -57,7 +57,9 @@ _SCALE = re.compile(r"^(?P<head>[A-Za-z]+)(?P<mid>_.*_)(?P<scale>\d+[km]?)(?P<ta
 def summarize(history: History, comparison: str | None = None, label: str | None = None) -> dict:
     """The review of one session. `comparison` names the engine the headline compares against
     (the primary metric's first word replaced by it, e.g. `sqlite`), `label` how to call it."""
-    df = history.experiments
+    every = history.experiments
+    # A hypothesis measured again counts once, by its last outcome; its runs all count.
+    df = every[~every["superseded"].astype(bool)]
     kept = df[df["status"] == "keep"]
     failed = df[df["status"].isin(FAILED_STATUSES)]
     base, final = history.baseline["value"], history.final["value"]
@@ -72,7 +74,8 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         "metric": history.metric,
         "unit": history.unit,
         "direction": history.direction,
-        "experiments": len(df),
+        "experiments": len(every),
+        "retried": int(every["superseded"].astype(bool).sum()),
         "by_status": by_status,
         "kept": len(kept),
         "failed": len(failed),
@@ -84,11 +87,11 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         "metrics": _metric_rows(history, units),
         "wins": _wins(kept[kept["n"] != history.baseline.get("n")]),
         "not_kept": _not_kept(df[df["status"] != "keep"]),
-        "runs": _runs(df),
+        "runs": _runs(every),
         "family": _family(history, comparison, label),
         "allocations": _allocations(history),
         "safety": _safety(history, kept),
-        "methodology": _methodology(history, df),
+        "methodology": _methodology(history, every),
         "warnings": history.warnings,
     }
     summary["headline_change_pct"] = (
@@ -145,6 +148,7 @@ def _wins(kept: pd.DataFrame) -> list[dict]:
             "ci_high_pct": _clean(row.ci_high_pct),
             "mechanism": _mechanism(row),
             "commit": row.commit,
+            "earlier": row.earlier,
         }
         for row in kept.itertuples()
     ]
@@ -166,6 +170,7 @@ def _not_kept(rest: pd.DataFrame) -> list[dict]:
                         "status": row.status,
                         "change_pct": _clean(row.change_pct),
                         "why": _first_sentence(row.rollback_reason or row.reason or ""),
+                        "earlier": row.earlier,
                     }
                     for row in group.itertuples()
                 ],

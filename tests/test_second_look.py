@@ -1,0 +1,114 @@
+"""Undecided is not discarded: a second look at inconclusive hypotheses, and `retry`."""
+
+from __future__ import annotations
+
+import json
+
+from conftest import experiments, run, run_cli, unified_patch
+
+
+def _noisy_sentinel(monkeypatch, tmp_path) -> None:
+    """The primary win is clear; the sentinel is too noisy to be shown inside its budget."""
+    monkeypatch.setenv("BENCH_SENTINEL_SPREAD", "0.3")
+    monkeypatch.setenv("BENCH_SENTINEL_COUNTER", str(tmp_path / "sentinel-count"))
+
+
+def test_inconclusive_is_looked_at_again_and_kept_when_the_machine_is_quiet(
+    target, monkeypatch, tmp_path
+):
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    _noisy_sentinel(monkeypatch, tmp_path)
+    run(target, max_experiments=1)
+    (first,) = experiments(target)
+    assert (first.status, first.decision["rule"]) == ("inconclusive", "sentinel_unresolved")
+
+    monkeypatch.delenv("BENCH_SENTINEL_SPREAD")
+    outcome = run(target)
+
+    first, retry = experiments(target)
+    assert (retry.title, retry.status, retry.retry_of) == ("01-win", "keep", first.id)
+    assert retry.patch_sha256 == first.patch_sha256
+    assert outcome.kept == 1
+
+
+def test_a_retry_that_stays_undecided_is_not_tried_a_third_time(target, monkeypatch, tmp_path):
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    _noisy_sentinel(monkeypatch, tmp_path)
+
+    outcome = run(target)
+    run(target)
+
+    first, retry = experiments(target)
+    assert [first.status, retry.status] == ["inconclusive", "inconclusive"]
+    assert retry.retry_of == first.id
+    assert "none undecided" in outcome.stop_reason
+
+
+def test_retry_command_runs_a_discarded_experiment_again_once(target):
+    target.add_hypothesis("01-loss", {"src/value.txt": "130\n"})
+    run(target)
+    (first,) = experiments(target)
+    assert first.status == "discard"
+
+    done = run_cli("retry", first.id, cwd=target.root)
+    assert done.returncode == 0, done.stderr
+    assert f"queued {first.id}" in done.stdout
+    bad = run_cli("retry", "t-0099", cwd=target.root)
+    assert bad.returncode == 1 and bad.stderr.startswith("error: no experiment t-0099")
+
+    run(target)
+    run(target)
+
+    records = experiments(target)
+    assert [(r.title, r.status, r.retry_of) for r in records] == [
+        ("01-loss", "discard", None),
+        ("01-loss", "discard", first.id),
+    ]
+
+
+def test_a_retry_that_no_longer_applies_is_recorded(target, monkeypatch, tmp_path):
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    _noisy_sentinel(monkeypatch, tmp_path)
+    run(target, max_experiments=1)
+    monkeypatch.delenv("BENCH_SENTINEL_SPREAD")
+    (target.queue / "01-win.patch").unlink()
+    target.add_hypothesis("02-other", {"src/value.txt": "70\n"})
+
+    run(target)
+
+    first, other, retry = experiments(target)
+    assert other.status == "keep"
+    assert (retry.retry_of, retry.status) == (first.id, "apply_failed")
+    assert retry.error.startswith("no longer applies to the current best")
+
+
+def test_review_shows_a_retried_hypothesis_once(target, monkeypatch, tmp_path):
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    _noisy_sentinel(monkeypatch, tmp_path)
+    run(target, max_experiments=1)
+    monkeypatch.delenv("BENCH_SENTINEL_SPREAD")
+    run(target)
+
+    report = json.loads(run_cli("report", "--format", "json", cwd=target.root).stdout)
+    assert report["by_status"] == {"keep": 1}
+    (win,) = report["wins"]
+    assert win["earlier"] == "retry of #1 (inconclusive)"
+    assert report["not_kept"] == []
+    pr = run_cli("pr", cwd=target.root).stdout
+    assert "retry of #1 (inconclusive)" in pr
+    ideas_path = target.root / "ideas.md"
+    run_cli("ideas", cwd=target.root)
+    ideas = ideas_path.read_text()
+    assert "### Worth another try (0)" in ideas
+    assert "retry of #1 (inconclusive)" in ideas
+
+
+def test_a_patch_that_changed_under_its_name_is_new(target):
+    """Editing a queued patch makes a new hypothesis; the second look is about identical ones."""
+    target.add_hypothesis("01", {"src/value.txt": "130\n"})
+    run(target)
+    (target.queue / "01.patch").write_text(
+        "Title: 01\n\n" + unified_patch("src/value.txt", "100\n", "80\n")
+    )
+    run(target)
+    assert [r.retry_of for r in experiments(target)] == [None, None]
