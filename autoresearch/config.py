@@ -14,6 +14,7 @@ import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from .errors import ConfigError
 
@@ -25,7 +26,6 @@ __all__ = [
     "Config",
     "DecisionConfig",
     "MetricSpec",
-    "ProposerConfig",
     "ReportConfig",
     "ScopeConfig",
     "SentinelSpec",
@@ -139,12 +139,6 @@ class DecisionConfig:
 
 
 @dataclass(frozen=True)
-class ProposerConfig:
-    kind: str = "queue"
-    dir: str = "hypotheses"
-
-
-@dataclass(frozen=True)
 class ReportConfig:
     # The engine the PR's headline table compares against: the primary metric's first word
     # replaced by this (pebble_writepack_1k_ms -> sqlite_writepack_1k_ms), and its name.
@@ -168,7 +162,11 @@ class Config:
     scope: ScopeConfig = field(default_factory=ScopeConfig)
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     decision: DecisionConfig = field(default_factory=DecisionConfig)
-    proposer: ProposerConfig = field(default_factory=ProposerConfig)
+    # Where hypotheses come from, in order: `[[proposer]]` tables (or one `[proposer]`), each
+    # with its `kind` and that kind's own options (checked by the proposer, see proposers/).
+    proposer: list[dict[str, Any]] = field(
+        default_factory=lambda: [{"kind": "queue", "dir": "hypotheses"}]
+    )
     report: ReportConfig = field(default_factory=ReportConfig)
 
     @property
@@ -221,6 +219,8 @@ class Config:
     def from_dict(cls, data: dict) -> Config:
         """A config as a journal recorded it; keys this version does not know are ignored."""
         path = Path(data.get("path") or "autoresearch.toml")
+        if isinstance(data.get("proposer"), dict):  # journals written before proposer chains
+            data = {**data, "proposer": [data["proposer"]]}
         return _build(cls, {**data, "path": path}, path, "", strict=False)
 
 
@@ -278,6 +278,8 @@ def load_config(path: Path) -> Config:
             raise ConfigError(f"{path}: no [tool.autoresearch] section")
     if "metric" not in data:
         raise ConfigError(f"{path}: missing [metric] section (the primary metric: name, direction)")
+    if isinstance(data.get("proposer"), dict):  # one `[proposer]` table: a chain of one
+        data = {**data, "proposer": [data["proposer"]]}
     config = _build(Config, {**data, "path": path}, path, "")
     _check_semantics(config)
     return config
@@ -331,6 +333,10 @@ def _coerce(hint, value, path: Path, key: str, strict: bool = True):
         if not isinstance(value, list):
             raise ConfigError(f"{path}: '{key}' must be a list, got {_toml_type(value)}")
         return [_coerce(item, v, path, f"{key}[{i}]", strict) for i, v in enumerate(value)]
+    if origin is dict and typing.get_args(hint)[1] is Any:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: '{key}' must be a table, got {_toml_type(value)}")
+        return dict(value)
     if origin is dict:
         if not isinstance(value, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()
@@ -351,6 +357,21 @@ def _coerce(hint, value, path: Path, key: str, strict: bool = True):
     ):
         return value
     raise ConfigError(f"{path}: '{key}' must be {hint.__name__}, got {_toml_type(value)}")
+
+
+def _check_proposers(config: Config) -> None:
+    """Each `[[proposer]]` names an installed kind and only options that kind knows."""
+    from .proposers.registry import proposer_class  # proposers build on this module
+
+    if not config.proposer:
+        raise ConfigError(f"{config.path}: 'proposer' is empty: name at least one proposer")
+    for i, table in enumerate(config.proposer):
+        where = f"{config.path}: proposer[{i}]"
+        kind = table.get("kind", "queue")
+        if not isinstance(kind, str):
+            raise ConfigError(f"{where}: 'kind' must be a string (queue, sweep, or a plug-in's)")
+        options = {k: v for k, v in table.items() if k != "kind"}
+        proposer_class(kind, where).check_options(options, config, where)
 
 
 def _toml_type(value) -> str:
@@ -411,8 +432,7 @@ def _check_semantics(config: Config) -> None:
                 f"{path}: 'decision.agree_with[{i}]' names '{name}', which is not a "
                 "secondary or sentinel metric"
             )
-    if config.proposer.kind != "queue":
-        raise ConfigError(f"{path}: 'proposer.kind' must be 'queue', got '{config.proposer.kind}'")
+    _check_proposers(config)
     check_session_name(config.session.name, f"{path}: 'session.name'")
     if not config.bench.command.strip():
         raise ConfigError(f"{path}: 'bench.command' is empty")

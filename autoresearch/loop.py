@@ -25,7 +25,7 @@ from .patchcheck import PatchProblem, check_paths, patch_paths
 from .proc import RunResult
 from .proc import run as run_command
 from .progress import Progress, format_value
-from .proposers import Hypothesis
+from .proposers import Hypothesis, ProposalContext
 from .records import ExperimentRecord
 from .retention import prune_logs
 from .second_look import forget_request, second_look
@@ -67,7 +67,10 @@ def run_session(
     with open_session(config, options, progress) as run:
         reason = None if calibrate_best(run) else "interrupted by a signal during calibration"
         while reason is None and (reason := _stop_reason(run)) is None:
-            hypothesis = run.proposer.next(run.tried) or _second_look(run)
+            context = proposal_context(run)
+            hypothesis = run.proposer.next(context) or _second_look(run)
+            for note in context.notes:
+                run.progress.warn(note)
             if hypothesis is None:
                 reason = "no hypotheses left in the queue, and none undecided to look at again"
                 break
@@ -139,7 +142,7 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
     earlier = run.attempts.get(hypothesis.sha256)
     cap = run.options.max_experiments or config.budget.max_experiments
     run.progress.experiment(
-        n, min(run.done + run.proposer.pending(run.tried), cap), hypothesis.title
+        n, min(run.done + run.proposer.pending(proposal_context(run)), cap), hypothesis.title
     )
     draft = Draft(
         marker=run.paths.inflight,
@@ -148,7 +151,8 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
             "id": exp_id,
             "n": n,
             "title": hypothesis.title,
-            "proposer": run.proposer.name,
+            "proposer": hypothesis.proposer or "queue",
+            "proposal": hypothesis.proposal,
             "source": hypothesis.source,
             "patch_sha256": hypothesis.sha256,
             "touched_files": [],
@@ -383,6 +387,20 @@ def _best_text(run: Session) -> str:
     if best is None or not base:
         return format_value(best, unit)
     return f"{format_value(best, unit)} ({change_pct(base, best):+.2f}% vs baseline)"
+
+
+def proposal_context(run: Session) -> ProposalContext:
+    """What the proposers see: the session so far and the current best, checked out."""
+    context = ProposalContext(
+        tried=run.tried,
+        records=[r for records in run.attempts.values() for r in records],
+        tip=run.ws.tip(),
+        worktree=run.ws.path,
+        metric=run.config.metric.name,
+        direction=run.config.metric.direction,
+    )
+    context.records.sort(key=lambda r: r.n)
+    return context
 
 
 def _second_look(run: Session) -> Hypothesis | None:

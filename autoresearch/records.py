@@ -206,6 +206,7 @@ class ExperimentRecord(_Record):
     error: str | None = None
     asi: Asi = field(default_factory=Asi)
     retry_of: str | None = None  # the id of the earlier attempt this one runs again
+    proposal: dict[str, Any] | None = None  # what the proposer noted (a knob, its value)
 
     def _nested(self) -> list[tuple[str, Any, Any]]:
         found: list[tuple[str, Any, Any]] = [

@@ -1,14 +1,18 @@
-"""Where hypotheses come from. A queue of patch files first; others plug in behind Proposer."""
-
-from pathlib import Path
+"""Where hypotheses come from: proposers found by name (registry.py), chained in order."""
 
 from ..config import Config
-from .base import Hypothesis, Proposer, patch_sha256
+from .base import Hypothesis, ProposalContext, Proposer, ProposerError, patch_sha256
+from .chain import ProposerChain
 from .queue import QueueProposer, parse_patch_file, read_hypothesis
+from .registry import ENTRY_POINT_GROUP, make_proposers
 
 __all__ = [
+    "ENTRY_POINT_GROUP",
     "Hypothesis",
+    "ProposalContext",
     "Proposer",
+    "ProposerChain",
+    "ProposerError",
     "QueueProposer",
     "make_proposer",
     "parse_patch_file",
@@ -17,6 +21,6 @@ __all__ = [
 ]
 
 
-def make_proposer(config: Config) -> Proposer:
-    """The proposer a config names; its directory is relative to the config file."""
-    return QueueProposer(Path(config.resolve(config.proposer.dir)))
+def make_proposer(config: Config) -> ProposerChain:
+    """The session's proposers, in the order its config lists them."""
+    return ProposerChain(make_proposers(config))

@@ -1,17 +1,30 @@
-"""What every proposer hands the loop: a hypothesis, a patch plus its reasoning."""
+"""What every proposer hands the loop, and what the loop shows every proposer.
+
+A proposer is found by name in the `autoresearch.proposers` entry-point group (the built-ins
+register the same way, see registry.py); it is made from its own `[[proposer]]` table and asked,
+before each experiment, for the next hypothesis given the session so far.
+"""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
 
-__all__ = ["Hypothesis", "Proposer", "patch_sha256"]
+from ..records import ExperimentRecord
+
+__all__ = ["Hypothesis", "ProposalContext", "Proposer", "ProposerError", "patch_sha256"]
 
 
 def patch_sha256(patch: bytes) -> str:
     """A patch's identity: its diff bytes, so that editing the reasoning does not make it new."""
     return hashlib.sha256(patch).hexdigest()
+
+
+class ProposerError(Exception):
+    """A proposer cannot propose right now (a file it reads is gone, a pattern stopped
+    matching): the loop warns, skips it for this experiment and asks the next one."""
 
 
 @dataclass(frozen=True)
@@ -21,6 +34,7 @@ class Hypothesis:
 
     `problem` says why a hypothesis cannot be tried at all (an unreadable file, a broken
     sidecar): the loop records it as such, costs no bench run, and goes on with the night.
+    `proposal` is what a proposer wants to find again in the record (a knob and its value).
     """
 
     title: str
@@ -30,6 +44,8 @@ class Hypothesis:
     expected_effect: str | None = None
     source: str | None = None
     problem: str | None = None
+    proposer: str | None = None
+    proposal: dict[str, Any] | None = None
 
     @property
     def sha256(self) -> str:
@@ -43,15 +59,36 @@ class Hypothesis:
         return self.patch.decode("utf-8", errors="surrogateescape")
 
 
+@dataclass
+class ProposalContext:
+    """The session as a proposer sees it before an experiment."""
+
+    tried: set[str]  # patch hashes not to propose again
+    records: list[ExperimentRecord]  # the session's experiments so far, oldest first
+    tip: str  # the current best commit
+    worktree: Path  # checked out at `tip`, clean: read files here
+    metric: str  # the primary metric's name
+    direction: str  # "lower" or "higher" is better
+    notes: list[str] = field(default_factory=list)  # warnings for the progress output
+
+    def read(self, rel: str) -> str:
+        """A file of the current best, as text."""
+        path = self.worktree / rel
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ProposerError(f"{rel}: cannot read it at {self.tip[:10]}: {exc}") from None
+
+
 class Proposer(Protocol):
-    """A source of hypotheses. `tried` holds the patch hashes the session has already run."""
+    """A source of hypotheses."""
 
     name: str
 
-    def next(self, tried: set[str]) -> Hypothesis | None:
-        """The next hypothesis not yet tried, or None when there are no more."""
+    def next(self, context: ProposalContext) -> Hypothesis | None:
+        """The next hypothesis to try, or None when this proposer has nothing (more)."""
         ...
 
-    def pending(self, tried: set[str]) -> int:
-        """How many hypotheses are left (for progress)."""
+    def pending(self, context: ProposalContext) -> int | None:
+        """How many hypotheses are left, when it knows (for progress)."""
         ...

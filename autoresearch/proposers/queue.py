@@ -21,8 +21,9 @@ import json
 import re
 from pathlib import Path
 
-from ..errors import UserError
-from .base import Hypothesis
+from ..config import Config
+from ..errors import ConfigError, UserError
+from .base import Hypothesis, ProposalContext
 
 __all__ = ["QueueProposer", "parse_patch_file", "read_hypothesis"]
 
@@ -41,7 +42,21 @@ _FIELDS = {
 
 
 class QueueProposer:
+    """Options: `dir`, the directory of patch files (relative to the config file)."""
+
     name = "queue"
+
+    @classmethod
+    def check_options(cls, options: dict, config: Config, where: str) -> None:
+        for key, value in options.items():
+            if key != "dir":
+                raise ConfigError(f"{where}: the queue proposer has no option '{key}' (only dir)")
+            if not isinstance(value, str):
+                raise ConfigError(f"{where}: 'dir' must be a string")
+
+    @classmethod
+    def from_options(cls, options: dict, config: Config) -> QueueProposer:
+        return cls(config.resolve(options.get("dir", "hypotheses")))
 
     def __init__(self, directory: Path):
         if not directory.is_dir():
@@ -68,12 +83,12 @@ class QueueProposer:
                 found.append(self._parsed[key])
         return found
 
-    def next(self, tried: set[str]) -> Hypothesis | None:
-        untried = self._untried(tried)
+    def next(self, context: ProposalContext) -> Hypothesis | None:
+        untried = self._untried(context.tried)
         return untried[0] if untried else None
 
-    def pending(self, tried: set[str]) -> int:
-        return len(self._untried(tried))
+    def pending(self, context: ProposalContext) -> int:
+        return len(self._untried(context.tried))
 
 
 def _stamp(path: Path) -> tuple[int, int] | None:

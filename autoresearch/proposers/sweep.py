@@ -1,0 +1,347 @@
+"""Knob sweeps: move a numeric constant and search for its best value, as an engineer would.
+
+Each knob is a value in a file, found by a regular expression with one capture group. From the
+value at the current best, the sweep steps along the knob's grid in both directions (bracketing),
+follows a direction while it keeps winning (each win is kept, so the best moves with it), then
+bisects between the best value and its nearest slower neighbour on each side until no untried
+value lies between them (integers) or the gap is below the knob's resolution. A value is never
+measured twice at the same best commit. When a later keep of something else moves the best, the
+knob's nearest neighbours are measured again once: knobs interact.
+
+Several knobs are searched one at a time (coordinate search), in the order the config lists
+them. Every hypothesis is a real patch; the loop's decision rule decides every keep.
+
+    [[proposer]]
+    kind = "sweep"
+
+    [[proposer.knob]]
+    name = "l0_threshold"
+    file = "grantstore/pebble_engine.go"
+    pattern = 'L0CompactionThreshold:\\s*(\\d+)'
+    values = [2, 4, 6, 8, 12, 16]          # or: min = 2, max = 64, scale = "log2" | "linear"
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import Config
+from ..errors import ConfigError
+from ..globs import matches_any
+from ..records import ExperimentRecord
+from .base import Hypothesis, ProposalContext, ProposerError
+
+__all__ = ["Knob", "SweepProposer", "knob_history"]
+
+KNOB_KEYS = {
+    "name": str,
+    "file": str,
+    "pattern": str,
+    "values": list,
+    "min": (int, float),
+    "max": (int, float),
+    "scale": str,
+    "step": (int, float),
+    "integer": bool,
+    "resolution": (int, float),
+    "mechanism": str,
+}
+SCALES = ("log2", "linear")
+LINEAR_STEPS = 8  # the default grid of a linear knob: this many steps from min to max
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str
+    file: str
+    pattern: re.Pattern
+    grid: tuple[float, ...]  # the values stepped through before bisecting
+    integer: bool
+    resolution: float
+    log: bool  # bisect geometrically (log2 scale) rather than arithmetically
+    mechanism: str | None = None
+
+    def read(self, text: str) -> tuple[float, re.Match]:
+        match = self.pattern.search(text)
+        if match is None:
+            raise ProposerError(
+                f"knob {self.name}: pattern {self.pattern.pattern!r} no longer matches {self.file}"
+            )
+        try:
+            value = float(match.group(1))
+        except ValueError:
+            raise ProposerError(
+                f"knob {self.name}: {match.group(1)!r} in {self.file} is not a number"
+            ) from None
+        return value, match
+
+    def show(self, value: float) -> str:
+        return str(int(value)) if self.integer else f"{value:g}"
+
+    def between(self, a: float, b: float, measured: set[float]) -> float | None:
+        """An untried value between `a` and `b`: their midpoint (geometric on a log2 scale),
+        or the nearest untried value to it; None once the gap is closed."""
+        low, high = min(a, b), max(a, b)
+        if self.integer:
+            inside = [v for v in range(int(low) + 1, int(high)) if v not in measured]
+            if not inside:
+                return None
+            mid = math.sqrt(low * high) if self.log and low > 0 else (low + high) / 2
+            return float(min(inside, key=lambda v: (abs(v - mid), v)))
+        if high - low <= self.resolution:
+            return None
+        mid = math.sqrt(low * high) if self.log and low > 0 else (low + high) / 2
+        return None if mid in measured else mid
+
+
+def knob_history(records: list[ExperimentRecord], name: str) -> list[ExperimentRecord]:
+    """The session's experiments that moved knob `name`, oldest first."""
+    return [r for r in records if (r.proposal or {}).get("knob") == name]
+
+
+class SweepProposer:
+    """Options: `knob`, a list of tables (see the module's doc)."""
+
+    name = "sweep"
+
+    @classmethod
+    def check_options(cls, options: dict, config: Config, where: str) -> None:
+        cls._knobs(options, config, where)
+
+    @classmethod
+    def from_options(cls, options: dict, config: Config) -> SweepProposer:
+        return cls(cls._knobs(options, config, f"{config.path}: sweep"))
+
+    def __init__(self, knobs: list[Knob]):
+        self.knobs = knobs
+        self.broken: dict[str, str] = {}  # knobs whose pattern failed at some best, and why
+
+    def next(self, context: ProposalContext) -> Hypothesis | None:
+        for knob in self.knobs:
+            try:
+                found = self._next_for(knob, context)
+            except ProposerError as exc:
+                if self.broken.get(knob.name) != context.tip:
+                    context.notes.append(f"{exc}; skipping it at {context.tip[:10]}")
+                self.broken[knob.name] = context.tip
+                continue
+            if found is not None:
+                return found
+        return None
+
+    def pending(self, context: ProposalContext) -> int | None:
+        return None  # a search does not know how long it will take
+
+    # -- the search ---------------------------------------------------------------------------
+
+    def _next_for(self, knob: Knob, context: ProposalContext) -> Hypothesis | None:
+        text = context.read(knob.file)
+        current, _ = knob.read(text)
+        history = knob_history(context.records, knob.name)
+        here = {r.proposal["value"]: r for r in history if r.parent_commit == context.tip}
+        made_here = next((r for r in history if r.kept_commit == context.tip), None)
+        worse = dict.fromkeys(here, True)
+        if made_here is not None:  # the value this keep replaced lost to the current one
+            worse[made_here.proposal["from"]] = True
+        measured = set(worse) | {current}
+        elsewhere = [r for r in history if r.parent_commit != context.tip]
+        if elsewhere and made_here is None:
+            # The best moved under a knob already searched: its nearest neighbours, once.
+            return self._recheck(knob, context, text, current, history, measured)
+        grid = sorted(set(knob.grid) | {current})
+        up = next((v for v in grid if v > current), None)
+        down = next((v for v in reversed(grid) if v < current), None)
+        steps = [up, down]
+        why = "bracketing: the next value on its grid"
+        if made_here is not None:
+            following = current - made_here.proposal["from"]
+            steps = [up, down] if following > 0 else [down, up]
+            why = (
+                f"following the gain from {knob.show(made_here.proposal['from'])} to "
+                f"{knob.show(current)}: one more step the same way"
+            )
+        for value in steps:
+            if value is not None and value not in measured:
+                return self._hypothesis(knob, context, text, current, value, why, here)
+        # Bracketed: bisect towards the nearest slower value on each side, the closer loss first.
+        sides = []
+        for side in (1, -1):
+            losses = [v for v in worse if (v - current) * side > 0]
+            if losses:
+                nearest = min(losses, key=lambda v: abs(v - current))
+                sides.append((self._loss(here.get(nearest)), nearest))
+        for _, nearest in sorted(sides, key=lambda s: s[0]):
+            value = knob.between(current, nearest, measured)
+            if value is not None:
+                why = (
+                    f"bisecting between {knob.show(current)} (the best) and "
+                    f"{knob.show(nearest)} (slower)"
+                )
+                return self._hypothesis(knob, context, text, current, value, why, here)
+        return None
+
+    def _recheck(self, knob, context, text, current, history, measured) -> Hypothesis | None:
+        tried = sorted({r.proposal["value"] for r in history})
+        above = [v for v in tried if v > current]
+        below = [v for v in tried if v < current]
+        for value in (min(above) if above else None, max(below) if below else None):
+            if value is not None and value not in measured:
+                why = (
+                    "re-checking a neighbour: the code around the knob changed since it was "
+                    "swept, and knobs interact"
+                )
+                here = {}
+                return self._hypothesis(knob, context, text, current, value, why, here)
+        return None
+
+    def _loss(self, record: ExperimentRecord | None) -> float:
+        """How much slower a value measured: a smaller loss is bisected first."""
+        change = _change(record)
+        return abs(change) if change is not None else math.inf
+
+    # -- the hypothesis -----------------------------------------------------------------------
+
+    def _hypothesis(self, knob, context, text, current, value, why, here) -> Hypothesis:
+        _, match = knob.read(text)
+        new_text = text[: match.start(1)] + knob.show(value) + text[match.end(1) :]
+        learned = _learned(knob, here)
+        return Hypothesis(
+            title=f"{knob.name}: {knob.show(current)} -> {knob.show(value)}",
+            patch=_diff(knob.file, text, new_text),
+            hypothesis=(
+                f"move {knob.name} from {knob.show(current)} to {knob.show(value)} ({why})"
+                + (f"; so far at this best: {learned}" if learned else "")
+            ),
+            mechanism=knob.mechanism or f"the value of {knob.name} in {knob.file}",
+            expected_effect=f"{context.metric}: unknown; the sweep measures it",
+            source=knob.file,
+            proposal={
+                "knob": knob.name,
+                "from": current,
+                "value": value,
+                "why": why,
+                "file": knob.file,
+            },
+        )
+
+    # -- options ------------------------------------------------------------------------------
+
+    @classmethod
+    def _knobs(cls, options: dict, config: Config, where: str) -> list[Knob]:
+        unknown = sorted(set(options) - {"knob"})
+        if unknown:
+            raise ConfigError(f"{where}: the sweep proposer has no option '{unknown[0]}' (knob)")
+        tables = options.get("knob")
+        if not isinstance(tables, list) or not tables:
+            raise ConfigError(f"{where}: a sweep needs at least one [[proposer.knob]] table")
+        knobs = [_knob(t, config, f"{where}: knob[{i}]") for i, t in enumerate(tables)]
+        names = [k.name for k in knobs]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"{where}: knob names must be unique, got {names}")
+        return knobs
+
+
+def _knob(table: Any, config: Config, where: str) -> Knob:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: must be a table")
+    for key, value in table.items():
+        if key not in KNOB_KEYS:
+            raise ConfigError(f"{where}: unknown key '{key}' (known: {', '.join(KNOB_KEYS)})")
+        if not isinstance(value, KNOB_KEYS[key]) or isinstance(value, bool) != (key == "integer"):
+            raise ConfigError(f"{where}: '{key}' has the wrong type ({type(value).__name__})")
+    for key in ("name", "file", "pattern"):
+        if not table.get(key):
+            raise ConfigError(f"{where}: '{key}' is required")
+    try:
+        pattern = re.compile(table["pattern"])
+    except re.error as exc:
+        raise ConfigError(f"{where}: 'pattern' is not a regular expression: {exc}") from None
+    if pattern.groups != 1:
+        raise ConfigError(f"{where}: 'pattern' must have exactly one capture group (the value)")
+    if not matches_any(table["file"], config.scope.include) or matches_any(
+        table["file"], config.protected_globs()
+    ):
+        raise ConfigError(f"{where}: '{table['file']}' is outside [scope] include or protected")
+    grid, integer, log = _grid(table, where)
+    return Knob(
+        name=table["name"],
+        file=table["file"],
+        pattern=pattern,
+        grid=grid,
+        integer=integer,
+        resolution=float(table.get("resolution", 1 if integer else 0)),
+        log=log,
+        mechanism=table.get("mechanism"),
+    )
+
+
+def _grid(table: dict, where: str) -> tuple[tuple[float, ...], bool, bool]:
+    if "values" in table:
+        values = table["values"]
+        if len(values) < 2 or not all(
+            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            for v in values
+        ):
+            raise ConfigError(f"{where}: 'values' must list at least two numbers")
+        integer = table.get("integer", all(isinstance(v, int) for v in values))
+        log = table.get("scale") == "log2"
+        return tuple(sorted(float(v) for v in set(values))), integer, log
+    if "min" not in table or "max" not in table:
+        raise ConfigError(f"{where}: give 'values', or 'min' and 'max' (and 'scale')")
+    low, high = float(table["min"]), float(table["max"])
+    scale = table.get("scale", "log2")
+    if scale not in SCALES:
+        raise ConfigError(f"{where}: 'scale' must be one of {', '.join(SCALES)}")
+    if not (math.isfinite(low) and math.isfinite(high)) or low >= high:
+        raise ConfigError(f"{where}: 'min' must be below 'max'")
+    integer = table.get("integer", isinstance(table["min"], int) and isinstance(table["max"], int))
+    if scale == "log2":
+        if low <= 0:
+            raise ConfigError(f"{where}: a log2 scale needs 'min' > 0")
+        grid, value = [], low
+        while value <= high * (1 + 1e-9):
+            grid.append(round(value) if integer else value)
+            value *= 2
+        if grid[-1] < high:
+            grid.append(high)
+        return tuple(sorted(set(map(float, grid)))), integer, True
+    step = float(table.get("step", (high - low) / LINEAR_STEPS))
+    if step <= 0:
+        raise ConfigError(f"{where}: 'step' must be > 0")
+    count = math.floor((high - low) / step + 1e-9)
+    grid = [low + k * step for k in range(count + 1)] + [high]
+    grid = [round(v) if integer else v for v in grid]
+    return tuple(sorted(set(map(float, grid)))), integer, False
+
+
+def _diff(path: str, old: str, new: str) -> bytes:
+    """A git-style unified diff of one file; line endings as the file has them."""
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=f"a/{path}",
+        tofile=f"b/{path}",
+    )
+    text = f"diff --git a/{path} b/{path}\n" + "".join(lines)
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _change(record: ExperimentRecord | None) -> float | None:
+    if record is None or not record.decision:
+        return None
+    metrics = record.decision.get("metrics") or {}
+    primary = next((m for m in metrics.values() if "threshold_pct" in m), None)
+    return (primary or {}).get("change_pct")
+
+
+def _learned(knob: Knob, here: dict[float, ExperimentRecord]) -> str:
+    parts = []
+    for value, record in sorted(here.items()):
+        change = _change(record)
+        shown = f"{change:+.1f}%" if change is not None else "not measured"
+        parts.append(f"{knob.show(value)} {record.status} ({shown})")
+    return ", ".join(parts)
