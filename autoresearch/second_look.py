@@ -25,6 +25,9 @@ __all__ = [
 ]
 
 SECOND_LOOK = ("inconclusive",)  # the statuses a second pass takes up again
+# Proposers that settle their own undecided hypotheses: a sweep measures a knob's neighbours
+# again at each new best by itself, so its old values are not taken up here.
+SELF_DECIDING = ("sweep",)
 REQUESTS = "retry-requests.json"
 
 
@@ -45,6 +48,8 @@ def second_look(
                 return hypothesis, record
     for records in sorted(attempts.values(), key=lambda rs: rs[0].n):
         last = records[-1]
+        if last.proposer in SELF_DECIDING:
+            continue
         if last.status in SECOND_LOOK and len(records) <= retries:
             hypothesis = _hypothesis(paths, records, last)
             if hypothesis is not None:
@@ -87,6 +92,8 @@ def _hypothesis(
         mechanism=asi.mechanism,
         expected_effect=asi.expected_effect,
         source=record.source,
+        proposer=record.proposer,
+        proposal=record.proposal,
     )
 
 

@@ -5,6 +5,8 @@ src/sentinel.txt the sentinel metric (sentinel_ms)
 src/mode.txt     ok | crash | hang | garbage | nometric | slow | writes | tamper-<what> |
                  daemon-<how> | echo (prints src/output.txt)
 BENCH_SLEEP_S and BUILD_SLEEP_S make every bench run or build take that long.
+BENCH_SENTINEL_NOISE_PCT sets the sentinel's own noise (default: BENCH_NOISE_PCT).
+BENCH_COST (a Python expression over the `name = value` lines of src/knobs.txt) gives time_ms.
 BENCH_FAIL_TREE=baseline makes the baseline worktree's runs fail after BENCH_FAIL_AFTER of them.
 The bench adds gaussian noise of BENCH_NOISE_PCT percent (default 0), or multiplies by the
 factors in BENCH_FACTORS in turn (counted in the file BENCH_COUNTER); BENCH_SENTINEL_SPREAD
@@ -107,9 +109,18 @@ if factors:  # a fixed sequence of noise factors, one per run, for exact expecta
     count = int(counter.read_text()) if counter.exists() else 0
     counter.write_text(str(count + 1))
     factor = [float(f) for f in factors.split(",")][count % len(factors.split(","))]
+cost = os.environ.get("BENCH_COST")
+knobs_file = root / "src" / "knobs.txt"
+if cost and knobs_file.exists():  # time_ms is a function of the knobs: `name = value` lines
+    knobs = {}
+    for line in knobs_file.read_text().splitlines():
+        name, _, number = line.partition("=")
+        knobs[name.strip()] = float(number)
+    value = eval(cost, {}, knobs)
 print("bench: running workload")
 print(f"METRIC time_ms={value * factor:.6f}")
-sentinel_factor = 1 + random.gauss(0, noise)
+sentinel_noise = float(os.environ.get("BENCH_SENTINEL_NOISE_PCT", noise * 100)) / 100
+sentinel_factor = 1 + random.gauss(0, sentinel_noise)
 spread = os.environ.get("BENCH_SENTINEL_SPREAD")
 if spread:  # the sentinel alone swings by up to +-spread, reproducibly run by run
     counter = Path(os.environ["BENCH_SENTINEL_COUNTER"])

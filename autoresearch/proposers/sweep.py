@@ -142,50 +142,21 @@ class SweepProposer:
         text = context.read(knob.file)
         current, _ = knob.read(text)
         history = knob_history(context.records, knob.name)
-        here = {r.proposal["value"]: r for r in history if r.parent_commit == context.tip}
+        older = {r.parent_commit for r in history} - {context.tip}
         made_here = next((r for r in history if r.kept_commit == context.tip), None)
-        worse = dict.fromkeys(here, True)
-        if made_here is not None:  # the value this keep replaced lost to the current one
-            worse[made_here.proposal["from"]] = True
-        measured = set(worse) | {current}
-        elsewhere = [r for r in history if r.parent_commit != context.tip]
-        if elsewhere and made_here is None:
+        if made_here is None and any(_closed(knob, history, tip) for tip in older):
             # The best moved under a knob already searched: its nearest neighbours, once.
-            return self._recheck(knob, context, text, current, history, measured)
-        grid = sorted(set(knob.grid) | {current})
-        up = next((v for v in grid if v > current), None)
-        down = next((v for v in reversed(grid) if v < current), None)
-        steps = [up, down]
-        why = "bracketing: the next value on its grid"
-        if made_here is not None:
-            following = current - made_here.proposal["from"]
-            steps = [up, down] if following > 0 else [down, up]
-            why = (
-                f"following the gain from {knob.show(made_here.proposal['from'])} to "
-                f"{knob.show(current)}: one more step the same way"
-            )
-        for value in steps:
-            if value is not None and value not in measured:
-                return self._hypothesis(knob, context, text, current, value, why, here)
-        # Bracketed: bisect towards the nearest slower value on each side, the closer loss first.
-        sides = []
-        for side in (1, -1):
-            losses = [v for v in worse if (v - current) * side > 0]
-            if losses:
-                nearest = min(losses, key=lambda v: abs(v - current))
-                sides.append((self._loss(here.get(nearest)), nearest))
-        for _, nearest in sorted(sides, key=lambda s: s[0]):
-            value = knob.between(current, nearest, measured)
-            if value is not None:
-                why = (
-                    f"bisecting between {knob.show(current)} (the best) and "
-                    f"{knob.show(nearest)} (slower)"
-                )
-                return self._hypothesis(knob, context, text, current, value, why, here)
-        return None
+            return self._recheck(knob, context, text, current, history)
+        here = {r.proposal["value"]: r for r in history if r.parent_commit == context.tip}
+        step = _step(knob, current, here, made_here)
+        if step is None:
+            return None
+        value, why = step
+        return self._hypothesis(knob, context, text, current, value, why, here)
 
-    def _recheck(self, knob, context, text, current, history, measured) -> Hypothesis | None:
-        tried = sorted({r.proposal["value"] for r in history})
+    def _recheck(self, knob, context, text, current, history) -> Hypothesis | None:
+        tried = sorted({r.proposal[k] for r in history for k in ("value", "from")})
+        measured = {r.proposal["value"] for r in history if r.parent_commit == context.tip}
         above = [v for v in tried if v > current]
         below = [v for v in tried if v < current]
         for value in (min(above) if above else None, max(below) if below else None):
@@ -197,11 +168,6 @@ class SweepProposer:
                 here = {}
                 return self._hypothesis(knob, context, text, current, value, why, here)
         return None
-
-    def _loss(self, record: ExperimentRecord | None) -> float:
-        """How much slower a value measured: a smaller loss is bisected first."""
-        change = _change(record)
-        return abs(change) if change is not None else math.inf
 
     # -- the hypothesis -----------------------------------------------------------------------
 
@@ -316,6 +282,67 @@ def _grid(table: dict, where: str) -> tuple[tuple[float, ...], bool, bool]:
     grid = [low + k * step for k in range(count + 1)] + [high]
     grid = [round(v) if integer else v for v in grid]
     return tuple(sorted(set(map(float, grid)))), integer, False
+
+
+def _step(knob: Knob, current: float, here: dict, made_here) -> tuple[float, str] | None:
+    """The full search at one best: bracket (or follow a gain), then bisect."""
+    worse = _worse(here, made_here)
+    measured = set(worse) | {current}
+    grid = sorted(set(knob.grid) | {current})
+    up = next((v for v in grid if v > current), None)
+    down = next((v for v in reversed(grid) if v < current), None)
+    steps, why = [up, down], "bracketing: the next value on its grid"
+    if made_here is not None:
+        following = current - made_here.proposal["from"]
+        steps = [up, down] if following > 0 else [down, up]
+        why = (
+            f"following the gain from {knob.show(made_here.proposal['from'])} to "
+            f"{knob.show(current)}: one more step the same way"
+        )
+    for value in steps:
+        if value is not None and value not in measured:
+            return value, why
+    # Bracketed: bisect towards the nearest slower value on each side, the closer loss first.
+    sides = []
+    for side in (1, -1):
+        losses = [v for v in worse if (v - current) * side > 0]
+        if losses:
+            nearest = min(losses, key=lambda v: abs(v - current))
+            sides.append((_loss(here.get(nearest)), nearest))
+    for _, nearest in sorted(sides, key=lambda s: s[0]):
+        value = knob.between(current, nearest, measured)
+        if value is not None:
+            return value, (
+                f"bisecting between {knob.show(current)} (the best) and "
+                f"{knob.show(nearest)} (slower)"
+            )
+    return None
+
+
+def _loss(record: ExperimentRecord | None) -> float:
+    """How much slower a value measured: a smaller loss is bisected first."""
+    change = _change(record)
+    return abs(change) if change is not None else math.inf
+
+
+def _worse(here: dict[float, ExperimentRecord], made_here: ExperimentRecord | None) -> set[float]:
+    """Values known slower than the current one at this best: measured here, and the value the
+    keep that made this best replaced."""
+    worse = set(here)
+    if made_here is not None:
+        worse.add(made_here.proposal["from"])
+    return worse
+
+
+def _closed(knob: Knob, history: list[ExperimentRecord], tip: str) -> bool:
+    """Whether the knob's full search ended at `tip` (rather than moving on with a keep)."""
+    at = [r for r in history if r.parent_commit == tip]
+    if not at or any(r.status == "keep" for r in at):
+        return False
+    current = at[0].proposal["from"]
+    made = next((r for r in history if r.kept_commit == tip), None)
+    here = {r.proposal["value"]: r for r in at}
+    return _step(knob, current, here, made) is None
 
 
 def _diff(path: str, old: str, new: str) -> bytes:

@@ -1,0 +1,216 @@
+"""Knob sweeps find the optimum: bracketing, following a gain, bisecting, re-checking."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from conftest import experiments, git, run, run_cli
+
+from autoresearch.config import load_config
+from autoresearch.errors import ConfigError
+
+SWEEP_ONE = """
+[[proposer]]
+kind = "sweep"
+
+[[proposer.knob]]
+name = "l0"
+file = "src/knobs.txt"
+pattern = 'l0 = (\\d+)'
+min = 1
+max = 64
+scale = "log2"
+"""
+
+SWEEP_TWO = (
+    SWEEP_ONE
+    + """
+[[proposer.knob]]
+name = "batch"
+file = "src/knobs.txt"
+pattern = 'batch = (\\d+)'
+values = [1, 2, 4, 8, 16]
+"""
+)
+
+
+def _sweep_target(target, sweep: str, knobs: str):
+    text = target.config_path.read_text().replace('[proposer]\ndir = "hypotheses"\n', sweep)
+    target.config_path.write_text(text)
+    (target.root / "src" / "knobs.txt").write_text(knobs)
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "knobs")
+
+
+def _kept_value(target, knob: str) -> int:
+    text = git(target.root, "show", "autoresearch/t:src/knobs.txt")
+    line = next(line for line in text.splitlines() if line.startswith(knob))
+    return int(line.split("=")[1])
+
+
+def test_one_knob_ends_within_a_step_of_the_optimum(target, monkeypatch):
+    monkeypatch.setenv("BENCH_COST", "50 + 2 * (l0 - 7) ** 2")
+    monkeypatch.setenv("BENCH_NOISE_PCT", "3")
+    monkeypatch.setenv("BENCH_SENTINEL_NOISE_PCT", "0")
+    _sweep_target(target, SWEEP_ONE, "l0 = 32\n")
+
+    outcome = run(target)
+
+    records = experiments(target)
+    assert all(r.proposer == "sweep" for r in records)
+    assert abs(_kept_value(target, "l0") - 7) <= 1
+    # Keeps only real improvements: every keep moved toward 7.
+    for r in records:
+        if r.status == "keep":
+            assert abs(r.proposal["value"] - 7) < abs(r.proposal["from"] - 7)
+    # Bracketing + following + bisection: 64, 16, 8, 4, then bisections on both sides.
+    assert len(records) <= 10, [(r.title, r.status) for r in records]
+    values = [(r.parent_commit, r.proposal["value"]) for r in records]
+    assert len(values) == len(set(values)), "a value measured twice at the same best"
+    assert "none undecided" in outcome.stop_reason
+    first = records[0]
+    assert first.title == "l0: 32 -> 64" and "bracketing" in first.asi.hypothesis
+    following = next(r for r in records if "following" in (r.asi.hypothesis or ""))
+    kept_before = [r.proposal["value"] for r in records if r.status == "keep" and r.n < following.n]
+    assert following.proposal["from"] == kept_before[-1]
+
+
+def test_two_interacting_knobs(target, monkeypatch):
+    monkeypatch.setenv(
+        "BENCH_COST", "40 + 2 * (l0 - 7) ** 2 + 6 * (batch - 4) ** 2 + (l0 - 7) * (batch - 4)"
+    )
+    monkeypatch.setenv("BENCH_NOISE_PCT", "2")
+    monkeypatch.setenv("BENCH_SENTINEL_NOISE_PCT", "0")
+    _sweep_target(target, SWEEP_TWO, "l0 = 32\nbatch = 16\n")
+
+    run(target)
+
+    records = experiments(target)
+    assert abs(_kept_value(target, "l0") - 7) <= 1
+    assert abs(_kept_value(target, "batch") - 4) <= 1
+    # After batch's keeps changed the code around it, l0's neighbours were measured again.
+    assert any("re-checking" in (r.asi.hypothesis or "") for r in records)
+    assert len(records) <= 30
+
+
+def test_a_knob_whose_pattern_stops_matching_is_a_warning(target, monkeypatch):
+    monkeypatch.setenv("BENCH_COST", "50 + 2 * (l0 - 7) ** 2")
+    sweep = SWEEP_ONE.replace(
+        'kind = "sweep"', 'kind = "queue"\ndir = "hypotheses"\n\n[[proposer]]\nkind = "sweep"', 1
+    )
+    _sweep_target(target, sweep, "l0 = 32\n")
+    # The queue renames the knob first: the sweep's pattern no longer matches.
+    monkeypatch.delenv("BENCH_COST")
+    target.add_hypothesis("01-rename", {"src/knobs.txt": "zero = 32\n", "src/value.txt": "50\n"})
+
+    done = run_cli("run", cwd=target.root)
+
+    assert done.returncode == 0, done.stderr
+    assert "knob l0: pattern" in done.stderr and "no longer matches" in done.stderr
+    assert [r.title for r in experiments(target)] == ["01-rename"]
+
+
+@pytest.mark.parametrize(
+    ("knob", "message"),
+    [
+        (
+            'name = "k"\nfile = "src/knobs.txt"\npattern = "k = \\\\d+"\nvalues = [1, 2]',
+            "exactly one capture group",
+        ),
+        (
+            'name = "k"\nfile = "README"\npattern = "k = (\\\\d+)"\nvalues = [1, 2]',
+            "outside [scope]",
+        ),
+        ('name = "k"\nfile = "src/knobs.txt"\npattern = "k = (\\\\d+)"', "give 'values', or 'min'"),
+        (
+            'name = "k"\nfile = "src/knobs.txt"\npattern = "k = (\\\\d+)"\nmin = 0\nmax = 8',
+            "log2 scale needs",
+        ),
+        ('name = "k"\nfile = "src/knobs.txt"\npattern = "(\\\\d+)"\nvalues = [1]', "at least two"),
+        (
+            'name = "k"\nfile = "src/knobs.txt"\npattern = "(\\\\d+)"\nvalues = [1, 2]\ncolour = 1',
+            "unknown key 'colour'",
+        ),
+    ],
+)
+def test_bad_knobs_are_config_errors(target, knob, message):
+    text = target.config_path.read_text().replace(
+        '[proposer]\ndir = "hypotheses"\n',
+        f'[[proposer]]\nkind = "sweep"\n\n[[proposer.knob]]\n{knob}\n',
+    )
+    target.config_path.write_text(text)
+    with pytest.raises(ConfigError, match="proposer\\[0\\]: knob\\[0\\]") as raised:
+        load_config(target.config_path)
+    assert message in str(raised.value)
+
+
+def test_unknown_proposer_kind_lists_the_installed_ones(target):
+    text = target.config_path.read_text().replace(
+        '[proposer]\ndir = "hypotheses"\n', '[[proposer]]\nkind = "oracle"\n'
+    )
+    target.config_path.write_text(text)
+    with pytest.raises(ConfigError, match="no proposer kind 'oracle' \\(installed: queue, sweep"):
+        load_config(target.config_path)
+
+
+THIRD_PARTY = '''
+    """A proposer from another package: one fixed hypothesis, then nothing."""
+
+    from autoresearch.proposers import Hypothesis
+
+
+    class FixedProposer:
+        name = "fixed"
+
+        @classmethod
+        def check_options(cls, options, config, where):
+            if set(options) - {"value"}:
+                from autoresearch.errors import ConfigError
+                raise ConfigError(f"{where}: fixed takes only 'value'")
+
+        @classmethod
+        def from_options(cls, options, config):
+            return cls(options.get("value", "80"))
+
+        def __init__(self, value):
+            self.value = value
+
+        def next(self, context):
+            if any(r.proposer == "fixed" for r in context.records):
+                return None
+            old = context.read("src/value.txt")
+            patch = (
+                "diff --git a/src/value.txt b/src/value.txt\\n--- a/src/value.txt\\n"
+                f"+++ b/src/value.txt\\n@@ -1 +1 @@\\n-{old.strip()}\\n+{self.value}\\n"
+            )
+            return Hypothesis(title=f"fixed value {self.value}", patch=patch.encode())
+
+        def pending(self, context):
+            return 0 if any(r.proposer == "fixed" for r in context.records) else 1
+'''
+
+
+def test_a_third_party_proposer_registered_by_entry_point_runs(target, tmp_path):
+    site = tmp_path / "site"
+    (site / "fixed_proposer-1.0.dist-info").mkdir(parents=True)
+    (site / "fixed_proposer.py").write_text(textwrap.dedent(THIRD_PARTY))
+    info = site / "fixed_proposer-1.0.dist-info"
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fixed-proposer\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[autoresearch.proposers]\nfixed = fixed_proposer:FixedProposer\n"
+    )
+    text = target.config_path.read_text().replace(
+        '[proposer]\ndir = "hypotheses"\n', '[[proposer]]\nkind = "fixed"\nvalue = "70"\n'
+    )
+    target.config_path.write_text(text)
+    git(target.root, "commit", "-qam", "a plug-in proposer")
+
+    done = run_cli("run", cwd=target.root, env={"PYTHONPATH": str(site)})
+
+    assert done.returncode == 0, done.stderr
+    (record,) = experiments(target)
+    assert (record.proposer, record.title, record.status) == ("fixed", "fixed value 70", "keep")
+    # Without the package the kind is unknown, said in one line.
+    done = run_cli("status", cwd=target.root)
+    assert done.returncode == 1 and "no proposer kind 'fixed'" in done.stderr
