@@ -15,6 +15,7 @@ from .records import ConfirmationRecord
 from .session import (
     RunOptions,
     Session,
+    StopRequested,
     build_known_good,
     log_label,
     marker,
@@ -50,9 +51,14 @@ def confirm_session(session: Session, runs: int | None = None) -> ConfirmationRe
     progress.info(
         f"confirming: baseline {base[:10]} against tip {tip[:10]}, {runs} runs each, alternating"
     )
-    prepare_baseline(session, base, label)
-    session.ws.revert()
-    build_known_good(session, session.ws.path, tip, session.paths.log(label, "build-tip"))
+    try:
+        prepare_baseline(session, base, label)
+        session.ws.revert()
+        build_known_good(session, session.ws.path, tip, session.paths.log(label, "build-tip"))
+    except StopRequested:
+        session.ws.revert()
+        session.paths.inflight.unlink(missing_ok=True)
+        return None
     harness = session.harness("confirmation", marker(session, "confirmation"))
     pair = harness.interleave(
         baseline_dir=session.baseline_tree.path,

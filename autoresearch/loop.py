@@ -32,6 +32,7 @@ from .second_look import forget_request, second_look
 from .session import (
     RunOptions,
     Session,
+    StopRequested,
     build_known_good,
     harness_env,
     log_label,
@@ -65,20 +66,12 @@ def run_session(
 ) -> SessionOutcome:
     """Run the session's loop until a stop condition; resumes where a previous run ended."""
     with open_session(config, options, progress) as run:
-        reason = None if calibrate_best(run) else "interrupted by a signal during calibration"
-        while reason is None and (reason := _stop_reason(run)) is None:
-            context = proposal_context(run)
-            hypothesis = run.proposer.next(context) or _second_look(run)
-            for note in context.notes:
-                run.progress.warn(note)
-            if hypothesis is None:
-                reason = "no hypotheses left in the queue, and none undecided to look at again"
-                break
-            record = run_experiment(run, hypothesis)
-            _account(run, record)
-            # The kept commit is the new best: measure it afresh for the noise and threshold.
-            if record.status == "keep" and not run.stop.is_set() and not calibrate_best(run):
-                reason = "interrupted by a signal during calibration"
+        try:
+            reason = _loop(run)
+        except StopRequested as exc:
+            reason = f"interrupted by a signal: {exc}"
+            run.ws.revert()
+            run.paths.inflight.unlink(missing_ok=True)
         run.progress.info(f"stopped: {reason}")
         confirmed = _confirm_at_end(run)
         prune_session_logs(run)
@@ -92,6 +85,25 @@ def run_session(
             interrupted=run.stop.is_set() or run.stop_error is not None,
             confirmed_change_pct=confirmed,
         )
+
+
+def _loop(run: Session) -> str:
+    """Experiments until a stop condition; returns why it stopped."""
+    reason = None if calibrate_best(run) else "interrupted by a signal during calibration"
+    while reason is None and (reason := _stop_reason(run)) is None:
+        context = proposal_context(run)
+        hypothesis = run.proposer.next(context) or _second_look(run)
+        for note in context.notes:
+            run.progress.warn(note)
+        if hypothesis is None:
+            reason = "no hypotheses left in the queue, and none undecided to look at again"
+            break
+        record = run_experiment(run, hypothesis)
+        _account(run, record)
+        # The kept commit is the new best: measure it afresh for the noise and threshold.
+        if record.status == "keep" and not run.stop.is_set() and not calibrate_best(run):
+            reason = "interrupted by a signal during calibration"
+    return reason
 
 
 def calibrate_best(run: Session) -> bool:
@@ -183,7 +195,11 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
         return draft.finish("apply_failed", why, error=why)
 
     draft.phase("bench")
-    prepare_baseline(run, ws.tip(), exp_id)
+    try:
+        prepare_baseline(run, ws.tip(), exp_id)
+    except StopRequested as exc:
+        ws.revert()
+        return draft.finish("interrupted", str(exc), error=str(exc))
     guard = TreeGuard(
         candidate=ws.tree,
         branch=ws.branch,

@@ -35,6 +35,7 @@ __all__ = [
     "UNDECIDED",
     "RunOptions",
     "Session",
+    "StopRequested",
     "build_known_good",
     "harness_env",
     "log_label",
@@ -194,8 +195,15 @@ def build_known_good(run: Session, cwd: Path, commit: str, log: Path) -> None:
     """Build a commit the session already trusts (the best, the base): a failure ends the run,
     since no experiment can be judged against it."""
     built = run.harness("build", marker(run, "build")).build(cwd, log)
+    if built is not None and built.interrupted:
+        raise StopRequested(f"the build of {commit[:10]} was stopped by a signal")
     if built is not None and not built.ok:
         raise UserError(f"the build of {commit[:10]} failed ({built.describe()}); log: {log}")
+
+
+class StopRequested(Exception):
+    """A signal stopped a step that has no record of its own to end in (a build of the best):
+    the run stops cleanly, as it does between experiments."""
 
 
 def log_label(run: Session, kind: str) -> str:

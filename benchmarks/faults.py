@@ -81,7 +81,9 @@ class Night:
 
     def __init__(self, root: Path, config: dict | None = None):
         self.target: Target = make_target(root / "repo")
-        self.target.configure(**{"max_runs": 6, "min_runs": 4, **(config or {})})
+        self.target.configure(
+            **{"max_runs": 6, "min_runs": 4, "max_experiments": 1000, **(config or {})}
+        )
         git(self.target.root, "commit", "-qam", "night config")
         self.stderr: list[str] = []
         self.pid_dir = root / "daemons"
@@ -125,10 +127,12 @@ class Night:
             errors="replace",
         )
 
-    def reap(self, proc: subprocess.Popen, killed: bool, timeout: float = 120) -> int:
+    def reap(self, proc: subprocess.Popen, sent: int, timeout: float = 120) -> int:
         _, err = proc.communicate(timeout=timeout)
-        # A loop killed with -9 has no exit code of its own to judge; its output still counts.
-        self._saw(0 if killed and proc.returncode == -signal.SIGKILL else proc.returncode, err)
+        # Killed by the signal sent (kill -9; or a second signal that landed while Python was
+        # already exiting, after its handlers were gone): no exit code of its own to judge.
+        # Its output still counts, and so do the invariants after the next run's recovery.
+        self._saw(0 if proc.returncode == -sent else proc.returncode, err)
         return proc.returncode
 
     def recover(self) -> None:
@@ -249,7 +253,7 @@ def kill_at_random(tally: Tally, trials: int, sig: int, twice: bool = False) -> 
                 if twice:
                     time.sleep(0.2)
                     proc.send_signal(sig)
-            night.reap(proc, killed=sig == signal.SIGKILL)
+            night.reap(proc, sent=sig)
             night.recover()
             phases[phase] = phases.get(phase, 0) + 1
             tally.add(night.check(finished=False), f"{signal.Signals(sig).name} in {phase}")

@@ -152,12 +152,12 @@ import os, sys
 from pathlib import Path
 
 root = Path(__file__).resolve().parent
-import time
-time.sleep(float(os.environ.get("BUILD_SLEEP_S", "0")))
 log = os.environ.get("BUILD_LOG")
 if log:
     with open(log, "a") as handle:
         handle.write(root.name + "\n")
+import time
+time.sleep(float(os.environ.get("BUILD_SLEEP_S", "0")))
 if (root / "src" / "mode.txt").read_text().strip() == "nobuild":
     print("build: compile error (simulated)", file=sys.stderr)
     sys.exit(2)

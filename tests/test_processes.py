@@ -145,3 +145,21 @@ def test_kill9_leaves_a_daemon_that_left_the_tree_and_the_next_run_stops_it(targ
 
 def _token(target) -> str:
     return process_token(session_paths(target.load()).root)
+
+
+def test_a_signal_during_the_build_of_the_best_is_a_clean_stop(target, tmp_path):
+    target.configure(build="./build.py")
+    git(target.root, "commit", "-qam", "a build step")
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    build_log = tmp_path / "builds"
+    proc = spawn_loop(target, {"BUILD_SLEEP_S": "30", "BUILD_LOG": str(build_log)})
+    deadline = time.monotonic() + 30
+    while not build_log.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 3, err
+    assert "error:" not in err and "Traceback" not in err
+    assert experiments(target) == []
+    run(target)  # and the next run goes on as if nothing happened
+    assert [r.status for r in experiments(target)] == ["keep"]
