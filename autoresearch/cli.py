@@ -201,16 +201,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    """Draw progress.png (the primary metric per experiment) and scales.png (each scale)."""
-    from .report.plots import plot_progress, plot_scales
+    """Draw progress.png, scales.png and, when knobs were swept, sweeps.png."""
+    from .report.plots import plot_progress, plot_scales, plot_sweeps
 
     history, _, _, _ = _review(args)
     out = Path(args.out)
     for path in (
         plot_progress(history, out / "progress.png"),
         plot_scales(history, out / "scales.png"),
+        plot_sweeps(history, out / "sweeps.png"),
     ):
-        print(f"wrote {path}")
+        if path is not None:
+            print(f"wrote {path}")
     return 0
 
 

@@ -33,7 +33,7 @@ __all__ = [
     "update_index",
 ]
 
-INDEX_VERSION = 2  # 2: experiment rows carry retry_of
+INDEX_VERSION = 2  # 2: experiment rows carry retry_of, proposal and parent
 HEAD_BYTES = 4096
 
 
@@ -178,6 +178,8 @@ def experiment_row(record: dict[str, Any]) -> dict[str, Any]:
         "n": record["n"],
         "id": record["id"],
         "retry_of": record.get("retry_of"),
+        "proposal": record.get("proposal"),
+        "parent": record.get("parent_commit"),
         "session": record["session"],
         "segment": 0,
         "status": record["status"],

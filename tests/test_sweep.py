@@ -214,3 +214,22 @@ def test_a_third_party_proposer_registered_by_entry_point_runs(target, tmp_path)
     # Without the package the kind is unknown, said in one line.
     done = run_cli("status", cwd=target.root)
     assert done.returncode == 1 and "no proposer kind 'fixed'" in done.stderr
+
+
+def test_review_shows_each_sweep(target, monkeypatch, tmp_path):
+    monkeypatch.setenv("BENCH_COST", "50 + 2 * (l0 - 7) ** 2")
+    monkeypatch.setenv("BENCH_SENTINEL_NOISE_PCT", "0")
+    _sweep_target(target, SWEEP_ONE, "l0 = 32\n")
+    run(target)
+    best = _kept_value(target, "l0")
+
+    report = run_cli("report", cwd=target.root)
+    assert f"sweep l0: {best} is best at" in report.stdout
+    pr = run_cli("pr", cwd=target.root).stdout
+    assert "## Knob sweeps" in pr and "| 32 → 64 |" in pr
+    run_cli("ideas", cwd=target.root)
+    ideas = (target.root / "ideas.md").read_text()
+    assert "### Swept knobs (1)" in ideas and f"- l0: {best} is best at" in ideas
+    done = run_cli("plot", "--out", str(tmp_path), cwd=target.root)
+    assert "sweeps.png" in done.stdout
+    assert (tmp_path / "sweeps.png").stat().st_size > 10_000

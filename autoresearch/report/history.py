@@ -26,6 +26,8 @@ COLUMNS = [
     "retry_of",
     "earlier",  # "retry of #3 (inconclusive)": the attempt a retry followed
     "superseded",  # True for an attempt a later retry of the same hypothesis replaced
+    "proposal",  # what the proposer noted (a sweep's knob and value), or None
+    "parent",  # the best the experiment was measured against
     "segment",
     "status",
     "title",

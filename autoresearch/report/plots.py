@@ -3,6 +3,7 @@
 progress.png  the primary metric per experiment: kept, discarded and failed marked apart, the
               running best as a step line, kept wins annotated with their titles
 scales.png    each scale of the primary metric's family against its baseline, over the keeps
+sweeps.png    for each swept knob, the primary metric against the knob's value
 """
 
 from __future__ import annotations
@@ -18,7 +19,14 @@ import pandas as pd
 from ..records import FAILED_STATUSES
 from .history import History
 
-__all__ = ["FIGSIZE", "plot_progress", "plot_scales", "progress_data", "scales_data"]
+__all__ = [
+    "FIGSIZE",
+    "plot_progress",
+    "plot_scales",
+    "plot_sweeps",
+    "progress_data",
+    "scales_data",
+]
 
 FIGSIZE = (12, 6)
 DPI = 100
@@ -129,3 +137,41 @@ def _save(fig, path: Path) -> Path:
     fig.savefig(path)
     plt.close(fig)
     return path
+
+
+def plot_sweeps(history: History, path: Path) -> Path | None:
+    """The primary metric against each swept knob's value; None when nothing was swept."""
+    df = history.experiments
+    rows = [
+        (r.proposal["knob"], r.proposal["value"], r.value, r.status)
+        for r in df.itertuples()
+        if isinstance(r.proposal, dict) and "knob" in r.proposal
+    ]
+    if not rows:
+        return None
+    knobs = list(dict.fromkeys(knob for knob, *_ in rows))
+    fig, axes = plt.subplots(1, len(knobs), figsize=FIGSIZE, dpi=DPI, squeeze=False)
+    for ax, knob in zip(axes[0], knobs, strict=True):
+        for kind, style in STYLE.items():
+            points = [
+                (value, metric)
+                for name, value, metric, status in rows
+                if name == knob and _kind(status) == kind and metric == metric  # NaN != NaN
+            ]
+            if points:
+                xs, ys = zip(*points, strict=True)
+                ax.scatter(xs, ys, color=style["color"], marker=style["marker"], label=kind)
+        ax.set_xlabel(knob)
+        ax.set_ylabel(f"{history.metric} ({history.unit})" if history.unit else history.metric)
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="best", fontsize="small")
+    fig.suptitle(f"{history.name}: {history.metric} against each swept knob's value")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _kind(status: str) -> str:
+    return status if status in STYLE and status != "failed" else "failed"

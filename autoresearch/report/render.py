@@ -77,6 +77,9 @@ def _environment(templates: Path | None) -> jinja2.Environment:
         "duration": _duration,
         "cell": _cell,
         "code": lambda v: f"`{v}`",
+        "knob": lambda v: (
+            "?" if v is None else (f"{int(v)}" if float(v).is_integer() else f"{v:g}")
+        ),
     }
     return env
 
@@ -169,6 +172,13 @@ def render_text(summary: dict) -> str:
             why = f": {e['why']}" if e["why"] else ""
             title = e["title"] + (f" ({e['earlier']})" if e.get("earlier") else "")
             out.append(f"    #{e['n']:<4} {_pct(e['change_pct']):>8}  {title}{why}"[:160])
+    for k in s.get("sweeps", []):
+        out += ["", f"sweep {k['line']} ({k['experiments']} experiments, {k['kept']} kept):"]
+        for row in k["rows"]:
+            move = f"{row['from']:g} -> {row['value']:g}"
+            out.append(
+                f"    #{row['n']:<4} {move:>14} {_pct(row['change_pct']):>8}  {row['status']}"
+            )
     r = s["runs"]
     runs = f"bench runs: {r['bench_runs']}"
     if r["per_decision"]:

@@ -14,6 +14,7 @@ from ..globs import matches_any
 from ..records import FAILED_STATUSES, STATUSES
 from ..stats import change_pct
 from .history import History
+from .sweeps import sweep_summaries
 
 __all__ = ["MAJOR_WIN_PCT", "summarize"]
 
@@ -93,6 +94,7 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         "safety": _safety(history, kept),
         "methodology": _methodology(history, every),
         "warnings": history.warnings,
+        "sweeps": sweep_summaries(every),
     }
     summary["headline_change_pct"] = (
         history.confirmation["change_pct"]

@@ -1,0 +1,76 @@
+"""Knob sweeps in review: for each knob, what was measured at which value, and where it ended."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+__all__ = ["show_value", "sweep_summaries"]
+
+
+def sweep_summaries(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """One entry per swept knob: its rows (value, change, status), the best value and the
+    commit it is best at, and the values measured there that were slower."""
+    if "proposal" not in df or df.empty:
+        return []
+    knobs: dict[str, list[dict[str, Any]]] = {}
+    for row in df.itertuples():
+        proposal = row.proposal if isinstance(row.proposal, dict) else None
+        if not proposal or "knob" not in proposal:
+            continue
+        knobs.setdefault(proposal["knob"], []).append(
+            {
+                "n": int(row.n),
+                "from": proposal.get("from"),
+                "value": proposal.get("value"),
+                "change_pct": _clean(row.change_pct),
+                "status": row.status,
+                "parent": row.parent,
+                "commit": row.commit,
+            }
+        )
+    return [_summary(name, rows) for name, rows in knobs.items()]
+
+
+def _summary(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    kept = [r for r in rows if r["status"] == "keep"]
+    best = kept[-1]["value"] if kept else rows[0]["from"]
+    # Where the knob's search last stood: the best it was measured against last.
+    last_parent = rows[-1]["parent"]
+    at_best = [r for r in rows if r["parent"] == last_parent and r["status"] != "keep"]
+    slower = [r for r in at_best if (r["change_pct"] or 0) > 0]
+    return {
+        "knob": name,
+        "rows": rows,
+        "best": best,
+        "at": kept[-1]["commit"] if kept else last_parent,
+        "slower": [{"value": r["value"], "change_pct": r["change_pct"]} for r in slower],
+        "experiments": len(rows),
+        "kept": len(kept),
+        "line": _line(name, best, kept, last_parent, slower),
+    }
+
+
+def _line(name, best, kept, parent, slower) -> str:
+    """ "l0: 8 is best at 1a2b3c4d5e; 6 (+2.1%) and 12 (+7.9%) slower"."""
+    at = (kept[-1]["commit"] if kept else parent) or ""
+    text = f"{name}: {show_value(best)} is best at {at[:10]}"
+    if slower:
+        shown = [f"{show_value(r['value'])} ({r['change_pct']:+.1f}%)" for r in slower]
+        text += "; " + (" and ".join(shown) if len(shown) < 3 else ", ".join(shown)) + " slower"
+    return text
+
+
+def show_value(value) -> str:
+    """A knob's value as the config would write it: 8, 0.25."""
+    if value is None:
+        return "?"
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _clean(value):
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return None
+    return float(value)
