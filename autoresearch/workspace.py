@@ -76,8 +76,11 @@ class Workspace:
 
     def keep(self, paths: list[str], message: str) -> str:
         """Commit exactly the patch's paths on the session branch; returns the new tip."""
+        # Only what is there to add: a header may name a path that git's apply did not touch.
+        tracked = set(self.tree.run("ls-files", "-z", "--", *paths).out.split("\0"))
+        present = [p for p in paths if p in tracked or (self.path / p).exists()]
         # --force: a file the patch adds is kept even when a .gitignore pattern matches it.
-        self.tree.must("add", "--all", "--force", "--", *paths)
+        self.tree.must("add", "--all", "--force", "--", *present)
         self.tree.must("commit", "--no-verify", "--quiet", "-m", message, env=COMMIT_ENV)
         sha = self.tree.head()
         # Whatever else the bench left behind must not survive into the next experiment.

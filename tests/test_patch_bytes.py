@@ -117,3 +117,20 @@ def test_a_path_that_is_not_utf8_is_recorded_not_a_crash(target):
     assert first.status in ("discard", "keep", "apply_failed"), first.error
     assert all("\ufffd" in f or f.isascii() for f in first.touched_files)
     assert second.status == "keep"
+
+
+def test_a_header_naming_a_path_git_does_not_touch_is_kept_without_it(target):
+    """`diff --git` names one path, the +++ line another: git applies to the latter."""
+    patch = (
+        "diff --git a/src/ghost.txt b/src/value.txt\n--- a/src/value.txt\n+++ b/src/value.txt\n"
+        "@@ -1 +1 @@\n-100\n+80\n"
+    )
+    (target.queue / "01-odd-header.patch").write_text("Title: odd header\n\n" + patch)
+
+    outcome = run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "keep", record.error
+    assert not outcome.interrupted
+    shown = git(target.root, "show", "--name-only", "--format=", "autoresearch/t").split()
+    assert shown == ["src/value.txt"]
