@@ -99,9 +99,9 @@ class TreeGuard:
             branch_tip=self.candidate.resolve(f"refs/heads/{self.branch}") or "",
             candidate_changes=_fingerprint(self.candidate, self.patch_paths),
             baseline_head=baseline.head() if baseline is not None else None,
-            baseline_changes=_fingerprint(baseline, []) if baseline is not None else None,
+            baseline_changes=_fingerprint(baseline, [], True) if baseline is not None else None,
             checkout_head=self.checkout.head(),
-            checkout_changes=_fingerprint(self.checkout, []),
+            checkout_changes=_fingerprint(self.checkout, [], True),
         )
 
     def _changed(self, repo: Repo, extra: list[str] | None = None) -> str:
@@ -110,14 +110,22 @@ class TreeGuard:
         return shown or "(content of the patch's files)"
 
 
-def _fingerprint(repo: Repo, files: list[str]) -> str:
-    """Tracked changes against HEAD (staged or not), and the bytes of `files` as they are."""
+def _fingerprint(repo: Repo, files: list[str], stamps: bool = False) -> str:
+    """Tracked changes against HEAD (staged or not), and the bytes of `files` as they are.
+    With `stamps`, also when each changed file was last written: in a tree nothing may write
+    to, rewriting an already changed file with the same bytes is a write all the same."""
     digest = hashlib.sha256()
-    digest.update(
-        repo.run("diff", "HEAD", "--binary", "--no-ext-diff", "--no-textconv").out.encode(
-            "utf-8", "surrogateescape"
-        )
-    )
+    diff = repo.run("diff", "HEAD", "--binary", "--no-ext-diff", "--no-textconv").out
+    digest.update(diff.encode("utf-8", "surrogateescape"))
+    if stamps:
+        changed = repo.run("diff", "HEAD", "--name-only", "-z").out.split("\0")
+        for rel in filter(None, changed):
+            try:
+                stat = (repo.path / rel).stat()
+            except OSError:
+                continue
+            stamp = f"{rel}\0{stat.st_mtime_ns}\0{stat.st_size}\0"
+            digest.update(stamp.encode("utf-8", "surrogateescape"))
     for rel in files:
         path = repo.path / rel
         digest.update(rel.encode("utf-8", "surrogateescape") + b"\0")

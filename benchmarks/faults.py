@@ -405,10 +405,9 @@ def tampering(tally: Tally, trials: int) -> None:
         night = Night(Path(tmp), {})
         for i in range(trials):
             what = whats[i % len(whats)]
-            night.queue(
-                f"{i:02d}-tamper-{what}",
-                {"src/mode.txt": f"tamper-{what}\n", "src/value.txt": "70\n"},
-            )
+            # A different win each time: the same patch twice would be one hypothesis.
+            changes = {"src/mode.txt": f"tamper-{what}\n", "src/value.txt": f"{70 - i}\n"}
+            night.queue(f"{i:02d}-tamper-{what}", changes)
         night.finish()
         records = read_journal(night.target.journal).experiments
         # The checkout case writes into the user's checkout: the loop reports it (tampered)

@@ -65,3 +65,15 @@ def test_tampering_in_the_checks_is_caught(target):
     assert record.status == "tampered"
     assert record.error.startswith("checks: the baseline worktree was written to")
     assert target.branch_log() == ["checks that can be abused", "synthetic target"]
+
+
+def test_rewriting_an_already_changed_file_of_the_checkout_is_caught(target):
+    """Your checkout has uncommitted work; a candidate writes the same bytes over it."""
+    (target.root / "README").write_text("written into your checkout")  # the user's own edit
+    target.add_hypothesis("01", {"src/mode.txt": "tamper-checkout\n", "src/value.txt": "80\n"})
+
+    run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "tampered"
+    assert "tracked files of your checkout" in record.error
