@@ -75,18 +75,21 @@ def confirm_session(session: Session, runs: int | None = None) -> ConfirmationRe
         return None
     if pair.failure:
         raise UserError(f"confirmation failed: {pair.detail}")
+    # Every metric the bench printed, not only the configured ones: the PR's per-scale rows
+    # come from here too, so that one measurement stands behind the whole headline.
+    specs = {spec.name: spec for spec in config.all_metrics()}
+    names = list(dict.fromkeys([*specs, *pair.baseline.samples, *pair.candidate.samples]))
     metrics = {}
-    for spec in config.all_metrics():
+    for name in names:
+        spec = specs.get(name)
         comparison = compare(
-            pair.baseline.samples.get(spec.name, []),
-            pair.candidate.samples.get(spec.name, []),
-            CONFIDENCE,
+            pair.baseline.samples.get(name, []), pair.candidate.samples.get(name, []), CONFIDENCE
         )
-        metrics[spec.name] = {
-            "direction": spec.direction,
-            "unit": spec.unit,
-            "baseline_samples": pair.baseline.samples.get(spec.name, []),
-            "tip_samples": pair.candidate.samples.get(spec.name, []),
+        metrics[name] = {
+            "direction": spec.direction if spec else "lower",
+            "unit": spec.unit if spec else "",
+            "baseline_samples": pair.baseline.samples.get(name, []),
+            "tip_samples": pair.candidate.samples.get(name, []),
             **({} if comparison is None else _comparison_fields(comparison)),
         }
     primary = metrics[config.metric.name]

@@ -7,6 +7,7 @@ from collections import Counter
 from typing import Any
 
 from .config import Config
+from .headline import headline
 from .journal_index import IndexedJournal, refresh_index
 from .progress import format_value
 from .records import STATUSES
@@ -23,13 +24,17 @@ def session_status(config: Config) -> dict[str, Any]:
     history = _history(config)
     primary = config.metric.name
     counts = Counter(r["status"] for r in history.experiments)
-    baseline = history.calibrations[0]["medians"].get(primary) if history.calibrations else None
     kept = [r for r in history.experiments if r["status"] == "keep"]
+    base_commit = history.sessions[0]["base_commit"] if history.sessions else None
+    tip = kept[-1]["commit"] if kept else base_commit
+    # The same figure `report` and `pr` show: one measurement behind baseline and best.
+    head = headline(history.calibrations, history.confirmations, tip, primary)
+    baseline = head["baseline"]
     best = None
     if kept:
         last = kept[-1]
         best = {
-            "value": last["value"],
+            "value": head["best"],
             "commit": last["commit"],
             "id": last["id"],
             "title": last["title"],
@@ -51,7 +56,7 @@ def session_status(config: Config) -> dict[str, Any]:
     return {
         "session": config.session.name,
         "branch": config.branch,
-        "base_commit": history.sessions[0]["base_commit"] if history.sessions else None,
+        "base_commit": base_commit,
         "journal": str(config.journal_path),
         "running": running,
         "experiments": len(history.experiments),
@@ -61,6 +66,7 @@ def session_status(config: Config) -> dict[str, Any]:
         "baseline": baseline,
         "best": best,
         "change_pct": change_pct(baseline, best["value"] if best else None),
+        "figure": head["note"],
         "noise_pct": _last_noise(history, primary),
         "in_flight": in_flight,
         "confirmation": _last_confirmation(history),
@@ -111,6 +117,8 @@ def format_status(status: dict[str, Any]) -> str:
             f"(95% CI [{confirmation['ci_low_pct']:+.2f}%, {confirmation['ci_high_pct']:+.2f}%], "
             f"{confirmation['runs_per_arm']} runs each, tip {confirmation['tip_commit'][:10]})"
         )
+    if best and best["id"]:
+        lines.append(f"          ({status['figure']})")
     if status["noise_pct"] is not None:
         lines.append(f"noise:    {status['noise_pct']:.2f}% (robust CV of the baseline runs)")
     flight = status["in_flight"]

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import JournalError
+from ..headline import headline
 from ..journal_index import refresh_index
 
 __all__ = ["COLUMNS", "History", "load_history"]
@@ -133,25 +134,30 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
     metric = config["metric"]
     spec_of = {m["name"]: m for m in [metric, *config["secondary"], *config["sentinel"]]}
     frame = _typed(pd.DataFrame(rows, columns=COLUMNS))
+    kept_commits = [r["commit"] for r in rows if r["status"] == "keep" and r["commit"]]
+    tip = kept_commits[-1] if kept_commits else sessions[0]["base_commit"]
+    head = headline(calibrations, confirmations, tip, metric["name"])
     first = calibrations[0] if calibrations else None
     baseline = {
-        "value": (first or {}).get("medians", {}).get(metric["name"]),
-        "metrics": (first or {}).get("medians", {}),
-        "label": f"calibration of {first['commit'][:10]}" if first else "not measured",
+        "value": head["baseline"],
+        "metrics": head["baseline_metrics"],
+        "label": head["baseline_label"],
         "why": (
-            f"the median of {len(first['samples'].get(metric['name'], []))} calibration runs of "
-            "the session's base commit, before any experiment"
+            f"{head['note']}"
+            if head["source"] == "confirmation"
+            else f"the median of {len(first['samples'].get(metric['name'], []))} calibration "
+            "runs of the session's base commit, before any experiment"
             if first
             else "no calibration was recorded"
         ),
         "commit": sessions[0]["base_commit"],
     }
-    last = calibrations[-1] if calibrations else None
     final = {
-        "value": (last or {}).get("medians", {}).get(metric["name"]),
-        "metrics": (last or {}).get("medians", {}),
-        "label": f"calibration of {last['commit'][:10]}" if last else "not measured",
-        "commit": last["commit"] if last else None,
+        "value": head["best"],
+        "metrics": head["best_metrics"],
+        "label": head["best_label"],
+        "commit": tip,
+        "note": head["note"],
     }
     confirmation = None
     if confirmations:
@@ -183,8 +189,8 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
         confirmation=confirmation,
         config={**config, "units": {k: v.get("unit", "") for k, v in spec_of.items()}},
         calibrations=calibrations,
-        baseline_log=next(iter((first or {}).get("bench_logs") or []), None),
-        final_log=next(iter((last or {}).get("bench_logs") or []), None),
+        baseline_log=head["baseline_log"],
+        final_log=head["best_log"],
         warnings=index.warnings,
     )
 

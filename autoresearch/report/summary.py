@@ -96,11 +96,10 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         "warnings": history.warnings,
         "sweeps": sweep_summaries(every),
     }
-    summary["headline_change_pct"] = (
-        history.confirmation["change_pct"]
-        if history.confirmation and history.confirmation.get("change_pct") is not None
-        else summary["cumulative_change_pct"]
-    )
+    # The title's change is the one its two numbers show: both come from one measurement
+    # (the confirmation of the tip when there is one; see headline.py).
+    summary["headline_change_pct"] = summary["cumulative_change_pct"]
+    summary["headline_note"] = history.final.get("note")
     summary["major_wins"] = [
         w for w in summary["wins"] if abs(w["change_pct"] or 0) > MAJOR_WIN_PCT
     ]

@@ -1,0 +1,98 @@
+"""The one figure behind every headline: a session's baseline and best, from one source.
+
+When a confirmation measured the session's base against its current tip, both arms side by
+side, it is that source for everything: the change, both values, every other metric and the raw
+output. Otherwise the base's first calibration and the tip's last calibration are, measured at
+different times; the figure says so, and a last calibration much noisier than the session's
+usual is flagged rather than quietly promoted to "best".
+"""
+
+from __future__ import annotations
+
+import statistics
+from typing import Any
+
+from .stats import change_pct
+
+__all__ = ["NOISY_FACTOR", "headline"]
+
+NOISY_FACTOR = 2.0  # a calibration this many times noisier than the session's median is flagged
+
+
+def headline(
+    calibrations: list[dict[str, Any]],
+    confirmations: list[dict[str, Any]],
+    tip: str | None,
+    metric: str,
+) -> dict[str, Any]:
+    """Baseline and best of the session whose current tip is `tip` (records as dicts)."""
+    confirmed = next(
+        (c for c in reversed(confirmations) if c.get("tip_commit") == tip and c.get("metrics")),
+        None,
+    )
+    if confirmed is not None:
+        return _from_confirmation(confirmed, metric)
+    first = calibrations[0] if calibrations else None
+    last = calibrations[-1] if calibrations else None
+    base = (first or {}).get("medians") or {}
+    best = (last or {}).get("medians") or {}
+    note = (
+        "not confirmed: the base's first calibration against the tip's last, measured at "
+        "different times; run `autoresearch confirm` for a side-by-side figure"
+    )
+    noisy = _noisy(calibrations, metric)
+    if noisy:
+        note += f"; {noisy}"
+    return {
+        "source": "calibrations",
+        "baseline": base.get(metric),
+        "best": best.get(metric),
+        "change_pct": change_pct(base.get(metric), best.get(metric)),
+        "ci_low_pct": None,
+        "ci_high_pct": None,
+        "baseline_metrics": dict(base),
+        "best_metrics": dict(best),
+        "baseline_label": f"calibration of {first['commit'][:10]}" if first else "not measured",
+        "best_label": f"calibration of {last['commit'][:10]}" if last else "not measured",
+        "baseline_log": next(iter((first or {}).get("bench_logs") or []), None),
+        "best_log": next(iter((last or {}).get("bench_logs") or []), None),
+        "note": note,
+        "noisy": bool(noisy),
+    }
+
+
+def _from_confirmation(c: dict[str, Any], metric: str) -> dict[str, Any]:
+    metrics = c["metrics"]
+    logs = c.get("bench_logs") or []
+    runs = c.get("runs_per_arm") or 0
+    primary = metrics.get(metric) or {}
+    return {
+        "source": "confirmation",
+        "baseline": primary.get("baseline_median"),
+        "best": primary.get("tip_median"),
+        "change_pct": c.get("change_pct"),
+        "ci_low_pct": c.get("ci_low_pct"),
+        "ci_high_pct": c.get("ci_high_pct"),
+        "baseline_metrics": {k: m.get("baseline_median") for k, m in metrics.items()},
+        "best_metrics": {k: m.get("tip_median") for k, m in metrics.items()},
+        "baseline_label": f"confirmation: base {c['base_commit'][:10]}, {runs} runs",
+        "best_label": f"confirmation: tip {c['tip_commit'][:10]}, {runs} runs",
+        "baseline_log": logs[0] if logs else None,
+        "best_log": logs[runs] if len(logs) > runs else None,
+        "note": (f"confirmed: base and tip measured side by side, alternating, {runs} runs each"),
+        "noisy": False,
+    }
+
+
+def _noisy(calibrations: list[dict[str, Any]], metric: str) -> str | None:
+    noise = [(c.get("noise_pct") or {}).get(metric) for c in calibrations]
+    known = [n for n in noise if n is not None]
+    if len(known) < 2 or noise[-1] is None:
+        return None
+    usual = statistics.median(known)
+    if usual > 0 and noise[-1] > NOISY_FACTOR * usual:
+        return (
+            f"the last calibration was noisy ({noise[-1]:.1f}% against {usual:.1f}% usual): "
+            "its median is not to be trusted as the best"
+        )
+    return None

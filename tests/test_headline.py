@@ -1,0 +1,51 @@
+"""One figure behind every headline: status, report and pr agree with the confirmation."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import run, run_cli
+
+from autoresearch.journal import read_journal
+
+
+def test_title_table_raw_output_and_status_come_from_the_confirmation(target, monkeypatch):
+    monkeypatch.setenv("BENCH_NOISE_PCT", "1")
+    target.configure(confirm="true")
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    run(target)
+    (confirmation,) = read_journal(target.journal).confirmations
+    primary = confirmation.metrics["time_ms"]
+    base, tip = primary["baseline_median"], primary["tip_median"]
+    assert "sentinel_ms" in confirmation.metrics
+
+    pr = run_cli("pr", cwd=target.root).stdout
+    title = pr.splitlines()[0]
+    change = 100 * (tip - base) / base
+    assert f"{change:+.1f}%" in title, title
+    numbers = [float(x) for x in re.findall(r"([\d.]+) ms", title)]
+    assert numbers == [pytest.approx(base, rel=0.005), pytest.approx(tip, rel=0.005)]
+    log_base = Path(confirmation.bench_logs[0]).read_text().splitlines()[1]
+    log_tip = Path(confirmation.bench_logs[confirmation.runs_per_arm]).read_text().splitlines()[1]
+    assert log_base in pr and log_tip in pr
+
+    report = json.loads(run_cli("report", "--format", "json", cwd=target.root).stdout)
+    assert report["baseline"]["value"] == pytest.approx(base)
+    assert report["final"]["value"] == pytest.approx(tip)
+    assert report["final"]["label"].startswith("confirmation: tip")
+    status = json.loads(run_cli("status", "--json", cwd=target.root).stdout)
+    assert status["baseline"] == pytest.approx(base)
+    assert status["best"]["value"] == pytest.approx(tip)
+    assert status["change_pct"] == pytest.approx(report["headline_change_pct"])
+
+
+def test_without_a_confirmation_the_figure_says_what_it_is(target):
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    run(target)
+    status = run_cli("status", cwd=target.root).stdout
+    assert "not confirmed" in status
+    report = json.loads(run_cli("report", "--format", "json", cwd=target.root).stdout)
+    assert report["headline_note"].startswith("not confirmed")
