@@ -9,7 +9,11 @@ commit unless something looks. The guard fingerprints, before the runs, what may
   patch's, the patch's own files as applied;
 - the baseline worktree: HEAD at the best and no tracked change at all;
 - the user's checkout: its HEAD and its tracked changes;
-and compares after each run. Untracked build output is not a change: `revert` removes it.
+and compares: both worktrees after every run of the candidate (a baseline run is the trusted
+best), everything after the build, at every look of the decision rule, at the end of the
+measurement and after the checks. Your checkout is read by neither arm, so a write into it
+cannot sway a measurement: finding it before any decision is enough, and it saves a walk of
+your whole tree per run. Untracked build output is not a change: `revert` removes it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .gitrepo import Repo
+from .watch import TreeWatch
 
 __all__ = ["TreeGuard"]
 
@@ -52,12 +57,21 @@ class TreeGuard:
         self.baseline = Repo(baseline, hooks) if baseline is not None else None
         self.checkout = checkout
         self.patch_paths = patch_paths
+        trees = [candidate.path] + ([self.baseline.path] if self.baseline is not None else [])
+        self.watch = TreeWatch(trees)
         self.expected = self._snapshot()
+        self.watch.changed()  # the snapshot's own reads are not the candidate's writes
 
-    def violation(self) -> str | None:
-        """What changed outside the candidate's patch since the guard was made, or None."""
-        now = self._snapshot()
+    def violation(self, checkout: bool = True) -> str | None:
+        """What changed outside the candidate's patch since the guard was made, or None;
+        `checkout=False` looks at the two worktrees and the branch only."""
         was = self.expected
+        if not self.watch.changed():
+            # Nothing was written in either worktree: their contents stand; HEADs and the
+            # branch can move without a write there (a commit), so they are read anyway.
+            now = self._snapshot(checkout, trees=False)
+        else:
+            now = self._snapshot(checkout)
         if now.branch_tip != was.branch_tip:
             return (
                 f"the session branch moved from {was.branch_tip[:10]} to {now.branch_tip[:10]} "
@@ -77,6 +91,8 @@ class TreeGuard:
                 "the baseline worktree was written to during the run: "
                 f"{self._changed(self.baseline)}"
             )
+        if not checkout:
+            return None
         if now.checkout_head != was.checkout_head:
             return f"your checkout {self.checkout.path} moved to another commit during the run"
         if now.checkout_changes != was.checkout_changes:
@@ -92,16 +108,22 @@ class TreeGuard:
         self.candidate.must("update-ref", f"refs/heads/{self.branch}", tip)
         self.candidate.must("checkout", "--quiet", "--force", self.branch)
 
-    def _snapshot(self) -> _Snapshot:
+    def _snapshot(self, checkout: bool = True, trees: bool = True) -> _Snapshot:
         baseline = self.baseline
+        was = getattr(self, "expected", None)
+        if trees or was is None:
+            candidate_changes = _fingerprint(self.candidate, self.patch_paths)
+            baseline_changes = _fingerprint(baseline, [], True) if baseline is not None else None
+        else:
+            candidate_changes, baseline_changes = was.candidate_changes, was.baseline_changes
         return _Snapshot(
             candidate_head=self.candidate.head(),
             branch_tip=self.candidate.resolve(f"refs/heads/{self.branch}") or "",
-            candidate_changes=_fingerprint(self.candidate, self.patch_paths),
+            candidate_changes=candidate_changes,
             baseline_head=baseline.head() if baseline is not None else None,
-            baseline_changes=_fingerprint(baseline, [], True) if baseline is not None else None,
-            checkout_head=self.checkout.head(),
-            checkout_changes=_fingerprint(self.checkout, [], True),
+            baseline_changes=baseline_changes,
+            checkout_head=self.checkout.head() if checkout else "",
+            checkout_changes=_fingerprint(self.checkout, [], True) if checkout else "",
         )
 
     def _changed(self, repo: Repo, extra: list[str] | None = None) -> str:
@@ -117,7 +139,7 @@ def _fingerprint(repo: Repo, files: list[str], stamps: bool = False) -> str:
     digest = hashlib.sha256()
     diff = repo.run("diff", "HEAD", "--binary", "--no-ext-diff", "--no-textconv").out
     digest.update(diff.encode("utf-8", "surrogateescape"))
-    if stamps:
+    if stamps and diff:
         changed = repo.run("diff", "HEAD", "--name-only", "-z").out.split("\0")
         for rel in filter(None, changed):
             try:

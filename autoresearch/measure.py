@@ -73,14 +73,15 @@ class Harness:
         stop: threading.Event | None,
         on_start: Callable[[int], None] | None = None,
         token: str | None = None,
-        verify: Callable[[], str | None] | None = None,
+        verify: Callable[[bool], str | None] | None = None,
     ):
         self.config = config
         self.env = {**config.bench.env, **env}
         self.stop = stop
         self.on_start = on_start
         self.token = token
-        # Called after every run: what changed that the run may not change (see guard.py).
+        # What changed that a run may not change (see guard.py): called with False after every
+        # run of the candidate (the worktrees only), with True at every look and at the end.
         self.verify = verify
 
     def build(self, cwd: Path, log: Path) -> RunResult | None:
@@ -89,12 +90,13 @@ class Harness:
             return None
         return self._run(self.config.bench.build, cwd, log)
 
-    def bench_once(self, cwd: Path, log: Path, into: Measurement) -> bool:
-        """One bench run whose metrics go into `into`; False (with `into.failure`) if it failed."""
+    def bench_once(self, cwd: Path, log: Path, into: Measurement, check: bool = True) -> bool:
+        """One bench run whose metrics go into `into`; False (with `into.failure`) if it failed.
+        `check`: verify the trees after it (the candidate's runs)."""
         outcome = self._run(self.config.bench.command, cwd, log)
         into.runs.append(outcome)
         failure, detail = _failure(outcome)
-        tampered = self.verify() if self.verify is not None else None
+        tampered = self.verify(False) if self.verify is not None and check else None
         if tampered is not None:
             failure, detail = "tampered", tampered
         if failure is None:
@@ -139,14 +141,24 @@ class Harness:
                 cwd, into = arms[arm]
                 if on_run:
                     on_run(arm, i)
-                if not self.bench_once(cwd, log_for(arm, i), into):
+                if not self.bench_once(cwd, log_for(arm, i), into, check=arm == CANDIDATE):
                     pair.failure, pair.failed_arm = into.failure, arm
                     pair.detail = f"{arm} arm: {into.detail}"
-                    return pair
+                    return self._verified(pair)
             if judge is not None and (i in (looks or []) or i == max_pairs):
+                # Nothing is decided on runs that something outside the patch swayed.
+                if self._verified(pair).failure == "tampered":
+                    return pair
                 pair.decision = judge(pair.baseline.samples, pair.candidate.samples, i == max_pairs)
                 if pair.decision is not None:
                     return pair
+        return self._verified(pair)
+
+    def _verified(self, pair: PairMeasurement) -> PairMeasurement:
+        """The whole check (your checkout too): a violation makes the measurement tampered."""
+        tampered = self.verify(True) if self.verify is not None else None
+        if tampered is not None and pair.failure != "tampered":
+            pair.failure, pair.decision, pair.detail = "tampered", None, tampered
         return pair
 
     def _run(self, command: str, cwd: Path, log: Path) -> RunResult:
