@@ -27,7 +27,7 @@ from .proc import run as run_command
 from .progress import Progress, format_value
 from .proposers import Hypothesis, ProposalContext
 from .records import ExperimentRecord
-from .retention import prune_logs
+from .retention import prune_session_logs
 from .second_look import forget_request, second_look
 from .session import (
     RunOptions,
@@ -430,18 +430,6 @@ def _second_look(run: Session) -> Hypothesis | None:
         "measuring it again against the current best"
     )
     return hypothesis
-
-
-def prune_session_logs(run: Session) -> None:
-    """Apply the log retention rule ([session] keep_logs) once the run is over."""
-    keep = run.config.session.keep_logs
-    if keep:
-        result = prune_logs(run.paths, run.journal.read(), keep)
-        if result.removed:
-            run.progress.info(
-                f"pruned the logs of {len(result.removed)} experiment(s), "
-                f"{result.freed_bytes / 1e6:.1f} MB (session.keep_logs = {keep})"
-            )
 
 
 def _confirm_at_end(run: Session) -> float | None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from .journal import JournalContents
 from .state import SessionPaths
 
-__all__ = ["PruneResult", "prune_logs"]
+__all__ = ["PruneResult", "prune_logs", "prune_session_logs"]
 
 
 @dataclass(frozen=True)
@@ -57,3 +57,15 @@ def _in_flight(entry: Path, history: JournalContents) -> bool:
     crash left for recovery. Calibrations and confirmations are always recorded."""
     known = {r.id for r in history.experiments}
     return not entry.name.startswith(("calibration-", "confirmation-")) and entry.name not in known
+
+
+def prune_session_logs(run) -> None:  # run: an open session.Session
+    """Apply the log retention rule ([session] keep_logs) once the run is over."""
+    keep = run.config.session.keep_logs
+    if keep:
+        result = prune_logs(run.paths, run.journal.read(), keep)
+        if result.removed:
+            run.progress.info(
+                f"pruned the logs of {len(result.removed)} experiment(s), "
+                f"{result.freed_bytes / 1e6:.1f} MB (session.keep_logs = {keep})"
+            )
