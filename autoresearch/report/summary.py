@@ -14,6 +14,7 @@ from ..globs import matches_any
 from ..records import FAILED_STATUSES, STATUSES
 from ..stats import change_pct
 from .history import History
+from .scales import scale_parts, scale_value
 from .sweeps import sweep_summaries
 
 __all__ = ["MAJOR_WIN_PCT", "summarize"]
@@ -52,7 +53,6 @@ REASONS = {
     "baseline_failed": "The baseline failed (not judged)",
     "recovered": "Recovered from the branch",
 }
-_SCALE = re.compile(r"^(?P<head>[A-Za-z]+)(?P<mid>_.*_)(?P<scale>\d+[km]?)(?P<tail>_[A-Za-z_]+)$")
 
 
 def summarize(history: History, comparison: str | None = None, label: str | None = None) -> dict:
@@ -193,20 +193,24 @@ def _runs(df: pd.DataFrame) -> dict:
 def _family(history: History, comparison: str | None, label: str | None) -> dict | None:
     """The primary metric at every scale measured, baseline against final, and the comparison
     engine's figure at the same scale in the final state."""
-    match = _SCALE.match(history.metric)
-    if not match:
+    split = scale_parts(history.metric)
+    if split is None:
         return None
-    head, mid, tail = match["head"], match["mid"], match["tail"]
-    pattern = re.compile(rf"^{re.escape(head + mid)}(\d+[km]?){re.escape(tail)}$")
+    before, _, after = split
     names = set(history.baseline["metrics"]) | set(history.final["metrics"])
-    scales = sorted({m.group(1) for m in map(pattern.match, names) if m}, key=_scale_value)
+    members = [scale_parts(n) for n in names]
+    scales = sorted(
+        {m[1] for m in members if m and m[0] == before and m[2] == after}, key=scale_value
+    )
+    # The comparison engine's metric: the first word of the name replaced by the engine's.
+    rest = before.split("_", 1)[1] if "_" in before else ""
     rows = []
     for scale in scales:
-        name = f"{head}{mid}{scale}{tail}"
+        name = f"{before}{scale}{after}"
         b, f = history.baseline["metrics"].get(name), history.final["metrics"].get(name)
         other = None
-        if comparison:
-            other = history.final["metrics"].get(f"{comparison}{mid}{scale}{tail}")
+        if comparison and rest:
+            other = history.final["metrics"].get(f"{comparison}_{rest}{scale}{after}")
         rows.append(
             {
                 "scale": scale,
@@ -224,11 +228,6 @@ def _family(history: History, comparison: str | None, label: str | None) -> dict
         "comparison": comparison,
         "label": label or (comparison.capitalize() if comparison else None),
     }
-
-
-def _scale_value(scale: str) -> int:
-    mult = {"k": 1_000, "m": 1_000_000}.get(scale[-1], 1)
-    return int(scale.rstrip("km")) * mult
 
 
 def _allocations(history: History) -> list[dict]:
