@@ -8,6 +8,7 @@ in both; if it does not, the harness itself favours an arm and every decision wo
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -106,7 +107,12 @@ def _aa_check(first: list[float], second: list[float]) -> dict | None:
     if comparison is None:
         return None
     p_value = min(1.0, 2 * min(comparison.p_lower, comparison.p_higher))
+    # The smallest two-sided p a rank test can reach with these counts: all of one arm below
+    # all of the other. At or above the alpha the check cannot fail, whatever the harness does.
+    smallest_p = 2 / math.comb(len(first) + len(second), len(first))
     return {
+        "can_fail": smallest_p < AA_ALPHA,
+        "smallest_p": smallest_p,
         "n_per_arm": len(second),
         "shift_pct": comparison.change_pct,
         "ci_low_pct": comparison.ci_low_pct,

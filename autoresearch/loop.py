@@ -134,15 +134,24 @@ def calibrate_best(run: Session) -> bool:
     first = run.baseline is None
     if first:
         run.baseline = run.best_median
+    moved = run.last_calibrated not in (None, tip)
+    run.last_calibrated = tip
     primary = run.config.metric
     noise = result.record.noise_pct.get(primary.name) or 0.0
     run.progress.info(
-        f"{'baseline' if first else 'new best'} {primary.name} = "
+        f"{'baseline' if first else 'new best' if moved else 'best (unchanged)'} {primary.name} = "
         f"{format_value(run.best_median, primary.unit)}, noise {noise:.2f}%, "
         f"threshold {run.threshold:.2f}%"
     )
     for warning in result.record.warnings:
         run.progress.warn(warning)
+    aa = result.record.aa or {}
+    if first and aa and not aa.get("can_fail", True):
+        run.progress.info(
+            f"the A/A check cannot fail with {aa['n_per_arm']} runs per arm (the smallest p "
+            f"it can reach is {aa['smallest_p']:.2g}); bench.calibration_runs = 10 or more "
+            "lets it catch a harness that favours an arm"
+        )
     return True
 
 
@@ -393,7 +402,8 @@ def _account(run: Session, record: ExperimentRecord) -> None:
         run.no_keep_streak = 0
     else:
         run.no_keep_streak += 1
-    reason = (record.decision or {}).get("reason") or record.error or ""
+    # What ended it: the checks' failure rather than the bench verdict that came before it.
+    reason = record.asi.rollback_reason or (record.decision or {}).get("reason") or ""
     run.progress.outcome(record.status, reason, _best_text(run))
 
 

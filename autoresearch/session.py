@@ -81,6 +81,7 @@ class Session:
     best: dict[str, list[float]] = field(default_factory=dict)
     threshold: float = 0.0
     baseline_built_at: str | None = None
+    last_calibrated: str | None = None  # the commit the last calibration measured
     started: float = field(default_factory=time.monotonic)
     ran: int = 0
     kept: int = 0
@@ -158,6 +159,7 @@ def open_session(
             stop=stop,
             base_commit=base,
             baseline=_baseline_value(config, history, commits),
+            last_calibrated=history.calibrations[-1].commit if history.calibrations else None,
             tried=tried_patches(history.experiments, config.budget.retries),
             attempts=attempts_by_patch(history.experiments),
             done=len(history.experiments),

@@ -15,6 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pandas as pd
+from matplotlib.ticker import MaxNLocator
 
 from ..records import FAILED_STATUSES
 from .history import History
@@ -82,6 +83,7 @@ def plot_progress(history: History, path: Path) -> Path:
         )
     unit = f" ({history.unit})" if history.unit else ""
     ax.set_xlabel("experiment")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel(f"{history.metric}{unit}")
     better = "lower" if history.lower_is_better else "higher"
     ax.set_title(f"{history.name}: {history.metric}, {better} is better")

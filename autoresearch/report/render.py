@@ -19,6 +19,7 @@ from .summary import MAJOR_WIN_PCT
 
 __all__ = ["RAW_LINES", "render_json", "render_markdown", "render_pr", "render_text"]
 
+LINE_WIDTH = 160  # of the text report's lines about experiments
 RAW_LINES = 60  # of each raw bench output in the PR: the head, where the rows and METRICs are
 BUILTIN = Path(__file__).resolve().parent.parent / "templates"
 
@@ -53,6 +54,14 @@ def _duration(seconds) -> str:
         if minutes
         else f"{secs} s"
     )
+
+
+def _shorten(line: str, width: int = LINE_WIDTH) -> str:
+    """At most `width` characters, cut at a word boundary with an ellipsis, never mid-word."""
+    if len(line) <= width:
+        return line
+    cut = line[: width - 1].rsplit(" ", 1)[0]
+    return cut.rstrip(",;:") + "…"
 
 
 def _cell(text) -> str:
@@ -171,7 +180,7 @@ def render_text(summary: dict) -> str:
         for e in g["experiments"]:
             why = f": {e['why']}" if e["why"] else ""
             title = e["title"] + (f" ({e['earlier']})" if e.get("earlier") else "")
-            out.append(f"    #{e['n']:<4} {_pct(e['change_pct']):>8}  {title}{why}"[:160])
+            out.append(_shorten(f"    #{e['n']:<4} {_pct(e['change_pct']):>8}  {title}{why}"))
     for k in s.get("sweeps", []):
         out += ["", f"sweep {k['line']} ({k['experiments']} experiments, {k['kept']} kept):"]
         for row in k["rows"]:

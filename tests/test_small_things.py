@@ -1,0 +1,42 @@
+"""What a reviewer notices: honest A/A checks, resumes that change nothing, whole words."""
+
+from __future__ import annotations
+
+from conftest import run_cli
+
+from autoresearch.calibration import _aa_check
+from autoresearch.report.render import _shorten
+
+
+def test_the_aa_check_says_when_it_cannot_fail():
+    same = [100.0, 101.0, 99.0, 100.5, 99.5]
+    assert _aa_check(same[:3], same[:3])["can_fail"] is False  # 3 per arm: p >= 0.1 always
+    assert _aa_check(same, same)["can_fail"] is True  # 5 per arm: p can reach 0.008
+    assert _aa_check([1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0, 10.0])["ok"] is False
+
+
+def test_a_resume_with_nothing_new_does_not_announce_a_new_best(target):
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    first = run_cli("run", cwd=target.root)
+    assert "new best time_ms" in first.stderr
+    assert "the A/A check cannot fail with 2 runs per arm" in first.stderr
+
+    again = run_cli("run", cwd=target.root)
+
+    assert again.returncode == 0, again.stderr
+    assert "new best" not in again.stderr
+    assert "best (unchanged) time_ms" in again.stderr
+
+
+def test_the_progress_line_of_a_checks_failure_names_the_checks(target):
+    target.add_hypothesis("01-broken-win", {"src/value.txt": "80\n", "src/broken.txt": "x\n"})
+    done = run_cli("run", cwd=target.root)
+    line = next(x for x in done.stderr.splitlines() if "checks_failed" in x)
+    assert "checks exit code 1" in line, line
+
+
+def test_long_report_lines_end_at_a_word():
+    line = "    #12   -3.0%  " + "word " * 60
+    short = _shorten(line)
+    assert len(short) <= 160 and short.endswith("word…")
+    assert _shorten("short line") == "short line"
