@@ -28,7 +28,7 @@ from .progress import Progress, format_value
 from .proposers import Hypothesis, ProposalContext
 from .records import ExperimentRecord
 from .retention import prune_session_logs
-from .second_look import forget_request, second_look
+from .second_look import forget_request, second_look, second_look_count
 from .session import (
     RunOptions,
     Session,
@@ -162,9 +162,12 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
     exp_id = f"{config.session.name}-{n:04d}"
     earlier = run.attempts.get(hypothesis.sha256)
     cap = run.options.max_experiments or config.budget.max_experiments
-    run.progress.experiment(
-        n, min(run.done + run.proposer.pending(proposal_context(run)), cap), hypothesis.title
+    # This one, what the proposers still have, and what the second look would take up.
+    ahead = run.proposer.pending(proposal_context(run)) + second_look_count(
+        run.paths, run.attempts, run.config.budget.retries
     )
+    remaining = max(1, min(ahead, cap - run.done))
+    run.progress.experiment(n, n - 1 + remaining, hypothesis.title)
     draft = Draft(
         marker=run.paths.inflight,
         fields={

@@ -22,6 +22,7 @@ __all__ = [
     "request_retries",
     "requested_retries",
     "second_look",
+    "second_look_count",
 ]
 
 SECOND_LOOK = ("inconclusive",)  # the statuses a second pass takes up again
@@ -55,6 +56,22 @@ def second_look(
             if hypothesis is not None:
                 return hypothesis, last
     return None
+
+
+def second_look_count(
+    paths: SessionPaths, attempts: dict[str, list[ExperimentRecord]], retries: int
+) -> int:
+    """How many hypotheses the second look would still take up (for progress)."""
+    retried = {r.retry_of for records in attempts.values() for r in records if r.retry_of}
+    requested = sum(1 for i in requested_retries(paths) if i not in retried)
+    undecided = sum(
+        1
+        for records in attempts.values()
+        if records[-1].proposer not in SELF_DECIDING
+        and records[-1].status in SECOND_LOOK
+        and len(records) <= retries
+    )
+    return requested + undecided
 
 
 def request_retries(paths: SessionPaths, ids: list[str]) -> list[str]:

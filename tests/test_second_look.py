@@ -112,3 +112,20 @@ def test_a_patch_that_changed_under_its_name_is_new(target):
     )
     run(target)
     assert [r.retry_of for r in experiments(target)] == [None, None]
+
+
+def test_progress_counts_the_second_look(target, tmp_path):
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    env = {
+        "BENCH_SENTINEL_SPREAD": "0.3",
+        "BENCH_SENTINEL_COUNTER": str(tmp_path / "sentinel-count"),
+    }
+    done = run_cli("run", cwd=target.root, env=env)
+    labels = [
+        tuple(map(int, line.split("]")[0].split("[")[1].split("/")))
+        for line in done.stderr.splitlines()
+        if line.startswith("[")
+    ]
+    # The second look counts once it is known; an experiment never shows as n beyond its total.
+    assert {n for n, _ in labels} == {1, 2}, done.stderr
+    assert all(n <= total for n, total in labels), labels
