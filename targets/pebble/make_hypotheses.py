@@ -40,7 +40,7 @@ def hyp(name, title, hypothesis, mechanism, expected):
     "-10% pebble_writepack_100k_ms once the write path no longer reads; a loss while every write still Gets through up to 8 L0 files",
 )
 def _():
-    edit(G / "pebble_engine.go", "opts.L0CompactionThreshold = 2", "opts.L0CompactionThreshold = 8")
+    edit(G / "tuning.go", "l0CompactionThreshold = 2", "l0CompactionThreshold = 8")
 
 
 @hyp(
@@ -274,7 +274,7 @@ def _():
     "expected to lose: slower inserts and a long final flush outweigh the saved compactions",
 )
 def _():
-    edit(G / "pebble_engine.go", "opts.MemTableSize = 4 << 20", "opts.MemTableSize = 256 << 20")
+    edit(G / "tuning.go", "memTableMiB = 4", "memTableMiB = 256")
 
 
 @hyp(
@@ -432,7 +432,7 @@ func sortedByEntitlement(syncID string, grants []*grantspb.GrantRecord) []*grant
     "neutral to a small win: the pack step is a small part of WritePack; packed file a few percent larger",
 )
 def _():
-    edit(G / "pack.go", "var zstdLevel = zstd.SpeedDefault", "var zstdLevel = zstd.SpeedFastest")
+    edit(G / "tuning.go", "packZstdLevel = 2", "packZstdLevel = 1")
 
 
 @hyp(
@@ -458,28 +458,11 @@ def _():
     "12-bloom-filter-l0",
     "Bloom filters on sstables (10 bits per key)",
     "Every read-before-write Get that misses still searches each L0 file's index; with L0 files piling up between compactions most of the Get cost is proving a key is absent.",
-    "bloom.FilterPolicy(10) on L0 (and, by inheritance, every level): a Get skips a table whose filter says the key is absent, at about 1% false positives, for about 1.25 bytes per key of filter.",
+    "bloom.FilterPolicy(10) on every level: a Get skips a table whose filter says the key is absent, at about 1% false positives, for about 1.25 bytes per key of filter.",
     "-10% pebble_writepack_100k_ms while the Get path is hot; about neutral once it is skipped",
 )
 def _():
-    edit(
-        G / "pebble_engine.go",
-        """	return opts
-}""",
-        """	// Filters let a Get skip tables that cannot hold the key.
-	opts.Levels[0].FilterPolicy = bloom.FilterPolicy(10)
-
-	return opts
-}""",
-    )
-    edit(
-        G / "pebble_engine.go",
-        """	"github.com/cockroachdb/pebble/v2"
-""",
-        """	"github.com/cockroachdb/pebble/v2"
-	"github.com/cockroachdb/pebble/v2/bloom"
-""",
-    )
+    edit(G / "tuning.go", "bloomBitsPerKey = 0", "bloomBitsPerKey = 10")
 
 
 @hyp(
@@ -490,16 +473,7 @@ def _():
     "uncertain on 2 cores: -5% if compactions are the bottleneck, a loss if the CPU is",
 )
 def _():
-    edit(
-        G / "pebble_engine.go",
-        """	// Small enough that the default bench scale flushes and compacts during writes.
-	opts.MemTableSize""",
-        """	// Let compactions run two at a time when they fall behind.
-	opts.CompactionConcurrencyRange = func() (lower, upper int) { return 1, 2 }
-
-	// Small enough that the default bench scale flushes and compacts during writes.
-	opts.MemTableSize""",
-    )
+    edit(G / "tuning.go", "maxCompactions = 1", "maxCompactions = 2")
 
 
 def main():

@@ -52,9 +52,6 @@ var ErrDamaged = errors.New("grantstore: packed file damaged")
 // ErrUnsafe marks a packed file that tries to write outside its directory or beyond the limits.
 var ErrUnsafe = errors.New("grantstore: packed file unsafe")
 
-// zstdLevel is the compression level of packed files.
-var zstdLevel = zstd.SpeedDefault
-
 // Pack writes a checkpoint of the engine's store into a packed file at dst.
 func Pack(e *PebbleEngine, dst string) error {
 	tmp, err := os.MkdirTemp(filepath.Dir(dst), ".checkpoint-*")
@@ -100,7 +97,7 @@ func writePacked(w io.Writer, dir string, m Manifest) error {
 	bw.WriteString(packMagic)
 	binary.Write(bw, binary.BigEndian, uint32(len(manifest)))
 	bw.Write(manifest)
-	zw, err := zstd.NewWriter(bw, zstd.WithEncoderLevel(zstdLevel))
+	zw, err := zstd.NewWriter(bw, zstd.WithEncoderLevel(zstd.EncoderLevel(packZstdLevel)))
 	if err != nil {
 		return err
 	}

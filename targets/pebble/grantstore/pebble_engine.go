@@ -5,22 +5,27 @@ import (
 	"fmt"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/bloom"
 	"google.golang.org/protobuf/proto"
 
 	"grantstore/grantspb"
 )
 
-// PebbleOptions are the Pebble settings the engine opens with, one setting a statement so that
-// a tuning change is a one-line diff.
+// PebbleOptions are the Pebble settings the engine opens with; the values are in tuning.go.
 func PebbleOptions() *pebble.Options {
 	opts := &pebble.Options{Logger: quietLogger{}}
-
-	// Small enough that the default bench scale flushes and compacts during writes.
-	opts.MemTableSize = 4 << 20
-
-	// Compact L0 as soon as two files pile up.
-	opts.L0CompactionThreshold = 2
-
+	opts.MemTableSize = memTableMiB << 20
+	opts.MemTableStopWritesThreshold = memTableStopWrites
+	opts.L0CompactionThreshold = l0CompactionThreshold
+	// Writes stall at this many L0 files: Pebble's default, or more when compactions start later.
+	opts.L0StopWritesThreshold = max(12, 2*l0CompactionThreshold)
+	opts.CompactionConcurrencyRange = func() (lower, upper int) { return 1, maxCompactions }
+	for i := range opts.Levels {
+		opts.Levels[i].BlockSize = blockSizeKiB << 10
+		if bloomBitsPerKey > 0 {
+			opts.Levels[i].FilterPolicy = bloom.FilterPolicy(bloomBitsPerKey)
+		}
+	}
 	return opts
 }
 
