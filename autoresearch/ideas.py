@@ -48,7 +48,7 @@ def render_ideas(summary: dict) -> str:
             (closed if group["reason"] in closed_reasons else retry).append(line)
     lines += ["", f"### Worth another try ({len(retry)})", "", *retry]
     lines += ["", f"### Closed axes: do not retry as is ({len(closed)})", "", *closed]
-    sweeps = summary.get("sweeps") or []
+    sweeps = (summary.get("sweeps") or []) + (summary.get("joint") or [])
     if sweeps:
         lines += ["", f"### Swept knobs ({len(sweeps)})", ""]
         lines += [f"- {k['line']} ({k['experiments']} experiments)" for k in sweeps]

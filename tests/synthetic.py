@@ -6,7 +6,8 @@ src/mode.txt     ok | crash | hang | garbage | nometric | slow | writes | tamper
                  daemon-<how> | echo (prints src/output.txt)
 BENCH_SLEEP_S and BUILD_SLEEP_S make every bench run or build take that long.
 BENCH_SENTINEL_NOISE_PCT sets the sentinel's own noise (default: BENCH_NOISE_PCT).
-BENCH_COST (a Python expression over the `name = value` lines of src/knobs.txt) gives time_ms.
+BENCH_COST (a Python expression over the `name = value` lines of src/knobs.txt and `value`,
+src/value.txt's number) gives time_ms.
 BENCH_FAIL_TREE=baseline makes the baseline worktree's runs fail after BENCH_FAIL_AFTER of them.
 The bench adds gaussian noise of BENCH_NOISE_PCT percent (default 0), or multiplies by the
 factors in BENCH_FACTORS in turn (counted in the file BENCH_COUNTER); BENCH_SENTINEL_SPREAD
@@ -116,7 +117,7 @@ if cost and knobs_file.exists():  # time_ms is a function of the knobs: `name = 
     for line in knobs_file.read_text().splitlines():
         name, _, number = line.partition("=")
         knobs[name.strip()] = float(number)
-    value = eval(cost, {}, knobs)
+    value = eval(cost, {}, {"value": value, **knobs})
 print("bench: running workload")
 print(f"METRIC time_ms={value * factor:.6f}")
 sentinel_noise = float(os.environ.get("BENCH_SENTINEL_NOISE_PCT", noise * 100)) / 100

@@ -94,6 +94,72 @@ def test_two_interacting_knobs(target, monkeypatch):
     assert len(records) <= 30
 
 
+COST_TWO = "40 + 2 * (l0 - 7) ** 2 + 6 * (batch - 4) ** 2 + (l0 - 7) * (batch - 4)"
+
+
+def _cost(knobs: dict) -> float:
+    return eval(COST_TWO, {}, knobs)
+
+
+def test_joint_search_finds_the_optimum_region_and_keeps_only_real_wins(target, monkeypatch):
+    monkeypatch.setenv("BENCH_COST", COST_TWO)
+    monkeypatch.setenv("BENCH_NOISE_PCT", "2")
+    monkeypatch.setenv("BENCH_SENTINEL_NOISE_PCT", "0")
+    joint = SWEEP_TWO.replace('kind = "sweep"', 'kind = "sweep"\nsearch = "joint"\ntrials = 14')
+    _sweep_target(target, joint, "l0 = 32\nbatch = 16\n")
+
+    # Stopped part-way and resumed: the study is rebuilt from the journal, not kept in memory.
+    run(target, max_experiments=6)
+    run(target)
+
+    records = experiments(target)
+    assert len(records) == 14 and all(r.proposal["search"] == "joint" for r in records)
+    assert [r.proposal["trial"] for r in records] == list(range(1, 15))
+    points = [tuple(v["value"] for v in r.proposal["knobs"].values()) for r in records]
+    assert len(set(points)) == len(points), "a point measured twice"
+    start = {"l0": 32, "batch": 16}
+    final = {k: _kept_value(target, k) for k in start}
+    assert _cost(final) < 0.1 * _cost(start), final
+    # The decision rule decided every keep: each kept point is truly cheaper than its parent.
+    for r in records:
+        moved = {k: v["value"] for k, v in r.proposal["knobs"].items()}
+        before = {k: v["from"] for k, v in r.proposal["knobs"].items()}
+        if r.status == "keep":
+            assert _cost(moved) < _cost(before), r.title
+    assert any(r.status == "keep" for r in records)
+    assert "joint TPE search" in records[-1].asi.hypothesis
+    assert "points measured since the search started" in records[-1].asi.hypothesis
+    shown = f"l0 {final['l0']}, batch {final['batch']} is best at"
+    assert f"joint TPE search: {shown}" in run_cli("report", cwd=target.root).stdout
+    pr = run_cli("pr", cwd=target.root).stdout
+    assert "| trial | moved | change | status |" in pr and "| 1 | l0 32 → " in pr
+    run_cli("ideas", cwd=target.root)
+    assert f"- joint TPE search: {shown}" in (target.root / "ideas.md").read_text()
+
+
+def test_joint_search_restarts_its_model_after_another_keep(target, monkeypatch):
+    monkeypatch.setenv("BENCH_COST", "value * (1 + ((l0 - 7) ** 2) / 100)")
+    queue_then_joint = SWEEP_ONE.replace(
+        'kind = "sweep"',
+        'kind = "queue"\ndir = "hypotheses"\n\n[[proposer]]\nkind = "sweep"\nsearch = "joint"\n'
+        "trials = 3",
+        1,
+    )
+    _sweep_target(target, queue_then_joint, "l0 = 32\n")
+    run(target, max_experiments=2)
+    records = experiments(target)
+    assert [r.proposer for r in records] == ["sweep", "sweep"]
+    # A queue patch kept now changes the code under the knob: the model starts over.
+    target.add_hypothesis("01-faster", {"src/value.txt": "20\n"})
+    run(target)
+
+    records = experiments(target)
+    queue = next(r for r in records if r.proposer == "queue")
+    after = [r for r in records if r.n > queue.n]
+    assert queue.status == "keep"
+    assert [r.proposal["trial"] for r in after] == [1, 2, 3]
+
+
 def test_a_knob_whose_pattern_stops_matching_is_a_warning(target, monkeypatch):
     monkeypatch.setenv("BENCH_COST", "50 + 2 * (l0 - 7) ** 2")
     sweep = SWEEP_ONE.replace(
@@ -141,6 +207,25 @@ def test_bad_knobs_are_config_errors(target, knob, message):
     )
     target.config_path.write_text(text)
     with pytest.raises(ConfigError, match="proposer\\[0\\]: knob\\[0\\]") as raised:
+        load_config(target.config_path)
+    assert message in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ('search = "annealing"', "'search' must be one of coordinate, joint"),
+        ('sampler = "tpe"', "only apply to search = \"joint\""),
+        ('search = "joint"\nsampler = "bayes"', "'sampler' must be one of tpe, gp, random"),
+        ('search = "joint"\ntrials = -1', "'trials' must be a whole number"),
+        ("colour = 1", "no option 'colour'"),
+    ],
+)
+def test_bad_search_options_are_config_errors(target, options, message):
+    sweep = SWEEP_ONE.replace('kind = "sweep"', f'kind = "sweep"\n{options}')
+    text = target.config_path.read_text().replace('[proposer]\ndir = "hypotheses"\n', sweep)
+    target.config_path.write_text(text)
+    with pytest.raises(ConfigError, match="proposer\\[0\\]") as raised:
         load_config(target.config_path)
     assert message in str(raised.value)
 

@@ -9,7 +9,8 @@ measured twice at the same best commit. When a later keep of something else move
 knob's nearest neighbours are measured again once: knobs interact.
 
 Several knobs are searched one at a time (coordinate search), in the order the config lists
-them. Every hypothesis is a real patch; the loop's decision rule decides every keep.
+them; `search = "joint"` searches them together instead, Optuna choosing each point (joint.py).
+Every hypothesis is a real patch; the loop's decision rule decides every keep.
 
     [[proposer]]
     kind = "sweep"
@@ -19,83 +20,25 @@ them. Every hypothesis is a real patch; the loop's decision rule decides every k
     file = "grantstore/pebble_engine.go"
     pattern = 'L0CompactionThreshold:\\s*(\\d+)'
     values = [2, 4, 6, 8, 12, 16]          # or: min = 2, max = 64, scale = "log2" | "linear"
+
+Knobs themselves (grids, reading and moving a value) are in knobs.py.
 """
 
 from __future__ import annotations
 
-import difflib
 import math
-import re
-from dataclasses import dataclass
-from typing import Any
 
 from ..config import Config
 from ..errors import ConfigError
-from ..globs import matches_any
 from ..records import ExperimentRecord
 from .base import Hypothesis, ProposalContext, ProposerError
+from .joint import JointSearch
+from .knobs import Knob, knob_from_table, patch_of
 
-__all__ = ["Knob", "SweepProposer", "knob_history"]
+__all__ = ["SweepProposer", "knob_history"]
 
-KNOB_KEYS = {
-    "name": str,
-    "file": str,
-    "pattern": str,
-    "values": list,
-    "min": (int, float),
-    "max": (int, float),
-    "scale": str,
-    "step": (int, float),
-    "integer": bool,
-    "resolution": (int, float),
-    "mechanism": str,
-}
-SCALES = ("log2", "linear")
-LINEAR_STEPS = 8  # the default grid of a linear knob: this many steps from min to max
-
-
-@dataclass(frozen=True)
-class Knob:
-    name: str
-    file: str
-    pattern: re.Pattern
-    grid: tuple[float, ...]  # the values stepped through before bisecting
-    integer: bool
-    resolution: float
-    log: bool  # bisect geometrically (log2 scale) rather than arithmetically
-    mechanism: str | None = None
-
-    def read(self, text: str) -> tuple[float, re.Match]:
-        match = self.pattern.search(text)
-        if match is None:
-            raise ProposerError(
-                f"knob {self.name}: pattern {self.pattern.pattern!r} no longer matches {self.file}"
-            )
-        try:
-            value = float(match.group(1))
-        except ValueError:
-            raise ProposerError(
-                f"knob {self.name}: {match.group(1)!r} in {self.file} is not a number"
-            ) from None
-        return value, match
-
-    def show(self, value: float) -> str:
-        return str(int(value)) if self.integer else f"{value:g}"
-
-    def between(self, a: float, b: float, measured: set[float]) -> float | None:
-        """An untried value between `a` and `b`: their midpoint (geometric on a log2 scale),
-        or the nearest untried value to it; None once the gap is closed."""
-        low, high = min(a, b), max(a, b)
-        if self.integer:
-            inside = [v for v in range(int(low) + 1, int(high)) if v not in measured]
-            if not inside:
-                return None
-            mid = math.sqrt(low * high) if self.log and low > 0 else (low + high) / 2
-            return float(min(inside, key=lambda v: (abs(v - mid), v)))
-        if high - low <= self.resolution:
-            return None
-        mid = math.sqrt(low * high) if self.log and low > 0 else (low + high) / 2
-        return None if mid in measured else mid
+OPTIONS = ("knob", "search", "sampler", "trials", "seed")
+SEARCHES = ("coordinate", "joint")
 
 
 def knob_history(records: list[ExperimentRecord], name: str) -> list[ExperimentRecord]:
@@ -104,23 +47,32 @@ def knob_history(records: list[ExperimentRecord], name: str) -> list[ExperimentR
 
 
 class SweepProposer:
-    """Options: `knob`, a list of tables (see the module's doc)."""
+    """Options: `knob`, a list of tables (see the module's doc); `search = "joint"` with
+    `sampler`, `trials` and `seed` for a joint search (joint.py)."""
 
     name = "sweep"
 
     @classmethod
     def check_options(cls, options: dict, config: Config, where: str) -> None:
-        cls._knobs(options, config, where)
+        cls._options(options, config, where)
 
     @classmethod
     def from_options(cls, options: dict, config: Config) -> SweepProposer:
-        return cls(cls._knobs(options, config, f"{config.path}: sweep"))
+        knobs, joint = cls._options(options, config, f"{config.path}: sweep")
+        return cls(knobs, joint)
 
-    def __init__(self, knobs: list[Knob]):
+    def __init__(self, knobs: list[Knob], joint: JointSearch | None = None):
         self.knobs = knobs
+        self.joint = joint
         self.broken: dict[str, str] = {}  # knobs whose pattern failed at some best, and why
 
     def next(self, context: ProposalContext) -> Hypothesis | None:
+        if self.joint is not None:
+            try:
+                return self.joint.next(context)
+            except ProposerError as exc:
+                context.notes.append(f"{exc}; no joint point at {context.tip[:10]}")
+                return None
         for knob in self.knobs:
             try:
                 found = self._next_for(knob, context)
@@ -177,7 +129,7 @@ class SweepProposer:
         learned = _learned(knob, here)
         return Hypothesis(
             title=f"{knob.name}: {knob.show(current)} -> {knob.show(value)}",
-            patch=_diff(knob.file, text, new_text),
+            patch=patch_of(knob.file, text, new_text),
             hypothesis=(
                 f"move {knob.name} from {knob.show(current)} to {knob.show(value)} ({why})"
                 + (f"; so far at this best: {learned}" if learned else "")
@@ -197,91 +149,30 @@ class SweepProposer:
     # -- options ------------------------------------------------------------------------------
 
     @classmethod
-    def _knobs(cls, options: dict, config: Config, where: str) -> list[Knob]:
-        unknown = sorted(set(options) - {"knob"})
+    def _options(
+        cls, options: dict, config: Config, where: str
+    ) -> tuple[list[Knob], JointSearch | None]:
+        unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
-            raise ConfigError(f"{where}: the sweep proposer has no option '{unknown[0]}' (knob)")
+            raise ConfigError(
+                f"{where}: the sweep proposer has no option '{unknown[0]}' ({', '.join(OPTIONS)})"
+            )
+        search = options.get("search", "coordinate")
+        if search not in SEARCHES:
+            raise ConfigError(f"{where}: 'search' must be one of {', '.join(SEARCHES)}")
+        if search != "joint" and set(options) & set(OPTIONS[2:]):
+            raise ConfigError(f'{where}: sampler, trials and seed only apply to search = "joint"')
         tables = options.get("knob")
         if not isinstance(tables, list) or not tables:
             raise ConfigError(f"{where}: a sweep needs at least one [[proposer.knob]] table")
-        knobs = [_knob(t, config, f"{where}: knob[{i}]") for i, t in enumerate(tables)]
+        knobs = [knob_from_table(t, config, f"{where}: knob[{i}]") for i, t in enumerate(tables)]
         names = [k.name for k in knobs]
         if len(set(names)) != len(names):
             raise ConfigError(f"{where}: knob names must be unique, got {names}")
-        return knobs
-
-
-def _knob(table: Any, config: Config, where: str) -> Knob:
-    if not isinstance(table, dict):
-        raise ConfigError(f"{where}: must be a table")
-    for key, value in table.items():
-        if key not in KNOB_KEYS:
-            raise ConfigError(f"{where}: unknown key '{key}' (known: {', '.join(KNOB_KEYS)})")
-        if not isinstance(value, KNOB_KEYS[key]) or isinstance(value, bool) != (key == "integer"):
-            raise ConfigError(f"{where}: '{key}' has the wrong type ({type(value).__name__})")
-    for key in ("name", "file", "pattern"):
-        if not table.get(key):
-            raise ConfigError(f"{where}: '{key}' is required")
-    try:
-        pattern = re.compile(table["pattern"])
-    except re.error as exc:
-        raise ConfigError(f"{where}: 'pattern' is not a regular expression: {exc}") from None
-    if pattern.groups != 1:
-        raise ConfigError(f"{where}: 'pattern' must have exactly one capture group (the value)")
-    if not matches_any(table["file"], config.scope.include) or matches_any(
-        table["file"], config.protected_globs()
-    ):
-        raise ConfigError(f"{where}: '{table['file']}' is outside [scope] include or protected")
-    grid, integer, log = _grid(table, where)
-    return Knob(
-        name=table["name"],
-        file=table["file"],
-        pattern=pattern,
-        grid=grid,
-        integer=integer,
-        resolution=float(table.get("resolution", 1 if integer else 0)),
-        log=log,
-        mechanism=table.get("mechanism"),
-    )
-
-
-def _grid(table: dict, where: str) -> tuple[tuple[float, ...], bool, bool]:
-    if "values" in table:
-        values = table["values"]
-        if len(values) < 2 or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-            for v in values
-        ):
-            raise ConfigError(f"{where}: 'values' must list at least two numbers")
-        integer = table.get("integer", all(isinstance(v, int) for v in values))
-        log = table.get("scale") == "log2"
-        return tuple(sorted(float(v) for v in set(values))), integer, log
-    if "min" not in table or "max" not in table:
-        raise ConfigError(f"{where}: give 'values', or 'min' and 'max' (and 'scale')")
-    low, high = float(table["min"]), float(table["max"])
-    scale = table.get("scale", "log2")
-    if scale not in SCALES:
-        raise ConfigError(f"{where}: 'scale' must be one of {', '.join(SCALES)}")
-    if not (math.isfinite(low) and math.isfinite(high)) or low >= high:
-        raise ConfigError(f"{where}: 'min' must be below 'max'")
-    integer = table.get("integer", isinstance(table["min"], int) and isinstance(table["max"], int))
-    if scale == "log2":
-        if low <= 0:
-            raise ConfigError(f"{where}: a log2 scale needs 'min' > 0")
-        grid, value = [], low
-        while value <= high * (1 + 1e-9):
-            grid.append(round(value) if integer else value)
-            value *= 2
-        if grid[-1] < high:
-            grid.append(high)
-        return tuple(sorted(set(map(float, grid)))), integer, True
-    step = float(table.get("step", (high - low) / LINEAR_STEPS))
-    if step <= 0:
-        raise ConfigError(f"{where}: 'step' must be > 0")
-    count = math.floor((high - low) / step + 1e-9)
-    grid = [low + k * step for k in range(count + 1)] + [high]
-    grid = [round(v) if integer else v for v in grid]
-    return tuple(sorted(set(map(float, grid)))), integer, False
+        if search == "joint":
+            sampler, trials, seed = JointSearch.check(options, where)
+            return knobs, JointSearch(knobs, sampler, trials, seed)
+        return knobs, None
 
 
 def _step(knob: Knob, current: float, here: dict, made_here) -> tuple[float, str] | None:
@@ -343,18 +234,6 @@ def _closed(knob: Knob, history: list[ExperimentRecord], tip: str) -> bool:
     made = next((r for r in history if r.kept_commit == tip), None)
     here = {r.proposal["value"]: r for r in at}
     return _step(knob, current, here, made) is None
-
-
-def _diff(path: str, old: str, new: str) -> bytes:
-    """A git-style unified diff of one file; line endings as the file has them."""
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
-        fromfile=f"a/{path}",
-        tofile=f"b/{path}",
-    )
-    text = f"diff --git a/{path} b/{path}\n" + "".join(lines)
-    return text.encode("utf-8", "surrogateescape")
 
 
 def _change(record: ExperimentRecord | None) -> float | None:

@@ -188,6 +188,15 @@ def render_text(summary: dict) -> str:
             out.append(
                 f"    #{row['n']:<4} {move:>14} {_pct(row['change_pct']):>8}  {row['status']}"
             )
+    for j in s.get("joint", []):
+        out += ["", f"{j['line']} ({j['experiments']} trials, {j['kept']} kept):"]
+        for row in j["rows"]:
+            out.append(
+                _shorten(
+                    f"    #{row['n']:<4} {_pct(row['change_pct']):>8}  {row['status']:<13} "
+                    f"{row['moves']}"
+                )
+            )
     r = s["runs"]
     runs = f"bench runs: {r['bench_runs']}"
     if r["per_decision"]:

@@ -15,7 +15,7 @@ from ..records import FAILED_STATUSES, STATUSES
 from ..stats import change_pct
 from .history import History
 from .scales import scale_parts, scale_value
-from .sweeps import sweep_summaries
+from .sweeps import joint_summaries, sweep_summaries
 
 __all__ = ["MAJOR_WIN_PCT", "summarize"]
 
@@ -95,6 +95,7 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         "methodology": _methodology(history, every),
         "warnings": history.warnings,
         "sweeps": sweep_summaries(every),
+        "joint": joint_summaries(every),
     }
     # The title's change is the one its two numbers show: both come from one measurement
     # (the confirmation of the tip when there is one; see headline.py).

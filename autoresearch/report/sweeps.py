@@ -1,4 +1,5 @@
-"""Knob sweeps in review: for each knob, what was measured at which value, and where it ended."""
+"""Knob sweeps in review: for each knob, what was measured at which value, and where it ended;
+for a joint search, each point it measured and the best one."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import pandas as pd
 
-__all__ = ["show_value", "sweep_summaries"]
+__all__ = ["joint_summaries", "show_value", "sweep_summaries"]
 
 
 def sweep_summaries(df: pd.DataFrame) -> list[dict[str, Any]]:
@@ -18,7 +19,7 @@ def sweep_summaries(df: pd.DataFrame) -> list[dict[str, Any]]:
     knobs: dict[str, list[dict[str, Any]]] = {}
     for row in df.itertuples():
         proposal = row.proposal if isinstance(row.proposal, dict) else None
-        if not proposal or "knob" not in proposal:
+        if not proposal or "knob" not in proposal or not _present(proposal.get("value")):
             continue
         knobs.setdefault(proposal["knob"], []).append(
             {
@@ -32,6 +33,58 @@ def sweep_summaries(df: pd.DataFrame) -> list[dict[str, Any]]:
             }
         )
     return [_summary(name, rows) for name, rows in knobs.items()]
+
+
+def joint_summaries(df: pd.DataFrame) -> list[dict[str, Any]]:
+    """One entry per joint search (by sampler): its trials (what moved, change, status) and the
+    best point it kept."""
+    if "proposal" not in df or df.empty:
+        return []
+    searches: dict[str, list[dict[str, Any]]] = {}
+    for row in df.itertuples():
+        proposal = row.proposal if isinstance(row.proposal, dict) else None
+        if not proposal or proposal.get("search") != "joint":
+            continue
+        knobs = proposal.get("knobs") or {}
+        moves = [
+            f"{name} {show_value(v.get('from'))} → {show_value(v.get('value'))}"
+            for name, v in knobs.items()
+            if v.get("from") != v.get("value")
+        ]
+        searches.setdefault(str(proposal.get("sampler", "tpe")), []).append(
+            {
+                "n": int(row.n),
+                "trial": proposal.get("trial"),
+                "moves": ", ".join(moves),
+                "point": {name: v.get("value") for name, v in knobs.items()},
+                "start": {name: v.get("from") for name, v in knobs.items()},
+                "change_pct": _clean(row.change_pct),
+                "status": row.status,
+                "commit": row.commit,
+                "parent": row.parent,
+            }
+        )
+    out = []
+    for sampler, rows in searches.items():
+        kept = [r for r in rows if r["status"] == "keep"]
+        best = kept[-1]["point"] if kept else rows[0]["start"]
+        at = (kept[-1]["commit"] if kept else rows[-1]["parent"]) or ""
+        shown = ", ".join(f"{name} {show_value(v)}" for name, v in best.items())
+        out.append(
+            {
+                "search": f"joint {sampler.upper()} search",
+                "rows": rows,
+                "best": best,
+                "experiments": len(rows),
+                "kept": len(kept),
+                "line": f"joint {sampler.upper()} search: {shown} is best at {at[:10]}",
+            }
+        )
+    return out
+
+
+def _present(value) -> bool:
+    return value is not None and not (isinstance(value, float) and math.isnan(value))
 
 
 def _summary(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
