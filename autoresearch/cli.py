@@ -48,6 +48,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         stop_after_no_keep=args.stop_after_no_keep,
         confirm=False if args.no_confirm else None,
         env=dict(args.env),
+        accept_noise=args.accept_noise,
     )
     outcome = run_session(_config(args), options, Progress(quiet=args.quiet))
     print(
@@ -57,6 +58,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     if outcome.confirmed_change_pct is not None:
         print(f"confirmed change from the session's baseline: {outcome.confirmed_change_pct:+.2f}%")
     return EXIT_FAILED if outcome.interrupted else 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Pre-flight: build, bench once and run the checks on the session's best; list every metric."""
+    from .preflight import check_repository
+
+    config = _config(args)
+    result = check_repository(config, dict(args.env), lambda line: print(line, file=sys.stderr))
+    if result.interrupted:
+        return EXIT_FAILED
+    for line in result.lines(config):
+        print(line)
+    for problem in result.problems:
+        print(f"problem: {problem}")
+    if result.ok:
+        print("ready: every configured metric printed, the checks pass on the unmodified code")
+    return 0 if result.ok else 1
 
 
 def cmd_confirm(args: argparse.Namespace) -> int:
@@ -289,6 +307,7 @@ def _add_env(parser: argparse.ArgumentParser) -> None:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run,
+    "check": cmd_check,
     "confirm": cmd_confirm,
     "status": cmd_status,
     "init": cmd_init,
@@ -325,6 +344,15 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--no-confirm", action="store_true", help="skip the confirmation at the end of the run"
     )
+    run.add_argument(
+        "--accept-noise",
+        action="store_true",
+        help="go on when the calibration says the bench is too noisy for the effect asked",
+    )
+
+    check = sub.add_parser("check", help=_doc(cmd_check), description=_doc(cmd_check))
+    _add_config(check)
+    _add_env(check)
 
     confirm = sub.add_parser("confirm", help=_doc(cmd_confirm), description=_doc(cmd_confirm))
     _add_config(confirm)

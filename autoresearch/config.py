@@ -54,6 +54,9 @@ class SessionConfig:
     ideas: str = "ideas.md"
     # Logs of kept experiments and of the last this-many are kept; 0 keeps every log.
     keep_logs: int = 50
+    # A new session first builds, benches once and runs the checks on its base commit, and
+    # refuses the night when a configured metric is missing or the checks fail there.
+    preflight: bool = True
 
 
 @dataclass(frozen=True)

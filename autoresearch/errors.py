@@ -27,3 +27,7 @@ class WorkspaceError(UserError):
 
 class StateError(UserError):
     """The session's state (marker, logs, lock) cannot be written: a full disk, permissions."""
+
+
+class PreflightError(UserError):
+    """The night cannot start: the base commit's bench or checks say it would be wasted."""

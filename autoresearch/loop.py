@@ -17,11 +17,12 @@ from .calibration import calibrate
 from .config import Config
 from .confirm import confirm_session
 from .decide import Decision, Judge
-from .errors import WorkspaceError
+from .errors import PreflightError, WorkspaceError
 from .experiment import Draft, now_iso, result_trailer
 from .guard import TreeGuard
 from .measure import BASELINE, PairMeasurement
 from .patchcheck import PatchProblem, check_paths, patch_paths
+from .preflight import run_preflight
 from .proc import RunResult
 from .proc import run as run_command
 from .progress import Progress, format_value
@@ -89,7 +90,11 @@ def run_session(
 
 def _loop(run: Session) -> str:
     """Experiments until a stop condition; returns why it stopped."""
+    if run.baseline is None and run.config.session.preflight and not _preflight(run):
+        return "interrupted by a signal during the pre-flight"
     reason = None if calibrate_best(run) else "interrupted by a signal during calibration"
+    if reason is None and not run.options.accept_noise:
+        _refuse_noise(run)
     while reason is None and (reason := _stop_reason(run)) is None:
         context = proposal_context(run)
         hypothesis = run.proposer.next(context) or _second_look(run)
@@ -104,6 +109,39 @@ def _loop(run: Session) -> str:
         if record.status == "keep" and not run.stop.is_set() and not calibrate_best(run):
             reason = "interrupted by a signal during calibration"
     return reason
+
+
+def _preflight(run: Session) -> bool:
+    """Build, bench once and run the checks on the base: refuse a night they say is wasted."""
+    tip = run.ws.tip()
+    run.progress.info(f"pre-flight on {tip[:10]}: build, one bench run, the checks")
+    log_dir = run.paths.log(log_label(run, "preflight"), "x").parent
+    harness = run.harness("preflight", marker(run, "preflight"))
+    try:
+        result = run_preflight(run.config, run.ws.path, tip, log_dir, harness)
+    finally:
+        run.ws.revert()
+        run.paths.inflight.unlink(missing_ok=True)
+    if result.interrupted:
+        return False
+    for line in result.lines(run.config):
+        run.progress.info(line)
+    if not result.ok:
+        raise PreflightError("pre-flight: " + "; ".join(result.problems))
+    return True
+
+
+def _refuse_noise(run: Session) -> None:
+    """Stop before the night when the calibration says the effect asked for cannot be seen."""
+    detectable = run.detectable_pct
+    target = run.config.decision.target_effect_pct
+    if detectable is not None and detectable > target:
+        raise PreflightError(
+            f"the bench is too noisy for the effect asked for: it detects {detectable:.1f}%, "
+            f"decision.target_effect_pct is {target:g}% (see the warning above); quiet the "
+            "machine or raise decision.max_runs, or run with --accept-noise to spend the night "
+            "anyway"
+        )
 
 
 def calibrate_best(run: Session) -> bool:
@@ -131,6 +169,7 @@ def calibrate_best(run: Session) -> bool:
         return False
     run.journal.append(result.record)
     run.best, run.threshold = result.samples, result.threshold
+    run.detectable_pct = result.record.detectable_effect_pct
     first = run.baseline is None
     if first:
         run.baseline = run.best_median

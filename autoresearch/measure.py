@@ -90,10 +90,14 @@ class Harness:
             return None
         return self._run(self.config.bench.build, cwd, log)
 
+    def bench(self, cwd: Path, log: Path) -> RunResult:
+        """One bench run, its output left for the caller to read (the pre-flight's)."""
+        return self._run(self.config.bench.command, cwd, log)
+
     def bench_once(self, cwd: Path, log: Path, into: Measurement, check: bool = True) -> bool:
         """One bench run whose metrics go into `into`; False (with `into.failure`) if it failed.
         `check`: verify the trees after it (the candidate's runs)."""
-        outcome = self._run(self.config.bench.command, cwd, log)
+        outcome = self.bench(cwd, log)
         into.runs.append(outcome)
         failure, detail = _failure(outcome)
         tampered = self.verify(False) if self.verify is not None and check else None

@@ -56,6 +56,8 @@ class RunOptions:
     stop_after_no_keep: int | None = None
     confirm: bool | None = None
     env: dict[str, str] = field(default_factory=dict)
+    # Spend the night even when the calibration says the bench is too noisy for the effect asked.
+    accept_noise: bool = False
 
 
 @dataclass
@@ -82,6 +84,7 @@ class Session:
     threshold: float = 0.0
     baseline_built_at: str | None = None
     last_calibrated: str | None = None  # the commit the last calibration measured
+    detectable_pct: float | None = None  # the effect the last calibration says can be seen
     started: float = field(default_factory=time.monotonic)
     ran: int = 0
     kept: int = 0

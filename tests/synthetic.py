@@ -167,6 +167,9 @@ if (root / "src" / "mode.txt").read_text().strip() == "nobuild":
 CONFIG = """\
 [session]
 name = "t"
+# Most tests count bench and checks runs from the first calibration on; tests/test_preflight.py
+# turns the pre-flight on.
+preflight = false
 
 [bench]
 command = "./bench.py"

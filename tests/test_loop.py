@@ -257,7 +257,7 @@ def test_noise_raises_the_threshold(target, tmp_path):
     # Calibration sees 100, 96, 104: MAD 4, robust CV 5.93%, threshold 3 x 5.93%.
     factors = {"BENCH_FACTORS": "1.0,0.96,1.04", "BENCH_COUNTER": str(tmp_path / "n")}
 
-    run(target, env=factors)
+    run(target, env=factors, accept_noise=True)
 
     (calibration,) = read_journal(target.journal).calibrations
     assert calibration.noise_pct["time_ms"] == pytest.approx(100 * 1.4826 * 0.04)

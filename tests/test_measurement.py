@@ -65,7 +65,7 @@ def test_aa_check_flags_a_harness_that_favours_an_arm(target, tmp_path):
     target.configure(calibration_runs=10)
     # Runs go B C C B B C ...: these factors make every candidate-arm run 20% slower.
     factors = {"BENCH_FACTORS": "1.0,1.2,1.2,1.0", "BENCH_COUNTER": str(tmp_path / "n")}
-    run(target, env=factors)
+    run(target, env=factors, accept_noise=True)
 
     (calibration,) = read_journal(target.journal).calibrations
     assert calibration.aa["ok"] is False
@@ -74,25 +74,29 @@ def test_aa_check_flags_a_harness_that_favours_an_arm(target, tmp_path):
     assert any("A/A check failed" in w for w in calibration.warnings)
 
 
-def test_power_check_warns_before_the_night(target, tmp_path):
+def test_too_noisy_a_bench_stops_before_the_night_unless_accepted(target, tmp_path):
     target.configure(calibration_runs=6)
-    factors = {"BENCH_FACTORS": "0.8,1.2,1.0,0.85,1.15,1.05", "BENCH_COUNTER": str(tmp_path / "n")}
-    done = run_cli(
-        "run",
-        "--env",
-        f"BENCH_FACTORS={factors['BENCH_FACTORS']}",
-        "--env",
-        f"BENCH_COUNTER={factors['BENCH_COUNTER']}",
-        cwd=target.root,
-    )
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    factors = "BENCH_FACTORS=0.8,1.2,1.0,0.85,1.15,1.05"
+    counter = f"BENCH_COUNTER={tmp_path / 'n'}"
+    done = run_cli("run", "--env", factors, "--env", counter, cwd=target.root)
 
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 1
     (calibration,) = read_journal(target.journal).calibrations
     assert calibration.detectable_effect_pct > 5.0
     assert calibration.runs_needed_for_target > 8
     (warning,) = [w for w in calibration.warnings if "too noisy" in w]
     assert f"raise decision.max_runs to {calibration.runs_needed_for_target}" in warning
     assert "warning: the bench is too noisy" in done.stderr
+    error = done.stderr.strip().splitlines()[-1]
+    assert error.startswith("error: the bench is too noisy") and "--accept-noise" in error
+    assert f"it detects {calibration.detectable_effect_pct:.1f}%" in error
+    assert experiments(target) == []
+    assert git(target.root, "status", "--porcelain", "--untracked-files=no") == ""
+
+    done = run_cli("run", "--accept-noise", "--env", factors, "--env", counter, cwd=target.root)
+    assert done.returncode == 0, done.stderr
+    assert [r.title for r in experiments(target)] == ["01-win"]
 
 
 def test_session_ends_with_a_confirmation_and_confirm_repeats_it(target):

@@ -215,7 +215,7 @@ def test_bad_knobs_are_config_errors(target, knob, message):
     ("options", "message"),
     [
         ('search = "annealing"', "'search' must be one of coordinate, joint"),
-        ('sampler = "tpe"', "only apply to search = \"joint\""),
+        ('sampler = "tpe"', 'only apply to search = "joint"'),
         ('search = "joint"\nsampler = "bayes"', "'sampler' must be one of tpe, gp, random"),
         ('search = "joint"\ntrials = -1', "'trials' must be a whole number"),
         ("colour = 1", "no option 'colour'"),

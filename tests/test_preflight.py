@@ -1,0 +1,90 @@
+"""The pre-flight: the base commit's metrics listed, a missing name or failing checks refused."""
+
+from __future__ import annotations
+
+from conftest import experiments, git, run_cli
+
+
+def _preflight_on(target) -> None:
+    text = target.config_path.read_text().replace("preflight = false", "preflight = true")
+    target.config_path.write_text(text)
+    git(target.root, "commit", "-qam", "pre-flight on")
+
+
+def _untouched(target) -> None:
+    assert git(target.root, "status", "--porcelain", "--untracked-files=no") == ""
+    assert len(git(target.root, "worktree", "list").splitlines()) <= 3  # main + session's two
+
+
+def test_a_new_session_lists_the_metrics_then_runs(target):
+    _preflight_on(target)
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+
+    done = run_cli("run", cwd=target.root)
+
+    assert done.returncode == 0, done.stderr
+    assert "pre-flight on " in done.stderr and "the bench printed 2 metrics" in done.stderr
+    lines = done.stderr.splitlines()
+    assert any("  time_ms " in line and "primary" in line for line in lines)
+    assert any("  sentinel_ms " in line and "sentinel" in line for line in lines)
+    assert "checks on the unmodified code: pass" in done.stderr
+    assert [r.status for r in experiments(target)] == ["keep"]
+    # A resumed session does not fly the pre-flight again.
+    again = run_cli("run", cwd=target.root)
+    assert again.returncode == 0 and "pre-flight" not in again.stderr
+
+
+def test_a_missing_metric_is_refused_with_the_nearest_name(target):
+    text = target.config_path.read_text().replace('name = "sentinel_ms"', 'name = "sentinal_ms"')
+    target.config_path.write_text(text)
+    _preflight_on(target)
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+
+    done = run_cli("run", cwd=target.root)
+
+    assert done.returncode == 1
+    error = done.stderr.strip().splitlines()[-1]
+    assert error == (
+        "error: pre-flight: [[sentinel]] name 'sentinal_ms': the bench printed no such metric; "
+        "did you mean 'sentinel_ms'?"
+    )
+    assert experiments(target) == []
+    _untouched(target)
+
+
+def test_checks_failing_on_the_unmodified_code_refuse_the_night(target):
+    (target.root / "src" / "broken.txt").write_text("the base is broken\n")
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "broken base")
+    _preflight_on(target)
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+
+    done = run_cli("run", cwd=target.root)
+
+    assert done.returncode == 1
+    error = done.stderr.strip().splitlines()[-1]
+    assert error.startswith(
+        "error: pre-flight: the checks fail on the unmodified code (exit code 1"
+    )
+    assert "every keep would end as checks_failed" in error and "checks.log" in error
+    assert experiments(target) == []
+    _untouched(target)
+
+
+def test_check_command_on_demand(target):
+    done = run_cli("check", cwd=target.root)
+
+    assert done.returncode == 0, done.stderr
+    assert "the bench printed 2 metrics" in done.stdout
+    assert done.stdout.strip().splitlines()[-1].startswith("ready:")
+    # Its scratch worktree is gone; the user's checkout is as it was.
+    assert git(target.root, "status", "--porcelain") == ""
+    assert len(git(target.root, "worktree", "list").splitlines()) == 1
+
+    (target.root / "src" / "broken.txt").write_text("broken\n")
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "broken")
+    done = run_cli("check", cwd=target.root)
+    assert done.returncode == 1
+    assert "problem: the checks fail on the unmodified code" in done.stdout
+    assert len(git(target.root, "worktree", "list").splitlines()) == 1
