@@ -161,10 +161,14 @@ class Judge:
                 "discard", "significant_loss", f"{said}, worse with p={ev['p_worse']:.2g}"
             )
         if self._futile(primary, baseline, candidate):
+            # A threshold the noise raised above the floor closes nothing: on a quieter machine
+            # the same gain may be worth claiming.
+            by_noise = self.threshold > self.config.decision.min_effect_pct
             return decided(
                 "discard",
-                "below_threshold",
+                "below_noise_threshold" if by_noise else "below_threshold",
                 f"{said}: the gain is below the threshold {self.threshold:.2f}% "
+                f"({'set by the noise' if by_noise else 'decision.min_effect_pct'}) "
                 f"with {(1 + FUTILITY_CONFIDENCE) / 2:.0%} confidence",
             )
         if final:

@@ -77,8 +77,13 @@ def test_ambiguous_result_asks_for_more_runs_then_ends_inconclusive(config):
 
 
 def test_gain_below_threshold_is_not_worth_claiming(config):
-    decision = Judge(config, 5.0).look(*arms(20, 0.99, noise=0.005), final=False)
+    floor = config.decision.min_effect_pct
+    decision = Judge(config, floor).look(*arms(20, 0.995, noise=0.002), final=False)
     assert (decision.status, decision.rule) == ("discard", "below_threshold")
+    assert "(decision.min_effect_pct)" in decision.reason
+    # The same small gain against a threshold the noise raised closes nothing.
+    decision = Judge(config, 5.0).look(*arms(20, 0.99, noise=0.005), final=False)
+    assert (decision.status, decision.rule) == ("discard", "below_noise_threshold")
 
 
 def test_sentinel_over_budget_vetoes_a_win(config):

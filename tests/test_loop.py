@@ -264,7 +264,8 @@ def test_noise_raises_the_threshold(target, tmp_path):
     assert calibration.threshold_pct == pytest.approx(3 * 100 * 1.4826 * 0.04)
     (record,) = experiments(target)
     # A true 3% win cannot be worth claiming against a 17.8% threshold.
-    assert (record.status, record.decision["rule"]) == ("discard", "below_threshold")
+    assert (record.status, record.decision["rule"]) == ("discard", "below_noise_threshold")
+    assert "(set by the noise)" in record.decision["reason"]
 
 
 def test_sigterm_stops_bench_reverts_and_records(target, tmp_path):

@@ -33,6 +33,14 @@ def test_the_progress_line_of_a_checks_failure_names_the_checks(target):
     done = run_cli("run", cwd=target.root)
     line = next(x for x in done.stderr.splitlines() if "checks_failed" in x)
     assert "checks exit code 1" in line, line
+    # The review says what ended it (the checks), not the bench's verdict before them.
+    report = run_cli("report", cwd=target.root).stdout
+    assert "Broke correctness (checks failed) (1):" in report
+    assert "significant" not in report.split("not kept:")[1].split("\n")[1]
+    run_cli("ideas", cwd=target.root)
+    ideas = (target.root / "ideas.md").read_text()
+    closed = ideas.split("### Closed axes")[1]
+    assert "01-broken-win" in closed and "[broke correctness (checks failed)]" in closed
 
 
 def test_long_report_lines_end_at_a_word():

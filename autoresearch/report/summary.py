@@ -31,10 +31,21 @@ MANIFEST_GLOBS = (
     "**/requirements*.txt",
 )
 # Why experiments were not kept, in the words of a reviewer, by the rule (or status) that fired.
+STATUS_FIRST = (
+    "checks_failed",
+    "crash",
+    "timeout",
+    "apply_failed",
+    "scope_violation",
+    "tampered",
+    "interrupted",
+    "baseline_failed",
+)
 REASONS = {
     "significant_loss": "Slower",
     "worse_beyond_noise": "Slower",
     "below_threshold": "No gain worth claiming",
+    "below_noise_threshold": "Below a threshold the noise set",
     "within_noise": "Within the noise",
     "max_runs": "Not decided within the run budget",
     "unknown_comparison": "Could not be compared",
@@ -159,7 +170,10 @@ def _wins(kept: pd.DataFrame) -> list[dict]:
 def _not_kept(rest: pd.DataFrame) -> list[dict]:
     """Experiments that were not kept, grouped by why: the closed axes of the session."""
     groups = []
-    reasons = rest["rule"].fillna(rest["status"]).map(lambda r: REASONS.get(r, r))
+    # The status says why when the experiment ended outside the decision (checks failed, a
+    # crash, out of scope): the bench's verdict before it is not the reason.
+    rules = rest["rule"].where(~rest["status"].isin(STATUS_FIRST), rest["status"])
+    reasons = rules.fillna(rest["status"]).map(lambda r: REASONS.get(r, r))
     for reason, group in rest.groupby(reasons, sort=False):
         groups.append(
             {
