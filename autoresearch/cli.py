@@ -155,6 +155,27 @@ def cmd_prune(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sessions(args: argparse.Namespace) -> int:
+    """List the repository's sessions: branch, experiments, state size, last activity."""
+    from .sessions import format_sessions, list_sessions
+
+    config = _config(args)
+    print(format_sessions(list_sessions(config), config.session.name))
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    """Remove a session's worktrees and state (logs, patches); its branch only with --branch."""
+    from .sessions import clean_session
+
+    config = _config(args)
+    name = check_session_name(args.name, "SESSION")
+    config = dataclasses.replace(config, session=dataclasses.replace(config.session, name=name))
+    for line in clean_session(config, delete_branch=args.branch):
+        print(line)
+    return 0
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     """Scaffold a session in a repository: config, bench and checks scripts, ideas file."""
     from .scaffold import scaffold
@@ -312,6 +333,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "status": cmd_status,
     "init": cmd_init,
     "prune": cmd_prune,
+    "sessions": cmd_sessions,
+    "clean": cmd_clean,
     "retry": cmd_retry,
     "report": cmd_report,
     "plot": cmd_plot,
@@ -353,6 +376,16 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help=_doc(cmd_check), description=_doc(cmd_check))
     _add_config(check)
     _add_env(check)
+
+    sessions = sub.add_parser("sessions", help=_doc(cmd_sessions), description=_doc(cmd_sessions))
+    _add_config(sessions)
+
+    clean = sub.add_parser("clean", help=_doc(cmd_clean), description=_doc(cmd_clean))
+    clean.add_argument("name", metavar="SESSION", help="the session to remove")
+    clean.add_argument("--config", metavar="PATH", help="session config (for the repository)")
+    clean.add_argument(
+        "--branch", action="store_true", help="delete the session branch too (its kept commits)"
+    )
 
     confirm = sub.add_parser("confirm", help=_doc(cmd_confirm), description=_doc(cmd_confirm))
     _add_config(confirm)

@@ -99,6 +99,7 @@ def format_status(status: dict[str, Any]) -> str:
     unit = status["unit"]
     state = "running" if status["running"] else "not running"
     lines = [f"session '{status['session']}' on {status['branch']}: {state}"]
+    lines.append("(another: --session NAME; every session here: autoresearch sessions)")
     lines.append(f"journal: {status['journal']}")
     counts = ", ".join(f"{k} {v}" for k, v in status["by_status"].items()) or "none yet"
     lines.append(f"experiments: {status['experiments']} ({counts})")

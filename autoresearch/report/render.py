@@ -149,7 +149,7 @@ def render_text(summary: dict) -> str:
     s = summary
     counts = ", ".join(f"{k} {v}" for k, v in s["by_status"].items())
     out = [
-        f"{s['name']}  ({s['format']} journal {s['source']})",
+        f"{s['name']}  ({s['format']} journal {s['source']}; --session NAME shows another)",
         f"experiments: {s['experiments']} ({counts})",
         "",
         f"baseline: {s['baseline']['label']}: {s['baseline']['why']}",
