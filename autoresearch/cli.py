@@ -277,8 +277,17 @@ def cmd_ideas(args: argparse.Namespace) -> int:
 
     _, summary, config, _ = _review(args)
     path = Path(args.file) if args.file else (config.ideas_path if config else Path("ideas.md"))
-    update_ideas(path, summary)
-    print(f"updated {path}")
+    before = path.read_text(encoding="utf-8") if path.exists() else None
+    after = update_ideas(path, summary)
+    if before == after:
+        print(f"{path}: already in step with the journal, unchanged")
+    else:
+        print(
+            f"updated {path}: rewrote the journal's section between its marker lines "
+            f"({summary['experiments']} experiments, {len(summary['wins'])} kept); every other line "
+            "is as it was. It is a file of your checkout: commit it to keep the backlog, or "
+            f"`git checkout {path.name}` to drop the update"
+        )
     return 0
 
 

@@ -22,6 +22,8 @@ FILES = {
 }
 EXECUTABLE = ("autoresearch.sh", "autoresearch.checks.sh")
 GITIGNORE_LINES = ("experiments.jsonl", ".experiments.jsonl.index")
+# Nanoseconds per unit, for the bench template's timer: it prints the metric in the unit given.
+TIME_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
 
 def scaffold(
@@ -50,6 +52,7 @@ def scaffold(
         "metric": metric,
         "direction": direction,
         "unit": unit,
+        "ns_per_unit": TIME_UNITS.get(unit),
         "scope": ", ".join(f'"{s}"' for s in scope),
     }
     written = []

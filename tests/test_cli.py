@@ -2,12 +2,20 @@
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
 from conftest import git, run_cli
 
 from autoresearch.cli import COMMANDS, build_parser
+from autoresearch.config import (
+    BenchConfig,
+    BudgetConfig,
+    ChecksConfig,
+    DecisionConfig,
+    load_config,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -103,6 +111,32 @@ def test_session_option_starts_a_separate_session(target):
     assert git(target.root, "rev-parse", "--verify", "-q", "autoresearch/second").strip()
     status = run_cli("status", "--session", "second", cwd=target.root)
     assert "session 'second' on autoresearch/second" in status.stdout
+
+
+@pytest.mark.parametrize(("unit", "low", "high"), [("ms", 90, 1000), ("us", 90_000, 1_000_000)])
+def test_init_bench_prints_in_the_unit_given_and_defaults_match_the_reference(
+    tmp_path, unit, low, high
+):
+    repo = tmp_path / "mine"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    assert run_cli("init", "--metric", "wall", "--unit", unit, cwd=repo).returncode == 0
+    done = subprocess.run(["bash", "autoresearch.sh"], cwd=repo, capture_output=True, text=True)
+    value = float(done.stdout.strip().removeprefix("METRIC wall="))
+    assert low <= value <= high, done.stdout  # the template's workload sleeps 0.1 s
+    config = load_config(repo / "autoresearch.toml")
+    defaults = {"bench": BenchConfig, "checks": ChecksConfig, "budget": BudgetConfig}
+    defaults["decision"] = DecisionConfig
+    for section, kind in defaults.items():
+        assert getattr(config, section) == kind(), section
+
+
+def test_init_with_a_unit_that_is_no_time_asks_for_the_figure(tmp_path):
+    repo = tmp_path / "mine"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    assert run_cli("init", "--metric", "rate", "--unit", "ops/s", cwd=repo).returncode == 0
+    done = subprocess.run(["bash", "autoresearch.sh"], cwd=repo, capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "print 'METRIC rate=<value in ops/s>' here" in done.stderr
 
 
 def test_init_scaffolds_a_working_session(tmp_path):

@@ -9,4 +9,9 @@ start=$(date +%s%N)
 sleep 0.1
 end=$(date +%s%N)
 
-echo "METRIC {{ metric }}=$(( (end - start) / 1000000 ))"
+{% if ns_per_unit %}# The elapsed time in {{ unit }}, the metric's unit in autoresearch.toml.
+echo "METRIC {{ metric }}=$(awk -v ns="$(( end - start ))" 'BEGIN { printf "%.3f", ns / {{ ns_per_unit }} }')"
+{% else %}# {{ unit }} is not a time this script can take: print the workload's own figure in {{ unit }}.
+echo "autoresearch.sh: print 'METRIC {{ metric }}=<value in {{ unit }}>' here" >&2
+exit 1
+{% endif %}
