@@ -284,8 +284,8 @@ def cmd_ideas(args: argparse.Namespace) -> int:
     else:
         print(
             f"updated {path}: rewrote the journal's section between its marker lines "
-            f"({summary['experiments']} experiments, {len(summary['wins'])} kept); every other line "
-            "is as it was. It is a file of your checkout: commit it to keep the backlog, or "
+            f"({summary['experiments']} experiments, {len(summary['wins'])} kept); every other "
+            "line is as it was. It is a file of your checkout: commit it to keep the backlog, or "
             f"`git checkout {path.name}` to drop the update"
         )
     return 0

@@ -44,7 +44,8 @@ class Preflight:
         roles = {config.metric.name: "primary"}
         roles.update({s.name: "secondary" for s in config.secondary})
         roles.update({s.name: "sentinel" for s in config.sentinel})
-        out = [f"pre-flight on {self.commit[:10]}: the bench printed {len(self.metrics)} metrics"]
+        count = f"{len(self.metrics)} metric{'s' if len(self.metrics) != 1 else ''}"
+        out = [f"pre-flight on {self.commit[:10]}: the bench printed {count}"]
         width = max((len(n) for n in self.metrics), default=0)
         for name, value in self.metrics.items():
             parts = scale_parts(name)

@@ -159,6 +159,7 @@ def test_init_scaffolds_a_working_session(tmp_path):
         "Title: tweak\n\ndiff --git a/src/app.txt b/src/app.txt\n--- a/src/app.txt\n"
         "+++ b/src/app.txt\n@@ -1 +1 @@\n-v1\n+v2\n"
     )
-    done = run_cli("run", "--max-experiments", "1", cwd=repo)
+    # The template's workload is a 0.1 s sleep: too noisy for 5% on a busy machine, said so.
+    done = run_cli("run", "--max-experiments", "1", "--accept-noise", cwd=repo)
     assert done.returncode == 0, done.stderr
     assert "1 experiments this run" in done.stdout
