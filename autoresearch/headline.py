@@ -2,7 +2,7 @@
 
 When a confirmation measured the session's base against its current tip, both arms side by
 side, it is that source for everything: the change, both values, every other metric and the raw
-output. Otherwise the base's first calibration and the tip's last calibration are, measured at
+output. Otherwise the base's calibration and the tip's last calibration are, measured at
 different times; the figure says so, and a last calibration much noisier than the session's
 usual is flagged rather than quietly promoted to "best".
 """
@@ -14,9 +14,21 @@ from typing import Any
 
 from .stats import change_pct
 
-__all__ = ["NOISY_FACTOR", "headline"]
+__all__ = ["NOISY_FACTOR", "baseline_calibration", "headline"]
 
 NOISY_FACTOR = 2.0  # a calibration this many times noisier than the session's median is flagged
+
+
+def baseline_calibration(calibrations: list, base: str | None):
+    """The calibration that stands for the session's baseline: the last one of its base commit
+    (a run stopped before the night, say for noise, and run again measures the base again: the
+    night went on with the later figure), else the first. Records or dicts."""
+
+    def commit(c) -> str | None:
+        return c.get("commit") if isinstance(c, dict) else c.commit
+
+    at_base = [c for c in calibrations if commit(c) == base]
+    return at_base[-1] if at_base else (calibrations[0] if calibrations else None)
 
 
 def headline(
@@ -24,20 +36,22 @@ def headline(
     confirmations: list[dict[str, Any]],
     tip: str | None,
     metric: str,
+    base: str | None = None,
 ) -> dict[str, Any]:
-    """Baseline and best of the session whose current tip is `tip` (records as dicts)."""
+    """Baseline and best of the session whose base is `base` and current tip is `tip` (records
+    as dicts)."""
     confirmed = next(
         (c for c in reversed(confirmations) if c.get("tip_commit") == tip and c.get("metrics")),
         None,
     )
     if confirmed is not None:
         return _from_confirmation(confirmed, metric)
-    first = calibrations[0] if calibrations else None
+    first = baseline_calibration(calibrations, base)
     last = calibrations[-1] if calibrations else None
     base = (first or {}).get("medians") or {}
     best = (last or {}).get("medians") or {}
     note = (
-        "not confirmed: the base's first calibration against the tip's last, measured at "
+        "not confirmed: the base's calibration against the tip's last, measured at "
         "different times; run `autoresearch confirm` for a side-by-side figure"
     )
     noisy = _noisy(calibrations, metric)

@@ -171,7 +171,7 @@ def calibrate_best(run: Session) -> bool:
     run.best, run.threshold = result.samples, result.threshold
     run.detectable_pct = result.record.detectable_effect_pct
     first = run.baseline is None
-    if first:
+    if first or tip == run.base_commit:  # the base measured again: the night goes on from this
         run.baseline = run.best_median
     moved = run.last_calibrated not in (None, tip)
     run.last_calibrated = tip

@@ -15,6 +15,7 @@ from .errors import UserError
 from .experiment import now_iso
 from .fingerprint import environment
 from .gitrepo import open_repo
+from .headline import baseline_calibration
 from .journal import Journal
 from .measure import Harness
 from .proc import StopFlag, process_token
@@ -172,10 +173,11 @@ def open_session(
 
 
 def _baseline_value(config: Config, history, commits: list[KeptCommit]) -> float | None:
-    """The session's first calibrated median; when the journal lost it, the baseline the first
-    kept commit's Result trailer names."""
+    """The median of the base's calibration (see headline.py); when the journal lost it, the
+    baseline the first kept commit's Result trailer names."""
     if history.calibrations:
-        return history.calibrations[0].medians.get(config.metric.name)
+        base = history.sessions[0].base_commit if history.sessions else None
+        return baseline_calibration(history.calibrations, base).medians.get(config.metric.name)
     if commits:
         try:
             value = json.loads(commits[0].trailers.get("Result") or "{}").get("baseline")

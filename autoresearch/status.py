@@ -28,7 +28,7 @@ def session_status(config: Config) -> dict[str, Any]:
     base_commit = history.sessions[0]["base_commit"] if history.sessions else None
     tip = kept[-1]["commit"] if kept else base_commit
     # The same figure `report` and `pr` show: one measurement behind baseline and best.
-    head = headline(history.calibrations, history.confirmations, tip, primary)
+    head = headline(history.calibrations, history.confirmations, tip, primary, base_commit)
     baseline = head["baseline"]
     best = None
     if kept:

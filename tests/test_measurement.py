@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from conftest import experiments, git, run, run_cli
 
@@ -95,9 +97,16 @@ def test_too_noisy_a_bench_stops_before_the_night_unless_accepted(target, tmp_pa
     assert experiments(target) == []
     assert git(target.root, "status", "--porcelain", "--untracked-files=no") == ""
 
-    done = run_cli("run", "--accept-noise", "--env", factors, "--env", counter, cwd=target.root)
+    # Run again, told to go on: the night's baseline is this run's measurement of the base, not
+    # the refused one's.
+    quieter = "BENCH_FACTORS=0.9,1.1,1.0,0.95,1.05,1.0"
+    done = run_cli("run", "--accept-noise", "--env", quieter, "--env", counter, cwd=target.root)
     assert done.returncode == 0, done.stderr
     assert [r.title for r in experiments(target)] == ["01-win"]
+    refused, accepted = read_journal(target.journal).calibrations[:2]
+    assert refused.medians["time_ms"] != accepted.medians["time_ms"]
+    status = json.loads(run_cli("status", "--json", cwd=target.root).stdout)
+    assert status["baseline"] == pytest.approx(accepted.medians["time_ms"])
 
 
 def test_session_ends_with_a_confirmation_and_confirm_repeats_it(target):

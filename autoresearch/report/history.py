@@ -16,7 +16,7 @@ from typing import Any
 import pandas as pd
 
 from ..errors import JournalError
-from ..headline import headline
+from ..headline import baseline_calibration, headline
 from ..journal_index import refresh_index
 
 __all__ = ["COLUMNS", "History", "load_history"]
@@ -136,8 +136,8 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
     frame = _typed(pd.DataFrame(rows, columns=COLUMNS))
     kept_commits = [r["commit"] for r in rows if r["status"] == "keep" and r["commit"]]
     tip = kept_commits[-1] if kept_commits else sessions[0]["base_commit"]
-    head = headline(calibrations, confirmations, tip, metric["name"])
-    first = calibrations[0] if calibrations else None
+    head = headline(calibrations, confirmations, tip, metric["name"], sessions[0]["base_commit"])
+    first = baseline_calibration(calibrations, sessions[0]["base_commit"])
     baseline = {
         "value": head["baseline"],
         "metrics": head["baseline_metrics"],
