@@ -106,7 +106,6 @@ def _edit_config(path: Path) -> None:
     text = path.read_text()
     edits = {
         "go_bench = false": "go_bench = true",
-        "calibration_runs = 6": "calibration_runs = 4",
         "min_runs = 6": "min_runs = 4",
         "max_runs = 16": "max_runs = 8",
         "looks = 3": "looks = 2",
@@ -162,8 +161,9 @@ def test_the_first_hour_on_a_go_module(tmp_path):
     assert any(x.split()[:1] == ["sum64_1kib_mb_s"] for x in lines)
     assert lines[-1].startswith("ready:")
 
-    # autoresearch run
-    done = run_cli("run", cwd=repo)
+    # autoresearch run (told to go on: beside other jobs, a 20 ms benchmark can measure too
+    # noisy for 25% with these few runs, and the run would stop before the night, saying so)
+    done = run_cli("run", "--accept-noise", cwd=repo)
     assert done.returncode == 0, done.stderr
     journal = read_journal(repo / "experiments.jsonl")
     (record,) = journal.experiments
