@@ -41,6 +41,10 @@ NEXT_ACTION = {
     "interrupted": "the experiment was cut short; it runs again once on resume",
     "baseline_failed": "the current best failed during this experiment (a flaky bench or "
     "machine), so the candidate was not judged; it runs again once",
+    "refused": "the proposal broke a rule the loop checks before benching (see the reason): "
+    "the next one must not",
+    "agent_failed": "the agent crashed, timed out or reported an error before proposing: read "
+    "its log",
 }
 
 

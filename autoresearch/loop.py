@@ -73,6 +73,8 @@ def run_session(
             reason = f"interrupted by a signal: {exc}"
             run.ws.revert()
             run.paths.inflight.unlink(missing_ok=True)
+        finally:
+            run.proposer.close()
         run.progress.info(f"stopped: {reason}")
         confirmed = _confirm_at_end(run)
         prune_session_logs(run)
@@ -177,6 +179,7 @@ def calibrate_best(run: Session) -> bool:
     run.last_calibrated = tip
     primary = run.config.metric
     noise = result.record.noise_pct.get(primary.name) or 0.0
+    run.noise_pct = noise
     run.progress.info(
         f"{'baseline' if first else 'new best' if moved else 'best (unchanged)'} {primary.name} = "
         f"{format_value(run.best_median, primary.unit)}, noise {noise:.2f}%, "
@@ -216,6 +219,8 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
             "title": hypothesis.title,
             "proposer": hypothesis.proposer or "queue",
             "proposal": hypothesis.proposal,
+            "family": hypothesis.family,
+            "agent": hypothesis.agent,
             "source": hypothesis.source,
             "patch_sha256": hypothesis.sha256,
             "touched_files": [],
@@ -232,7 +237,8 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
     )
     draft.phase("apply")
     if hypothesis.problem is not None:
-        return draft.finish("apply_failed", hypothesis.problem, error=hypothesis.problem)
+        status = hypothesis.problem_status
+        return draft.finish(status, hypothesis.problem, error=hypothesis.problem)
     patch_file = _save_patch(run, n, hypothesis)
     paths, problem = check_patch(run, hypothesis, patch_file)
     draft.note(touched_files=paths)
@@ -466,6 +472,15 @@ def proposal_context(run: Session) -> ProposalContext:
         worktree=run.ws.path,
         metric=run.config.metric.name,
         direction=run.config.metric.direction,
+        base=run.base_commit,
+        baseline=run.baseline,
+        best=run.best_median,
+        noise_pct=run.noise_pct,
+        threshold_pct=run.threshold,
+        state_dir=run.paths.root,
+        branch=run.ws.branch,
+        stop=run.stop,
+        token=run.token,
     )
     context.records.sort(key=lambda r: r.n)
     return context

@@ -43,6 +43,12 @@ KILL_ROUNDS = 20  # a process that forks as fast as it is killed gets this many 
 PR_SET_CHILD_SUBREAPER = 36
 
 
+# Commands running beside others (an agent preparing the next proposal while the bench runs):
+# leader pid -> token. Another command's clean-up spares them, their groups and their token.
+_CONCURRENT: dict[int, str | None] = {}
+_CONCURRENT_LOCK = threading.Lock()
+
+
 class StopFlag(threading.Event):
     """Set to ask for a clean stop; `urgent` once asked twice: kill without a grace period."""
 
@@ -111,6 +117,7 @@ def run(
     stop: threading.Event | None = None,
     on_start: Callable[[int], None] | None = None,
     token: str | None = None,
+    concurrent: bool = False,
 ) -> RunResult:
     """Run `command` with bash in its own process group; stdout and stderr go to `log_path`.
 
@@ -119,6 +126,9 @@ def run(
     with it. Stragglers left behind by a command that exited normally are killed too: a
     leftover daemon would skew the next run. `on_start` gets the group id, so that a caller can
     note it where a restart will find it; `token` marks every process of the tree.
+
+    A `concurrent` command runs beside others: their clean-up leaves it alone, and its own
+    finds its processes by group and token only, never as "any new child of this process".
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
     full_env = {**os.environ, **(env or {})}
@@ -126,7 +136,7 @@ def run(
         full_env[TOKEN_ENV] = token
     started = time.monotonic()
     timed_out = interrupted = False
-    before = _children(os.getpid())
+    before = None if concurrent else _children(os.getpid())
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             ["bash", "-c", command],
@@ -137,6 +147,9 @@ def run(
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        if concurrent:
+            with _CONCURRENT_LOCK:
+                _CONCURRENT[proc.pid] = token
         try:
             if on_start is not None:
                 on_start(proc.pid)
@@ -154,7 +167,11 @@ def run(
                     break
         finally:
             # Also reached on KeyboardInterrupt or any error here: never leave the tree running.
-            _kill_tree(proc, token, before, urgent=getattr(stop, "urgent", False))
+            try:
+                _kill_tree(proc, token, before, urgent=getattr(stop, "urgent", False))
+            finally:
+                with _CONCURRENT_LOCK:
+                    _CONCURRENT.pop(proc.pid, None)
     duration = time.monotonic() - started
     exit_code = proc.returncode
     return RunResult(
@@ -168,7 +185,9 @@ def run(
     )
 
 
-def _kill_tree(proc: subprocess.Popen, token: str | None, before: set[int], urgent: bool) -> None:
+def _kill_tree(
+    proc: subprocess.Popen, token: str | None, before: set[int] | None, urgent: bool
+) -> None:
     leader = proc.pid  # start_new_session: the child leads a group and a session of its own id
     if proc.poll() is None:
         term = [leader, *find_processes(token, leader, exclude=before)]
@@ -180,7 +199,8 @@ def _kill_tree(proc: subprocess.Popen, token: str | None, before: set[int], urge
     proc.wait()
     kill_processes(token, leader, exclude=before)
     # Orphans that ended by themselves after they were reparented to us.
-    _reap({pid for pid in _children(os.getpid()) - before if (_stat(pid) or "Z")[0] == "Z"})
+    if before is not None:
+        _reap({pid for pid in _children(os.getpid()) - before if (_stat(pid) or "Z")[0] == "Z"})
 
 
 def find_processes(
@@ -190,6 +210,8 @@ def find_processes(
     token, or reparented to this process since `exclude` (its children before the command)."""
     me = os.getpid()
     needle = f"{TOKEN_ENV}={token}".encode() if token else None
+    with _CONCURRENT_LOCK:
+        spared = {pid: t for pid, t in _CONCURRENT.items() if pid != leader}
     found = []
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit() or int(entry.name) == me:
@@ -199,6 +221,8 @@ def find_processes(
         if stat is None or stat[0] == "Z":
             continue
         _state, ppid, pgrp, sid = stat
+        if spared and _spared(pid, pgrp, sid, spared, token):
+            continue
         ours = leader is not None and leader in (pgrp, sid)
         ours = ours or (exclude is not None and ppid == me and pid not in exclude)
         if not ours and needle is not None:
@@ -224,6 +248,16 @@ def kill_processes(
         time.sleep(POLL_S / 5)
     _reap(killed)
     return len(killed)
+
+
+def _spared(pid: int, pgrp: int, sid: int, spared: dict[int, str | None], token) -> bool:
+    """A process of a command running beside this one: by its group, or by its own token."""
+    if any(leader in (pid, pgrp, sid) for leader in spared):
+        return True
+    environ = _environ(pid) + b"\0"
+    return any(
+        t and t != token and f"{TOKEN_ENV}={t}\0".encode() in environ for t in spared.values()
+    )
 
 
 def _stat(pid: int) -> tuple[str, int, int, int] | None:

@@ -38,6 +38,8 @@ STATUSES = (
     "tampered",
     "interrupted",
     "baseline_failed",
+    "refused",
+    "agent_failed",
 )
 FAILED_STATUSES = (
     "crash",
@@ -207,6 +209,8 @@ class ExperimentRecord(_Record):
     asi: Asi = field(default_factory=Asi)
     retry_of: str | None = None  # the id of the earlier attempt this one runs again
     proposal: dict[str, Any] | None = None  # what the proposer noted (a knob, its value)
+    family: str | None = None  # the axis the hypothesis explores, as its proposer named it
+    agent: dict[str, Any] | None = None  # a coding agent's run: preset, usage (cost), logs
 
     def _nested(self) -> list[tuple[str, Any, Any]]:
         found: list[tuple[str, Any, Any]] = [

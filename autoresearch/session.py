@@ -86,6 +86,7 @@ class Session:
     baseline_built_at: str | None = None
     last_calibrated: str | None = None  # the commit the last calibration measured
     detectable_pct: float | None = None  # the effect the last calibration says can be seen
+    noise_pct: float | None = None  # the primary metric's noise at the last calibration
     started: float = field(default_factory=time.monotonic)
     ran: int = 0
     kept: int = 0

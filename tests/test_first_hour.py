@@ -172,7 +172,8 @@ def test_the_first_hour_on_a_go_module(tmp_path):
     primary = confirmation.metrics["sum64_1kib_ns_op"]
     base, tip = primary["baseline_median"], primary["tip_median"]
     change = 100 * (tip - base) / base
-    assert change < -20
+    # Confirmed faster: the whole interval below zero (its size depends on the machine's load).
+    assert change < 0 and confirmation.ci_high_pct is not None and confirmation.ci_high_pct < 0
 
     # One figure behind every headline.
     pr = run_cli("pr", "--out", str(tmp_path / "pr.md"), cwd=repo)

@@ -46,6 +46,11 @@ class Hypothesis:
     problem: str | None = None
     proposer: str | None = None
     proposal: dict[str, Any] | None = None
+    family: str | None = None  # the axis it explores ("compaction", a knob's name)
+    # The status a hypothesis with a `problem` is recorded with: the proposer may have refused
+    # it ("refused") or failed to make it ("agent_failed") rather than the patch not applying.
+    problem_status: str = "apply_failed"
+    agent: dict[str, Any] | None = None  # an agent's run: preset, usage, log, prompt
 
     @property
     def sha256(self) -> str:
@@ -70,6 +75,16 @@ class ProposalContext:
     metric: str  # the primary metric's name
     direction: str  # "lower" or "higher" is better
     notes: list[str] = field(default_factory=list)  # warnings for the progress output
+    # What a proposer that explains the session to someone (an agent's prompt) needs besides.
+    base: str | None = None  # the session's base commit
+    baseline: float | None = None  # the base's calibrated median of the metric
+    best: float | None = None  # the current best's
+    noise_pct: float | None = None  # one run's noise at the last calibration
+    threshold_pct: float | None = None  # the smallest change the loop claims now
+    state_dir: Path | None = None  # the session's state directory: scratch space lives here
+    branch: str | None = None  # the session branch
+    stop: Any = None  # set when the night is asked to stop: long proposals end early
+    token: str | None = None  # the session's process token (proc.py)
 
     def read(self, rel: str) -> str:
         """A file of the current best, as text."""

@@ -45,6 +45,16 @@ class ProposerChain:
                 continue
         return total
 
+    def close(self) -> None:
+        """The night is over: proposers that work in the background stop."""
+        for proposer in self.proposers:
+            close = getattr(proposer, "close", None)
+            if close is not None:
+                try:
+                    close()
+                except Exception:  # closing is best effort; the run is ending anyway
+                    continue
+
     def _active(self) -> list[Proposer]:
         return [p for p in self.proposers if self.errors[id(p)] < MAX_ERRORS]
 

@@ -17,7 +17,14 @@ from ..proc import read_log
 from ..progress import format_value
 from .summary import MAJOR_WIN_PCT
 
-__all__ = ["RAW_LINES", "render_json", "render_markdown", "render_pr", "render_text"]
+__all__ = [
+    "RAW_LINES",
+    "render_json",
+    "render_markdown",
+    "render_pr",
+    "render_template",
+    "render_text",
+]
 
 LINE_WIDTH = 160  # of the text report's lines about experiments
 RAW_LINES = 60  # of each raw bench output in the PR: the head, where the rows and METRICs are
@@ -93,7 +100,7 @@ def _environment(templates: Path | None) -> jinja2.Environment:
     return env
 
 
-def _render(name: str, templates: Path | None, **context) -> str:
+def render_template(name: str, templates: Path | None, **context) -> str:
     if templates and not templates.is_dir():
         raise UserError(f"{templates}: template directory not found ([report] templates)")
     try:
@@ -106,7 +113,7 @@ def _render(name: str, templates: Path | None, **context) -> str:
 
 
 def render_markdown(summary: dict, templates: Path | None = None) -> str:
-    return _render("report.md.j2", templates, s=summary)
+    return render_template("report.md.j2", templates, s=summary)
 
 
 def render_json(summary: dict) -> str:
@@ -116,7 +123,7 @@ def render_json(summary: dict) -> str:
 def render_pr(summary: dict, templates: Path | None = None, raw: dict | None = None) -> str:
     """The PR description; `raw` maps baseline/final to log paths of their bench output."""
     raw_text = {k: _head(read_log(v)) if v else None for k, v in (raw or {}).items()}
-    return _render(
+    return render_template(
         "pr.md.j2",
         templates,
         s=summary,

@@ -40,6 +40,8 @@ STATUS_FIRST = (
     "tampered",
     "interrupted",
     "baseline_failed",
+    "refused",
+    "agent_failed",
 )
 REASONS = {
     "significant_loss": "Slower",
@@ -62,6 +64,8 @@ REASONS = {
     "tampered": "Tampered with the harness (changed what judges it)",
     "interrupted": "Interrupted",
     "baseline_failed": "The baseline failed (not judged)",
+    "refused": "Refused before any bench run",
+    "agent_failed": "The agent failed to propose",
     "recovered": "Recovered from the branch",
 }
 

@@ -1,0 +1,275 @@
+"""The coding-agent CLIs the agent proposer runs: how to call each without a person, and how to
+read what it reports of its cost.
+
+Every preset is a bash command run in the scratch worktree, with the prompt's path in
+`$AUTORESEARCH_PROMPT` and the path of the hypothesis file the agent writes in
+`$AUTORESEARCH_HYPOTHESIS`. The flags are the ones each CLI documents for headless use, chosen
+so that the agent edits files and nothing else asks a question:
+
+- Claude Code: `claude -p` (print mode) with `--output-format json`, `--max-turns`,
+  `--permission-mode acceptEdits` and `--allowedTools` limited to reading and editing files,
+  `--max-budget-usd` when a per-proposal limit is set. Its JSON result carries
+  `total_cost_usd`, `num_turns` and `usage`.
+- Codex: `codex exec --json --sandbox workspace-write`, stdin closed (it would wait for more
+  input otherwise). Its JSONL events carry token `usage` on `turn.completed`; no dollars.
+- Aider: `--message` with `--yes-always`, `--no-auto-commits`, `--no-gitignore`, no colours or
+  streaming, and the in-scope files named. It prints `Tokens: 2.3k sent, 450 received. Cost:
+  $0.01 message, $0.02 session.`
+- Gemini CLI: `gemini -p` with `--output-format json` and `--approval-mode auto_edit` (edit
+  tools approved, nothing else). Its JSON `stats` carries tokens per model; no dollars.
+- OpenCode: `opencode run --format json`; its JSONL `step_finish` events carry `cost` and
+  `tokens`.
+- `command`: anything else, run as written. It may report its own usage in the hypothesis file
+  (`cost_usd`, `input_tokens`, `output_tokens`, `turns`), or name a preset's `output` format.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["OUTPUTS", "PRESETS", "Usage", "preset_command", "read_usage"]
+
+PROMPT = '"$(cat "$AUTORESEARCH_PROMPT")"'
+
+PRESETS: dict[str, dict[str, Any]] = {
+    "claude": {
+        "command": (
+            f"claude -p {PROMPT} --output-format json --max-turns {{max_turns}} "
+            "--permission-mode acceptEdits --allowedTools {allowed_tools}{max_usd}{model}"
+        ),
+        "output": "claude-json",
+        "ignore": [".claude/**"],
+    },
+    "codex": {
+        "command": f"codex exec --json --sandbox workspace-write{{model}} {PROMPT} < /dev/null",
+        "output": "codex-jsonl",
+        "ignore": [],
+    },
+    "aider": {
+        "command": (
+            f"aider --message {PROMPT} --yes-always --no-auto-commits --no-gitignore "
+            "--no-pretty --no-stream --no-check-update --no-show-model-warnings "
+            "--analytics-disable{model} {files}"
+        ),
+        "output": "aider",
+        "ignore": [".aider*", ".aider*/**"],
+    },
+    "gemini": {
+        "command": f"gemini -p {PROMPT} --output-format json --approval-mode auto_edit{{model}}",
+        "output": "gemini-json",
+        "ignore": [".gemini/**"],
+    },
+    "opencode": {
+        "command": f"opencode run --format json{{model}} {PROMPT}",
+        "output": "opencode-jsonl",
+        "ignore": [".opencode/**"],
+    },
+    "command": {"command": "", "output": "none", "ignore": []},
+}
+OUTPUTS = ("claude-json", "codex-jsonl", "aider", "gemini-json", "opencode-jsonl", "none")
+ALLOWED_TOOLS = "Read,Edit,Write,MultiEdit,Glob,Grep,LS"
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one agent run cost, as far as it said. None is unknown, never zero."""
+
+    cost_usd: float | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    turns: int | None = None
+    error: str | None = None  # the CLI said it failed (an API error, a turn limit)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def preset_command(
+    preset: str,
+    *,
+    command: str | None,
+    model: str | None,
+    max_turns: int,
+    max_usd: float | None,
+    files: list[str],
+) -> str:
+    """The bash command one proposal runs."""
+    if preset == "command":
+        assert command, "the command preset needs its command"
+        return command
+    if command:  # a preset's own command, as the user wrote it (a wrapper, a path)
+        return command
+    return PRESETS[preset]["command"].format(
+        max_turns=max_turns,
+        allowed_tools=shlex.quote(ALLOWED_TOOLS),
+        max_usd=f" --max-budget-usd {max_usd:g}" if max_usd is not None else "",
+        model=f" --model {shlex.quote(model)}" if model else "",
+        files=" ".join(shlex.quote(f) for f in files),
+    )
+
+
+def read_usage(output_format: str, text: str, hypothesis: dict | None = None) -> Usage:
+    """The usage a CLI printed (its log), or the one a plain command wrote in its hypothesis."""
+    reader = _READERS.get(output_format)
+    usage = reader(text) if reader else Usage()
+    if usage == Usage() and hypothesis:
+        usage = _from_hypothesis(hypothesis)
+    return usage
+
+
+def _json_objects(text: str) -> list[dict]:
+    """Every line (or the whole text) that is a JSON object: CLIs mix logs with their JSON."""
+    found = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                value = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                found.append(value)
+    if not found:
+        start = text.find("{")
+        if start >= 0:
+            try:
+                value = json.loads(text[start:])
+            except ValueError:
+                value = None
+            if isinstance(value, dict):
+                found.append(value)
+    return found
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+def _int(value: Any) -> int | None:
+    number = _number(value)
+    return None if number is None else int(number)
+
+
+def _claude(text: str) -> Usage:
+    results = [o for o in _json_objects(text) if o.get("type") == "result"]
+    if not results:
+        return Usage()
+    result = results[-1]
+    usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
+    error = None
+    if result.get("is_error") or str(result.get("subtype", "success")) != "success":
+        error = str(result.get("result") or result.get("subtype") or "the agent reported an error")
+    return Usage(
+        cost_usd=_number(result.get("total_cost_usd")),
+        input_tokens=_int(usage.get("input_tokens")),
+        output_tokens=_int(usage.get("output_tokens")),
+        turns=_int(result.get("num_turns")),
+        error=error,
+    )
+
+
+def _codex(text: str) -> Usage:
+    tokens_in = tokens_out = None
+    turns = 0
+    error = None
+    for event in _json_objects(text):
+        kind = event.get("type")
+        if kind == "turn.completed" and isinstance(event.get("usage"), dict):
+            turns += 1
+            tokens_in = (tokens_in or 0) + (_int(event["usage"].get("input_tokens")) or 0)
+            tokens_out = (tokens_out or 0) + (_int(event["usage"].get("output_tokens")) or 0)
+        elif kind in ("turn.failed", "error"):
+            detail = event.get("error") if isinstance(event.get("error"), dict) else event
+            error = str(detail.get("message") or kind)
+    return Usage(None, tokens_in, tokens_out, turns or None, error)
+
+
+_AIDER = re.compile(
+    r"Tokens:\s*([\d.,]+)([km]?)\s*sent,\s*([\d.,]+)([km]?)\s*received\."
+    r"(?:\s*Cost:\s*\$([\d.]+)\s*message(?:,\s*\$([\d.]+)\s*session)?)?",
+    re.I,
+)
+
+
+def _aider_count(number: str, suffix: str) -> int:
+    scale = {"k": 1_000, "m": 1_000_000}.get(suffix.lower(), 1)
+    return int(float(number.replace(",", "")) * scale)
+
+
+def _aider(text: str) -> Usage:
+    matches = list(_AIDER.finditer(text))
+    if not matches:
+        return Usage()
+    tokens_in = sum(_aider_count(m.group(1), m.group(2)) for m in matches)
+    tokens_out = sum(_aider_count(m.group(3), m.group(4)) for m in matches)
+    last = matches[-1]
+    cost = None
+    if last.group(6):  # the session's running total
+        cost = float(last.group(6))
+    elif all(m.group(5) for m in matches):
+        cost = sum(float(m.group(5)) for m in matches)
+    return Usage(cost, tokens_in, tokens_out, len(matches))
+
+
+def _gemini(text: str) -> Usage:
+    objects = [o for o in _json_objects(text) if "stats" in o or "response" in o or "error" in o]
+    if not objects:
+        return Usage()
+    result = objects[-1]
+    stats = result.get("stats") if isinstance(result.get("stats"), dict) else {}
+    tokens_in = tokens_out = None
+    models = stats.get("models") if isinstance(stats.get("models"), dict) else {}
+    for model in models.values():
+        tokens = model.get("tokens") if isinstance(model, dict) else None
+        if isinstance(tokens, dict):
+            tokens_in = (tokens_in or 0) + (_int(tokens.get("prompt")) or 0)
+            tokens_out = (tokens_out or 0) + (_int(tokens.get("candidates")) or 0)
+    error = result.get("error")
+    if isinstance(error, dict):
+        error = str(error.get("message") or error)
+    return Usage(None, tokens_in, tokens_out, None, str(error) if error else None)
+
+
+def _opencode(text: str) -> Usage:
+    cost = tokens_in = tokens_out = None
+    steps = 0
+    error = None
+    for event in _json_objects(text):
+        part = event.get("part") if isinstance(event.get("part"), dict) else {}
+        if event.get("type") == "step_finish":
+            steps += 1
+            if _number(part.get("cost")) is not None:
+                cost = (cost or 0.0) + float(part["cost"])
+            tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
+            if _int(tokens.get("input")) is not None:
+                tokens_in = (tokens_in or 0) + int(tokens["input"])
+            if _int(tokens.get("output")) is not None:
+                tokens_out = (tokens_out or 0) + int(tokens["output"])
+        elif event.get("type") == "error":
+            detail = event.get("error")
+            error = str(detail.get("message", detail) if isinstance(detail, dict) else detail)
+    return Usage(cost, tokens_in, tokens_out, steps or None, error)
+
+
+def _from_hypothesis(data: dict) -> Usage:
+    return Usage(
+        cost_usd=_number(data.get("cost_usd")),
+        input_tokens=_int(data.get("input_tokens")),
+        output_tokens=_int(data.get("output_tokens")),
+        turns=_int(data.get("turns")),
+    )
+
+
+_READERS = {
+    "claude-json": _claude,
+    "codex-jsonl": _codex,
+    "aider": _aider,
+    "gemini-json": _gemini,
+    "opencode-jsonl": _opencode,
+}
