@@ -33,7 +33,7 @@ __all__ = [
     "update_index",
 ]
 
-INDEX_VERSION = 2  # 2: experiment rows carry retry_of, proposal and parent
+INDEX_VERSION = 3  # 2: rows carry retry_of, proposal, parent; 3: proposer, family, agent cost
 HEAD_BYTES = 4096
 
 
@@ -174,11 +174,19 @@ def experiment_row(record: dict[str, Any]) -> dict[str, Any]:
     # The primary metric's evidence is the one the judge gave a threshold.
     primary = next((m for m in metrics.values() if "threshold_pct" in m), {})
     durations = record.get("bench_durations_s") or []
+    agent = record.get("agent") or {}
+    usage = agent.get("usage") or {}
     return {
         "n": record["n"],
         "id": record["id"],
         "retry_of": record.get("retry_of"),
         "proposal": record.get("proposal"),
+        "proposer": record.get("proposer"),
+        "family": record.get("family"),
+        # An agent's proposal: its cost (None when it did not say) and why it was refused.
+        "agent": bool(agent),
+        "agent_cost_usd": usage.get("cost_usd"),
+        "refusal": agent.get("refusal"),
         "parent": record.get("parent_commit"),
         "session": record["session"],
         "segment": 0,

@@ -1,14 +1,16 @@
 """Log retention: a night writes a log per bench run; what a review can still use is kept.
 
-Kept: the logs of every kept experiment, of the last `keep_logs` experiments, of the session's
-first calibration (the baseline's raw output in the PR), of its last calibration and its last
-confirmation (the final state's raw output). Everything else under `logs/` goes. The records
+Kept: the logs of every kept experiment, of the last `keep_logs` experiments (an agent's
+prompt, output and diff with them), of the session's first calibration (the baseline's raw
+output in the PR), of its last calibration and its last confirmation (the final state's raw
+output). Everything else under `logs/` goes. The records
 keep their tails, so a pruned log costs the full output, never the record's evidence.
 """
 
 from __future__ import annotations
 
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +18,8 @@ from .journal import JournalContents
 from .state import SessionPaths
 
 __all__ = ["PruneResult", "prune_logs", "prune_session_logs"]
+
+RECENT_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -31,8 +35,12 @@ def prune_logs(
     """Remove the log directories the retention rule does not keep."""
     if not paths.logs.is_dir():
         return PruneResult([], 0, 0)
-    keep = {r.id for r in history.experiments if r.status == "keep"}
-    keep |= {r.id for r in history.experiments[-keep_last:]} if keep_last > 0 else set()
+    kept_records = [r for r in history.experiments if r.status == "keep"]
+    if keep_last > 0:
+        kept_records += history.experiments[-keep_last:]
+    keep = {r.id for r in kept_records}
+    # An agent's prompt, output and diff live beside the experiment they became.
+    keep |= {Path(r.agent["log"]).parent.name for r in kept_records if (r.agent or {}).get("log")}
     keep |= _dirs_of(history.calibrations[:1] + history.calibrations[-1:])
     keep |= _dirs_of(history.confirmations[-1:])
     removed, freed, kept = [], 0, 0
@@ -56,6 +64,8 @@ def _in_flight(entry: Path, history: JournalContents) -> bool:
     """An experiment directory the journal does not know yet: the one running now, or one a
     crash left for recovery. Calibrations and confirmations are always recorded."""
     known = {r.id for r in history.experiments}
+    if entry.name.startswith("agent-"):  # a proposal being made now is at most an hour old
+        return time.time() - entry.stat().st_mtime < RECENT_S
     return not entry.name.startswith(("calibration-", "confirmation-")) and entry.name not in known
 
 

@@ -117,7 +117,7 @@ def clean_session(config: Config, delete_branch: bool = False) -> list[str]:
         lock.acquire()  # a SessionBusyError while a run holds the session
         try:
             registered = repo.worktrees()
-            for tree in (paths.worktree, paths.baseline):
+            for tree in (paths.worktree, paths.baseline, paths.agent_scratch):
                 if tree.exists() or tree.resolve() in registered:
                     repo.run("worktree", "remove", "--force", str(tree))
                     done.append(f"removed worktree {tree}")

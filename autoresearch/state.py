@@ -44,6 +44,11 @@ class SessionPaths:
         return self.root / "baseline"
 
     @property
+    def agent_scratch(self) -> Path:
+        """Where a coding agent edits: a detached worktree at the best, reset per proposal."""
+        return self.root / "agent-scratch"
+
+    @property
     def logs(self) -> Path:
         return self.root / "logs"
 

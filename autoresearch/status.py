@@ -70,7 +70,24 @@ def session_status(config: Config) -> dict[str, Any]:
         "noise_pct": _last_noise(history, primary),
         "in_flight": in_flight,
         "confirmation": _last_confirmation(history),
+        "agent": _agent_spend(history.experiments),
         "warnings": history.warnings,
+    }
+
+
+def _agent_spend(rows: list[dict]) -> dict[str, Any] | None:
+    """The coding agents' proposals and what they cost; unknown cost is counted, not zero."""
+    mine = [r for r in rows if r.get("agent")]
+    if not mine:
+        return None
+    costs = [r.get("agent_cost_usd") for r in mine]
+    return {
+        "proposals": len(mine),
+        "cost_usd": round(sum(c for c in costs if c is not None), 6),
+        "unknown_cost": sum(1 for c in costs if c is None),
+        "refused": sum(1 for r in mine if r["status"] == "refused"),
+        "failed": sum(1 for r in mine if r["status"] == "agent_failed"),
+        "kept": sum(1 for r in mine if r["status"] == "keep"),
     }
 
 
@@ -110,6 +127,13 @@ def format_status(status: dict[str, Any]) -> str:
         lines.append(
             f"best:     {format_value(best['value'], unit)} ({change:+.2f}%) "
             f"at {(best['commit'] or '')[:10]} by {best['id']} {best['title']!r}"
+        )
+    agent = status.get("agent")
+    if agent:
+        unknown = f" + {agent['unknown_cost']} of unknown cost" if agent["unknown_cost"] else ""
+        lines.append(
+            f"agent: {agent['proposals']} proposals, ${agent['cost_usd']:.2f} spent{unknown}; "
+            f"{agent['kept']} kept, {agent['refused']} refused, {agent['failed']} failed"
         )
     confirmation = status["confirmation"]
     if confirmation and confirmation["change_pct"] is not None:

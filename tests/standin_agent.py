@@ -177,7 +177,11 @@ def report(kind: str, step: dict, n: int) -> None:
     elif kind == "gemini":
         out = {
             "response": "Edited the files.",
-            "stats": {"models": {"gemini-2.5-pro": {"tokens": {"prompt": 4000, "candidates": 200, "total": 4200}}}},
+            "stats": {
+                "models": {
+                    "gemini-2.5-pro": {"tokens": {"prompt": 4000, "candidates": 200, "total": 4200}}
+                }
+            },
         }
         if error:
             out["error"] = {"type": "ApiError", "message": "quota exceeded"}

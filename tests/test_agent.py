@@ -58,7 +58,13 @@ def _toml(table: dict) -> str:
 
 
 def edit(value: str, title: str, family: str = "work", **extra) -> dict:
-    return {"do": "edit", "files": {"src/value.txt": value}, "title": title, "family": family, **extra}
+    return {
+        "do": "edit",
+        "files": {"src/value.txt": value},
+        "title": title,
+        "family": family,
+        **extra,
+    }
 
 
 def prompts(transcript: Path) -> list[str]:
@@ -152,7 +158,9 @@ def test_prompt_holds_objective_scope_kept_and_hand_back(target, tmp_path):
 
 
 def test_prompt_fits_its_budget_by_summarising_older_history(target, tmp_path):
-    steps = [edit(f"{100 + i}\n", f"Try number {i} with a long title " + "x" * 60) for i in range(14)]
+    steps = [
+        edit(f"{100 + i}\n", f"Try number {i} with a long title " + "x" * 60) for i in range(14)
+    ]
     transcript = use_agent(target, tmp_path, steps, prompt_chars=4000, recent=12)
     run(target)
     last = prompts(transcript)[-1]
@@ -268,3 +276,40 @@ def _fake_clis(tmp_path: Path) -> Path:
         shim.write_text(f'#!/bin/sh\nexec {sys.executable} {STANDIN} --as {name} "$@"\n')
         shim.chmod(0o755)
     return bin_dir
+
+
+def test_status_report_and_pr_show_the_proposer_its_cost_and_the_refusals(target, tmp_path):
+    from conftest import run_cli
+
+    steps = [
+        edit("80\n", "Halve the work", cost_usd=0.5),
+        {"do": "nothing", "title": "Nothing", "cost_usd": 0.25},
+    ]
+    use_agent(target, tmp_path, steps, preset="claude")
+    run(target)
+    status = run_cli("status", cwd=target.root)
+    assert "agent: 2 proposals, $0.75 spent; 1 kept, 1 refused, 0 failed" in status.stdout
+    report = run_cli("report", cwd=target.root)
+    assert "hypotheses from: agent 2 (1 kept, 1 refused before a run, cost $0.75)" in report.stdout
+    assert "the agent changed no file" in report.stdout
+    pr = run_cli("pr", "--out", str(tmp_path / "pr.md"), cwd=target.root)
+    assert pr.returncode == 0, pr.stderr
+    text = (tmp_path / "pr.md").read_text()
+    assert "Hypotheses from: agent 2 (1 kept, 1 refused before a run, cost $0.75)" in text
+    assert "Refused before any bench run (1)" in text and "the agent changed no file" in text
+
+
+def test_oversized_and_protected_diffs_are_refused_unbenched(target, tmp_path):
+    steps = [
+        {"do": "edit", "files": {"src/big.txt": "x" * 3000 + "\n"}, "title": "Big table"},
+        {"do": "edit", "files": {"src/protected.txt": "changed\n"}, "title": "Guarded"},
+        {"do": "edit", "files": {"autoresearch.toml": "[session]\n"}, "title": "The judge"},
+    ]
+    use_agent(target, tmp_path, steps, max_patch_kib=1)
+    run(target)
+    big, guarded, judge = experiments(target)
+    assert (big.status, big.agent["refusal"]) == ("refused", "size")
+    assert "max_patch_kib = 1" in big.error
+    assert guarded.agent["refusal"] == "scope" and "protected" in guarded.error
+    assert judge.agent["refusal"] == "scope" and "autoresearch.toml" in judge.error
+    assert all(not r.bench_logs for r in (big, guarded, judge))

@@ -32,6 +32,7 @@ from ..config import Config
 from ..gitrepo import open_repo
 from ..proc import RunResult, read_log, run
 from ..records import ExperimentRecord
+from ..state import SessionPaths
 from .agent_cli import Usage, preset_command, read_usage
 from .agent_guard import (
     Proposal,
@@ -134,7 +135,9 @@ class AgentProposer:
             return f"{len(mine)} proposals made (max_proposals = {s.max_proposals})"
         spend = agent_spend(records, self.name)
         if s.max_cost_usd is not None and spend["cost_usd"] >= s.max_cost_usd:
-            unknown = f", and {spend['unknown_cost']} of unknown cost" if spend["unknown_cost"] else ""
+            unknown = (
+                f", and {spend['unknown_cost']} of unknown cost" if spend["unknown_cost"] else ""
+            )
             return f"${spend['cost_usd']:.2f} spent{unknown} (max_cost_usd = {s.max_cost_usd:g})"
         streak = _no_keep_streak(records)
         if streak >= s.pivot_after * (s.max_pivots + 1):
@@ -157,7 +160,7 @@ class AgentProposer:
         s = self.settings
         assert context.state_dir is not None
         source = open_repo(self.config.repo_path, self.config.target.git_hooks)
-        scratch = fresh_scratch(source, context.state_dir / "agent-scratch", context.tip)
+        scratch = fresh_scratch(source, SessionPaths(context.state_dir).agent_scratch, context.tip)
         handoff = scratch.path / HANDOFF
         handoff.mkdir(exist_ok=True)
         prompt_path, hypothesis_path = handoff / "prompt.md", handoff / "hypothesis.json"
@@ -250,7 +253,9 @@ class AgentProposer:
             # Made ahead while the best moved: usable only if it still applies as it is.
             assert context.state_dir is not None
             source = open_repo(self.config.repo_path, self.config.target.git_hooks)
-            scratch = fresh_scratch(source, context.state_dir / "agent-scratch", context.tip)
+            scratch = fresh_scratch(
+                source, SessionPaths(context.state_dir).agent_scratch, context.tip
+            )
             why = applies_at(scratch, context.tip, proposal.patch)
             if why is not None:
                 stale = (

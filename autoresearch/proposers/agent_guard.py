@@ -152,7 +152,9 @@ def guard(
 
     result = proposal.result
     if result.interrupted:
-        return refused("interrupted", "the agent was stopped: the night was asked to stop", "agent_failed")
+        return refused(
+            "interrupted", "the agent was stopped: the night was asked to stop", "agent_failed"
+        )
     if result.timed_out:
         return refused("timeout", f"the agent {result.describe()}", "agent_failed")
     if result.exit_code != 0:
@@ -160,7 +162,9 @@ def guard(
         why = f"the agent failed ({result.describe()})" + (f": {last}" if last else "")
         return refused("crash", why, "agent_failed")
     if proposal.usage.error:
-        return refused("error", f"the agent reported an error: {proposal.usage.error}", "agent_failed")
+        return refused(
+            "error", f"the agent reported an error: {proposal.usage.error}", "agent_failed"
+        )
     if proposal.branch_moved:
         why = "the agent moved the session branch (put back): it may only edit files"
         return refused("branch", why)
@@ -178,7 +182,8 @@ def guard(
     if problem is not None:
         return refused("scope", problem.message)
     if len(proposal.patch) > settings.max_patch_kib * 1024:
-        why = f"the diff is {len(proposal.patch) / 1024:.0f} KiB (max_patch_kib = {settings.max_patch_kib})"
+        size = len(proposal.patch) / 1024
+        why = f"the diff is {size:.0f} KiB (max_patch_kib = {settings.max_patch_kib})"
         return refused("size", why)
     if proposal.stale:
         return refused("stale", proposal.stale)
@@ -187,7 +192,9 @@ def guard(
     sha = patch_sha256(proposal.patch)
     earlier = next((r for r in context.records if r.patch_sha256 == sha), None)
     if earlier is not None or sha in context.tried:
-        what = f"#{earlier.n} {earlier.title!r} ({earlier.status})" if earlier else "an earlier patch"
+        what = (
+            f"#{earlier.n} {earlier.title!r} ({earlier.status})" if earlier else "an earlier patch"
+        )
         return refused("duplicate", f"the diff is identical to {what}")
     for record in closed_axes(context.records):
         if same_idea(made["title"], made["family"], record.title, record.family):

@@ -28,6 +28,11 @@ COLUMNS = [
     "earlier",  # "retry of #3 (inconclusive)": the attempt a retry followed
     "superseded",  # True for an attempt a later retry of the same hypothesis replaced
     "proposal",  # what the proposer noted (a sweep's knob and value), or None
+    "proposer",  # queue, sweep, agent, or a plug-in's name
+    "family",  # the axis the hypothesis explores, when its proposer named one
+    "agent",  # True for a coding agent's proposal
+    "agent_cost_usd",  # what that agent reported it cost; None: unknown, never zero
+    "refusal",  # why the agent's proposal was refused before any run (empty, scope, ...)
     "parent",  # the best the experiment was measured against
     "segment",
     "status",
@@ -56,6 +61,7 @@ COLUMNS = [
     "metrics",
 ]
 NUMERIC = [
+    "agent_cost_usd",
     "value",
     "change_pct",
     "ci_low_pct",

@@ -213,5 +213,7 @@ def render_text(summary: dict) -> str:
     if r["checks_s"]:
         runs += f", {_duration(r['checks_s'])} in checks"
     out += ["", runs]
+    if s.get("proposers"):
+        out.append("hypotheses from: " + "; ".join(p["line"] for p in s["proposers"]))
     out += [f"warning: {w}" for w in s["warnings"]]
     return "\n".join(out) + "\n"

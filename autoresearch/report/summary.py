@@ -109,6 +109,8 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         "safety": _safety(history, kept),
         "methodology": _methodology(history, every),
         "warnings": history.warnings,
+        "proposers": _proposers(every),
+        "refused": _refused(df),
         "sweeps": sweep_summaries(every),
         "joint": joint_summaries(every),
     }
@@ -197,6 +199,57 @@ def _not_kept(rest: pd.DataFrame) -> list[dict]:
             }
         )
     return sorted(groups, key=lambda g: -g["count"])
+
+
+def _proposers(df: pd.DataFrame) -> list[dict]:
+    """Where the hypotheses came from, and what the coding agents among them cost."""
+    rows = []
+    proposers = df["proposer"].where(df["proposer"].notna(), "queue")
+    for name, group in df.groupby(proposers, sort=False):
+        agent = group[group["agent"].fillna(False).astype(bool)]
+        costs = agent["agent_cost_usd"]
+        row = {
+            "name": name,
+            "experiments": len(group),
+            "kept": int((group["status"] == "keep").sum()),
+            "refused": int((group["status"] == "refused").sum()),
+            "failed": int((group["status"] == "agent_failed").sum()),
+            "agent": bool(len(agent)),
+            "cost_usd": _clean(costs.sum()) if costs.notna().any() else None,
+            "unknown_cost": int(costs.isna().sum()) if len(agent) else 0,
+        }
+        rows.append(row | {"line": _proposer_line(row)})
+    # One source and no agent says nothing a reader needs (a queue night, a pi journal).
+    return rows if len(rows) > 1 or any(r["agent"] for r in rows) else []
+
+
+def _proposer_line(row: dict) -> str:
+    parts = [f"{row['kept']} kept"]
+    if row["refused"]:
+        parts.append(f"{row['refused']} refused before a run")
+    if row["failed"]:
+        parts.append(f"{row['failed']} agent failures")
+    if row["agent"]:
+        cost = f"${row['cost_usd']:.2f}" if row["cost_usd"] is not None else "$0.00 reported"
+        if row["unknown_cost"]:
+            cost += f" + {row['unknown_cost']} proposals of unknown cost"
+        parts.append(f"cost {cost}")
+    return f"{row['name']} {row['experiments']} ({', '.join(parts)})"
+
+
+def _refused(df: pd.DataFrame) -> list[dict]:
+    """Proposals refused before any bench run, and why: what the agent was told next time."""
+    refused = df[df["status"].isin(("refused", "agent_failed"))]
+    return [
+        {
+            "n": int(row.n),
+            "title": row.title,
+            "status": row.status,
+            "kind": row.refusal,
+            "why": _first_sentence(row.reason or ""),
+        }
+        for row in refused.itertuples()
+    ]
 
 
 def _runs(df: pd.DataFrame) -> dict:
