@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -57,8 +59,8 @@ def test_bench_fails_loudly_on_a_bad_profile():
     assert "unknown AUTORESEARCH_PROFILE 'nope'" in done.stderr
 
 
-def test_loop_on_the_bundled_target(tmp_path):
-    """A short real session: the big win is kept after passing the checks, a loser reverted."""
+def _short_night(tmp_path: Path, proposer: list[dict] | None = None):
+    """A short real session on patches 01 (the big win) and 09 (a negative control)."""
     repo = tmp_path / "repo"
     subprocess.run(["git", "clone", "-q", "--shared", str(ROOT), str(repo)], check=True)
     queue = repo / "targets/pebble/hypotheses"
@@ -78,14 +80,19 @@ def test_loop_on_the_bundled_target(tmp_path):
         sentinel=[dataclasses.replace(s, budget_pct=50.0) for s in config.sentinel],
         # Only the 100k scale runs here: the pre-flight would rightly refuse the 10k metric.
         secondary=[s for s in config.secondary if "_10k_" not in s.name],
-        proposer=[p for p in config.proposer if p.get("kind", "queue") == "queue"],  # no sweeps
+        # The queue alone (no sweeps), or the proposer given.
+        proposer=proposer or [p for p in config.proposer if p.get("kind", "queue") == "queue"],
     )
     # Six runs per arm cannot see 5% (the night would be refused): this test wants the big win.
     options = RunOptions(env={"GRANTBENCH_SCALES": "100k"}, accept_noise=True)
-
     outcome = run_session(config, options, Progress(quiet=True))
+    return repo, outcome, read_journal(repo / "experiments.jsonl").experiments
 
-    records = read_journal(repo / "experiments.jsonl").experiments
+
+def test_loop_on_the_bundled_target(tmp_path):
+    """A short real session: the big win is kept after passing the checks, a loser reverted."""
+    repo, outcome, records = _short_night(tmp_path)
+
     by_title = {r.source.rsplit("/", 1)[-1]: r for r in records}
     skip_get = by_title["01-skip-get-fresh-sync.patch"]
     presort = by_title["09-presort-index-keys.patch"]
@@ -103,3 +110,30 @@ def test_loop_on_the_bundled_target(tmp_path):
         check=True,
     )
     assert log.stdout.strip() == skip_get.title
+
+
+def test_a_stand_in_agent_replaying_the_queue_keeps_what_the_queue_keeps(tmp_path):
+    """The agent proposer on the real target: a stand-in agent whose "ideas" are the queue's
+    patches 01 and 09 ends with the keep the queue's night ends with (the test above)."""
+    queue = ROOT / "targets/pebble/hypotheses"
+    script = tmp_path / "script.json"
+    steps = [{"do": "replay", "patch": str(next(queue.glob(f"{n}-*.patch")))} for n in ("01", "09")]
+    script.write_text(json.dumps(steps))
+    agent = {
+        "kind": "agent",
+        "preset": "command",
+        "command": f"{sys.executable} {ROOT / 'tests/standin_agent.py'}",
+        "timeout_s": 120,
+        "max_proposals": 2,
+        "env": {"STANDIN_SCRIPT": str(script)},
+    }
+    _repo, outcome, records = _short_night(tmp_path, [agent])
+
+    assert [r.proposer for r in records] == ["agent", "agent"]
+    skip_get, presort = records
+    assert skip_get.title.startswith("Skip the read-before-write Get"), skip_get.title
+    assert skip_get.status == "keep", skip_get.decision
+    assert skip_get.decision["metrics"]["pebble_writepack_100k_ms"]["change_pct"] < -20
+    assert presort.status in ("discard", "inconclusive"), presort.decision
+    assert outcome.kept == 1
+    assert skip_get.agent["preset"] == "command" and skip_get.agent["usage"]["cost_usd"] is None
