@@ -103,7 +103,7 @@ def _loop(run: Session) -> str:
         for note in context.notes:
             run.progress.warn(note)
         if hypothesis is None:
-            reason = "no hypotheses left in the queue, and none undecided to look at again"
+            reason = "no hypotheses left: the proposers have none, and none undecided to look at again"
             break
         record = run_experiment(run, hypothesis)
         _account(run, record)
@@ -481,6 +481,7 @@ def proposal_context(run: Session) -> ProposalContext:
         branch=run.ws.branch,
         stop=run.stop,
         token=run.token,
+        say=run.progress.info,
     )
     context.records.sort(key=lambda r: r.n)
     return context

@@ -313,3 +313,14 @@ def test_oversized_and_protected_diffs_are_refused_unbenched(target, tmp_path):
     assert guarded.agent["refusal"] == "scope" and "protected" in guarded.error
     assert judge.agent["refusal"] == "scope" and "autoresearch.toml" in judge.error
     assert all(not r.bench_logs for r in (big, guarded, judge))
+
+
+def test_a_user_template_replaces_the_prompt(target, tmp_path):
+    template = target.root / "prompt.md.j2"
+    template.write_text(
+        "Make {{ p.metric }} {{ p.better }}; best {{ p.best }}; kept {{ p.kept | length }}\n"
+    )
+    transcript = use_agent(target, tmp_path, [edit("80\n", "Win")], template="prompt.md.j2")
+    run(target)
+    (text,) = prompts(transcript)
+    assert text == "Make time_ms lower; best 100 ms; kept 0\n"

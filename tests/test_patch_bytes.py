@@ -94,7 +94,7 @@ def test_bad_files_in_the_queue_are_records_and_the_night_goes_on(target):
     assert "symbolic link to nothing" in records[1].error
     assert "03-sidecar.json: not valid JSON" in records[2].error
     assert all(r.bench_logs == [] for r in records[:3])
-    assert outcome.stop_reason.startswith("no hypotheses left in the queue")
+    assert outcome.stop_reason.startswith("no hypotheses left: the proposers have none")
 
     # Fixed, the sidecar's hypothesis is new and runs.
     (target.queue / "03-sidecar.json").write_text('{"title": "fixed"}')

@@ -188,6 +188,12 @@ class AgentProposer:
             max_usd=s.max_usd,
             files=s.files,
         )
+        _say(
+            context,
+            f"agent ({s.preset}) proposing #{k} at {context.tip[:10]}"
+            + (" (a structurally different idea asked)" if pivot else "")
+            + (f", while {measuring.title!r} is measured" if measuring is not None else ""),
+        )
         result = run(
             command,
             cwd=scratch.path,
@@ -206,6 +212,8 @@ class AgentProposer:
         )
         hypothesis_data, hypothesis_problem = read_hypothesis_file(hypothesis_path)
         usage = read_usage(s.output, read_log(result.log_path), hypothesis_data)
+        cost = f"${usage.cost_usd:.2f}" if usage.cost_usd is not None else "cost unknown"
+        _say(context, f"agent #{k}: {result.describe()} after {result.duration_s:.0f} s, {cost}")
         patch = collect_diff(scratch, context.tip, [HANDOFF], s.ignore)
         (log_dir / "proposal.patch").write_bytes(patch)
         if hypothesis_path.exists():
@@ -316,6 +324,11 @@ class _EitherStop:
 
 def _snapshot(context: ProposalContext, stop) -> ProposalContext:
     return replace(context, records=list(context.records), tried=set(context.tried), stop=stop)
+
+
+def _say(context: ProposalContext, line: str) -> None:
+    if context.say is not None:
+        context.say(line)
 
 
 def _no_keep_streak(records: list[ExperimentRecord]) -> int:

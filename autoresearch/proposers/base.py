@@ -85,6 +85,7 @@ class ProposalContext:
     branch: str | None = None  # the session branch
     stop: Any = None  # set when the night is asked to stop: long proposals end early
     token: str | None = None  # the session's process token (proc.py)
+    say: Any = None  # a progress line, for proposals that take a while (an agent's)
 
     def read(self, rel: str) -> str:
         """A file of the current best, as text."""
