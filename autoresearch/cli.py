@@ -13,6 +13,7 @@ from pathlib import Path
 
 from .config import Config, check_session_name, find_config, load_config
 from .errors import UserError
+from .records import EXIT_CODES
 from .signals import install_stop_handlers
 
 __all__ = ["EXIT_FAILED", "EXIT_USER_ERROR", "TRACEBACK_ENV", "build_parser", "main"]
@@ -20,7 +21,11 @@ __all__ = ["EXIT_FAILED", "EXIT_USER_ERROR", "TRACEBACK_ENV", "build_parser", "m
 EXIT_USER_ERROR = 1
 EXIT_FAILED = 3  # the command ran, but what it ran did not end well (e.g. interrupted)
 TRACEBACK_ENV = "AUTORESEARCH_TRACEBACK"
-LONG_RUNNING = ("run", "confirm")  # a signal asks them for a clean stop, from the first moment
+LONG_RUNNING = (
+    "run",
+    "confirm",
+    "try",
+)  # a signal asks them for a clean stop, from the first moment
 
 
 def _config(args: argparse.Namespace) -> Config:
@@ -106,6 +111,57 @@ def cmd_status(args: argparse.Namespace) -> int:
 
     status = session_status(_config(args))
     print(json.dumps(status, indent=2) if args.json else format_status(status))
+    return 0
+
+
+def cmd_try(args: argparse.Namespace) -> int:
+    """Judge a change an agent made, as one experiment of the session; the outcome as JSON."""
+    from .judge import outcome, try_change
+    from .progress import Progress
+    from .session import RunOptions
+
+    if args.patch and args.worktree:
+        raise UserError("give --patch FILE or --worktree DIR, not both")
+    config = _config(args)
+    record = try_change(
+        config,
+        patch_file=Path(args.patch) if args.patch else None,
+        worktree=Path(args.worktree) if args.worktree else None,
+        fields={
+            "title": args.title,
+            "hypothesis": args.hypothesis,
+            "mechanism": args.mechanism,
+            "expected_effect": args.expected_effect,
+            "family": args.family,
+        },
+        options=RunOptions(env=dict(args.env), accept_noise=True),
+        progress=Progress(quiet=args.quiet),
+    )
+    result = outcome(record, config)
+    print(json.dumps(result, indent=2))
+    return result["exit_code"]
+
+
+def cmd_state(args: argparse.Namespace) -> int:
+    """Where the session stands, for an agent: baseline, best, noise, threshold, budget left."""
+    from .status import session_status
+
+    print(json.dumps(session_status(_config(args)), indent=2))
+    return 0
+
+
+def cmd_history(args: argparse.Namespace) -> int:
+    """The session's last experiments, compact, with their evidence and ASI."""
+    from .judge import history_rows
+
+    rows = history_rows(_config(args), args.last)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+        return 0
+    for row in rows:
+        change = f"{row['change_pct']:+.1f}%" if row["change_pct"] is not None else "n/a"
+        why = row["reason"] or ""
+        print(f"#{row['n']:<4} {row['status']:<15} {change:>8}  {row['title']}: {why}"[:200])
     return 0
 
 
@@ -272,9 +328,23 @@ def cmd_pr(args: argparse.Namespace) -> int:
 
 
 def cmd_ideas(args: argparse.Namespace) -> int:
-    """Bring ideas.md in step with the journal: kept, retry-worthy, closed axes."""
-    from .ideas import update_ideas
+    """Bring ideas.md in step with the journal (kept, retry-worthy, closed axes); add, list."""
+    from .ideas import add_idea, backlog, update_ideas
 
+    if args.action in ("add", "list"):
+        config = _config(args)
+        path = Path(args.file) if args.file else config.ideas_path
+        if args.action == "add":
+            if not args.text:
+                raise UserError("ideas add needs the idea: autoresearch ideas add 'TEXT'")
+            add_idea(path, " ".join(args.text))
+            print(f"added to {path}: {' '.join(args.text)}")
+        else:
+            for line in backlog(path):
+                print(line)
+        return 0
+    if args.text:
+        raise UserError(f"unexpected {args.text[0]!r}: ideas [add TEXT | list]")
     _, summary, config, _ = _review(args)
     path = Path(args.file) if args.file else (config.ideas_path if config else Path("ideas.md"))
     before = path.read_text(encoding="utf-8") if path.exists() else None
@@ -345,6 +415,9 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "sessions": cmd_sessions,
     "clean": cmd_clean,
     "retry": cmd_retry,
+    "try": cmd_try,
+    "state": cmd_state,
+    "history": cmd_history,
     "report": cmd_report,
     "plot": cmd_plot,
     "pr": cmd_pr,
@@ -408,6 +481,39 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config(status)
     status.add_argument("--json", action="store_true", help="machine-readable output")
 
+    attempt = sub.add_parser(
+        "try",
+        help=_doc(cmd_try),
+        description=_doc(cmd_try)
+        + " Exit codes: "
+        + ", ".join(f"{code} {status}" for status, code in EXIT_CODES.items())
+        + "; 1 an error (a held session lock, a bad patch file).",
+    )
+    _add_config(attempt)
+    attempt.add_argument("--patch", metavar="FILE", help="the change as a patch file")
+    attempt.add_argument(
+        "--worktree",
+        metavar="DIR",
+        help="the change as the state of this worktree against the session's best "
+        "(default: the current directory); read once, at the start",
+    )
+    attempt.add_argument("--title", help="what the change does (or a Title: line in the patch)")
+    attempt.add_argument("--hypothesis", help="why it should move the metric")
+    attempt.add_argument("--mechanism", help="what makes it faster")
+    attempt.add_argument("--expected-effect", help='e.g. "-10%% bench_ms"')
+    attempt.add_argument("--family", help="the axis it explores (a short label)")
+    _add_env(attempt)
+    attempt.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+    state = sub.add_parser("state", help=_doc(cmd_state), description=_doc(cmd_state))
+    _add_config(state)
+    state.add_argument("--json", action="store_true", help="JSON (the only format; for symmetry)")
+
+    history = sub.add_parser("history", help=_doc(cmd_history), description=_doc(cmd_history))
+    _add_config(history)
+    history.add_argument("--last", type=int, default=10, metavar="N", help="0: all (default 10)")
+    history.add_argument("--json", action="store_true", help="machine-readable output")
+
     retry = sub.add_parser("retry", help=_doc(cmd_retry), description=_doc(cmd_retry))
     _add_config(retry)
     retry.add_argument("ids", nargs="+", metavar="ID", help="experiment ids, e.g. main-0003")
@@ -448,6 +554,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     ideas = sub.add_parser("ideas", help=_doc(cmd_ideas), description=_doc(cmd_ideas))
     _add_review(ideas)
+    ideas.add_argument(
+        "action",
+        nargs="?",
+        choices=["sync", "add", "list"],
+        default="sync",
+        help="sync (default): rewrite the journal's section; add TEXT: append an idea to the "
+        "backlog; list: print the backlog",
+    )
+    ideas.add_argument("text", nargs="*", help="the idea, for add")
     ideas.add_argument("--file", metavar="PATH", help="the ideas file (default: the config's)")
     return parser
 

@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .errors import UserError
 from .report.summary import REASONS
 from .state import write_text_atomic
 
-__all__ = ["BEGIN", "END", "render_ideas", "update_ideas"]
+__all__ = ["BACKLOG", "BEGIN", "END", "add_idea", "backlog", "render_ideas", "update_ideas"]
 
 BEGIN = "<!-- autoresearch:begin: written by `autoresearch ideas`, edits in here are replaced -->"
 END = "<!-- autoresearch:end -->"
+BACKLOG = "## Backlog"  # the person's (or agent's) ideas: `autoresearch ideas add`
 # Not kept for a reason that more runs will not change: do not retry without a new idea.
 CLOSED_RULES = {
     "significant_loss",
@@ -68,3 +70,48 @@ def update_ideas(path: Path, summary: dict) -> str:
         updated = text.rstrip("\n") + "\n\n" + section
     write_text_atomic(path, updated)
     return updated
+
+
+def add_idea(path: Path, text: str) -> None:
+    """Append `- text` to the backlog section of ideas.md (made when missing); the rest stays."""
+    idea = " ".join(text.split())
+    if not idea:
+        raise UserError("an empty idea: autoresearch ideas add 'TEXT'")
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else ["# Ideas"]
+    at = _backlog_end(lines)
+    if at is None:  # no backlog yet: before the journal's section, or at the end
+        at = lines.index(BEGIN) if BEGIN in lines else len(lines)
+        block = ["", BACKLOG, "", f"- {idea}", ""]
+        lines[at:at] = block if at < len(lines) else block[:-1]
+    else:
+        lines.insert(at, f"- {idea}")
+    write_text_atomic(path, "\n".join(lines) + "\n")
+
+
+def backlog(path: Path) -> list[str]:
+    """The ideas outside the journal's section: every list item a person or an agent wrote."""
+    if not path.exists():
+        return []
+    found, inside = [], False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() == BEGIN:
+            inside = True
+        elif line.strip() == END:
+            inside = False
+        elif not inside and line.lstrip().startswith(("- ", "* ")):
+            found.append(line.strip())
+    return found
+
+
+def _backlog_end(lines: list[str]) -> int | None:
+    """Where a new item of the backlog section goes: after its last item."""
+    if BACKLOG not in lines:
+        return None
+    start = lines.index(BACKLOG) + 1
+    end = start
+    for i in range(start, len(lines)):
+        if lines[i].startswith("#") or lines[i].strip() == BEGIN:
+            break
+        if lines[i].strip():
+            end = i + 1
+    return end

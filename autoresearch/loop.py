@@ -92,7 +92,7 @@ def run_session(
 
 def _loop(run: Session) -> str:
     """Experiments until a stop condition; returns why it stopped."""
-    if run.baseline is None and run.config.session.preflight and not _preflight(run):
+    if run.baseline is None and run.config.session.preflight and not preflight_base(run):
         return "interrupted by a signal during the pre-flight"
     reason = None if calibrate_best(run) else "interrupted by a signal during calibration"
     if reason is None and not run.options.accept_noise:
@@ -103,17 +103,19 @@ def _loop(run: Session) -> str:
         for note in context.notes:
             run.progress.warn(note)
         if hypothesis is None:
-            reason = "no hypotheses left: the proposers have none, and none undecided to look at again"
+            reason = (
+                "no hypotheses left: the proposers have none, and none undecided to look at again"
+            )
             break
         record = run_experiment(run, hypothesis)
-        _account(run, record)
+        account(run, record)
         # The kept commit is the new best: measure it afresh for the noise and threshold.
         if record.status == "keep" and not run.stop.is_set() and not calibrate_best(run):
             reason = "interrupted by a signal during calibration"
     return reason
 
 
-def _preflight(run: Session) -> bool:
+def preflight_base(run: Session) -> bool:
     """Build, bench once and run the checks on the base: refuse a night they say is wasted."""
     tip = run.ws.tip()
     run.progress.info(f"pre-flight on {tip[:10]}: build, one bench run, the checks")
@@ -194,6 +196,23 @@ def calibrate_best(run: Session) -> bool:
             f"it can reach is {aa['smallest_p']:.2g}); bench.calibration_runs = 10 or more "
             "lets it catch a harness that favours an arm"
         )
+    return True
+
+
+def restore_calibration(run: Session) -> bool:
+    """The best's last calibration, when it measured the current tip: a `try` in a new process
+    need not measure the same commit again (the experiment still runs both arms side by side)."""
+    tip = run.ws.tip()
+    calibrations = run.journal.read().calibrations
+    last = calibrations[-1] if calibrations else None
+    primary = run.config.metric.name
+    if last is None or last.commit != tip or not last.samples.get(primary):
+        return False
+    run.best = {k: [v for v in vs if v is not None] for k, vs in last.samples.items()}
+    run.threshold = last.threshold_pct or 0.0
+    run.detectable_pct = last.detectable_effect_pct
+    run.noise_pct = last.noise_pct.get(primary)
+    run.last_calibrated = tip
     return True
 
 
@@ -431,7 +450,7 @@ def _commit_message(hypothesis, decision: Decision, exp_id: str, summary, config
     return "\n".join(lines) + "\n"
 
 
-def _account(run: Session, record: ExperimentRecord) -> None:
+def account(run: Session, record: ExperimentRecord) -> None:
     """Write the record, then forget the in-flight marker: in that order, so nothing is lost."""
     run.journal.append(record)
     run.paths.inflight.unlink(missing_ok=True)

@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from .errors import JournalError, UserError
 
 __all__ = [
+    "EXIT_CODES",
     "FAILED_STATUSES",
     "SCHEMA_VERSION",
     "STATUSES",
@@ -41,6 +42,22 @@ STATUSES = (
     "refused",
     "agent_failed",
 )
+# `autoresearch try` exits with its status's code: an agent can branch on it without JSON.
+EXIT_CODES = {
+    "keep": 0,
+    "discard": 10,
+    "inconclusive": 11,
+    "checks_failed": 12,
+    "crash": 13,
+    "timeout": 14,
+    "apply_failed": 15,
+    "scope_violation": 16,
+    "tampered": 17,
+    "interrupted": 18,
+    "baseline_failed": 19,
+    "refused": 20,
+    "agent_failed": 21,
+}
 FAILED_STATUSES = (
     "crash",
     "timeout",

@@ -68,6 +68,15 @@ def session_status(config: Config) -> dict[str, Any]:
         "change_pct": change_pct(baseline, best["value"] if best else None),
         "figure": head["note"],
         "noise_pct": _last_noise(history, primary),
+        # The smallest change the loop claims now: the last calibration's threshold.
+        "threshold_pct": history.calibrations[-1].get("threshold_pct")
+        if history.calibrations
+        else None,
+        "budget": {
+            "max_experiments": config.budget.max_experiments,
+            "experiments_left": max(0, config.budget.max_experiments - len(history.experiments)),
+            "max_hours_per_run": config.budget.max_hours,
+        },
         "in_flight": in_flight,
         "confirmation": _last_confirmation(history),
         "agent": _agent_spend(history.experiments),

@@ -1,0 +1,169 @@
+"""The loop as a judge for an agent that drives its own session (`autoresearch try`, `state`,
+`history`, and the same through the MCP server in mcp_server.py).
+
+`try` takes the change an agent made (a patch file, or the state of a worktree the agent edits,
+read once at the start: later edits do not change what is measured) and runs it as one
+experiment of the session, exactly as `run` would: the patch checks, the bench interleaved
+against the best in the loop's own worktrees, the decision rule, the checks, keep or revert,
+one journal record. The session lock makes a `try` refuse while `run` or another `try` holds
+the session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .config import Config
+from .errors import UserError
+from .experiment import NEXT_ACTION
+from .journal import Journal
+from .journal_index import index_path
+from .loop import account, calibrate_best, preflight_base, restore_calibration, run_experiment
+from .progress import Progress
+from .proposers import Hypothesis, parse_patch_file
+from .records import EXIT_CODES, ExperimentRecord
+from .retention import prune_session_logs
+from .session import RunOptions, open_session
+
+__all__ = ["EXIT_CODES", "history_rows", "outcome", "try_change", "worktree_patch"]
+
+
+def worktree_patch(path: Path, tip: str, exclude: list[Path] | None = None) -> bytes:
+    """The worktree's files (tracked, and untracked ones git does not ignore) against `tip`, as a
+    binary-safe patch, read through a scratch index: the worktree and its index are untouched.
+    `exclude`: files that are the loop's, not the change (the journal, ideas.md, the config)."""
+    root = path.resolve()
+    skipped = set()
+    for item in exclude or []:
+        with contextlib.suppress(ValueError):
+            skipped.add(item.resolve().relative_to(root).as_posix())
+    with tempfile.TemporaryDirectory(prefix="autoresearch-try-") as scratch:
+        env = {**os.environ, "GIT_INDEX_FILE": str(Path(scratch) / "index")}
+
+        def git(*args: str) -> subprocess.CompletedProcess:
+            return subprocess.run(["git", *args], cwd=path, env=env, capture_output=True)
+
+        for args in (("read-tree", tip), ("add", "--all", "--", ".")):
+            done = git(*args)
+            if done.returncode != 0:
+                why = done.stderr.decode(errors="replace").strip()
+                raise UserError(f"{path}: cannot read the worktree's change: {why}")
+        names = git("diff", "--cached", "--name-only", "-z", tip).stdout.decode().split("\0")
+        ours = [n for n in names if n in skipped]
+        if ours:  # back to the best's version: not part of the change
+            git("reset", "--quiet", tip, "--", *ours)
+        done = git("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", tip)
+        if done.returncode != 0:
+            raise UserError(f"{path}: git diff failed: {done.stderr.decode(errors='replace')}")
+        return done.stdout
+
+
+def try_change(
+    config: Config,
+    *,
+    patch_file: Path | None,
+    worktree: Path | None,
+    fields: dict[str, str | None],
+    options: RunOptions,
+    progress: Progress,
+) -> ExperimentRecord:
+    """One experiment of the session, for a change an agent made."""
+    with open_session(config, options, progress) as run:
+        if patch_file is not None:
+            found = parse_patch_file(patch_file)
+            patch = found.patch
+            given = {
+                "title": found.title,
+                "hypothesis": found.hypothesis,
+                "mechanism": found.mechanism,
+                "expected_effect": found.expected_effect,
+            }
+            source = str(patch_file)
+        else:
+            journal = config.journal_path
+            own = [journal, index_path(journal), config.ideas_path, config.path]
+            patch = worktree_patch(worktree or Path.cwd(), run.ws.tip(), own)
+            given, source = {}, f"worktree:{worktree or Path.cwd()}"
+        given |= {k: v for k, v in fields.items() if v}
+        if not patch.strip():
+            raise UserError(
+                "nothing to try: the change is empty (edit the worktree, or give --patch FILE)"
+            )
+        if not given.get("title"):
+            raise UserError("a try needs a title: --title TEXT (or a Title: line in the patch)")
+        hypothesis = Hypothesis(
+            title=given["title"],
+            patch=patch,
+            hypothesis=given.get("hypothesis"),
+            mechanism=given.get("mechanism"),
+            expected_effect=given.get("expected_effect"),
+            family=given.get("family"),
+            source=source,
+            proposer="try",
+        )
+        if run.baseline is None and config.session.preflight and not preflight_base(run):
+            raise UserError("interrupted during the pre-flight")
+        if not restore_calibration(run) and not calibrate_best(run):
+            raise UserError("interrupted during the calibration of the best")
+        record = run_experiment(run, hypothesis)
+        account(run, record)
+        # The next try is measured against the new best's own runs.
+        if record.status == "keep" and not run.stop.is_set():
+            calibrate_best(run)
+        prune_session_logs(run)
+        return record
+
+
+def outcome(record: ExperimentRecord, config: Config) -> dict[str, Any]:
+    """What an agent needs of a try: one JSON object."""
+    decision = record.decision or {}
+    evidence = (decision.get("metrics") or {}).get(config.metric.name) or {}
+    refused = record.status in ("scope_violation", "apply_failed", "refused", "tampered")
+    return {
+        "id": record.id,
+        "n": record.n,
+        "status": record.status,
+        "exit_code": EXIT_CODES.get(record.status, 1),
+        "title": record.title,
+        "metric": config.metric.name,
+        "change_pct": evidence.get("change_pct"),
+        "ci_low_pct": evidence.get("ci_low_pct"),
+        "ci_high_pct": evidence.get("ci_high_pct"),
+        "baseline_median": evidence.get("baseline_median"),
+        "candidate_median": evidence.get("candidate_median"),
+        "rule": decision.get("rule"),
+        "reason": decision.get("reason") or record.error,
+        "refused": record.error if refused else None,
+        "sentinels": {
+            name: {"ok": s.get("ok"), "change_pct": s.get("change_pct")}
+            for name, s in record.sentinels.items()
+        },
+        "checks": (record.checks or {}).get("exit_code"),
+        "kept_commit": record.kept_commit,
+        "touched_files": record.touched_files,
+        "next_action_hint": record.asi.next_action_hint or NEXT_ACTION.get(record.status),
+    }
+
+
+def history_rows(config: Config, last: int) -> list[dict[str, Any]]:
+    """The session's last experiments, compact, with their ASI: what to choose the next from."""
+    records = Journal(config.journal_path, config.session.name).read().experiments
+    rows = []
+    for record in records[-last:] if last > 0 else records:
+        row = outcome(record, config)
+        row.pop("exit_code")
+        row |= {
+            "family": record.family,
+            "proposer": record.proposer,
+            "hypothesis": record.asi.hypothesis,
+            "mechanism": record.asi.mechanism,
+            "rollback_reason": record.asi.rollback_reason,
+            "started_at": record.started_at,
+        }
+        rows.append(row)
+    return rows
