@@ -123,6 +123,12 @@ def cmd_try(args: argparse.Namespace) -> int:
     if args.patch and args.worktree:
         raise UserError("give --patch FILE or --worktree DIR, not both")
     config = _config(args)
+    if args.detach:
+        from .judge import start_detached
+
+        forwarded = [a for a in (argv_of_try(args)) if a != "--detach"]
+        print(json.dumps(start_detached(config, forwarded, Path.cwd()), indent=2))
+        return 0
     record = try_change(
         config,
         patch_file=Path(args.patch) if args.patch else None,
@@ -140,6 +146,44 @@ def cmd_try(args: argparse.Namespace) -> int:
     result = outcome(record, config)
     print(json.dumps(result, indent=2))
     return result["exit_code"]
+
+
+def argv_of_try(args: argparse.Namespace) -> list[str]:
+    """The try's own options, for the background process that runs it (paths made absolute)."""
+    forwarded = ["--quiet"]
+    for flag, value in (
+        ("--patch", args.patch and str(Path(args.patch).resolve())),
+        ("--worktree", args.worktree and str(Path(args.worktree).resolve())),
+        ("--title", args.title),
+        ("--hypothesis", args.hypothesis),
+        ("--mechanism", args.mechanism),
+        ("--expected-effect", args.expected_effect),
+        ("--family", args.family),
+    ):
+        if value:
+            forwarded += [flag, value]
+    for key, value in args.env:
+        forwarded += ["--env", f"{key}={value}"]
+    return forwarded
+
+
+def cmd_result(args: argparse.Namespace) -> int:
+    """The outcome of a try started with --detach (waits with --wait SECONDS)."""
+    from .judge import read_result
+
+    result = read_result(_config(args), args.id, args.wait)
+    print(json.dumps(result, indent=2))
+    if result["status"] == "running":
+        return 0
+    return result.get("exit_code", EXIT_USER_ERROR)
+
+
+def cmd_mcp(args: argparse.Namespace) -> int:
+    """Serve the session to an agent over MCP (stdio): state, history, ideas, try, report."""
+    from .mcp_server import serve
+
+    serve(_config(args))
+    return 0
 
 
 def cmd_state(args: argparse.Namespace) -> int:
@@ -418,6 +462,8 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "try": cmd_try,
     "state": cmd_state,
     "history": cmd_history,
+    "result": cmd_result,
+    "mcp": cmd_mcp,
     "report": cmd_report,
     "plot": cmd_plot,
     "pr": cmd_pr,
@@ -504,6 +550,22 @@ def build_parser() -> argparse.ArgumentParser:
     attempt.add_argument("--family", help="the axis it explores (a short label)")
     _add_env(attempt)
     attempt.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    attempt.add_argument(
+        "--detach",
+        action="store_true",
+        help="start it in the background and print its id at once; `autoresearch result ID` "
+        "reads the outcome",
+    )
+
+    result = sub.add_parser("result", help=_doc(cmd_result), description=_doc(cmd_result))
+    _add_config(result)
+    result.add_argument("id", help="the id `try --detach` printed")
+    result.add_argument(
+        "--wait", type=float, default=0.0, metavar="SECONDS", help="wait up to this long"
+    )
+
+    mcp = sub.add_parser("mcp", help=_doc(cmd_mcp), description=_doc(cmd_mcp))
+    _add_config(mcp)
 
     state = sub.add_parser("state", help=_doc(cmd_state), description=_doc(cmd_state))
     _add_config(state)

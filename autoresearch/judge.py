@@ -12,9 +12,12 @@ the session.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
+import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +31,16 @@ from .progress import Progress
 from .proposers import Hypothesis, parse_patch_file
 from .records import EXIT_CODES, ExperimentRecord
 from .retention import prune_session_logs
-from .session import RunOptions, open_session
+from .session import RunOptions, open_session, session_paths
 
-__all__ = ["EXIT_CODES", "history_rows", "outcome", "try_change", "worktree_patch"]
+__all__ = [
+    "history_rows",
+    "outcome",
+    "read_result",
+    "start_detached",
+    "try_change",
+    "worktree_patch",
+]
 
 
 def worktree_patch(path: Path, tip: str, exclude: list[Path] | None = None) -> bytes:
@@ -167,3 +177,78 @@ def history_rows(config: Config, last: int) -> list[dict[str, Any]]:
         }
         rows.append(row)
     return rows
+
+
+def start_detached(config: Config, try_args: list[str], cwd: Path) -> dict[str, Any]:
+    """Start `autoresearch try` in the background; its id, to read the outcome by."""
+    tries = session_paths(config).root / "tries"
+    tries.mkdir(parents=True, exist_ok=True)
+    stem = f"try-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
+    label, n = stem, 1
+    while (tries / f"{label}.log").exists():
+        n += 1
+        label = f"{stem}-{n}"
+    command = [
+        sys.executable,
+        "-m",
+        "autoresearch.cli",
+        "try",
+        "--config",
+        str(config.path),
+        "--session",
+        config.session.name,
+        *try_args,
+    ]
+    with open(tries / f"{label}.json", "wb") as out, open(tries / f"{label}.log", "wb") as log:
+        child = subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdout=out,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    (tries / f"{label}.pid").write_text(str(child.pid))
+    return {"id": label, "status": "running", "log": str(tries / f"{label}.log")}
+
+
+def read_result(config: Config, try_id: str, wait_s: float = 0.0) -> dict[str, Any]:
+    """A detached try's outcome; `running` while it runs (waiting up to `wait_s` for it)."""
+    if not try_id.startswith("try-") or "/" in try_id:
+        raise UserError(f"{try_id!r} is not a try id (they look like try-20260101T120000-123)")
+    tries = session_paths(config).root / "tries"
+    if not (tries / f"{try_id}.log").exists():
+        raise UserError(f"no try {try_id} in session '{config.session.name}' ({tries})")
+    deadline = time.monotonic() + wait_s
+    while True:
+        text = (tries / f"{try_id}.json").read_text(encoding="utf-8", errors="replace")
+        if text.strip():
+            try:
+                return json.loads(text)
+            except ValueError:
+                pass  # still being written
+        if not _alive(int((tries / f"{try_id}.pid").read_text() or 0)):
+            text = (tries / f"{try_id}.json").read_text(encoding="utf-8", errors="replace")
+            if text.strip():
+                return json.loads(text)
+            tail = (tries / f"{try_id}.log").read_text(errors="replace").strip().splitlines()
+            return {"id": try_id, "status": "error", "error": tail[-1] if tail else "it died"}
+        if time.monotonic() >= deadline:
+            return {"id": try_id, "status": "running", "log": str(tries / f"{try_id}.log")}
+        time.sleep(0.2)
+
+
+def _alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as handle:
+        if handle.read().split()[2] == "Z":
+            os.waitpid(pid, os.WNOHANG)  # a child of ours (the MCP server): reap it
+            return False
+    return True

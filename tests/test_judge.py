@@ -137,3 +137,16 @@ def test_ideas_add_and_list_leave_the_journal_section_alone(target):
     assert ideas.read_text() == (
         "# Ideas\n\nfree text\n\n## Backlog\n\n- presize the batch\n- try a bloom filter\n"
     )
+
+
+def test_a_detached_try_returns_an_id_at_once_and_result_reads_it(target, tmp_path):
+    patch = tmp_path / "faster.patch"
+    patch.write_text(unified_patch("src/value.txt", "100\n", "80\n"))
+    started, out = try_cli(target, "--patch", str(patch), "--title", "Faster", "--detach")
+    assert started.returncode == 0, started.stderr
+    assert out["status"] == "running" and out["id"].startswith("try-")
+    done = run_cli("result", out["id"], "--wait", "240", cwd=target.root, timeout=300)
+    result = json.loads(done.stdout)
+    assert result["status"] == "keep" and done.returncode == 0
+    missing = run_cli("result", "try-nope", cwd=target.root)
+    assert missing.returncode == 1 and "no try try-nope" in missing.stderr
