@@ -235,7 +235,9 @@ def test_unknown_proposer_kind_lists_the_installed_ones(target):
         '[proposer]\ndir = "hypotheses"\n', '[[proposer]]\nkind = "oracle"\n'
     )
     target.config_path.write_text(text)
-    with pytest.raises(ConfigError, match="no proposer kind 'oracle' \\(installed: queue, sweep"):
+    with pytest.raises(
+        ConfigError, match="no proposer kind 'oracle' \\(installed: agent, queue, sweep"
+    ):
         load_config(target.config_path)
 
 
