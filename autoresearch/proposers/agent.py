@@ -32,6 +32,7 @@ from ..config import Config
 from ..gitrepo import open_repo
 from ..proc import RunResult, read_log, run
 from ..records import ExperimentRecord
+from ..session import no_keep_streak
 from ..state import SessionPaths
 from .agent_cli import Usage, preset_command, read_usage
 from .agent_guard import (
@@ -139,7 +140,7 @@ class AgentProposer:
                 f", and {spend['unknown_cost']} of unknown cost" if spend["unknown_cost"] else ""
             )
             return f"${spend['cost_usd']:.2f} spent{unknown} (max_cost_usd = {s.max_cost_usd:g})"
-        streak = _no_keep_streak(records)
+        streak = no_keep_streak(records)
         if streak >= s.pivot_after * (s.max_pivots + 1):
             return (
                 f"{streak} experiments in a row without a keep, after {s.max_pivots} requests "
@@ -148,7 +149,7 @@ class AgentProposer:
         return None
 
     def _pivot(self, records: list[ExperimentRecord]) -> str | None:
-        streak = _no_keep_streak(records)
+        streak = no_keep_streak(records)
         return PIVOT.format(streak=streak) if streak >= self.settings.pivot_after else None
 
     # -- one proposal ---------------------------------------------------------------------------
@@ -329,15 +330,6 @@ def _snapshot(context: ProposalContext, stop) -> ProposalContext:
 def _say(context: ProposalContext, line: str) -> None:
     if context.say is not None:
         context.say(line)
-
-
-def _no_keep_streak(records: list[ExperimentRecord]) -> int:
-    streak = 0
-    for record in reversed(records):
-        if record.status == "keep":
-            break
-        streak += 1
-    return streak
 
 
 def _log_dir(state_dir: Path, k: int) -> Path:
