@@ -206,7 +206,7 @@ def _proposers(df: pd.DataFrame) -> list[dict]:
     rows = []
     proposers = df["proposer"].where(df["proposer"].notna(), "queue")
     for name, group in df.groupby(proposers, sort=False):
-        agent = group[group["agent"].fillna(False).astype(bool)]
+        agent = group[group["agent"].eq(True)]
         costs = agent["agent_cost_usd"]
         row = {
             "name": name,
