@@ -148,6 +148,7 @@ def test_prompt_holds_objective_scope_kept_and_hand_back(target, tmp_path):
     assert "`time_ms` lower" in first
     assert "Baseline: 100 ms" in first and "Measured noise" in first
     assert "src/**" in first and "src/protected.txt" in first and "autoresearch.toml" in first
+    assert "bench.py" in first and "checks.py" in first  # the harness, named as protected
     assert "./checks.py" in first
     assert "AUTORESEARCH_HYPOTHESIS" in first and '"family"' not in first  # keys named in text
     assert "`family`" in first

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..config import ALWAYS_PROTECTED, Config
+from ..config import Config
 from ..errors import UserError
 from ..ideas import CLOSED_RULES
 from ..progress import format_value
@@ -114,7 +114,7 @@ def _data(
         "threshold": _pct(context.threshold_pct),
         "sentinels": [{"name": s.name, "budget": f"{s.budget_pct:g}%"} for s in config.sentinel],
         "include": config.scope.include,
-        "protect": [*config.scope.protect, *ALWAYS_PROTECTED],
+        "protect": config.protected_globs(),
         "checks": config.checks.command,
         "pivot": pivot,
         "kept": [_row(r) for r in records if r.status == "keep"],
