@@ -107,7 +107,7 @@ def _edit_config(path: Path) -> None:
     edits = {
         "go_bench = false": "go_bench = true",
         "min_runs = 6": "min_runs = 4",
-        "max_runs = 16": "max_runs = 8",
+        "max_runs = 16": "max_runs = 10",
         "looks = 3": "looks = 2",
         "target_effect_pct = 5.0": "target_effect_pct = 25.0",
         "confirm_runs = 15": "confirm_runs = 6",
@@ -166,8 +166,12 @@ def test_the_first_hour_on_a_go_module(tmp_path):
     done = run_cli("run", "--accept-noise", cwd=repo)
     assert done.returncode == 0, done.stderr
     journal = read_journal(repo / "experiments.jsonl")
-    (record,) = journal.experiments
+    # On a busy machine the first measurement can stay undecided: the second look then
+    # measures it again, once (the retry points to the first attempt).
+    *earlier, record = journal.experiments
     assert record.status == "keep", record.decision
+    assert [r.status for r in earlier] in ([], ["inconclusive"]), [r.status for r in earlier]
+    assert all(record.retry_of == r.id for r in earlier)
     (confirmation,) = journal.confirmations
     primary = confirmation.metrics["sum64_1kib_ns_op"]
     base, tip = primary["baseline_median"], primary["tip_median"]
