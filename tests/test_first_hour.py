@@ -37,12 +37,21 @@ const (
 	prime  = 1099511628211
 )
 
-// step is one byte of FNV-1a, kept out of line.
+// step is one byte of FNV-1a, kept out of line, with a leftover self-check that recomputes
+// a running product the result never uses: the known faster variant drops both. The win is
+// large on purpose, so that a busy machine's noise cannot hide it.
 //
 //go:noinline
 func step(h uint64, c byte) uint64 {
+	x := h
+	for i := 0; i < 24; i++ {
+		x = x*prime + uint64(i)
+	}
+	leftover = x
 	return (h ^ uint64(c)) * prime
 }
+
+var leftover uint64
 """
 
 FAST = SLOW.replace(
@@ -185,7 +194,7 @@ def test_the_first_hour_on_a_go_module(tmp_path):
     text = (tmp_path / "pr.md").read_text()
     title = text.splitlines()[0]
     assert f"{change:+.1f}%" in title, title
-    numbers = [float(x) for x in re.findall(r"([\d.]+) ns", title)]
+    numbers = [float(x.replace(",", "")) for x in re.findall(r"([\d.,]+) ns", title)]
     assert numbers == [pytest.approx(base, rel=0.005), pytest.approx(tip, rel=0.005)]
     for log in (confirmation.bench_logs[0], confirmation.bench_logs[confirmation.runs_per_arm]):
         row = next(x for x in Path(log).read_text().splitlines() if "BenchmarkSum64/1KiB" in x)
