@@ -111,6 +111,7 @@ def _hypothesis(
         source=record.source,
         proposer=record.proposer,
         proposal=record.proposal,
+        family=record.family,
     )
 
 

@@ -129,11 +129,16 @@ def test_a_stand_in_agent_replaying_the_queue_keeps_what_the_queue_keeps(tmp_pat
     }
     _repo, outcome, records = _short_night(tmp_path, [agent])
 
-    assert [r.proposer for r in records] == ["agent", "agent"]
-    skip_get, presort = records
-    assert skip_get.title.startswith("Skip the read-before-write Get"), skip_get.title
+    # Two proposals; on a busy machine an undecided one is measured again once (a retry).
+    assert all(r.proposer == "agent" for r in records)
+    assert all(r.retry_of for r in records[2:]), [r.status for r in records]
+    final = {r.title: r for r in records}  # each hypothesis by its last outcome
+    assert len(final) == 2
+    skip_get = next(r for t, r in final.items() if t.startswith("Skip the read-before-write Get"))
+    (presort,) = [r for r in final.values() if r is not skip_get]
     assert skip_get.status == "keep", skip_get.decision
     assert skip_get.decision["metrics"]["pebble_writepack_100k_ms"]["change_pct"] < -20
     assert presort.status in ("discard", "inconclusive"), presort.decision
     assert outcome.kept == 1
-    assert skip_get.agent["preset"] == "command" and skip_get.agent["usage"]["cost_usd"] is None
+    first = next(r for r in records if r.title == skip_get.title)  # the agent's own run
+    assert first.agent["preset"] == "command" and first.agent["usage"]["cost_usd"] is None
