@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -9,7 +12,7 @@ import git
 
 from .errors import WorkspaceError
 
-__all__ = ["GitResult", "Repo", "open_repo"]
+__all__ = ["GitResult", "Repo", "open_repo", "tree_patch"]
 
 # The loop commits as itself; the user's identity and hooks are not its business.
 COMMIT_ENV = {
@@ -135,3 +138,31 @@ def open_repo(path: Path, hooks: bool = False) -> Repo:
     if top is None:
         raise WorkspaceError(f"{path}: a bare repository has no working tree to experiment in")
     return Repo(Path(top), hooks)
+
+
+def tree_patch(
+    path: Path, base: str, leave_out: Callable[[str], bool], index: Path | None = None
+) -> bytes:
+    """The working tree at `path` against commit `base` as one binary-safe patch: tracked files,
+    untracked ones git does not ignore, and whatever was committed there since `base`; paths
+    `leave_out` names stay as they are at `base`. Staged through `index` when given (a scratch
+    index file, leaving the tree's own untouched), else through the tree's own index."""
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)} if index is not None else None
+
+    def git(*args: str) -> bytes:
+        done = subprocess.run(["git", *args], cwd=path, env=env, capture_output=True)
+        if done.returncode != 0:
+            why = done.stderr.decode(errors="replace").strip().splitlines()
+            raise WorkspaceError(
+                f"{path}: git {args[0]} failed reading the change: {why[-1] if why else ''}"
+            )
+        return done.stdout
+
+    if index is not None:
+        git("read-tree", base)
+    git("add", "--all", "--", ".")
+    names = git("diff", "--cached", "--name-only", "-z", base).decode(errors="surrogateescape")
+    left_out = [n for n in names.split("\0") if n and leave_out(n)]
+    if left_out:
+        git("reset", "--quiet", base, "--", *left_out)
+    return git("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", base)

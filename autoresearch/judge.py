@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -24,14 +23,17 @@ from typing import Any
 from .config import Config
 from .errors import UserError
 from .experiment import NEXT_ACTION
+from .gitrepo import tree_patch
 from .journal import Journal
 from .journal_index import index_path
 from .loop import account, calibrate_best, preflight_base, restore_calibration, run_experiment
+from .proc import running
 from .progress import Progress
 from .proposers import Hypothesis, parse_patch_file
 from .records import EXIT_CODES, ExperimentRecord
 from .retention import prune_session_logs
 from .session import RunOptions, open_session, session_paths
+from .state import fresh_name
 
 __all__ = [
     "history_rows",
@@ -44,33 +46,16 @@ __all__ = [
 
 
 def worktree_patch(path: Path, tip: str, exclude: list[Path] | None = None) -> bytes:
-    """The worktree's files (tracked, and untracked ones git does not ignore) against `tip`, as a
-    binary-safe patch, read through a scratch index: the worktree and its index are untouched.
-    `exclude`: files that are the loop's, not the change (the journal, ideas.md, the config)."""
+    """The worktree's files against `tip`, read through a scratch index: the worktree and its
+    own index are untouched. `exclude`: files that are the loop's, not the change (the
+    journal, its index, ideas.md, the config)."""
     root = path.resolve()
     skipped = set()
     for item in exclude or []:
         with contextlib.suppress(ValueError):
             skipped.add(item.resolve().relative_to(root).as_posix())
     with tempfile.TemporaryDirectory(prefix="autoresearch-try-") as scratch:
-        env = {**os.environ, "GIT_INDEX_FILE": str(Path(scratch) / "index")}
-
-        def git(*args: str) -> subprocess.CompletedProcess:
-            return subprocess.run(["git", *args], cwd=path, env=env, capture_output=True)
-
-        for args in (("read-tree", tip), ("add", "--all", "--", ".")):
-            done = git(*args)
-            if done.returncode != 0:
-                why = done.stderr.decode(errors="replace").strip()
-                raise UserError(f"{path}: cannot read the worktree's change: {why}")
-        names = git("diff", "--cached", "--name-only", "-z", tip).stdout.decode().split("\0")
-        ours = [n for n in names if n in skipped]
-        if ours:  # back to the best's version: not part of the change
-            git("reset", "--quiet", tip, "--", *ours)
-        done = git("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", tip)
-        if done.returncode != 0:
-            raise UserError(f"{path}: git diff failed: {done.stderr.decode(errors='replace')}")
-        return done.stdout
+        return tree_patch(path, tip, skipped.__contains__, index=Path(scratch) / "index")
 
 
 def try_change(
@@ -179,15 +164,17 @@ def history_rows(config: Config, last: int) -> list[dict[str, Any]]:
     return rows
 
 
-def start_detached(config: Config, try_args: list[str], cwd: Path) -> dict[str, Any]:
-    """Start `autoresearch try` in the background; its id, to read the outcome by."""
+def start_detached(
+    config: Config, try_args: list[str], cwd: Path, patch: bytes | None = None
+) -> dict[str, Any]:
+    """Start `autoresearch try` in the background; its id, to read the outcome by. `patch`,
+    when given, is kept beside the try's log and tried."""
     tries = session_paths(config).root / "tries"
     tries.mkdir(parents=True, exist_ok=True)
-    stem = f"try-{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}"
-    label, n = stem, 1
-    while (tries / f"{label}.log").exists():
-        n += 1
-        label = f"{stem}-{n}"
+    label = fresh_name(tries, "try", ".log")
+    if patch is not None:
+        (tries / f"{label}.patch").write_bytes(patch)
+        try_args = [*try_args, "--patch", str(tries / f"{label}.patch")]
     command = [
         sys.executable,
         "-m",
@@ -215,40 +202,22 @@ def start_detached(config: Config, try_args: list[str], cwd: Path) -> dict[str, 
 def read_result(config: Config, try_id: str, wait_s: float = 0.0) -> dict[str, Any]:
     """A detached try's outcome; `running` while it runs (waiting up to `wait_s` for it)."""
     if not try_id.startswith("try-") or "/" in try_id:
-        raise UserError(f"{try_id!r} is not a try id (they look like try-20260101T120000-123)")
+        raise UserError(f"{try_id!r} is not a try id (they look like try-20260101T120000)")
     tries = session_paths(config).root / "tries"
     if not (tries / f"{try_id}.log").exists():
         raise UserError(f"no try {try_id} in session '{config.session.name}' ({tries})")
+    pid = int((tries / f"{try_id}.pid").read_text() or 0)
     deadline = time.monotonic() + wait_s
     while True:
+        # Asked before reading: the outcome of a try that had ended is complete when read.
+        ended = not running(pid)
         text = (tries / f"{try_id}.json").read_text(encoding="utf-8", errors="replace")
         if text.strip():
-            try:
+            with contextlib.suppress(ValueError):  # still being written
                 return json.loads(text)
-            except ValueError:
-                pass  # still being written
-        if not _alive(int((tries / f"{try_id}.pid").read_text() or 0)):
-            text = (tries / f"{try_id}.json").read_text(encoding="utf-8", errors="replace")
-            if text.strip():
-                return json.loads(text)
+        if ended:
             tail = (tries / f"{try_id}.log").read_text(errors="replace").strip().splitlines()
             return {"id": try_id, "status": "error", "error": tail[-1] if tail else "it died"}
         if time.monotonic() >= deadline:
             return {"id": try_id, "status": "running", "log": str(tries / f"{try_id}.log")}
         time.sleep(0.2)
-
-
-def _alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError), open(f"/proc/{pid}/stat") as handle:
-        if handle.read().split()[2] == "Z":
-            os.waitpid(pid, os.WNOHANG)  # a child of ours (the MCP server): reap it
-            return False
-    return True

@@ -9,7 +9,6 @@ their annotations. Needs the `mcp` SDK (`pip install 'autoresearch[mcp]'`).
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -84,11 +83,7 @@ def build_server(config: Config):
         if patch and worktree:
             raise UserError("give patch or worktree, not both")
         args = ["--quiet", "--title", title]
-        if patch:
-            tries = Path(tempfile.mkdtemp(prefix="autoresearch-mcp-"))
-            (tries / "change.patch").write_text(patch, encoding="utf-8")
-            args += ["--patch", str(tries / "change.patch")]
-        else:
+        if not patch:
             args += ["--worktree", str(Path(worktree or config.repo_path).resolve())]
         for flag, value in (
             ("--hypothesis", hypothesis),
@@ -98,7 +93,9 @@ def build_server(config: Config):
         ):
             if value:
                 args += [flag, value]
-        return start_detached(config, args, config.base_dir)
+        return start_detached(
+            config, args, config.base_dir, patch.encode("utf-8") if patch else None
+        )
 
     @server.tool(annotations=reads)
     def try_result(id: str, wait_s: float = 0.0) -> dict[str, Any]:

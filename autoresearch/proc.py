@@ -31,6 +31,7 @@ __all__ = [
     "process_token",
     "read_log",
     "run",
+    "running",
     "tail_text",
 ]
 
@@ -248,6 +249,16 @@ def kill_processes(
         time.sleep(POLL_S / 5)
     _reap(killed)
     return len(killed)
+
+
+def running(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie is not; one of ours is reaped on the way)."""
+    stat = _stat(pid) if pid > 0 else None
+    if stat is not None and stat[0] == "Z":
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        return False
+    return stat is not None
 
 
 def _spared(pid: int, pgrp: int, sid: int, spared: dict[int, str | None], token) -> bool:

@@ -24,7 +24,7 @@ from .proposers import Proposer, make_proposer
 from .records import ExperimentRecord, SessionRecord
 from .recovery import KeptCommit, kept_commits, next_experiment_number, reconcile_branch, recover
 from .signals import stop_on_signals
-from .state import SessionLock, SessionPaths, write_json_atomic
+from .state import SessionLock, SessionPaths, fresh_name, write_json_atomic
 from .workspace import BaselineTree, Workspace, open_workspace
 
 # An experiment cut short (a crash of the loop, a signal, a failing baseline) decided nothing
@@ -215,14 +215,8 @@ class StopRequested(Exception):
 
 
 def log_label(run: Session, kind: str) -> str:
-    """A fresh log directory name for a calibration or confirmation: never one used before,
-    even for two in the same second."""
-    stem = f"{kind}-{time.strftime('%Y%m%dT%H%M%S')}"
-    label, n = stem, 1
-    while (run.paths.logs / label).exists():
-        n += 1
-        label = f"{stem}-{n}"
-    return label
+    """A fresh log directory name for a calibration or confirmation."""
+    return fresh_name(run.paths.logs, kind)
 
 
 def harness_env(run: Session, experiment: str) -> dict[str, str]:

@@ -11,6 +11,7 @@ import fcntl
 import json
 import os
 import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,8 @@ MIN_FREE_BYTES = 64 * 1024
 __all__ = [
     "SessionLock",
     "SessionPaths",
+    "fresh_dir",
+    "fresh_name",
     "read_inflight",
     "read_json",
     "require_space",
@@ -122,6 +125,24 @@ class SessionLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+def fresh_name(directory: Path, stem: str, suffix: str = "") -> str:
+    """`<stem>-<time>` (then `-2`, `-3`...) naming nothing in `directory` yet: a log directory,
+    an agent's logs or a detached try, never one used before, even twice in one second."""
+    base = f"{stem}-{time.strftime('%Y%m%dT%H%M%S')}"
+    name, n = base, 1
+    while (directory / f"{name}{suffix}").exists():
+        n += 1
+        name = f"{base}-{n}"
+    return name
+
+
+def fresh_dir(directory: Path, stem: str) -> Path:
+    """A new directory named by fresh_name."""
+    path = directory / fresh_name(directory, stem)
+    path.mkdir(parents=True)
+    return path
 
 
 def require_space(path: Path, what: str) -> None:

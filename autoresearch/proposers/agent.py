@@ -24,25 +24,18 @@ idea; after `max_pivots` such requests the proposer stops and says why.
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 
 from ..config import Config
-from ..gitrepo import open_repo
+from ..gitrepo import Repo, open_repo, tree_patch
+from ..globs import matches_any
 from ..proc import RunResult, read_log, run
 from ..records import ExperimentRecord
 from ..session import no_keep_streak
-from ..state import SessionPaths
+from ..state import SessionPaths, fresh_dir
 from .agent_cli import Usage, preset_command, read_usage
-from .agent_guard import (
-    Proposal,
-    applies_at,
-    collect_diff,
-    fresh_scratch,
-    guard,
-    read_hypothesis_file,
-)
+from .agent_guard import Proposal, applies_at, fresh_scratch, guard, read_hypothesis_file
 from .agent_prompt import render_prompt
 from .agent_settings import AgentSettings, agent_settings
 from .base import Hypothesis, ProposalContext, ProposerError
@@ -61,15 +54,10 @@ def agent_spend(records: list[ExperimentRecord], proposer: str = "agent") -> dic
     """What a session's agent proposals cost: dollars where reported, how many unknown."""
     runs = [r for r in records if r.proposer == proposer and r.agent]
     known = [(r.agent.get("usage") or {}).get("cost_usd") for r in runs]
-    tokens = [(r.agent.get("usage") or {}) for r in runs]
     return {
         "proposals": len(runs),
         "cost_usd": round(sum(c for c in known if c is not None), 6),
         "unknown_cost": sum(1 for c in known if c is None),
-        "input_tokens": sum(t.get("input_tokens") or 0 for t in tokens),
-        "output_tokens": sum(t.get("output_tokens") or 0 for t in tokens),
-        "refused": sum(1 for r in runs if r.status == "refused"),
-        "failed": sum(1 for r in runs if r.status == "agent_failed"),
     }
 
 
@@ -91,6 +79,7 @@ class AgentProposer:
         self.config = config
         self._said_stop: str | None = None
         self._ahead: _Ahead | None = None
+        self._source: Repo | None = None
 
     # -- the proposer interface -----------------------------------------------------------------
 
@@ -154,14 +143,23 @@ class AgentProposer:
 
     # -- one proposal ---------------------------------------------------------------------------
 
+    def _scratch(self, context: ProposalContext) -> Repo:
+        """The scratch worktree, fresh at the current best."""
+        assert context.state_dir is not None
+        if self._source is None:
+            self._source = open_repo(self.config.repo_path, self.config.target.git_hooks)
+        path = SessionPaths(context.state_dir).agent_scratch
+        return fresh_scratch(self._source, path, context.tip)
+
     def _propose(
         self, context: ProposalContext, k: int, measuring: Hypothesis | None = None
     ) -> Proposal:
         """Run the agent once at the current best; what it left behind, unjudged."""
         s = self.settings
         assert context.state_dir is not None
-        source = open_repo(self.config.repo_path, self.config.target.git_hooks)
-        scratch = fresh_scratch(source, SessionPaths(context.state_dir).agent_scratch, context.tip)
+        scratch = self._scratch(context)
+        source = self._source
+        assert source is not None
         handoff = scratch.path / HANDOFF
         handoff.mkdir(exist_ok=True)
         prompt_path, hypothesis_path = handoff / "prompt.md", handoff / "hypothesis.json"
@@ -178,7 +176,7 @@ class AgentProposer:
             measuring=measuring,
         )
         prompt_path.write_text(prompt, encoding="utf-8")
-        log_dir = _log_dir(context.state_dir, k)
+        log_dir = fresh_dir(SessionPaths(context.state_dir).logs, f"agent-{k:04d}")
         (log_dir / "prompt.md").write_text(prompt, encoding="utf-8")
         branch_before = source.resolve(f"refs/heads/{context.branch}") if context.branch else None
         command = preset_command(
@@ -215,7 +213,9 @@ class AgentProposer:
         usage = read_usage(s.output, read_log(result.log_path), hypothesis_data)
         cost = f"${usage.cost_usd:.2f}" if usage.cost_usd is not None else "cost unknown"
         _say(context, f"agent #{k}: {result.describe()} after {result.duration_s:.0f} s, {cost}")
-        patch = collect_diff(scratch, context.tip, [HANDOFF], s.ignore)
+        # The hand-off files count even when an agent committed them: never part of the patch.
+        leave_out = [HANDOFF, f"{HANDOFF}/**", *s.ignore]
+        patch = tree_patch(scratch.path, context.tip, lambda p: bool(matches_any(p, leave_out)))
         (log_dir / "proposal.patch").write_bytes(patch)
         if hypothesis_path.exists():
             (log_dir / "hypothesis.json").write_bytes(hypothesis_path.read_bytes())
@@ -260,12 +260,7 @@ class AgentProposer:
         agent = {**proposal.agent, "prepared_ahead": prepared_ahead}
         if proposal.tip != context.tip and proposal.patch.strip():
             # Made ahead while the best moved: usable only if it still applies as it is.
-            assert context.state_dir is not None
-            source = open_repo(self.config.repo_path, self.config.target.git_hooks)
-            scratch = fresh_scratch(
-                source, SessionPaths(context.state_dir).agent_scratch, context.tip
-            )
-            why = applies_at(scratch, context.tip, proposal.patch)
+            why = applies_at(self._scratch(context), proposal.patch)
             if why is not None:
                 stale = (
                     f"prepared ahead at {proposal.tip[:10]}, and the best moved to "
@@ -330,13 +325,3 @@ def _snapshot(context: ProposalContext, stop) -> ProposalContext:
 def _say(context: ProposalContext, line: str) -> None:
     if context.say is not None:
         context.say(line)
-
-
-def _log_dir(state_dir: Path, k: int) -> Path:
-    stem = f"agent-{k:04d}-{time.strftime('%Y%m%dT%H%M%S')}"
-    path, n = state_dir / "logs" / stem, 1
-    while path.exists():
-        n += 1
-        path = state_dir / "logs" / f"{stem}-{n}"
-    path.mkdir(parents=True)
-    return path

@@ -1,11 +1,12 @@
 """What an agent left behind, and the checks it must pass before any bench time is spent.
 
 The scratch worktree is a detached checkout of the current best, reset for every proposal. The
-patch is its binary-safe diff against the best (new files included, the hand-off directory and
-the CLI's own droppings left out). A proposal is refused, with its reason, when the diff is
-empty, leaves the scope or touches a protected path, is over the size limit, comes without a
-well-formed hypothesis file, repeats a patch already tried, or retries a closed axis (its title
-and family match an experiment rejected for a reason more runs will not change).
+patch is its binary-safe diff against the best (gitrepo.tree_patch: new files and the agent's
+commits included, the hand-off directory and the CLI's own droppings left out). A proposal is
+refused, with its reason, when the diff is empty, leaves the scope or touches a protected path,
+is over the size limit, comes without a well-formed hypothesis file, repeats a patch already
+tried, or retries a closed axis (its title and family match an experiment rejected for a
+reason more runs will not change).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from typing import Any
 
 from ..config import Config
 from ..gitrepo import Repo
-from ..globs import matches_any
 from ..patchcheck import check_paths, patch_paths
 from ..proc import RunResult
 from ..workspace import BaselineTree
@@ -33,7 +33,6 @@ __all__ = [
     "REQUIRED",
     "Proposal",
     "applies_at",
-    "collect_diff",
     "fresh_scratch",
     "guard",
     "read_hypothesis_file",
@@ -61,37 +60,18 @@ class Proposal:
 
 
 def fresh_scratch(source: Repo, path: Path, tip: str) -> Repo:
-    """The scratch worktree at `tip`, with nothing left of the last proposal."""
-    BaselineTree(source, path).ensure(tip)
-    tree = Repo(path, source.hooks)
-    tree.must("checkout", "--quiet", "--force", "--detach", tip)
-    tree.must("reset", "--hard", "--quiet", tip)
-    tree.must("clean", "-ffdxq")
-    return tree
+    """The scratch worktree at `tip`, with nothing left of the last proposal (ignored files
+    included: a build the agent ran is not part of the next one's start)."""
+    tree = BaselineTree(source, path)
+    moved = tree.ensure(tip)  # checks out, and cleans, whenever anything differs from `tip`
+    scratch = Repo(tree.path, source.hooks)
+    if not moved:
+        scratch.must("clean", "-ffdxq")
+    return scratch
 
 
-def collect_diff(tree: Repo, tip: str, handoff: list[str], ignore: list[str]) -> bytes:
-    """Everything the agent changed against `tip`, committed or not, as one binary-safe patch."""
-    excluded = [f":(exclude){h}" for h in handoff]
-    tree.must("add", "--all", "--", ".", *excluded)
-    names = tree.must("diff", "--cached", "--name-only", "-z", tip).split("\0")
-    # The hand-off files count even when an agent committed them: never part of the patch.
-    handoff_globs = [g for h in handoff for g in (h, f"{h}/**")]
-    dropped = [n for n in names if n and matches_any(n, [*handoff_globs, *ignore])]
-    if dropped:
-        tree.must("reset", "--quiet", tip, "--", *dropped)
-    done = subprocess.run(
-        ["git", "diff", "--cached", "--binary", "--no-color", "--no-ext-diff", tip],
-        cwd=tree.path,
-        capture_output=True,
-        check=False,
-    )
-    return done.stdout if done.returncode == 0 else b""
-
-
-def applies_at(tree: Repo, tip: str, patch: bytes) -> str | None:
-    """Why `patch` does not apply at `tip` (checked in the scratch tree), or None when it does."""
-    fresh_scratch(tree, tree.path, tip)
+def applies_at(tree: Repo, patch: bytes) -> str | None:
+    """Why `patch` does not apply to `tree` as it is, or None when it does."""
     done = subprocess.run(
         ["git", "apply", "--check", "-"], cwd=tree.path, input=patch, capture_output=True
     )
@@ -145,31 +125,31 @@ def guard(
         "source": f"agent:{settings.preset}",
     }
 
-    def refused(kind: str, why: str, status: str = "refused") -> Hypothesis:
+    def unbenched(kind: str, why: str, status: str = "refused") -> Hypothesis:
         return Hypothesis(
             **made, problem=why, problem_status=status, agent={**agent, "refusal": kind}
         )
 
     result = proposal.result
     if result.interrupted:
-        return refused(
+        return unbenched(
             "interrupted", "the agent was stopped: the night was asked to stop", "agent_failed"
         )
     if result.timed_out:
-        return refused("timeout", f"the agent {result.describe()}", "agent_failed")
+        return unbenched("timeout", f"the agent {result.describe()}", "agent_failed")
     if result.exit_code != 0:
         last = _last_line(result.tail)
         why = f"the agent failed ({result.describe()})" + (f": {last}" if last else "")
-        return refused("crash", why, "agent_failed")
+        return unbenched("crash", why, "agent_failed")
     if proposal.usage.error:
-        return refused(
+        return unbenched(
             "error", f"the agent reported an error: {proposal.usage.error}", "agent_failed"
         )
     if proposal.branch_moved:
         why = "the agent moved the session branch (put back): it may only edit files"
-        return refused("branch", why)
+        return unbenched("branch", why)
     if not proposal.patch.strip():
-        return refused("empty", "the agent changed no file")
+        return unbenched("empty", "the agent changed no file")
     patch_text = proposal.patch.decode("utf-8", errors="surrogateescape")
     problem = check_paths(
         patch_text,
@@ -180,29 +160,29 @@ def guard(
         allow_binary=config.scope.allow_binary,
     )
     if problem is not None:
-        return refused("scope", problem.message)
+        return unbenched("scope", problem.message)
     if len(proposal.patch) > settings.max_patch_kib * 1024:
         size = len(proposal.patch) / 1024
         why = f"the diff is {size:.0f} KiB (max_patch_kib = {settings.max_patch_kib})"
-        return refused("size", why)
+        return unbenched("size", why)
     if proposal.stale:
-        return refused("stale", proposal.stale)
+        return unbenched("stale", proposal.stale)
     if proposal.hypothesis_problem:
-        return refused("hypothesis_file", proposal.hypothesis_problem)
+        return unbenched("hypothesis_file", proposal.hypothesis_problem)
     sha = patch_sha256(proposal.patch)
     earlier = next((r for r in context.records if r.patch_sha256 == sha), None)
     if earlier is not None or sha in context.tried:
         what = (
             f"#{earlier.n} {earlier.title!r} ({earlier.status})" if earlier else "an earlier patch"
         )
-        return refused("duplicate", f"the diff is identical to {what}")
+        return unbenched("duplicate", f"the diff is identical to {what}")
     for record in closed_axes(context.records):
         if same_idea(made["title"], made["family"], record.title, record.family):
             why = (
                 f"the same idea as #{record.n} {record.title!r} [{record.family}], a closed axis "
                 f"({record.status}): propose something structurally different"
             )
-            return refused("closed_axis", why)
+            return unbenched("closed_axis", why)
     return Hypothesis(**made, agent=agent)
 
 

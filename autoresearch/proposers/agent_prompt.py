@@ -19,6 +19,7 @@ from ..ideas import CLOSED_RULES
 from ..progress import format_value
 from ..records import ExperimentRecord
 from ..report.render import render_template
+from ..report.summary import STATUS_FIRST
 from ..stats import change_pct
 from .base import Hypothesis, ProposalContext
 
@@ -76,9 +77,7 @@ def closed_axes(records: list[ExperimentRecord]) -> list[ExperimentRecord]:
 
 def _reason(record: ExperimentRecord) -> str:
     rule = (record.decision or {}).get("rule")
-    if record.status in ("discard", "inconclusive") and rule:
-        return str(rule)
-    return record.status
+    return record.status if record.status in STATUS_FIRST or not rule else str(rule)
 
 
 def _render(template: Path | None, data: dict) -> str:

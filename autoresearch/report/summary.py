@@ -30,19 +30,9 @@ MANIFEST_GLOBS = (
     "**/pyproject.toml",
     "**/requirements*.txt",
 )
+# Every status but the decision's own: the status says why, not the bench verdict before it.
+STATUS_FIRST = tuple(s for s in STATUSES if s not in ("keep", "discard", "inconclusive"))
 # Why experiments were not kept, in the words of a reviewer, by the rule (or status) that fired.
-STATUS_FIRST = (
-    "checks_failed",
-    "crash",
-    "timeout",
-    "apply_failed",
-    "scope_violation",
-    "tampered",
-    "interrupted",
-    "baseline_failed",
-    "refused",
-    "agent_failed",
-)
 REASONS = {
     "significant_loss": "Slower",
     "worse_beyond_noise": "Slower",
