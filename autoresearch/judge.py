@@ -172,9 +172,9 @@ def start_detached(
     tries = session_paths(config).root / "tries"
     tries.mkdir(parents=True, exist_ok=True)
     label = fresh_name(tries, "try", ".log")
-    if patch is not None:
-        (tries / f"{label}.patch").write_bytes(patch)
-        try_args = [*try_args, "--patch", str(tries / f"{label}.patch")]
+    if patch is not None:  # not <label>.patch: its sidecar would be the outcome, <label>.json
+        (tries / f"{label}-change.patch").write_bytes(patch)
+        try_args = [*try_args, "--patch", str(tries / f"{label}-change.patch")]
     command = [
         sys.executable,
         "-m",

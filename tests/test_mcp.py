@@ -63,7 +63,8 @@ def test_a_small_session_driven_over_mcp(target):
 
     before, done, loss, history, ideas, report = asyncio.run(session())
     assert before["experiments"] == 0
-    assert done["status"] == "keep" and round(done["change_pct"], 6) == -20.0
+    assert done["status"] == "keep", done
+    assert round(done["change_pct"], 6) == -20.0
     assert loss["status"] == "discard" and loss["rule"]
     assert [h["status"] for h in history] == ["keep", "discard"]
     assert history[1]["family"] == "waste"
