@@ -277,16 +277,32 @@ def cmd_clean(args: argparse.Namespace) -> int:
 
 
 def cmd_init(args: argparse.Namespace) -> int:
-    """Scaffold a session in a repository: config, bench and checks scripts, ideas file."""
+    """Scaffold a session in a repository: config, bench and checks scripts, ideas file; or,
+    with --from-pi, turn a pi-autoresearch session into one whose journal holds its runs."""
     from .scaffold import scaffold
 
     directory = Path(args.directory).resolve()
+    if args.from_pi is not None:
+        from .pi_import import import_pi
+
+        lines = import_pi(
+            directory,
+            log=Path(args.from_pi) if args.from_pi else None,
+            session=args.session,
+            metric=args.metric,
+            direction=args.direction,
+            unit=args.unit,
+            scope=args.scope,
+            force=args.force,
+        )
+        print("\n".join(lines))
+        return 0
     written = scaffold(
         directory,
         session=args.session,
-        metric=args.metric,
-        direction=args.direction,
-        unit=args.unit,
+        metric=args.metric or "bench_ms",
+        direction=args.direction or "lower",
+        unit=args.unit if args.unit is not None else "ms",
         scope=args.scope or ["src/**"],
         force=args.force,
     )
@@ -594,13 +610,26 @@ def build_parser() -> argparse.ArgumentParser:
     init = sub.add_parser("init", help=_doc(cmd_init), description=_doc(cmd_init))
     init.add_argument("directory", nargs="?", default=".", help="the repository (default: .)")
     init.add_argument("--session", default="main", help="session name (default: main)")
-    init.add_argument("--metric", default="bench_ms", help="primary metric name")
-    init.add_argument("--direction", default="lower", choices=["lower", "higher"])
-    init.add_argument("--unit", default="ms", help="primary metric unit (default: ms)")
+    init.add_argument(
+        "--metric", help="primary metric name (default: bench_ms, or the pi session's)"
+    )
+    init.add_argument(
+        "--direction", choices=["lower", "higher"], help="default: lower, or the pi session's"
+    )
+    init.add_argument("--unit", help="primary metric unit (default: ms, or the pi session's)")
     init.add_argument(
         "--scope", action="append", metavar="GLOB", help="what patches may touch (repeatable)"
     )
     init.add_argument("--force", action="store_true", help="overwrite existing files")
+    init.add_argument(
+        "--from-pi",
+        nargs="?",
+        const="",
+        metavar="LOG",
+        help="import a pi-autoresearch session: its bench and checks scripts, ideas and log "
+        "(autoresearch.jsonl or .auto/log.jsonl, found in DIRECTORY unless LOG names it) "
+        "become this session's, its runs the journal's history",
+    )
 
     report = sub.add_parser("report", help=_doc(cmd_report), description=_doc(cmd_report))
     _add_review(report)

@@ -20,6 +20,7 @@ from .records import (
     CalibrationRecord,
     ConfirmationRecord,
     ExperimentRecord,
+    ImportRecord,
     SessionRecord,
     _Record,
     json_safe,
@@ -42,6 +43,7 @@ class JournalContents:
     calibrations: list[CalibrationRecord] = field(default_factory=list)
     experiments: list[ExperimentRecord] = field(default_factory=list)
     confirmations: list[ConfirmationRecord] = field(default_factory=list)
+    imports: list[ImportRecord] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     def for_session(self, name: str) -> JournalContents:
@@ -50,6 +52,7 @@ class JournalContents:
             calibrations=[r for r in self.calibrations if r.session == name],
             experiments=[r for r in self.experiments if r.session == name],
             confirmations=[r for r in self.confirmations if r.session == name],
+            imports=[r for r in self.imports if r.session == name],
             warnings=list(self.warnings),
         )
 
@@ -109,6 +112,7 @@ def _read_journal(path: Path) -> JournalContents:
         "calibration": contents.calibrations,
         "experiment": contents.experiments,
         "confirmation": contents.confirmations,
+        "import": contents.imports,
     }
     items, consumed, lineno = parse_lines(path, data, 0, 1)
     seen: dict[tuple, int] = {}

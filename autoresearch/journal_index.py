@@ -33,7 +33,8 @@ __all__ = [
     "update_index",
 ]
 
-INDEX_VERSION = 3  # 2: rows carry retry_of, proposal, parent; 3: proposer, family, agent cost
+INDEX_VERSION = 4  # 2: rows carry retry_of, proposal, parent; 3: proposer, family, agent cost;
+# 4: import records
 HEAD_BYTES = 4096
 
 
@@ -45,6 +46,7 @@ class IndexedJournal:
     calibrations: list[dict[str, Any]] = field(default_factory=list)
     confirmations: list[dict[str, Any]] = field(default_factory=list)
     experiments: list[dict[str, Any]] = field(default_factory=list)
+    imports: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     def for_session(self, name: str) -> IndexedJournal:
@@ -56,6 +58,7 @@ class IndexedJournal:
             calibrations=mine(self.calibrations),
             confirmations=mine(self.confirmations),
             experiments=mine(self.experiments),
+            imports=mine(self.imports),
             warnings=list(self.warnings),
         )
 
@@ -77,6 +80,7 @@ def refresh_index(journal: Path) -> IndexedJournal:
         "calibration": contents.calibrations,
         "confirmation": contents.confirmations,
         "experiment": contents.experiments,
+        "import": contents.imports,
     }
     seen: dict[tuple, int] = {}
     for entry in entries:

@@ -21,6 +21,7 @@ __all__ = [
     "CalibrationRecord",
     "ConfirmationRecord",
     "ExperimentRecord",
+    "ImportRecord",
     "SessionRecord",
     "json_safe",
     "record_from_dict",
@@ -270,9 +271,31 @@ class ConfirmationRecord(_Record):
         return [(f"metrics.{k}", v, dict) for k, v in self.metrics.items()]
 
 
+@dataclass(frozen=True)
+class ImportRecord(_Record):
+    """Another tool's session brought in as history (`init --from-pi`): its log's objects as
+    they were, so the review reads them with the same code that reads the log itself. Its
+    figures were measured elsewhere and earlier: history, never this session's baseline."""
+
+    kind: ClassVar[str] = "import"
+    session: str
+    at: str
+    format: str  # "pi-autoresearch"
+    source: str  # the log's path, relative to the config
+    source_sha256: str  # of the log's bytes: the same log is not imported twice
+    lines: list[dict]  # the log's JSON objects, in order
+    warnings: list[str] = field(default_factory=list)  # lines of the log that were skipped
+
+
 _KINDS = {
     cls.kind: cls
-    for cls in (SessionRecord, CalibrationRecord, ExperimentRecord, ConfirmationRecord)
+    for cls in (
+        SessionRecord,
+        CalibrationRecord,
+        ExperimentRecord,
+        ConfirmationRecord,
+        ImportRecord,
+    )
 }
 # Older schema versions are lifted one named step at a time: {from_version: step}.
 _UPGRADES: dict[int, Any] = {}

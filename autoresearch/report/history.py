@@ -93,6 +93,8 @@ class History:
     baseline_log: str | None = None
     final_log: str | None = None
     warnings: list[str] = field(default_factory=list)
+    # Sessions of another tool imported as history before this one (`init --from-pi`).
+    imported: list[History] = field(default_factory=list)
 
     @property
     def lower_is_better(self) -> bool:
@@ -128,6 +130,12 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
     index = refresh_index(path)
     names = list(dict.fromkeys(s["session"] for s in index.sessions))
     if not names:
+        imports = [i for i in index.imports if session in (None, i["session"])]
+        if imports:  # imported, nothing run yet: the imported session is the whole story
+            history = _imported(imports[-1])
+            history.source += f", imported into {path.name}"
+            history.warnings = [*index.warnings, *history.warnings]
+            return history
         raise JournalError(f"{path}: no session line; nothing to report")
     if session is None:
         session = names[-1]
@@ -198,20 +206,24 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
         baseline_log=head["baseline_log"],
         final_log=head["best_log"],
         warnings=index.warnings,
+        imported=[_imported(i) for i in index.imports],
     )
+
+
+def _imported(record: dict[str, Any]) -> History:
+    return pi_history(record["lines"], record["source"], list(record.get("warnings") or []))
 
 
 # -- pi-autoresearch logs ----------------------------------------------------------------------
 
 
-def _from_pi(path: Path) -> History:
-    """A config line, then run lines: run, commit, metric, metrics, status, description, asi."""
-    config: dict[str, Any] = {}
-    runs: list[dict[str, Any]] = []
+def read_pi_log(path: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """A pi-autoresearch log's JSON objects in order, and why any line was skipped. A line
+    repeated whole (a log concatenated with itself) counts once; hook entries are not runs."""
+    objects: list[dict[str, Any]] = []
     warnings: list[str] = []
-    lines = path.read_bytes().split(b"\n")
     seen: dict[bytes, int] = {}
-    for lineno, raw in enumerate(lines, start=1):
+    for lineno, raw in enumerate(path.read_bytes().split(b"\n"), start=1):
         if not raw.strip():
             continue
         if seen.setdefault(raw.strip(), lineno) != lineno:
@@ -224,15 +236,30 @@ def _from_pi(path: Path) -> History:
             continue
         if not isinstance(data, dict):
             warnings.append(f"{path}:{lineno}: not a JSON object, skipped")
-            continue
-        if data.get("type") == "config":
-            config = data
-        elif "run" in data:
-            runs.append(data)
-        else:
+        elif data.get("type") == "config" or "run" in data:
+            objects.append(data)
+        elif data.get("type") != "hook":
             warnings.append(f"{path}:{lineno}: neither a config nor a run line, skipped")
+    return objects, warnings
+
+
+def pi_config(objects: list[dict[str, Any]]) -> dict[str, Any]:
+    """The session's config: its last config line (a new segment may change the metric)."""
+    configs = [o for o in objects if o.get("type") == "config"]
+    return configs[-1] if configs else {}
+
+
+def _from_pi(path: Path) -> History:
+    objects, warnings = read_pi_log(path)
+    return pi_history(objects, str(path), warnings)
+
+
+def pi_history(objects: list[dict[str, Any]], source: str, warnings: list[str]) -> History:
+    """A config line, then run lines: run, commit, metric, metrics, status, description, asi."""
+    config = pi_config(objects)
+    runs = [o for o in objects if "run" in o and o.get("type") != "config"]
     if not runs:
-        raise JournalError(f"{path}: no run lines; nothing to report")
+        raise JournalError(f"{source}: no run lines; nothing to report")
     metric = config.get("metricName") or "metric"
     direction = config.get("bestDirection", "lower")
     frame = _typed(pd.DataFrame([_pi_row(r, metric) for r in runs], columns=COLUMNS))
@@ -254,9 +281,9 @@ def _from_pi(path: Path) -> History:
         )
     last = kept.iloc[-1] if len(kept) else base
     return History(
-        source=str(path),
+        source=source,
         format="pi-autoresearch",
-        name=config.get("name") or path.stem,
+        name=config.get("name") or Path(source).stem,
         metric=metric,
         unit=config.get("metricUnit", ""),
         direction=direction,

@@ -215,5 +215,18 @@ def render_text(summary: dict) -> str:
     out += ["", runs]
     if s.get("proposers"):
         out.append("hypotheses from: " + "; ".join(p["line"] for p in s["proposers"]))
+    for i in s.get("imported", []):
+        counts = ", ".join(f"{k} {v}" for k, v in i["by_status"].items())
+        out += [
+            "",
+            f"before this session: {i['name']} ({i['format']}, imported from {i['source']})",
+            f"  {i['experiments']} runs ({counts}); {i['metric']} "
+            f"{_num(i['baseline']['value'], i['unit'])} -> {_num(i['final']['value'], i['unit'])}"
+            f" ({_pct(i['cumulative_change_pct'])}) as it measured it, one run per change",
+        ]
+        out += [
+            _shorten(f"  run {w['n']:<4} {_pct(w['change_pct']):>8}  kept: {w['title']}")
+            for w in i["wins"]
+        ]
     out += [f"warning: {w}" for w in s["warnings"]]
     return "\n".join(out) + "\n"

@@ -103,6 +103,7 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         "refused": _refused(df),
         "sweeps": sweep_summaries(every),
         "joint": joint_summaries(every),
+        "imported": [summarize(h) for h in history.imported],
     }
     # The title's change is the one its two numbers show: both come from one measurement
     # (the confirmation of the tip when there is one; see headline.py).
