@@ -9,6 +9,7 @@ import dataclasses
 import math
 import re
 import shlex
+import shutil
 import tomllib
 import types
 import typing
@@ -40,6 +41,7 @@ __all__ = [
 CONFIG_NAMES = ("autoresearch.toml", "pyproject.toml")
 DIRECTIONS = ("lower", "higher")
 CHECKS_WHEN = ("keep", "always", "never")
+AGGREGATES = ("best", "median")
 _SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # Never patchable, whatever the user's protect list says: the harness that judges the patch.
 ALWAYS_PROTECTED = ("autoresearch.toml", "**/go.mod", "**/go.sum", ".git", ".gitmodules")
@@ -76,6 +78,14 @@ class BenchConfig:
     calibration_runs: int = 6
     go_bench: bool = False
     env: dict[str, str] = field(default_factory=dict)
+    # Quieter runs: pin the bench to these CPUs (taskset -c), run each arm this many times
+    # before its measured runs and drop them, and make one sample of `repeat` runs in a row,
+    # each metric aggregated by `aggregate` (best: the least disturbed run, the minimum of a
+    # lower-is-better metric; median).
+    cpus: str = ""
+    warmup_runs: int = 0
+    repeat: int = 1
+    aggregate: str = "best"
 
 
 @dataclass(frozen=True)
@@ -120,25 +130,28 @@ class BudgetConfig:
 
 @dataclass(frozen=True)
 class DecisionConfig:
-    min_effect_pct: float = 1.0
-    noise_multiplier: float = 1.5
+    min_effect_pct: float = 2.0  # the floor: the smallest change worth claiming
+    noise_multiplier: float = 0.0  # > 0 raises the floor to this many times the noise
     alpha: float = 0.01
-    min_runs: int = 6
-    max_runs: int = 16
-    looks: int = 3
+    min_runs: int = 3  # runs per arm (pairs) at the first look
+    max_runs: int = 28  # the most runs per arm a decision may take
+    looks: int = 7  # looks from min_runs to the cap, spaced geometrically
     target_effect_pct: float = 5.0
     sentinel_confidence: float = 0.95
     agree_with: list[str] = field(default_factory=list)
     confirm: bool = True
     confirm_runs: int = 15
+    paired: bool = True  # judge the within-pair ratios; false: the two arms as two samples
+    budget_s: float = 0.0  # bench time one decision may take; 0: no limit but max_runs
 
-    def schedule(self) -> list[int]:
-        """Runs per arm at each look: evenly spaced from min_runs to max_runs."""
-        if self.looks == 1:
-            return [self.max_runs]
-        span = self.max_runs - self.min_runs
-        points = [round(self.min_runs + span * k / (self.looks - 1)) for k in range(self.looks)]
-        return sorted(set(points))
+    def schedule(self, cap: int | None = None) -> list[int]:
+        """Runs per arm at each look: from min_runs to `cap` (max_runs by default), each look
+        about the same factor further than the one before."""
+        cap = max(cap or self.max_runs, self.min_runs)
+        if self.looks == 1 or cap == self.min_runs:
+            return [cap]
+        ratio = (cap / self.min_runs) ** (1 / (self.looks - 1))
+        return sorted({round(self.min_runs * ratio**k) for k in range(self.looks - 1)} | {cap})
 
 
 @dataclass(frozen=True)
@@ -398,6 +411,12 @@ def _check_semantics(config: Config) -> None:
     for i, sentinel in enumerate(config.sentinel):
         if sentinel.budget_pct < 0:
             raise ConfigError(f"{path}: 'sentinel[{i}].budget_pct' must be >= 0")
+    if config.bench.aggregate not in AGGREGATES:
+        raise ConfigError(f"{path}: 'bench.aggregate' must be one of {', '.join(AGGREGATES)}")
+    if config.bench.warmup_runs < 0 or config.bench.repeat < 1:
+        raise ConfigError(f"{path}: 'bench.warmup_runs' must be >= 0 and 'bench.repeat' >= 1")
+    if config.bench.cpus and shutil.which("taskset") is None:
+        raise ConfigError(f"{path}: 'bench.cpus' needs taskset (util-linux), not found on PATH")
     if config.checks.when not in CHECKS_WHEN:
         raise ConfigError(f"{path}: 'checks.when' must be one of {', '.join(CHECKS_WHEN)}")
     positive = {
@@ -423,6 +442,10 @@ def _check_semantics(config: Config) -> None:
         raise ConfigError(
             f"{path}: 'decision.min_runs' must be >= 2 and <= 'decision.max_runs' "
             f"(got {decision.min_runs} and {decision.max_runs})"
+        )
+    if decision.budget_s < 0 or decision.noise_multiplier < 0:
+        raise ConfigError(
+            f"{path}: 'decision.budget_s' and 'decision.noise_multiplier' must be >= 0"
         )
     if not 0 < decision.alpha < 0.5:
         raise ConfigError(f"{path}: 'decision.alpha' must be between 0 and 0.5")

@@ -1,18 +1,28 @@
-"""Keep, discard or inconclusive: a sequential, non-parametric rule with the evidence it used.
+"""Keep, discard or inconclusive: a sequential rule on paired runs, with the evidence it used.
 
-Baseline (the current best) and candidate are measured alternately. At each look (a number of
-runs per arm from `decision.schedule()`) the primary metric is compared with a one-sided
-Mann-Whitney U test and a Hodges-Lehmann interval on the change:
+Baseline (the current best) and candidate run in interleaved pairs (B C, C B, ...). What a
+decision reads is each pair's log ratio log(c/b): whatever moves both runs of a pair alike
+(load that changes slower than one pair, a step when another process starts) cancels there.
+Their mean is the change, with a t interval; the runs per arm a decision may take grow from
+`min_runs` to a cap, with looks in between (`schedule`).
 
-- keep: the candidate is better with p < alpha / looks (the false-keep rate stays under alpha
-  across all looks), its estimated gain is at least the threshold (the smallest change worth
-  claiming), every sentinel is shown inside its budget, and small wins agree in direction
-  with the `agree_with` metrics;
-- discard: it is worse with p < 0.05 / looks, or its gain is below the threshold with 90%
-  confidence (no gain worth claiming), or a sentinel is over its budget;
-- otherwise run more, and past the last look: inconclusive.
+- keep: better with a one-sided p under the look's share of alpha (the shares add up to alpha:
+  false keeps stay under it however the looks fall, the union bound needs nothing more), a
+  gain of at least the floor `min_effect_pct` (the smallest change worth claiming), every
+  sentinel shown within its budget, and small wins agreeing with `agree_with`;
+- discard: worse with p < 0.05 over the looks; or the gain is shown below the floor (its
+  one-sided 90% bound); or, before the last look, even a gain one standard error better than
+  the estimate would be unlikely (under 10%) to clear the last look: not worth more runs;
+- otherwise run more; past the last look, inconclusive.
 
-An unknown comparison (no samples, non-positive values) is never significant.
+A win decided while a sentinel is still unresolved keeps running, both arms, up to twice the
+cap, until the sentinel is shown within its budget or over it (`sentinel_extension`).
+
+The noise decides how many runs a decision may take, not what is worth claiming: the cap is
+what detects a change of the floor with 90% power at the calibrated noise, bounded by
+`max_runs` and by `budget_s` at the calibrated run time. An unknown comparison (no samples,
+non-positive values) is never significant. `paired = false` judges the two arms as two
+samples (Mann-Whitney and Hodges-Lehmann) instead.
 """
 
 from __future__ import annotations
@@ -22,29 +32,37 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from scipy.stats import norm
+from scipy.stats import t as student
 
-from .config import Config, MetricSpec, SentinelSpec
-from .stats import Comparison, compare
+from .config import Config, DecisionConfig, MetricSpec, SentinelSpec
+from .stats import Comparison, compare, compare_paired
 
 __all__ = [
     "CONFIDENCE",
     "WORSE_ALPHA",
     "Decision",
     "Judge",
+    "cap_runs",
     "detectable_effect_pct",
     "improvement",
+    "look_alphas",
     "runs_needed",
     "threshold_pct",
 ]
 
 CONFIDENCE = 0.95  # of the reported intervals
 WORSE_ALPHA = 0.05  # a false discard only costs a win, so a loss needs less evidence
-# "No gain worth claiming" needs the gain's one-sided 90% upper bound below the threshold: a
-# wrong futility stop costs a win that barely clears the threshold, never a false keep.
+# "No gain worth claiming" needs the gain's one-sided 90% upper bound below the floor.
 FUTILITY_CONFIDENCE = 0.80
-SMALL_WIN_FACTOR = 2.0  # a win under this many thresholds must agree with `agree_with`
-POWER = 0.9  # of the pre-night check: the chance to detect the target effect
-MWU_EFFICIENCY = 3 / math.pi  # Mann-Whitney's efficiency against the t-test on normal data
+# "Not worth more runs": the chance of a keep at the last look, if the rest of the runs showed
+# the estimate plus PROMISE_OPTIMISM standard errors, is below PROMISE_POWER.
+PROMISE_POWER = 0.10
+PROMISE_OPTIMISM = 1.0
+SMALL_WIN_FACTOR = 2.0  # a win under this many floors must agree with `agree_with`
+POWER = 0.9  # of the cap: the chance to detect a change of the floor
+SPENDING = 0.5  # look k gets alpha in proportion to n_k ** SPENDING: more to the later looks
+SENTINEL_EXTENSION = 2.0  # a win with an unresolved sentinel may run to this many caps
+MIN_CAP_FACTOR = 3  # the cap is at least this many times min_runs: a t-test needs some pairs
 
 
 @dataclass(frozen=True)
@@ -69,26 +87,51 @@ class Decision:
 
 
 def threshold_pct(config: Config, noise: float | None) -> float:
-    """The smallest change of the primary metric worth claiming: the floor or the noise (the
-    robust CV of the calibration runs, in percent)."""
+    """The smallest change of the primary metric worth claiming: the floor, raised to
+    `noise_multiplier` times the noise only when that is set (0 by default: the noise decides
+    how many runs a decision takes, not what is worth claiming)."""
     floor = config.decision.min_effect_pct
-    return floor if noise is None else max(floor, config.decision.noise_multiplier * noise)
+    multiplier = config.decision.noise_multiplier
+    return floor if noise is None or not multiplier else max(floor, multiplier * noise)
 
 
-def _z_sum(config: Config) -> float:
-    alpha = config.decision.alpha / len(config.decision.schedule())
-    return float(norm.ppf(1 - alpha) + norm.ppf(POWER))
-
-
-def detectable_effect_pct(config: Config, noise_pct: float) -> float:
-    """The change detected with 90% power at `max_runs` runs per arm (normal approximation)."""
-    n = config.decision.max_runs
-    return _z_sum(config) * noise_pct * math.sqrt(2 / n) / math.sqrt(MWU_EFFICIENCY)
+def _z_sum(decision: DecisionConfig) -> float:
+    # About half of alpha is left for the last look (see look_alphas).
+    return float(norm.ppf(1 - decision.alpha / 2) + norm.ppf(POWER))
 
 
 def runs_needed(config: Config, noise_pct: float, effect_pct: float) -> int:
-    """Runs per arm to detect `effect_pct` with 90% power, by the same approximation."""
-    return math.ceil(2 * (_z_sum(config) * noise_pct / effect_pct) ** 2 / MWU_EFFICIENCY)
+    """Runs per arm (pairs) to detect `effect_pct` with 90% power when one run's noise is
+    `noise_pct`: a pair's log ratio has sqrt(2) times that noise when the runs are independent,
+    less when load moves both alike."""
+    return math.ceil((_z_sum(config.decision) * math.sqrt(2) * noise_pct / effect_pct) ** 2) + 1
+
+
+def detectable_effect_pct(config: Config, noise_pct: float) -> float:
+    """The change detected with 90% power at `max_runs` runs per arm."""
+    n = config.decision.max_runs
+    return _z_sum(config.decision) * math.sqrt(2) * noise_pct / math.sqrt(max(n - 1, 1))
+
+
+def cap_runs(
+    config: Config, noise_pct: float | None, run_s: float | None, floor: float | None = None
+) -> int:
+    """Runs per arm a decision may take: enough to detect the floor at this noise, at least
+    MIN_CAP_FACTOR x min_runs, at most max_runs and what budget_s allows at run_s a run."""
+    d = config.decision
+    cap = d.max_runs
+    if noise_pct:
+        needed = runs_needed(config, noise_pct, floor or d.min_effect_pct)
+        cap = min(cap, max(needed, MIN_CAP_FACTOR * d.min_runs))
+    if d.budget_s and run_s:
+        cap = min(cap, int(d.budget_s / (2 * run_s)))
+    return max(cap, d.min_runs)
+
+
+def look_alphas(alpha: float, schedule: list[int]) -> list[float]:
+    """Each look's share of alpha: in proportion to n ** SPENDING, adding up to alpha."""
+    weights = [n**SPENDING for n in schedule]
+    return [alpha * w / sum(weights) for w in weights]
 
 
 def improvement(spec: MetricSpec | SentinelSpec, comparison: Comparison) -> tuple:
@@ -100,39 +143,87 @@ def improvement(spec: MetricSpec | SentinelSpec, comparison: Comparison) -> tupl
 
 
 class Judge:
-    """The sequential rule for one experiment; call `look` after each scheduled pair count."""
+    """The sequential rule for one experiment; `look` after each pair, it decides at the
+    scheduled ones. `noise_pct` (one run's, from calibration) and `run_s` (one run's duration)
+    set the cap; without them it is `max_runs`."""
 
-    def __init__(self, config: Config, threshold: float):
+    def __init__(
+        self,
+        config: Config,
+        threshold: float,
+        noise_pct: float | None = None,
+        run_s: float | None = None,
+    ):
         self.config = config
         self.threshold = threshold
-        self.schedule = config.decision.schedule()
-        looks = len(self.schedule)
-        self.alpha_keep = config.decision.alpha / looks
-        self.alpha_worse = WORSE_ALPHA / looks
+        d = config.decision
+        self.cap = cap_runs(config, noise_pct, run_s, threshold)
+        self.schedule = d.schedule(self.cap)
+        self.alphas = look_alphas(d.alpha, self.schedule)
+        self.alpha_worse = WORSE_ALPHA / len(self.schedule)
+        # A win waiting for its sentinels: more looks, each with its own share of the
+        # sentinels' error, up to SENTINEL_EXTENSION caps (and budget_s).
+        limit = math.ceil(SENTINEL_EXTENSION * self.cap)
+        if d.budget_s and run_s:
+            limit = min(limit, max(self.cap, int(d.budget_s / (2 * run_s))))
+        steps = {min(round(self.cap * f), limit) for f in (1.5, 2.0)}
+        self.extension = sorted(n for n in steps if n > self.cap) if config.sentinel else []
+        self.limit = self.extension[-1] if self.extension else self.cap
+        self.looks = [*self.schedule, *self.extension]
+        self._win: tuple[int, dict[str, Any], str] | None = None  # look, evidence, reason
 
     def look(
         self, baseline: dict[str, list[float]], candidate: dict[str, list[float]], final: bool
     ) -> Decision | None:
-        """The decision at this look, or None to run more."""
+        """The decision with these runs, or None to run more; `final`: no more runs will come."""
         primary = self.config.metric
-        metrics = {
-            spec.name: self._evidence(spec, baseline, candidate)
-            for spec in [primary, *self.config.secondary]
-        }
+        n = len(baseline.get(primary.name, []))
+        if n not in self.looks and not final:
+            return None
+        look = next((i + 1 for i, point in enumerate(self.looks) if n <= point), len(self.looks))
+        out_of_runs = final or n >= self.limit  # nothing more will run
+        final = out_of_runs or n >= self.cap  # the primary metric's last look
+        metrics = (
+            self._win[1]
+            if self._win is not None
+            else {
+                spec.name: self._evidence(spec, baseline, candidate)
+                for spec in [primary, *self.config.secondary]
+            }
+        )
         metrics[primary.name]["threshold_pct"] = self.threshold
         sentinels = {s.name: self._sentinel(s, baseline, candidate) for s in self.config.sentinel}
-        look = self._look_index(len(baseline.get(primary.name, [])))
+        index = min(look, len(self.schedule)) - 1
         extra = {
             "threshold_pct": self.threshold,
-            "alpha_per_look": self.alpha_keep,
+            "alpha_per_look": self.alphas[index],
+            "alphas": self.alphas,
             "schedule": self.schedule,
-            "n_baseline": len(baseline.get(primary.name, [])),
+            "cap": self.cap,
+            "analysis": "paired" if self.config.decision.paired else "two-sample",
+            "n_baseline": n,
             "n_candidate": len(candidate.get(primary.name, [])),
         }
 
         def decided(status: str, rule: str, reason: str) -> Decision:
+            if self._win is not None:
+                verdicts = {k: v["verdict"] for k, v in sentinels.items()}
+                extra["sentinel_extension"] = {
+                    "primary_decided_at": self._win[0],
+                    "pairs_added": n - self._win[0],
+                    "outcome": (
+                        "shown within budget"
+                        if status == "keep"
+                        else "shown over budget"
+                        if rule == "sentinel_budget"
+                        else "still unresolved"
+                    ),
+                    "verdicts": verdicts,
+                }
             return Decision(status, rule, reason, look, metrics, sentinels, extra)
 
+        if self._win is not None:
+            return self._sentinels_only(sentinels, out_of_runs, decided)
         ev = metrics[primary.name]
         if ev["improvement_pct"] is None:
             if final:
@@ -143,39 +234,69 @@ class Judge:
             f"{primary.name} {ev['change_pct']:+.2f}% "
             f"[{ev['ci_low_pct']:+.2f}%, {ev['ci_high_pct']:+.2f}%]"
         )
-        if p_better < self.alpha_keep and gain >= self.threshold:
+        alpha = self.alphas[index]
+        if p_better < alpha and gain >= self.threshold:
+            reason = (
+                f"{said}, p={p_better:.2g} < {alpha:.2g} at {n} runs per arm, "
+                f"gain >= floor {self.threshold:.2f}%"
+            )
             blocked = self._keep_blockers(metrics, sentinels, gain)
             if blocked is None:
-                return decided(
-                    "keep",
-                    "significant_win",
-                    f"{said}, p={p_better:.2g} < {self.alpha_keep:.2g}, "
-                    f"gain >= threshold {self.threshold:.2f}%",
-                )
-            status, rule, reason = blocked
-            if status == "discard" or final:
-                return decided(status if status == "discard" else "inconclusive", rule, reason)
-            return None
+                return decided("keep", "significant_win", reason)
+            status, rule, why = blocked
+            if status == "discard":
+                return decided(status, rule, why)
+            if rule == "sentinel_unresolved" and final and not out_of_runs:
+                self._win = (n, metrics, reason)  # the win stands; the sentinels run on
+                return None
+            return decided("inconclusive", rule, why) if final else None
         if ev["p_worse"] < self.alpha_worse:
             return decided(
                 "discard", "significant_loss", f"{said}, worse with p={ev['p_worse']:.2g}"
             )
         if self._futile(primary, baseline, candidate):
-            # A threshold the noise raised above the floor closes nothing: on a quieter machine
-            # the same gain may be worth claiming.
             by_noise = self.threshold > self.config.decision.min_effect_pct
             return decided(
                 "discard",
                 "below_noise_threshold" if by_noise else "below_threshold",
-                f"{said}: the gain is below the threshold {self.threshold:.2f}% "
-                f"({'set by the noise' if by_noise else 'decision.min_effect_pct'}) "
+                f"{said}: the gain is below the "
+                f"{'threshold the noise set' if by_noise else 'floor'} {self.threshold:.2f}% "
                 f"with {(1 + FUTILITY_CONFIDENCE) / 2:.0%} confidence",
             )
+        if not final:
+            chance = self._promise(ev, n)
+            if chance is not None and chance < PROMISE_POWER:
+                return decided(
+                    "discard",
+                    "not_promising",
+                    f"{said} at {n} runs per arm: even at one standard error better, a keep "
+                    f"by {self.cap} runs per arm is {chance:.0%} likely; not worth the runs",
+                )
         if final:
             return decided(
                 "inconclusive",
                 "max_runs",
-                f"{said}, p={p_better:.2g}: not decided after {extra['n_candidate']} runs per arm",
+                f"{said}, p={p_better:.2g}: not decided after {n} runs per arm",
+            )
+        return None
+
+    def _sentinels_only(self, sentinels, final, decided) -> Decision | None:
+        """A win decided at the cap, its sentinels still unresolved: theirs is the decision."""
+        over = [s for s in sentinels.values() if s["verdict"] == "over"]
+        if over:
+            return decided("discard", "sentinel_budget", "; ".join(s["reason"] for s in over))
+        unresolved = [s for s in sentinels.values() if s["verdict"] == "unresolved"]
+        if not unresolved:
+            return decided(
+                "keep",
+                "significant_win",
+                f"{self._win[2]}; sentinels shown within budget with more runs",
+            )
+        if final:
+            return decided(
+                "inconclusive",
+                "sentinel_unresolved",
+                "; ".join(s["reason"] for s in unresolved),
             )
         return None
 
@@ -200,16 +321,33 @@ class Judge:
                 )
         return None
 
+    def _compare(self, spec, baseline: dict, candidate: dict, confidence: float):
+        b, c = baseline.get(spec.name, []), candidate.get(spec.name, [])
+        if self.config.decision.paired:
+            paired = compare_paired(b, c, confidence)
+            if paired is not None or len(b) == len(c):
+                return paired
+        # A metric some runs did not print cannot be paired run by run.
+        return compare(b, c, confidence)
+
     def _futile(self, spec, baseline: dict, candidate: dict) -> bool:
-        comparison = compare(
-            baseline.get(spec.name, []), candidate.get(spec.name, []), FUTILITY_CONFIDENCE
-        )
+        comparison = self._compare(spec, baseline, candidate, FUTILITY_CONFIDENCE)
         return comparison is not None and improvement(spec, comparison)[2] < self.threshold
 
-    def _look_index(self, n: int) -> int:
-        return next(
-            (i + 1 for i, point in enumerate(self.schedule) if n <= point), len(self.schedule)
-        )
+    def _promise(self, ev: dict[str, Any], n: int) -> float | None:
+        """The chance of a keep at the last look if the remaining pairs showed the estimate
+        plus PROMISE_OPTIMISM standard errors (conditional power; paired analysis only)."""
+        se = ev.get("se_pct")
+        if se is None or n >= self.cap:
+            return None
+        m = math.log1p(ev["improvement_pct"] / 100)  # the gain as a log ratio, positive: better
+        se = max(se / 100, 1e-12)
+        sd, cap = se * math.sqrt(n), self.cap
+        theta = m + PROMISE_OPTIMISM * se
+        critical = float(student.ppf(1 - self.alphas[-1], cap - 1))
+        # The last look's t statistic, its sd taken as known: B-value arithmetic.
+        shortfall = critical * math.sqrt(cap) - (n * m + (cap - n) * theta) / sd
+        return float(1 - norm.cdf(shortfall / math.sqrt(cap - n)))
 
     def _evidence(self, spec, baseline: dict, candidate: dict) -> dict[str, Any]:
         b, c = baseline.get(spec.name, []), candidate.get(spec.name, [])
@@ -226,13 +364,15 @@ class Judge:
             "ci_low_pct": None,
             "ci_high_pct": None,
             "confidence": CONFIDENCE,
+            "paired": None,
+            "se_pct": None,
             "p_better": None,
             "p_worse": None,
             "improvement_pct": None,
             "improvement_low_pct": None,
             "improvement_high_pct": None,
         }
-        comparison = compare(b, c, CONFIDENCE)
+        comparison = self._compare(spec, baseline, candidate, CONFIDENCE)
         if comparison is None:
             return evidence
         gain, low, high, p_better = improvement(spec, comparison)
@@ -242,21 +382,31 @@ class Judge:
             change_pct=comparison.change_pct,
             ci_low_pct=comparison.ci_low_pct,
             ci_high_pct=comparison.ci_high_pct,
+            paired=comparison.paired,
+            se_pct=comparison.se_pct,
             p_better=p_better,
             p_worse=comparison.p_higher if spec.direction == "lower" else comparison.p_lower,
             improvement_pct=gain,
             improvement_low_pct=low,
             improvement_high_pct=high,
         )
+        # The same runs as two samples, beside: what the pairing bought.
+        unpaired = compare(b, c, CONFIDENCE) if comparison.paired else None
+        if unpaired is not None:
+            evidence["unpaired"] = {
+                "change_pct": unpaired.change_pct,
+                "ci_low_pct": unpaired.ci_low_pct,
+                "ci_high_pct": unpaired.ci_high_pct,
+            }
         return evidence
 
     def _sentinel(self, spec: SentinelSpec, baseline: dict, candidate: dict) -> dict[str, Any]:
-        """Non-inferiority: the interval's worse end must stay inside the budget."""
+        """Non-inferiority: the interval's worse end must stay inside the budget. Each look
+        spends its share of the sentinel's error, so more looks do not make "within" easier."""
         evidence = self._evidence(spec, baseline, candidate)
-        confidence = self.config.decision.sentinel_confidence
-        comparison = compare(
-            baseline.get(spec.name, []), candidate.get(spec.name, []), 2 * confidence - 1
-        )
+        error = (1 - self.config.decision.sentinel_confidence) / len(self.looks)
+        confidence = 1 - error
+        comparison = self._compare(spec, baseline, candidate, 1 - 2 * error)
         evidence["budget_pct"] = spec.budget_pct
         evidence["confidence"] = confidence
         if comparison is None:
@@ -278,7 +428,7 @@ class Judge:
             worsening_upper_pct=worst,
             reason=(
                 f"sentinel {spec.name}: worse by at most {worst:+.2f}% "
-                f"({confidence:.0%} bound) against a {spec.budget_pct:g}% budget: {verdict}"
+                f"({confidence:.1%} bound) against a {spec.budget_pct:g}% budget: {verdict}"
             ),
         )
         return evidence

@@ -27,7 +27,7 @@ from .proc import RunResult
 from .proc import run as run_command
 from .progress import Progress, format_value
 from .proposers import Hypothesis, ProposalContext
-from .records import ExperimentRecord
+from .records import CalibrationRecord, ExperimentRecord
 from .retention import prune_session_logs
 from .second_look import forget_request, second_look, second_look_count
 from .session import (
@@ -182,6 +182,7 @@ def calibrate_best(run: Session) -> bool:
     primary = run.config.metric
     noise = result.record.noise_pct.get(primary.name) or 0.0
     run.noise_pct = noise
+    run.run_s = _run_seconds(result.record)
     run.progress.info(
         f"{'baseline' if first else 'new best' if moved else 'best (unchanged)'} {primary.name} = "
         f"{format_value(run.best_median, primary.unit)}, noise {noise:.2f}%, "
@@ -199,6 +200,11 @@ def calibrate_best(run: Session) -> bool:
     return True
 
 
+def _run_seconds(record: CalibrationRecord) -> float | None:
+    """One bench run's duration: what a decision's time budget is counted in."""
+    return record.duration_s / len(record.bench_logs) if record.bench_logs else None
+
+
 def restore_calibration(run: Session) -> bool:
     """The best's last calibration, when it measured the current tip: a `try` in a new process
     need not measure the same commit again (the experiment still runs both arms side by side)."""
@@ -212,6 +218,7 @@ def restore_calibration(run: Session) -> bool:
     run.threshold = last.threshold_pct or 0.0
     run.detectable_pct = last.detectable_effect_pct
     run.noise_pct = last.noise_pct.get(primary)
+    run.run_s = _run_seconds(last)
     run.last_calibrated = tip
     return True
 
@@ -361,19 +368,19 @@ def measure_candidate(run: Session, exp_id: str, draft: Draft, guard: TreeGuard)
             pair.failure = "timeout"
         pair.detail = f"build {built.describe()}; log: {built.log_path}"
         return pair
-    judge = Judge(run.config, run.threshold)
+    judge = Judge(run.config, run.threshold, run.noise_pct, run.run_s)
 
     def progress(arm: str, i: int) -> None:
         if arm == BASELINE:
-            run.progress.phase(f"bench pair {i}/{judge.schedule[-1]}")
+            run.progress.phase(f"bench pair {i} (decides by {judge.cap})")
 
     return harness.interleave(
         baseline_dir=run.baseline_tree.path,
         candidate_dir=run.ws.path,
         log_for=lambda arm, i: run.paths.log(exp_id, f"{arm}-{i}"),
-        max_pairs=judge.schedule[-1],
+        max_pairs=judge.limit,
         judge=judge.look,
-        looks=judge.schedule,
+        looks=judge.looks,
         on_run=progress,
     )
 

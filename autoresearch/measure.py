@@ -6,6 +6,7 @@ drift cancels instead of passing for an effect.
 
 from __future__ import annotations
 
+import statistics
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +16,8 @@ from .config import Config
 from .decide import Decision
 from .errors import MetricParseError
 from .metrics import parse_output
-from .proc import RunResult, read_log, run
+from .proc import RunResult, read_log
+from .runner import LocalRunner, Runner
 from .state import require_space
 
 __all__ = ["BASELINE", "CANDIDATE", "Harness", "Measurement", "PairMeasurement"]
@@ -60,6 +62,7 @@ class PairMeasurement:
     failed_arm: str | None = None  # BASELINE or CANDIDATE, when a run failed
     detail: str = ""
     builds: list[RunResult] = field(default_factory=list)
+    warmup: Measurement = field(default_factory=Measurement)  # runs made and dropped
 
 
 class Harness:
@@ -74,8 +77,10 @@ class Harness:
         on_start: Callable[[int], None] | None = None,
         token: str | None = None,
         verify: Callable[[bool], str | None] | None = None,
+        runner: Runner | None = None,
     ):
         self.config = config
+        self.runner = runner or LocalRunner(config.bench.cpus)
         self.env = {**config.bench.env, **env}
         self.stop = stop
         self.on_start = on_start
@@ -95,8 +100,33 @@ class Harness:
         return self._run(self.config.bench.command, cwd, log)
 
     def bench_once(self, cwd: Path, log: Path, into: Measurement, check: bool = True) -> bool:
-        """One bench run whose metrics go into `into`; False (with `into.failure`) if it failed.
-        `check`: verify the trees after it (the candidate's runs)."""
+        """One sample into `into`: `bench.repeat` runs in a row, each metric aggregated; False
+        (with `into.failure`) if a run failed. `check`: verify the trees after each run (the
+        candidate's runs)."""
+        repeat = self.config.bench.repeat
+        collected: dict[str, list[float]] = {}
+        for k in range(1, repeat + 1):
+            path = log if repeat == 1 else log.with_name(f"{log.stem}.{k}{log.suffix}")
+            values = self._bench_values(cwd, path, into, check)
+            if values is None:
+                return False
+            for name, value in values.items():
+                collected.setdefault(name, []).append(value)
+        for name, values in collected.items():
+            into.samples.setdefault(name, []).append(self._aggregate(name, values))
+        return True
+
+    def _aggregate(self, name: str, values: list[float]) -> float:
+        if len(values) == 1:
+            return values[0]
+        if self.config.bench.aggregate == "median":
+            return statistics.median(values)
+        higher = any(m.name == name and m.direction == "higher" for m in self.config.all_metrics())
+        return max(values) if higher else min(values)
+
+    def _bench_values(
+        self, cwd: Path, log: Path, into: Measurement, check: bool
+    ) -> dict[str, float] | None:
         outcome = self.bench(cwd, log)
         into.runs.append(outcome)
         failure, detail = _failure(outcome)
@@ -120,10 +150,8 @@ class Harness:
         if failure is not None:
             require_space(Path(outcome.log_path), "the bench's output")
             into.failure, into.detail = failure, detail
-            return False
-        for name, value in values.items():
-            into.samples.setdefault(name, []).append(value)
-        return True
+            return None
+        return values
 
     def interleave(
         self,
@@ -139,6 +167,16 @@ class Harness:
         """Alternate the arms (B C, C B, ...) until `judge` decides at a look or the cap."""
         pair = PairMeasurement()
         arms = {BASELINE: (baseline_dir, pair.baseline), CANDIDATE: (candidate_dir, pair.candidate)}
+        # Warm-up runs of each arm, measured and dropped: the first runs after a build pay
+        # for cold caches that later runs do not.
+        for w in range(1, self.config.bench.warmup_runs + 1):
+            for arm, (cwd, _) in arms.items():
+                if not self.bench_once(
+                    cwd, log_for(f"{arm}-warmup", w), pair.warmup, arm == CANDIDATE
+                ):
+                    pair.failure, pair.failed_arm = pair.warmup.failure, arm
+                    pair.detail = f"{arm} arm, warm-up: {pair.warmup.detail}"
+                    return self._verified(pair)
         for i in range(1, max_pairs + 1):
             order = (BASELINE, CANDIDATE) if i % 2 else (CANDIDATE, BASELINE)
             for arm in order:
@@ -166,7 +204,7 @@ class Harness:
         return pair
 
     def _run(self, command: str, cwd: Path, log: Path) -> RunResult:
-        return run(
+        return self.runner.run(
             command,
             cwd=cwd,
             log_path=log,

@@ -119,8 +119,10 @@ def run(
     on_start: Callable[[int], None] | None = None,
     token: str | None = None,
     concurrent: bool = False,
+    cpus: str = "",
 ) -> RunResult:
     """Run `command` with bash in its own process group; stdout and stderr go to `log_path`.
+    `cpus` (a taskset list such as "1" or "2-3") pins the whole tree to those CPUs.
 
     On timeout or when `stop` is set the whole tree gets SIGTERM, then SIGKILL after a grace
     period (none when the stop is urgent), so grandchildren (a bench binary under a script) die
@@ -140,7 +142,7 @@ def run(
     before = None if concurrent else _children(os.getpid())
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
-            ["bash", "-c", command],
+            [*(["taskset", "-c", cpus] if cpus else []), "bash", "-c", command],
             cwd=cwd,
             env=full_env,
             stdin=subprocess.DEVNULL,

@@ -12,7 +12,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
-__all__ = ["MAD_TO_SIGMA", "Comparison", "change_pct", "compare", "ratio_pct", "robust_cv_pct"]
+__all__ = [
+    "MAD_TO_SIGMA",
+    "Comparison",
+    "change_pct",
+    "compare",
+    "compare_paired",
+    "ratio_pct",
+    "robust_cv_pct",
+]
 
 MAD_TO_SIGMA = 1.4826  # MAD times this estimates the standard deviation of normal data
 
@@ -53,8 +61,10 @@ class Comparison:
     ci_low_pct: float
     ci_high_pct: float
     confidence: float
-    p_lower: float  # one-sided Mann-Whitney p that the candidate tends lower
+    p_lower: float  # one-sided p that the candidate tends lower
     p_higher: float  # ... that it tends higher
+    paired: bool = False  # from within-pair ratios (a t-test) or from the two arms (ranks)
+    se_pct: float | None = None  # the standard error of the paired mean log ratio, in percent
 
 
 def compare(baseline: list[float], candidate: list[float], confidence: float) -> Comparison | None:
@@ -95,3 +105,47 @@ def _hodges_lehmann(x: np.ndarray, y: np.ndarray, confidence: float) -> tuple[fl
     k = math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12))
     k = min(max(k, 0), len(diffs) - 1)
     return estimate, float(diffs[k]), float(diffs[len(diffs) - 1 - k])
+
+
+def compare_paired(
+    baseline: list[float], candidate: list[float], confidence: float
+) -> Comparison | None:
+    """The within-pair log ratios log(c_i / b_i) of runs made side by side: their mean is the
+    change (a geometric-mean ratio), with a t interval and one-sided t-test p values.
+
+    Anything that moves both runs of a pair alike (load that changes slower than one pair, a
+    step in the middle of the night) cancels in the ratio; the pairs' spread is what is left.
+    A rank test on the pairs (Wilcoxon's signed rank) cannot reach p < 2^-n with n pairs, so
+    it could not decide before about ten pairs at the alpha of an early look; the t-test on
+    log ratios can, and the calibration suite (benchmarks/decision_calibration.py) shows its
+    false keeps stay under alpha under heavy-tailed, bimodal, drifting and stepped noise.
+    None when there are fewer than two pairs, the arms differ in length, or a value is not
+    positive.
+    """
+    n = len(baseline)
+    if n < 2 or len(candidate) != n:
+        return None
+    x = np.asarray(baseline, dtype=float)
+    y = np.asarray(candidate, dtype=float)
+    if (x <= 0).any() or (y <= 0).any():
+        return None
+    d = np.log(y) - np.log(x)
+    mean = float(d.mean())
+    # Identical runs (a quiet synthetic bench) have no spread: the sign of the mean decides.
+    se = max(float(d.std(ddof=1)) / math.sqrt(n), 1e-12)
+    t = mean / se
+    half = float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * se
+    return Comparison(
+        n_baseline=n,
+        n_candidate=n,
+        baseline_median=float(np.median(x)),
+        candidate_median=float(np.median(y)),
+        change_pct=ratio_pct(mean),
+        ci_low_pct=ratio_pct(mean - half),
+        ci_high_pct=ratio_pct(mean + half),
+        confidence=confidence,
+        p_lower=float(sps.t.cdf(t, n - 1)),
+        p_higher=float(sps.t.sf(t, n - 1)),
+        paired=True,
+        se_pct=100.0 * se,
+    )

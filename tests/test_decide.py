@@ -46,21 +46,46 @@ def arms(n, cand_factor, noise=0.02, sentinel_factor=1.0, t10_factor=None, seed=
     return base, cand
 
 
-def test_schedule_and_alpha(config):
+def test_schedule_alphas_and_the_cap(config):
     judge = Judge(config, threshold=2.0)
-    assert judge.schedule == [6, 11, 15, 20]
-    assert judge.alpha_keep == pytest.approx(0.01 / 4)
+    assert judge.cap == 20 and judge.schedule == [6, 9, 13, 20]
+    assert sum(judge.alphas) == pytest.approx(0.01)
+    assert judge.alphas == sorted(judge.alphas)  # more of alpha to the later looks
+    assert judge.extension == [30, 40] and judge.limit == 40  # for unresolved sentinels
     assert DecisionConfig(looks=1, max_runs=9).schedule() == [9]
+    # The cap: enough runs to detect the floor at the noise, at least 3 x min_runs, at most
+    # max_runs and what the time budget allows.
+    assert Judge(config, 2.0, noise_pct=0.5).cap == 18
+    assert Judge(config, 2.0, noise_pct=8.0).cap == 20
+    budget = dataclasses.replace(config.decision, budget_s=60.0)
+    timed = Judge(dataclasses.replace(config, decision=budget), 2.0, noise_pct=8.0, run_s=2.0)
+    assert timed.cap == 15 and timed.schedule[-1] == 15
 
 
 def test_clear_win_is_kept_at_the_first_look(config):
-    decision = Judge(config, 2.0).look(*arms(6, 0.85), final=False)
+    decision = Judge(config, 2.0).look(*arms(6, 0.85, noise=0.01), final=False)
     assert (decision.status, decision.rule, decision.look) == ("keep", "significant_win", 1)
     primary = decision.metrics["t_ms"]
+    assert primary["paired"] is True and primary["unpaired"]["change_pct"] < 0
     assert primary["ci_low_pct"] < primary["change_pct"] < primary["ci_high_pct"] < 0
-    assert primary["p_better"] < 0.0025
+    assert primary["p_better"] < decision.extra["alpha_per_look"]
     assert decision.extra["n_candidate"] == 6
     assert decision.sentinels["s_ms"]["verdict"] == "within"
+
+
+def test_pairing_cancels_load_that_moves_both_runs_of_a_pair(config):
+    rng = random.Random(7)
+    load = [1 + rng.uniform(-0.3, 0.3) for _ in range(6)]  # another job, pair by pair
+    base = {"t_ms": [100 * f * (1 + rng.gauss(0, 0.005)) for f in load]}
+    cand = {"t_ms": [95 * f * (1 + rng.gauss(0, 0.005)) for f in load]}
+    base |= {"s_ms": base["t_ms"]}
+    cand |= {"s_ms": base["t_ms"]}
+    paired = Judge(config, 2.0).look(base, cand, final=False)
+    assert paired.status == "keep" and -6 < paired.metrics["t_ms"]["change_pct"] < -4
+    unpaired_config = dataclasses.replace(
+        config, decision=dataclasses.replace(config.decision, paired=False)
+    )
+    assert Judge(unpaired_config, 2.0).look(base, cand, final=False) is None
 
 
 def test_clear_loss_is_discarded(config):
@@ -76,14 +101,26 @@ def test_ambiguous_result_asks_for_more_runs_then_ends_inconclusive(config):
     assert (decision.status, decision.rule) == ("inconclusive", "max_runs")
 
 
-def test_gain_below_threshold_is_not_worth_claiming(config):
+def test_gain_below_the_floor_is_not_worth_claiming(config):
     floor = config.decision.min_effect_pct
     decision = Judge(config, floor).look(*arms(20, 0.995, noise=0.002), final=False)
     assert (decision.status, decision.rule) == ("discard", "below_threshold")
-    assert "(decision.min_effect_pct)" in decision.reason
+    assert "below the floor" in decision.reason
     # The same small gain against a threshold the noise raised closes nothing.
     decision = Judge(config, 5.0).look(*arms(20, 0.99, noise=0.005), final=False)
     assert (decision.status, decision.rule) == ("discard", "below_noise_threshold")
+
+
+def test_a_null_on_a_noisy_machine_is_not_worth_more_runs(config):
+    wobble = [0.08, -0.08, 0.05, -0.05, 0.01, -0.01]
+    base = {"t_ms": [100.0] * 6, "s_ms": [50.0] * 6}
+    cand = {"t_ms": [100 * (1 + e) for e in wobble], "s_ms": [50.0] * 6}
+    judge = Judge(config, 2.0)
+    decision = judge.look(base, cand, final=False)
+    assert (decision.status, decision.rule) == ("discard", "not_promising")
+    assert f"by {judge.cap} runs per arm" in decision.reason
+    # At the last look there is nothing left to spend: undecided is inconclusive.
+    assert Judge(config, 2.0).look(base, cand, final=True).rule == "max_runs"
 
 
 def test_sentinel_over_budget_vetoes_a_win(config):
@@ -92,12 +129,40 @@ def test_sentinel_over_budget_vetoes_a_win(config):
     assert decision.sentinels["s_ms"]["verdict"] == "over"
 
 
-def test_unresolved_sentinel_needs_more_runs(config):
-    base, cand = arms(6, 0.85, sentinel_factor=1.05, noise=0.03, seed=5)
+def test_a_win_waits_for_its_unresolved_sentinel_within_the_budget(config):
+    base, cand = arms(40, 0.85, sentinel_factor=1.05, noise=0.03, seed=5)
     judge = Judge(config, 2.0)
-    assert judge.look(base, cand, final=False) is None
-    decision = judge.look(base, cand, final=True)
+    at = {
+        n: ({k: v[:n] for k, v in base.items()}, {k: v[:n] for k, v in cand.items()})
+        for n in (6, 20, 30, 40)
+    }
+    assert judge.look(*at[6], final=False) is None
+    assert judge.look(*at[20], final=False) is None  # the cap: the win stands, runs go on
+    assert judge.look(*at[30], final=False) is None
+    decision = judge.look(*at[40], final=False)
     assert (decision.status, decision.rule) == ("inconclusive", "sentinel_unresolved")
+    extension = decision.extra["sentinel_extension"]
+    assert extension["primary_decided_at"] == 20 and extension["pairs_added"] == 20
+    assert extension["outcome"] == "still unresolved"
+
+
+def test_more_runs_show_a_sentinel_within_budget(config):
+    base, cand = arms(40, 0.85, sentinel_factor=1.0, noise=0.06, seed=11)
+    # The sentinel is noisy in the first pairs (a busy machine), quiet afterwards.
+    for i in range(20):
+        cand["s_ms"][i] *= 1 + (0.2 if i % 2 else -0.2)
+    judge = Judge(config, 2.0)
+    decided = None
+    for n in judge.looks:
+        decided = judge.look(
+            {k: v[:n] for k, v in base.items()}, {k: v[:n] for k, v in cand.items()}, final=False
+        )
+        if decided is not None:
+            break
+    assert (decided.status, decided.rule) == ("keep", "significant_win")
+    extension = decided.extra["sentinel_extension"]
+    assert extension["outcome"] == "shown within budget" and extension["pairs_added"] > 0
+    assert "sentinels shown within budget" in decided.reason
 
 
 def test_missing_sentinel_is_never_assumed_fine(config):

@@ -265,7 +265,7 @@ def test_noise_raises_the_threshold(target, tmp_path):
     (record,) = experiments(target)
     # A true 3% win cannot be worth claiming against a 17.8% threshold.
     assert (record.status, record.decision["rule"]) == ("discard", "below_noise_threshold")
-    assert "(set by the noise)" in record.decision["reason"]
+    assert "the threshold the noise set" in record.decision["reason"]
 
 
 def test_sigterm_stops_bench_reverts_and_records(target, tmp_path):

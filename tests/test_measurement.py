@@ -79,7 +79,7 @@ def test_aa_check_flags_a_harness_that_favours_an_arm(target, tmp_path):
 def test_too_noisy_a_bench_stops_before_the_night_unless_accepted(target, tmp_path):
     target.configure(calibration_runs=6)
     git(target.root, "commit", "-qam", "six calibration runs")
-    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    target.add_hypothesis("01-win", {"src/value.txt": "65\n"})
     factors = "BENCH_FACTORS=0.8,1.2,1.0,0.85,1.15,1.05"
     counter = f"BENCH_COUNTER={tmp_path / 'n'}"
     done = run_cli("run", "--env", factors, "--env", counter, cwd=target.root)

@@ -39,6 +39,7 @@ REASONS = {
     "below_threshold": "No gain worth claiming",
     "below_noise_threshold": "Below a threshold the noise set",
     "within_noise": "Within the noise",
+    "not_promising": "Unlikely to show a win worth claiming within the run cap",
     "max_runs": "Not decided within the run budget",
     "unknown_comparison": "Could not be compared",
     "sentinel_budget": "Over a sentinel's budget",
@@ -345,11 +346,20 @@ def _methodology(history: History, df: pd.DataFrame) -> dict:
     thresholds = [c["threshold_pct"] for c in history.calibrations]
     info |= {
         "rule": (
-            f"each candidate was run against the current best, alternating, and judged at "
-            f"{', '.join(map(str, d.schedule()))} runs per arm by a one-sided Mann-Whitney U "
-            f"test (p < {d.alpha:g} / {len(d.schedule())} looks) and the Hodges-Lehmann change "
-            f"with its 95% interval; kept only when significant and at least the threshold "
-            f"max({d.min_effect_pct:g}%, {d.noise_multiplier:g} x noise)"
+            f"each candidate was run against the current best in interleaved pairs and judged "
+            + (
+                "on the within-pair log ratios (a paired t-test and its 95% interval)"
+                if d.paired
+                else "by a one-sided Mann-Whitney U test and the Hodges-Lehmann change"
+            )
+            + f" at looks from {d.min_runs} to at most {d.max_runs} runs per arm (the cap set "
+            f"by the noise, the floor and the time budget), alpha {d.alpha:g} shared among the "
+            f"looks; kept only when significant and at least the floor "
+            + (
+                f"max({d.min_effect_pct:g}%, {d.noise_multiplier:g} x noise)"
+                if d.noise_multiplier
+                else f"{d.min_effect_pct:g}%"
+            )
         ),
         "calibrations": len(history.calibrations),
         "noise_pct": [n for n in noise if n is not None],
