@@ -346,7 +346,7 @@ def _methodology(history: History, df: pd.DataFrame) -> dict:
     thresholds = [c["threshold_pct"] for c in history.calibrations]
     info |= {
         "rule": (
-            f"each candidate was run against the current best in interleaved pairs and judged "
+            "each candidate was run against the current best in interleaved pairs and judged "
             + (
                 "on the within-pair log ratios (a paired t-test and its 95% interval)"
                 if d.paired
