@@ -60,7 +60,7 @@ PROMISE_POWER = 0.10
 PROMISE_OPTIMISM = 1.0
 SMALL_WIN_FACTOR = 2.0  # a win under this many floors must agree with `agree_with`
 POWER = 0.9  # of the cap: the chance to detect a change of the floor
-SPENDING = 0.5  # look k gets alpha in proportion to n_k ** SPENDING: more to the later looks
+SPENDING = 1.0  # look k gets alpha in proportion to n_k ** SPENDING: more to the later looks
 SENTINEL_EXTENSION = 2.0  # a win with an unresolved sentinel may run to this many caps
 MIN_CAP_FACTOR = 3  # the cap is at least this many times min_runs: a t-test needs some pairs
 
@@ -340,7 +340,8 @@ class Judge:
         se = ev.get("se_pct")
         if se is None or n >= self.cap:
             return None
-        m = math.log1p(ev["improvement_pct"] / 100)  # the gain as a log ratio, positive: better
+        # The gain as a log ratio, positive: better.
+        m = math.log1p(ev["change_pct"] / 100) * (-1 if ev["direction"] == "lower" else 1)
         se = max(se / 100, 1e-12)
         sd, cap = se * math.sqrt(n), self.cap
         theta = m + PROMISE_OPTIMISM * se

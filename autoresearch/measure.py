@@ -171,9 +171,10 @@ class Harness:
         # for cold caches that later runs do not.
         for w in range(1, self.config.bench.warmup_runs + 1):
             for arm, (cwd, _) in arms.items():
-                if not self.bench_once(
+                warm = self._bench_values(
                     cwd, log_for(f"{arm}-warmup", w), pair.warmup, arm == CANDIDATE
-                ):
+                )
+                if warm is None:
                     pair.failure, pair.failed_arm = pair.warmup.failure, arm
                     pair.detail = f"{arm} arm, warm-up: {pair.warmup.detail}"
                     return self._verified(pair)

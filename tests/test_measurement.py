@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import sys
 
 import pytest
 from conftest import experiments, git, run, run_cli
 
+from autoresearch.config import load_config
 from autoresearch.journal import read_journal
+from autoresearch.measure import Harness
 
 
 def test_arms_alternate_after_calibration_on_the_baseline_tree(target, tmp_path):
@@ -139,3 +143,52 @@ def test_no_confirmation_without_keeps_and_confirm_says_why(target):
     done = run_cli("confirm", cwd=target.root)
     assert done.returncode == 1
     assert "has kept nothing yet" in done.stderr
+
+
+QUIET_BENCH = """
+import os
+from pathlib import Path
+counter = Path("count")
+n = int(counter.read_text()) if counter.exists() else 0
+counter.write_text(str(n + 1))
+print(f"METRIC t_ms={100 + n}")
+print(f"METRIC ops={1000 - n}")
+print(f"METRIC cpus={len(os.sched_getaffinity(0))}")
+"""
+
+
+def test_warmup_runs_are_dropped_repeats_make_one_sample_and_cpus_pin(tmp_path):
+    (tmp_path / "bench.py").write_text(QUIET_BENCH)
+    (tmp_path / "autoresearch.toml").write_text(
+        f'[metric]\nname = "t_ms"\n[[secondary]]\nname = "ops"\ndirection = "higher"\n'
+        f'[bench]\ncommand = "{sys.executable} {tmp_path / "bench.py"}"\ncpus = "0"\n'
+        'warmup_runs = 1\nrepeat = 3\naggregate = "best"\n'
+    )
+    config = load_config(tmp_path / "autoresearch.toml")
+    arms = [tmp_path / "b", tmp_path / "c"]
+    for arm in arms:
+        arm.mkdir()
+
+    pair = Harness(config, env={}, stop=None).interleave(
+        baseline_dir=arms[0],
+        candidate_dir=arms[1],
+        log_for=lambda arm, i: tmp_path / "logs" / f"{arm}-{i}.log",
+        max_pairs=2,
+    )
+
+    assert pair.failure is None, pair.detail
+    # Run 0 of each arm was the warm-up; then three runs a sample, the best of them: the
+    # lowest time, the highest throughput.
+    assert pair.baseline.samples["t_ms"] == [101, 104]
+    assert pair.candidate.samples["ops"] == [999, 996]
+    assert pair.baseline.samples["cpus"] == [1, 1]  # pinned by taskset to one CPU
+    assert len(pair.warmup.runs) == 2 and len(pair.baseline.runs) == 6
+    median = dataclasses.replace(config.bench, aggregate="median", warmup_runs=0)
+    config = dataclasses.replace(config, bench=median)
+    again = Harness(config, env={}, stop=None).interleave(
+        baseline_dir=arms[0],
+        candidate_dir=arms[1],
+        log_for=lambda arm, i: tmp_path / "logs" / f"{arm}-{i}.log",
+        max_pairs=1,
+    )
+    assert again.baseline.samples["t_ms"] == [108]  # runs 7, 8, 9: the median
