@@ -71,7 +71,8 @@ def main() -> int:
         f"{base.bench.env}; 95% interval half-widths of the A/A change.\n"
     )
     print(
-        "| load | bench options | metric | run CV | two-sample ± | paired ± | paired / two-sample | s/sample |"
+        "| load | bench options | metric | run CV | two-sample ± | paired ± "
+        "| paired / two-sample | s/sample |"
     )
     print("|---|---|---|---:|---:|---:|---:|---:|")
     for load in ("quiet", "one core busy"):
