@@ -115,9 +115,9 @@ def _edit_config(path: Path) -> None:
     text = path.read_text()
     edits = {
         "go_bench = false": "go_bench = true",
-        "min_runs = 6": "min_runs = 4",
-        "max_runs = 16": "max_runs = 10",
-        "looks = 3": "looks = 2",
+        "min_runs = 3": "min_runs = 4",
+        "max_runs = 28": "max_runs = 10",
+        "looks = 7": "looks = 2",
         "target_effect_pct = 5.0": "target_effect_pct = 25.0",
         "confirm_runs = 15": "confirm_runs = 6",
     }
