@@ -123,9 +123,15 @@ def cap_runs(
     if noise_pct:
         needed = runs_needed(config, noise_pct, floor or d.min_effect_pct)
         cap = min(cap, max(needed, MIN_CAP_FACTOR * d.min_runs))
-    if d.budget_s and run_s:
-        cap = min(cap, int(d.budget_s / (2 * run_s)))
+    budget = _budget_runs(d, run_s)
+    if budget is not None:
+        cap = min(cap, budget)
     return max(cap, d.min_runs)
+
+
+def _budget_runs(d: DecisionConfig, run_s: float | None) -> int | None:
+    """The pairs `budget_s` pays for at `run_s` a run; None without a budget."""
+    return int(d.budget_s / (2 * run_s)) if d.budget_s and run_s else None
 
 
 def look_alphas(alpha: float, schedule: list[int]) -> list[float]:
@@ -164,8 +170,9 @@ class Judge:
         # A win waiting for its sentinels: more looks, each with its own share of the
         # sentinels' error, up to SENTINEL_EXTENSION caps (and budget_s).
         limit = math.ceil(SENTINEL_EXTENSION * self.cap)
-        if d.budget_s and run_s:
-            limit = min(limit, max(self.cap, int(d.budget_s / (2 * run_s))))
+        budget = _budget_runs(d, run_s)
+        if budget is not None:
+            limit = min(limit, max(self.cap, budget))
         steps = {min(round(self.cap * f), limit) for f in (1.5, 2.0)}
         self.extension = sorted(n for n in steps if n > self.cap) if config.sentinel else []
         self.limit = self.extension[-1] if self.extension else self.cap

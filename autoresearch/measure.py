@@ -81,6 +81,8 @@ class Harness:
     ):
         self.config = config
         self.runner = runner or LocalRunner(config.bench.cpus)
+        # The metrics whose least disturbed run is the highest, for `aggregate = "best"`.
+        self._higher = {m.name for m in config.all_metrics() if m.direction == "higher"}
         self.env = {**config.bench.env, **env}
         self.stop = stop
         self.on_start = on_start
@@ -121,8 +123,7 @@ class Harness:
             return values[0]
         if self.config.bench.aggregate == "median":
             return statistics.median(values)
-        higher = any(m.name == name and m.direction == "higher" for m in self.config.all_metrics())
-        return max(values) if higher else min(values)
+        return max(values) if name in self._higher else min(values)
 
     def _bench_values(
         self, cwd: Path, log: Path, into: Measurement, check: bool

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .errors import UserError
-from .gitrepo import open_repo
+from .gitrepo import Repo, open_repo
 from .journal import append_record, read_journal
 from .records import ImportRecord
 from .report.history import pi_config, pi_history, read_pi_log
@@ -142,9 +142,10 @@ def import_pi(
             f"{journal}: {pi.log.name} is already imported; pass --force to write the config "
             "and ideas again (the runs stay imported once)"
         )
-    scope, scope_note = _scope(directory, history, scope)
+    repo = open_repo(directory)
+    scope, scope_note = _scope(repo, history, scope)
     kept = history.experiments[history.experiments["status"] == "keep"]
-    baseline_note = _baseline_note(directory, kept)
+    baseline_note = _baseline_note(repo, kept)
     written = scaffold(
         directory,
         session=session,
@@ -198,12 +199,11 @@ def _command(directory: Path, script: Path) -> str:
     return "./" + script.relative_to(directory).as_posix()
 
 
-def _scope(directory: Path, history, given: list[str] | None) -> tuple[list[str], str]:
+def _scope(repo: Repo, history, given: list[str] | None) -> tuple[list[str], str]:
     """What a patch may touch: as given, else the directories the old session's kept commits
     touched (when they are in this repository), else everything but the harness."""
     if given:
         return given, f"scope: {', '.join(given)} (as given)"
-    repo = open_repo(directory)
     touched: set[str] = set()
     found = 0
     for commit in history.experiments.loc[history.experiments["status"] == "keep", "commit"]:
@@ -244,9 +244,8 @@ def _ideas(directory: Path, pi: PiSession) -> str:
     return "\n".join(lines) + "\n" if lines else ""
 
 
-def _baseline_note(directory: Path, kept) -> str:
+def _baseline_note(repo: Repo, kept) -> str:
     """Where the new session's baseline comes from, and how HEAD relates to the old keeps."""
-    repo = open_repo(directory)
     head = repo.head()
     note = (
         f"baseline: measured afresh at HEAD {head[:12]} by the first `try` or `run`; the "
