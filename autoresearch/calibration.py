@@ -22,7 +22,7 @@ from .measure import Harness
 from .records import CalibrationRecord
 from .stats import compare, robust_cv_pct
 
-__all__ = ["AA_ALPHA", "Calibration", "calibrate"]
+__all__ = ["AA_ALPHA", "Calibration", "calibrate", "run_seconds"]
 
 AA_ALPHA = 0.01  # two halves of identical runs differing at this level means the harness drifts
 
@@ -99,6 +99,11 @@ def calibrate(
         warnings=warnings,
     )
     return Calibration(record=record, threshold=threshold, samples=samples_by_metric)
+
+
+def run_seconds(record: CalibrationRecord) -> float | None:
+    """One bench run's duration: what a decision's time budget is counted in."""
+    return record.duration_s / len(record.bench_logs) if record.bench_logs else None
 
 
 def _aa_check(first: list[float], second: list[float]) -> dict | None:

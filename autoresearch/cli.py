@@ -55,7 +55,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         env=dict(args.env),
         accept_noise=args.accept_noise,
     )
-    outcome = run_session(_config(args), options, Progress(quiet=args.quiet))
+    config = _config(args)
+    scheduler = args.cluster if args.cluster is not None else config.cluster.scheduler
+    if scheduler:
+        from .cluster import run_cluster_session
+        from .config import check_scheduler
+
+        check_scheduler(scheduler, "--cluster")
+        outcome = run_cluster_session(config, scheduler, options, Progress(quiet=args.quiet))
+    else:
+        outcome = run_session(config, options, Progress(quiet=args.quiet))
     print(
         f"session {outcome.session}: {outcome.ran} experiments this run, {outcome.kept} kept; "
         f"stopped: {outcome.stop_reason}"
@@ -515,6 +524,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--accept-noise",
         action="store_true",
         help="go on when the calibration says the bench is too noisy for the effect asked",
+    )
+    run.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="measure on the bench hosts of this Dask scheduler (tcp://host:8786), or on N "
+        "local workers (local:N); overrides [cluster] scheduler, '' runs here",
     )
 
     check = sub.add_parser("check", help=_doc(cmd_check), description=_doc(cmd_check))

@@ -42,6 +42,7 @@ CONFIG_NAMES = ("autoresearch.toml", "pyproject.toml")
 DIRECTIONS = ("lower", "higher")
 CHECKS_WHEN = ("keep", "always", "never")
 AGGREGATES = ("best", "median")
+_SCHEDULER = re.compile(r"local:\d+|([a-z]+://)?[A-Za-z0-9_.\-\[\]:]+:\d+")
 _SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # Never patchable, whatever the user's protect list says: the harness that judges the patch.
 ALWAYS_PROTECTED = ("autoresearch.toml", "**/go.mod", "**/go.sum", ".git", ".gitmodules")
@@ -155,6 +156,21 @@ class DecisionConfig:
 
 
 @dataclass(frozen=True)
+class ClusterConfig:
+    """Bench hosts reached through a Dask scheduler (cluster/): one experiment per host."""
+
+    # "tcp://host:8786"; "local:N" starts N workers on this machine; "": run here, no cluster.
+    scheduler: str = ""
+    resource: str = "bench"  # the worker resource an experiment holds: one per host
+    # A git URL the workers fetch the session branch from; "": a bundle sent through Dask.
+    remote: str = ""
+    # Where a worker keeps its clone; "": under the worker's local directory.
+    workdir: str = ""
+    remeasure: int = 2  # times a win measured against a best that moved is measured again
+    connect_timeout_s: float = 60.0  # for the scheduler and its first bench worker
+
+
+@dataclass(frozen=True)
 class ReportConfig:
     # The engine the PR's headline table compares against: the primary metric's first word
     # replaced by this (pebble_writepack_1k_ms -> sqlite_writepack_1k_ms), and its name.
@@ -184,6 +200,7 @@ class Config:
         default_factory=lambda: [{"kind": "queue", "dir": "hypotheses"}]
     )
     report: ReportConfig = field(default_factory=ReportConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
 
     @property
     def base_dir(self) -> Path:
@@ -248,6 +265,19 @@ def check_session_name(name: str, where: str) -> str:
             f"digit (it names the branch autoresearch/<name> and a state directory), got {name!r}"
         )
     return name
+
+
+def check_scheduler(address: str, where: str) -> str:
+    """A Dask scheduler address (`tcp://host:8786`, `host:8786`), `local:N` for N workers on
+    this machine, or empty for no cluster."""
+    if address and not _SCHEDULER.fullmatch(address):
+        raise ConfigError(
+            f"{where} must be a scheduler address such as tcp://bench1:8786, or local:N for N "
+            f"workers on this machine, got {address!r}"
+        )
+    if address.startswith("local:") and int(address.removeprefix("local:")) < 1:
+        raise ConfigError(f"{where}: local:N needs at least one worker, got {address!r}")
+    return address
 
 
 def script_path(command: str) -> str | None:
@@ -433,6 +463,11 @@ def _check_semantics(config: Config) -> None:
             raise ConfigError(f"{path}: '{key}' must be > 0, got {value}")
     if config.budget.retries < 0:
         raise ConfigError(f"{path}: 'budget.retries' must be >= 0")
+    check_scheduler(config.cluster.scheduler, f"{path}: 'cluster.scheduler'")
+    if config.cluster.remeasure < 0 or config.cluster.connect_timeout_s <= 0:
+        raise ConfigError(
+            f"{path}: 'cluster.remeasure' must be >= 0 and 'cluster.connect_timeout_s' > 0"
+        )
     if config.session.keep_logs < 0:
         raise ConfigError(f"{path}: 'session.keep_logs' must be >= 0 (0 keeps every log)")
     if config.bench.calibration_runs < 4:

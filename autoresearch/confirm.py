@@ -24,7 +24,7 @@ from .session import (
 )
 from .stats import compare
 
-__all__ = ["confirm", "confirm_session"]
+__all__ = ["announce", "confirm", "confirm_session", "confirmation_record"]
 
 
 def confirm(
@@ -75,25 +75,47 @@ def confirm_session(session: Session, runs: int | None = None) -> ConfirmationRe
         return None
     if pair.failure:
         raise UserError(f"confirmation failed: {pair.detail}")
+    record = confirmation_record(
+        config,
+        base,
+        tip,
+        runs,
+        (pair.baseline.samples, pair.candidate.samples),
+        pair.baseline.logs + pair.candidate.logs,
+    )
+    session.journal.append(record)
+    announce(config, record, progress)
+    return record
+
+
+def confirmation_record(
+    config: Config,
+    base: str,
+    tip: str,
+    runs: int,
+    samples: tuple[dict[str, list[float]], dict[str, list[float]]],
+    bench_logs: list[str],
+    host: str | None = None,
+) -> ConfirmationRecord:
+    """The record of `runs` pairs of the base (samples[0]) against the tip (samples[1])."""
+    baseline, tip_samples = samples
     # Every metric the bench printed, not only the configured ones: the PR's per-scale rows
     # come from here too, so that one measurement stands behind the whole headline.
     specs = {spec.name: spec for spec in config.all_metrics()}
-    names = list(dict.fromkeys([*specs, *pair.baseline.samples, *pair.candidate.samples]))
+    names = list(dict.fromkeys([*specs, *baseline, *tip_samples]))
     metrics = {}
     for name in names:
         spec = specs.get(name)
-        comparison = compare(
-            pair.baseline.samples.get(name, []), pair.candidate.samples.get(name, []), CONFIDENCE
-        )
+        comparison = compare(baseline.get(name, []), tip_samples.get(name, []), CONFIDENCE)
         metrics[name] = {
             "direction": spec.direction if spec else "lower",
             "unit": spec.unit if spec else "",
-            "baseline_samples": pair.baseline.samples.get(name, []),
-            "tip_samples": pair.candidate.samples.get(name, []),
+            "baseline_samples": baseline.get(name, []),
+            "tip_samples": tip_samples.get(name, []),
             **({} if comparison is None else _comparison_fields(comparison)),
         }
     primary = metrics[config.metric.name]
-    record = ConfirmationRecord(
+    return ConfirmationRecord(
         session=config.session.name,
         at=now_iso(),
         base_commit=base,
@@ -105,17 +127,22 @@ def confirm_session(session: Session, runs: int | None = None) -> ConfirmationRe
         ci_high_pct=primary.get("ci_high_pct"),
         p_value=primary.get("p_value"),
         metrics=metrics,
-        bench_logs=pair.baseline.logs + pair.candidate.logs,
+        bench_logs=bench_logs,
+        host=host,
     )
-    session.journal.append(record)
-    if record.change_pct is not None:
-        unit = config.metric.unit
-        progress.info(
-            f"confirmed: {config.metric.name} {format_value(primary['baseline_median'], unit)} "
-            f"-> {format_value(primary['tip_median'], unit)}, {record.change_pct:+.2f}% "
-            f"(95% CI [{record.ci_low_pct:+.2f}%, {record.ci_high_pct:+.2f}%])"
-        )
-    return record
+
+
+def announce(config: Config, record: ConfirmationRecord, progress: Progress) -> None:
+    if record.change_pct is None:
+        return
+    primary = record.metrics[config.metric.name]
+    unit = config.metric.unit
+    progress.info(
+        f"confirmed: {config.metric.name} {format_value(primary['baseline_median'], unit)} "
+        f"-> {format_value(primary['tip_median'], unit)}, {record.change_pct:+.2f}% "
+        f"(95% CI [{record.ci_low_pct:+.2f}%, {record.ci_high_pct:+.2f}%])"
+        + (f" on {record.host}" if record.host else "")
+    )
 
 
 def _comparison_fields(c) -> dict:

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .calibration import calibrate
+from .calibration import calibrate, run_seconds
 from .config import Config
 from .confirm import confirm_session
 from .decide import Decision, Judge
@@ -27,7 +27,7 @@ from .proc import RunResult
 from .proc import run as run_command
 from .progress import Progress, format_value
 from .proposers import Hypothesis, ProposalContext
-from .records import CalibrationRecord, ExperimentRecord
+from .records import ExperimentRecord
 from .retention import prune_session_logs
 from .second_look import forget_request, second_look, second_look_count
 from .session import (
@@ -45,7 +45,22 @@ from .session import (
 from .state import require_space
 from .stats import change_pct
 
-__all__ = ["SessionOutcome", "calibrate_best", "run_experiment", "run_session"]
+__all__ = [
+    "SessionOutcome",
+    "account",
+    "calibrate_best",
+    "check_patch",
+    "confirm_wanted",
+    "keep",
+    "new_draft",
+    "proposal_context",
+    "run_checks",
+    "run_experiment",
+    "run_session",
+    "save_patch",
+    "stop_reason",
+    "wants_checks",
+]
 
 MAX_BASELINE_FAILURES = 3  # in a row: no candidate can be judged against a best that fails
 
@@ -97,7 +112,7 @@ def _loop(run: Session) -> str:
     reason = None if calibrate_best(run) else "interrupted by a signal during calibration"
     if reason is None and not run.options.accept_noise:
         _refuse_noise(run)
-    while reason is None and (reason := _stop_reason(run)) is None:
+    while reason is None and (reason := stop_reason(run)) is None:
         context = proposal_context(run)
         hypothesis = run.proposer.next(context) or _second_look(run)
         for note in context.notes:
@@ -182,7 +197,7 @@ def calibrate_best(run: Session) -> bool:
     primary = run.config.metric
     noise = result.record.noise_pct.get(primary.name) or 0.0
     run.noise_pct = noise
-    run.run_s = _run_seconds(result.record)
+    run.run_s = run_seconds(result.record)
     run.progress.info(
         f"{'baseline' if first else 'new best' if moved else 'best (unchanged)'} {primary.name} = "
         f"{format_value(run.best_median, primary.unit)}, noise {noise:.2f}%, "
@@ -200,11 +215,6 @@ def calibrate_best(run: Session) -> bool:
     return True
 
 
-def _run_seconds(record: CalibrationRecord) -> float | None:
-    """One bench run's duration: what a decision's time budget is counted in."""
-    return record.duration_s / len(record.bench_logs) if record.bench_logs else None
-
-
 def restore_calibration(run: Session) -> bool:
     """The best's last calibration, when it measured the current tip: a `try` in a new process
     need not measure the same commit again (the experiment still runs both arms side by side)."""
@@ -218,7 +228,7 @@ def restore_calibration(run: Session) -> bool:
     run.threshold = last.threshold_pct or 0.0
     run.detectable_pct = last.detectable_effect_pct
     run.noise_pct = last.noise_pct.get(primary)
-    run.run_s = _run_seconds(last)
+    run.run_s = run_seconds(last)
     run.last_calibrated = tip
     return True
 
@@ -227,7 +237,7 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
     """One hypothesis, start to end; every way it can end is a status in the record."""
     config, ws = run.config, run.ws
     n = run.next_n
-    exp_id = f"{config.session.name}-{n:04d}"
+    exp_id = experiment_id(run, n)
     earlier = run.attempts.get(hypothesis.sha256)
     cap = run.options.max_experiments or config.budget.max_experiments
     # This one, what the proposers still have, and what the second look would take up.
@@ -236,36 +246,12 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
     )
     remaining = max(1, min(ahead, cap - run.done))
     run.progress.experiment(n, n - 1 + remaining, hypothesis.title)
-    draft = Draft(
-        marker=run.paths.inflight,
-        fields={
-            "session": config.session.name,
-            "id": exp_id,
-            "n": n,
-            "title": hypothesis.title,
-            "proposer": hypothesis.proposer or "queue",
-            "proposal": hypothesis.proposal,
-            "family": hypothesis.family,
-            "agent": hypothesis.agent,
-            "source": hypothesis.source,
-            "patch_sha256": hypothesis.sha256,
-            "touched_files": [],
-            "parent_commit": ws.tip(),
-            "kept_commit": None,
-            "started_at": now_iso(),
-            "retry_of": earlier[-1].id if earlier else None,
-            "asi": {
-                "hypothesis": hypothesis.hypothesis,
-                "mechanism": hypothesis.mechanism,
-                "expected_effect": hypothesis.expected_effect,
-            },
-        },
-    )
+    draft = new_draft(run, hypothesis, n, run.paths.inflight)
     draft.phase("apply")
     if hypothesis.problem is not None:
         status = hypothesis.problem_status
         return draft.finish(status, hypothesis.problem, error=hypothesis.problem)
-    patch_file = _save_patch(run, n, hypothesis)
+    patch_file = save_patch(run, n, hypothesis)
     paths, problem = check_patch(run, hypothesis, patch_file)
     draft.note(touched_files=paths)
     if problem:
@@ -311,7 +297,7 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
     measured |= {"decision": decision.to_dict(), "sentinels": decision.sentinels}
     draft.note(asi={"result": decision.reason})
 
-    if _wants_checks(config, decision):
+    if wants_checks(config, decision):
         draft.phase("checks")
         checks = run_checks(run, exp_id, draft)
         measured["checks"] = checks.to_dict()
@@ -330,6 +316,40 @@ def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
         return draft.finish(decision.status, decision.reason, **measured)
     draft.phase("commit")
     return keep(run, draft, hypothesis, decision, paths, measured)
+
+
+def new_draft(run: Session, hypothesis: Hypothesis, n: int, marker_path: Path) -> Draft:
+    """The record of experiment `n` as it starts, mirrored to `marker_path`."""
+    earlier = run.attempts.get(hypothesis.sha256)
+    return Draft(
+        marker=marker_path,
+        fields={
+            "session": run.config.session.name,
+            "id": experiment_id(run, n),
+            "n": n,
+            "title": hypothesis.title,
+            "proposer": hypothesis.proposer or "queue",
+            "proposal": hypothesis.proposal,
+            "family": hypothesis.family,
+            "agent": hypothesis.agent,
+            "source": hypothesis.source,
+            "patch_sha256": hypothesis.sha256,
+            "touched_files": [],
+            "parent_commit": run.ws.tip(),
+            "kept_commit": None,
+            "started_at": now_iso(),
+            "retry_of": earlier[-1].id if earlier else None,
+            "asi": {
+                "hypothesis": hypothesis.hypothesis,
+                "mechanism": hypothesis.mechanism,
+                "expected_effect": hypothesis.expected_effect,
+            },
+        },
+    )
+
+
+def experiment_id(run: Session, n: int) -> str:
+    return f"{run.config.session.name}-{n:04d}"
 
 
 def check_patch(
@@ -528,14 +548,19 @@ def _second_look(run: Session) -> Hypothesis | None:
 
 def _confirm_at_end(run: Session) -> float | None:
     """The honest headline: the session's baseline against its tip, when anything was kept."""
-    wanted = run.options.confirm if run.options.confirm is not None else run.config.decision.confirm
-    if not wanted or run.stop.is_set() or run.ws.tip() == run.base_commit:
+    if not confirm_wanted(run):
         return None
     record = confirm_session(run)
     return None if record is None else record.change_pct
 
 
-def _stop_reason(run: Session) -> str | None:
+def confirm_wanted(run: Session) -> bool:
+    """A confirmation at the end: asked for, not stopped by a signal, and something kept."""
+    wanted = run.options.confirm if run.options.confirm is not None else run.config.decision.confirm
+    return bool(wanted) and not run.stop.is_set() and run.ws.tip() != run.base_commit
+
+
+def stop_reason(run: Session) -> str | None:
     config, options = run.config, run.options
     max_experiments = options.max_experiments or config.budget.max_experiments
     max_hours = options.max_hours or config.budget.max_hours
@@ -576,12 +601,12 @@ def _tampered(
     return draft.finish("tampered", why, error=why, **measured)
 
 
-def _wants_checks(config: Config, decision: Decision) -> bool:
+def wants_checks(config: Config, decision: Decision) -> bool:
     when = config.checks.when
     return when == "always" or (when == "keep" and decision.status == "keep")
 
 
-def _save_patch(run: Session, n: int, hypothesis: Hypothesis) -> Path:
+def save_patch(run: Session, n: int, hypothesis: Hypothesis) -> Path:
     path = run.paths.patches / f"{n:04d}-{hypothesis.sha256[:12]}.patch"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(hypothesis.patch)

@@ -195,6 +195,7 @@ class CalibrationRecord(_Record):
     detectable_effect_pct: float | None = None
     runs_needed_for_target: int | None = None
     warnings: list[str] = field(default_factory=list)
+    host: str | None = None  # the bench host it measured, on a cluster (cluster/)
 
 
 @dataclass(frozen=True)
@@ -229,6 +230,9 @@ class ExperimentRecord(_Record):
     proposal: dict[str, Any] | None = None  # what the proposer noted (a knob, its value)
     family: str | None = None  # the axis the hypothesis explores, as its proposer named it
     agent: dict[str, Any] | None = None  # a coding agent's run: preset, usage (cost), logs
+    # On a cluster: the host and worker that measured it, and measurements against a best that
+    # moved before the keep (each measured again on the new best).
+    cluster: dict[str, Any] | None = None
 
     def _nested(self) -> list[tuple[str, Any, Any]]:
         found: list[tuple[str, Any, Any]] = [
@@ -266,6 +270,7 @@ class ConfirmationRecord(_Record):
     p_value: float | None
     metrics: dict[str, Any]
     bench_logs: list[str]
+    host: str | None = None  # the bench host it measured, on a cluster (cluster/)
 
     def _nested(self) -> list[tuple[str, Any, Any]]:
         return [(f"metrics.{k}", v, dict) for k, v in self.metrics.items()]

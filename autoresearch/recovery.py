@@ -23,7 +23,14 @@ from .records import Asi, ExperimentRecord
 from .state import SessionPaths, read_inflight
 from .workspace import Workspace
 
-__all__ = ["KeptCommit", "kept_commits", "next_experiment_number", "reconcile_branch", "recover"]
+__all__ = [
+    "KeptCommit",
+    "kept_commits",
+    "landed_keep",
+    "next_experiment_number",
+    "reconcile_branch",
+    "recover",
+]
 
 _NUMBERED = re.compile(r"(?:^|-)(\d{4,})(?:-|\.patch$|$)")
 
@@ -41,6 +48,16 @@ def recover(
         if record is not None:
             journal.append(record)
             progress.warn(f"recovered experiment {record.id} ({record.title!r}) as {record.status}")
+    # A cluster's experiments in flight: one whose keep commit landed gets its record here;
+    # the others run again on the next cluster run (cluster/driver.py).
+    for path in sorted(paths.flights.glob("*.json")):
+        flight = read_inflight(path)
+        record = landed_keep(flight, ws) if flight else None
+        if record is not None:
+            if not any(r.id == record.id for r in journal.read().experiments):
+                journal.append(record)
+                progress.warn(f"recovered experiment {record.id} ({record.title!r}) as keep")
+            path.unlink()
     if not ws.is_clean():
         progress.warn(f"reverting uncommitted changes in {ws.path} to the last kept commit")
     ws.revert()
@@ -52,12 +69,21 @@ def _record_for(marker: dict, ws: Workspace, journal: Journal) -> ExperimentReco
     exp_id = fields.get("id")  # None for a marker left by calibration: nothing to record
     if exp_id is None or any(r.id == exp_id for r in journal.read().experiments):
         return None
+    return landed_keep(marker, ws) or record_from_marker(marker, "interrupted")
+
+
+def landed_keep(marker: dict, ws: Workspace) -> ExperimentRecord | None:
+    """The keep record of an experiment whose commit is the branch tip, from its marker."""
+    exp_id = (marker.get("fields") or {}).get("id")
     tip = ws.tip()
-    landed = parse_trailers(ws.tree.commit_message(tip)).get("Experiment-Id") == exp_id
     pending = marker.get("pending")
-    if landed and pending:
+    if (
+        exp_id
+        and pending
+        and parse_trailers(ws.tree.commit_message(tip)).get("Experiment-Id") == exp_id
+    ):
         return ExperimentRecord.from_dict({**pending, "kept_commit": tip})
-    return record_from_marker(marker, "interrupted")
+    return None
 
 
 class KeptCommit:

@@ -64,6 +64,11 @@ class SessionPaths:
         return self.root / "inflight.json"
 
     @property
+    def flights(self) -> Path:
+        """On a cluster: one in-flight marker per experiment out on a bench host."""
+        return self.root / "flights"
+
+    @property
     def lock(self) -> Path:
         return self.root / "lock"
 

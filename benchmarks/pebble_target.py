@@ -6,6 +6,9 @@ python benchmarks/pebble_target.py compare [--rounds 5] [--patches 01 04 ...] [-
     the baseline against the baseline plus the given hypothesis patches (default: the kept
     ones of ./experiments.jsonl), each built once, run alternately, medians side by side,
     with SQLite's write time as the comparison engine
+python benchmarks/pebble_target.py truth [--pairs 20] [--floor 3]
+    the true effect of each queue patch at its point of an ideal night (the best before it
+    against the best plus it, many interleaved pairs): what the demo's decisions are judged by
 """
 
 from __future__ import annotations
@@ -20,11 +23,20 @@ from pathlib import Path
 
 from autoresearch.journal import read_journal
 from autoresearch.metrics import parse_metrics
+from autoresearch.stats import compare_paired
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = "targets/pebble"
 HYPOTHESES = ROOT / TARGET / "hypotheses"
 DEFAULT_SCALES = {"GRANTBENCH_SCALES": "1k,10k,100k", "GRANTBENCH_SQLITE_SCALES": "1k,10k"}
+QUICK_SCALES = {  # the demo session's profile (AUTORESEARCH_PROFILE=quick)
+    "GRANTBENCH_SCALES": "10k,100k",
+    "GRANTBENCH_SQLITE_SCALES": "10k",
+    "GRANTBENCH_MAX_ITERS": "1",
+    "GRANTBENCH_SQLITE_MAX_ITERS": "5",
+}
+PRIMARY = "pebble_writepack_100k_ms"
+SENTINEL = "sqlite_writepack_10k_ms"
 FULL_SCALES = {"GRANTBENCH_SCALES": "1k,10k,100k,1m", "GRANTBENCH_SQLITE_SCALES": "1k,10k,100k"}
 
 
@@ -71,6 +83,25 @@ def kept_patches() -> list[Path]:
     return [Path(s) for s in sources]
 
 
+def build_with(patches: list[Path], out: Path) -> Path:
+    """The harness built from HEAD plus the patches, in order, in a scratch worktree."""
+    tree = out.with_name(out.name + "-tree")
+    subprocess.run(["git", "worktree", "add", "-q", "--detach", str(tree)], cwd=ROOT, check=True)
+    try:
+        for patch in patches:
+            text = patch.read_text()
+            subprocess.run(
+                ["git", "apply", "--3way", "-"],
+                input=text[text.index("diff --git") :],
+                text=True,
+                cwd=tree,
+                check=True,
+            )
+        return build(tree, out)
+    finally:
+        subprocess.run(["git", "worktree", "remove", "--force", str(tree)], cwd=ROOT, check=True)
+
+
 def compare(args) -> None:
     patches = (
         [next(HYPOTHESES.glob(f"{p}*.patch")) for p in args.patches]
@@ -81,27 +112,8 @@ def compare(args) -> None:
         raise SystemExit("no patches: pass --patches, or run the loop first")
     env = FULL_SCALES if args.full else DEFAULT_SCALES
     with tempfile.TemporaryDirectory() as tmp:
-        wins_tree = Path(tmp) / "wins"
-        subprocess.run(
-            ["git", "worktree", "add", "-q", "--detach", str(wins_tree)], cwd=ROOT, check=True
-        )
-        try:
-            for patch in patches:
-                text = patch.read_text()
-                diff = text[text.index("diff --git") :]
-                subprocess.run(
-                    ["git", "apply", "--3way", "-"],
-                    input=diff,
-                    text=True,
-                    cwd=wins_tree,
-                    check=True,
-                )
-            base_bin = build(ROOT, Path(tmp) / "base")
-            wins_bin = build(wins_tree, Path(tmp) / "wins-bin")
-        finally:
-            subprocess.run(
-                ["git", "worktree", "remove", "--force", str(wins_tree)], cwd=ROOT, check=True
-            )
+        base_bin = build(ROOT, Path(tmp) / "base")
+        wins_bin = build_with(patches, Path(tmp) / "wins-bin")
         base: dict[str, list[float]] = {}
         wins: dict[str, list[float]] = {}
         for i in range(args.rounds):
@@ -120,6 +132,64 @@ def compare(args) -> None:
     _table(base, wins, lambda n: n.startswith("pebble_writepack") and n.endswith("_op"))
     print()
     _table(base, wins, lambda n: n.startswith(("pebble_packed", "sqlite_")) and "_op" not in n)
+
+
+def truth(args) -> None:
+    """Each queue patch's true effect at its point of the night: the best so far (the baseline
+    plus the patches that truly won before it) against the best plus the patch, in many
+    interleaved pairs, analysed as pairs. A patch joins the best when it gains at least the
+    session's floor with its interval clear of zero, as an ideal night would keep it."""
+    patches = sorted(HYPOTHESES.glob("*.patch"))
+    if args.patches:
+        patches = [p for p in patches if p.name[:2] in args.patches]
+    env = QUICK_SCALES
+    best: list[Path] = []
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, patch in enumerate(patches):
+            a = build_with(best, Path(tmp) / f"a{k}")
+            b = build_with([*best, patch], Path(tmp) / f"b{k}")
+            arms: dict[str, dict[str, list[float]]] = {"a": {}, "b": {}}
+            for i in range(args.pairs):
+                order = [("a", a), ("b", b)] if i % 2 == 0 else [("b", b), ("a", a)]
+                for arm, binary in order:
+                    for name, value in run_harness(binary, env).items():
+                        arms[arm].setdefault(name, []).append(value)
+            primary = compare_paired(arms["a"][PRIMARY], arms["b"][PRIMARY], 0.95)
+            sentinel = compare_paired(arms["a"][SENTINEL], arms["b"][SENTINEL], 0.95)
+            wins = -primary.change_pct >= args.floor and primary.ci_high_pct < 0
+            rows.append((patch.stem, len(best), primary, sentinel, wins))
+            print(
+                f"{patch.stem}: {primary.change_pct:+.1f}% "
+                f"[{primary.ci_low_pct:+.1f}, {primary.ci_high_pct:+.1f}], sentinel "
+                f"{sentinel.change_pct:+.1f}%{' -> joins the best' if wins else ''}",
+                file=sys.stderr,
+                flush=True,
+            )
+            if wins:
+                best.append(patch)
+    print(
+        f"Each patch against the best before it (the baseline plus the earlier patches that "
+        f"gained at least {args.floor:g}%), {args.pairs} interleaved pairs each, quick profile, "
+        f"paired geometric-mean change with its 95% interval:\n"
+    )
+    print(f"| patch | on top of | {PRIMARY} | {SENTINEL} | truly |")
+    print("|---|---:|---:|---:|---|")
+    for stem, n_best, primary, sentinel, wins in rows:
+        verdict = (
+            "gain"
+            if wins
+            else "loss"
+            if primary.change_pct >= args.floor and primary.ci_low_pct > 0
+            else "within the floor"
+        )
+        print(
+            f"| {stem} | {n_best} patches | {primary.change_pct:+.1f}% "
+            f"[{primary.ci_low_pct:+.1f}, {primary.ci_high_pct:+.1f}] | "
+            f"{sentinel.change_pct:+.1f}% [{sentinel.ci_low_pct:+.1f}, "
+            f"{sentinel.ci_high_pct:+.1f}] | {verdict} |"
+        )
+    print(f"\nmachine: {os.cpu_count()} CPUs")
 
 
 def _table(base, wins, wanted, sqlite: bool = False) -> None:
@@ -148,8 +218,12 @@ def main() -> int:
     c.add_argument("--rounds", type=int, default=5)
     c.add_argument("--patches", nargs="*", help="patch number prefixes, e.g. 01 04")
     c.add_argument("--full", action="store_true", help="include the 1m scale")
+    t = sub.add_parser("truth", help="each queue patch against the best before it, many pairs")
+    t.add_argument("--pairs", type=int, default=20)
+    t.add_argument("--floor", type=float, default=3.0, help="gain (%%) that joins the best")
+    t.add_argument("--patches", nargs="*", help="patch number prefixes (default: all)")
     args = parser.parse_args()
-    {"noise": noise, "compare": compare}[args.command](args)
+    {"noise": noise, "compare": compare, "truth": truth}[args.command](args)
     return 0
 
 

@@ -5,6 +5,7 @@ src/sentinel.txt the sentinel metric (sentinel_ms)
 src/mode.txt     ok | crash | hang | garbage | nometric | slow | writes | tamper-<what> |
                  daemon-<how> | echo (prints src/output.txt)
 BENCH_SLEEP_S and BUILD_SLEEP_S make every bench run or build take that long.
+BENCH_SPANS names a file each run appends "<the directory holding its tree> <start> <end>" to.
 BENCH_SENTINEL_NOISE_PCT sets the sentinel's own noise (default: BENCH_NOISE_PCT).
 BENCH_COST (a Python expression over the `name = value` lines of src/knobs.txt and `value`,
 src/value.txt's number) gives time_ms.
@@ -56,8 +57,13 @@ if fail_tree == root.name:  # "baseline": the best's own runs fail after BENCH_F
         print("bench: the machine hiccuped (simulated)", file=sys.stderr)
         sys.exit(7)
 sleep = float(os.environ.get("BENCH_SLEEP_S", "0"))
+started = time.time()
 if sleep:  # every run takes a while: phases long enough to be hit by a fault
     time.sleep(sleep)
+spans = os.environ.get("BENCH_SPANS")
+if spans:  # when this tree's host ran it: runs of one host must never overlap
+    with open(spans, "a") as handle:
+        handle.write(f"{root.parent} {started} {time.time()}\n")
 if mode.startswith("daemon-"):  # leave a process behind that escapes the group, noting its pid
     how = mode.removeprefix("daemon-")
     argv = {

@@ -1,0 +1,288 @@
+"""What a bench host does for one job, inside a Dask worker: the measuring half of an experiment.
+
+The host keeps its own clone of the target and two worktrees in it, `baseline` and `candidate`,
+like the driver's. For a job it fetches the session branch (a git bundle the driver sent through
+Dask, or a shared remote), puts the baseline at the job's best and builds it (once per best),
+calibrates that best on this host when it has not yet (the noise and threshold here, not the
+driver's), applies the patch to the candidate, builds it and runs both arms interleaved until
+the decision rule's stopping point. It returns samples, log tails and its fingerprint; the
+driver decides, checks, keeps and journals. Nothing here writes to the session's repository.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..calibration import calibrate, run_seconds
+from ..config import Config
+from ..decide import Judge
+from ..errors import UserError
+from ..experiment import now_iso
+from ..fingerprint import environment
+from ..gitrepo import Repo
+from ..measure import BASELINE, CANDIDATE, Harness, Measurement, PairMeasurement
+from ..proc import RunResult, read_log
+from ..state import write_json_atomic
+from ..workspace import BaselineTree
+
+__all__ = ["Job", "run_job"]
+
+LOG_TAIL_BYTES = 64 * 1024  # of each log sent back: the whole of a bench's METRIC output
+
+
+@dataclass(frozen=True)
+class Job:
+    """One measurement for a bench host: an experiment's two arms, or the confirmation."""
+
+    kind: str  # "experiment" or "confirm"
+    exp_id: str  # names the logs
+    config: Config
+    branch: str  # the session branch, fetched from the bundle or `config.cluster.remote`
+    parent: str  # the baseline arm's commit: the best (a confirmation: the session's base)
+    patch: bytes = b""  # the candidate: parent + patch (an experiment)
+    tip: str | None = None  # the candidate: this commit (a confirmation)
+    env: dict[str, str] = field(default_factory=dict)
+    runs: int = 0  # a confirmation's pairs
+
+
+def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -> dict[str, Any]:
+    """Measure `job` on this host; everything the driver needs, as plain data."""
+    started = time.time()
+    host = Host(_host_root(job, workdir))
+    out: dict[str, Any] = {
+        "host": socket.gethostname(),
+        "worker": _worker_address(),
+        "environment": environment(),
+        "started_at": now_iso(),
+        "calibration": None,
+        "failure": None,
+        "failed_arm": None,
+        "detail": "",
+        "logs": {},
+    }
+    harness = Harness(job.config, env=job.env, stop=None)
+    try:
+        host.fetch(job, bundle)
+        host.prepare_baseline(job, harness)
+        if job.kind == "confirm":
+            pair = host.confirm(job, harness)
+        else:
+            calibration = host.calibration(job, harness)
+            out["calibration"] = calibration["record"] if calibration["new"] else None
+            out["judge"] = calibration["judge"]
+            pair = host.experiment(job, harness, Judge(job.config, **calibration["judge"]))
+    except _Failed as failed:
+        out |= {"failure": failed.status, "failed_arm": failed.arm, "detail": failed.detail}
+        pair = failed.pair
+    if pair is not None:
+        out |= {
+            "failure": out["failure"] or pair.failure,
+            "failed_arm": out["failed_arm"] or pair.failed_arm,
+            "detail": out["detail"] or pair.detail,
+            BASELINE: _arm(pair.baseline),
+            CANDIDATE: _arm(pair.candidate),
+        }
+        out["logs"] |= _tails([*pair.baseline.runs, *pair.candidate.runs, *pair.builds])
+    out["ended_at"] = now_iso()
+    out["duration_s"] = round(time.time() - started, 3)
+    return out
+
+
+class _Failed(Exception):
+    """The job cannot measure: a failed fetch, apply or build, named for the record."""
+
+    def __init__(self, status: str, detail: str, arm: str | None = None, pair=None):
+        super().__init__(detail)
+        self.status, self.detail, self.arm, self.pair = status, detail, arm, pair
+
+
+class Host:
+    """This host's clone of the target, its two worktrees, its calibrations and logs."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.repo_path = root / "repo"
+        # One job at a time holds this clone: a lock git left is from a worker killed mid-way.
+        for lock in (self.repo_path / ".git").rglob("*.lock"):
+            lock.unlink(missing_ok=True)
+        if not (self.repo_path / ".git").exists():
+            self.repo_path.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["git", "init", "--quiet", str(self.repo_path)], check=True)
+        self.repo = Repo(self.repo_path)
+        self.trees = {
+            BASELINE: BaselineTree(self.repo, root / "baseline"),
+            CANDIDATE: BaselineTree(self.repo, root / "candidate"),
+        }
+
+    def log(self, exp_id: str, name: str) -> Path:
+        path = self.root / "logs" / exp_id / f"{name}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def fetch(self, job: Job, bundle: bytes | None) -> None:
+        """The commits the job needs, from the bundle or the remote, unless already here."""
+        wanted = [c for c in (job.parent, job.tip) if c]
+        if all(self.repo.resolve(f"{c}^{{commit}}") for c in wanted):
+            return
+        refspec = f"+refs/heads/{job.branch}:refs/autoresearch/{job.branch}"
+        if bundle is not None:
+            with tempfile.NamedTemporaryFile(dir=self.root, suffix=".bundle") as handle:
+                handle.write(bundle)
+                handle.flush()
+                fetched = self.repo.run("fetch", "--quiet", handle.name, refspec)
+        else:
+            fetched = self.repo.run("fetch", "--quiet", job.config.cluster.remote, refspec)
+        missing = [c for c in wanted if not self.repo.resolve(f"{c}^{{commit}}")]
+        if not fetched.ok or missing:
+            raise _Failed(
+                "interrupted",
+                f"this host could not fetch {', '.join(c[:10] for c in missing)} "
+                f"({fetched.err.strip() or 'not in what it fetched'})",
+            )
+
+    def prepare_baseline(self, job: Job, harness: Harness) -> None:
+        """The baseline arm at the job's parent, built once for as long as it stays there."""
+        stamp = self.root / "baseline.built"
+        moved = self.trees[BASELINE].ensure(job.parent)
+        if moved or not stamp.exists() or stamp.read_text() != job.parent:
+            stamp.unlink(missing_ok=True)
+            built = harness.build(self.trees[BASELINE].path, self.log(job.exp_id, "build-baseline"))
+            if built is not None and not built.ok:
+                pair = PairMeasurement(builds=[built])
+                raise _Failed(
+                    "baseline_failed",
+                    f"the build of the best {job.parent[:10]} failed on this host "
+                    f"({built.describe()})",
+                    BASELINE,
+                    pair,
+                )
+            stamp.write_text(job.parent)
+
+    def candidate_at(self, job: Job, harness: Harness, commit: str, patch: bytes) -> None:
+        """The candidate arm: `commit`, plus `patch` when there is one, built."""
+        tree = self.trees[CANDIDATE]
+        tree.ensure(commit)
+        repo = Repo(tree.path)
+        repo.must("reset", "--hard", "--quiet", commit)
+        repo.must("clean", "-ffdxq")
+        if patch:
+            patch_file = self.root / "candidate.patch"
+            patch_file.write_bytes(patch)
+            applied = repo.run("apply", "--whitespace=nowarn", str(patch_file))
+            if not applied.ok:
+                applied = repo.run("apply", "--3way", "--whitespace=nowarn", str(patch_file))
+            if not applied.ok:
+                raise _Failed("apply_failed", f"on this host: {applied.err.strip()}", CANDIDATE)
+        built = harness.build(tree.path, self.log(job.exp_id, "build"))
+        if built is not None and not built.ok:
+            pair = PairMeasurement(builds=[built])
+            status = "timeout" if built.timed_out else "crash"
+            raise _Failed(status, f"build {built.describe()}", CANDIDATE, pair)
+
+    def calibration(self, job: Job, harness: Harness) -> dict[str, Any]:
+        """This host's calibration of the best: measured once per best, then remembered."""
+        path = self.root / "calibrations" / f"{job.parent}.json"
+        if path.exists():
+            return {**json.loads(path.read_text()), "new": False}
+        self.candidate_at(job, harness, job.parent, b"")
+        label = f"calibration-{job.parent[:12]}"
+        try:
+            result = calibrate(
+                job.config,
+                harness,
+                arms=(self.trees[BASELINE].path, self.trees[CANDIDATE].path),
+                commit=job.parent,
+                log_for=lambda arm, i: self.log(label, f"{arm}-{i}"),
+            )
+        except UserError as exc:
+            raise _Failed("baseline_failed", f"calibration on this host: {exc}", BASELINE) from None
+        if result is None:
+            raise _Failed("interrupted", "calibration stopped by a signal")
+        record = result.record.to_dict() | {"host": socket.gethostname()}
+        primary = job.config.metric.name
+        found = {
+            "record": record,
+            "judge": {
+                "threshold": result.threshold,
+                "noise_pct": result.record.noise_pct.get(primary),
+                "run_s": run_seconds(result.record),
+            },
+        }
+        write_json_atomic(path, found)
+        return {**found, "new": True}
+
+    def experiment(self, job: Job, harness: Harness, judge: Judge) -> PairMeasurement:
+        self.candidate_at(job, harness, job.parent, job.patch)
+        return harness.interleave(
+            baseline_dir=self.trees[BASELINE].path,
+            candidate_dir=self.trees[CANDIDATE].path,
+            log_for=lambda arm, i: self.log(job.exp_id, f"{arm}-{i}"),
+            max_pairs=judge.limit,
+            judge=judge.look,
+            looks=judge.looks,
+        )
+
+    def confirm(self, job: Job, harness: Harness) -> PairMeasurement:
+        assert job.tip is not None
+        self.candidate_at(job, harness, job.tip, b"")
+        return harness.interleave(
+            baseline_dir=self.trees[BASELINE].path,
+            candidate_dir=self.trees[CANDIDATE].path,
+            log_for=lambda arm, i: self.log(job.exp_id, f"{arm}-{i}"),
+            max_pairs=job.runs,
+        )
+
+
+def _host_root(job: Job, workdir: str | None) -> Path:
+    """The clone's directory: under the configured one (kept across worker restarts), else
+    under the worker's local directory; one per worker, so that two never share a clone."""
+    worker = _worker()
+    base = workdir or job.config.cluster.workdir
+    if not base:
+        base = worker.local_directory if worker is not None else tempfile.gettempdir()
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", str(worker.name)) if worker is not None else "local"
+    root = Path(base) / "autoresearch" / job.config.session.name / name
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+def _worker():
+    try:
+        from distributed import get_worker
+
+        return get_worker()
+    except (ImportError, ValueError):  # not inside a worker: a direct call
+        return None
+
+
+def _worker_address() -> str | None:
+    worker = _worker()
+    return worker.address if worker is not None else None
+
+
+def _arm(arm: Measurement) -> dict[str, Any]:
+    return {
+        "samples": arm.samples,
+        "durations": arm.durations,
+        "logs": [Path(r.log_path).name for r in arm.runs],
+        "tail": arm.tail,
+        "failure": arm.failure,
+        "detail": arm.detail,
+    }
+
+
+def _tails(runs: list[RunResult]) -> dict[str, str]:
+    """Each log's last LOG_TAIL_BYTES, by file name, for the driver's copy."""
+    found = {}
+    for run in runs:
+        text = read_log(run.log_path)
+        found[Path(run.log_path).name] = text[-LOG_TAIL_BYTES:]
+    return found

@@ -1,0 +1,181 @@
+"""Several bench hosts: a real Dask LocalCluster (worker processes, each with its own clone
+directory and one unit of the `bench` resource) measuring the synthetic target, whose bench
+sleeps instead of burning CPU."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from conftest import experiments, git
+from distributed import Client, LocalCluster
+
+from autoresearch.cluster import run_cluster_session
+from autoresearch.journal import read_journal
+from autoresearch.progress import Progress
+from autoresearch.session import RunOptions, session_paths
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    with LocalCluster(
+        n_workers=2,
+        threads_per_worker=1,
+        processes=True,
+        resources={"bench": 1},
+        dashboard_address=None,
+        local_directory=str(tmp_path / "workers"),
+    ) as local:
+        yield local
+
+
+def sleepy(target, tmp_path: Path, sleep_s: float = 0.2, **overrides) -> dict[str, str]:
+    """A noiseless bench whose runs sleep: the rule decides at its first look (3 pairs)."""
+    target.configure(min_runs=3, max_runs=3, looks=1, **overrides)
+    (target.root / "src" / "knobs.txt").write_text("k = 1\n")
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "a knob")
+    return {
+        "BENCH_SLEEP_S": str(sleep_s),
+        "BENCH_COST": "value * k",
+        "BENCH_SPANS": str(tmp_path / "spans.txt"),
+    }
+
+
+def drive(target, scheduler: str, env: dict[str, str], **options):
+    options.setdefault("confirm", False)
+    return run_cluster_session(
+        target.load(), scheduler, RunOptions(env=env, **options), Progress(quiet=True)
+    )
+
+
+def spans(tmp_path: Path) -> dict[str, list[tuple[float, float]]]:
+    found: dict[str, list[tuple[float, float]]] = {}
+    for line in (tmp_path / "spans.txt").read_text().splitlines():
+        host, start, end = line.rsplit(" ", 2)
+        found.setdefault(host, []).append((float(start), float(end)))
+    return found
+
+
+def test_two_hosts_measure_side_by_side_and_a_stale_win_is_measured_again(
+    target, tmp_path, cluster
+):
+    env = sleepy(target, tmp_path)
+    target.add_hypothesis("a-value", {"src/value.txt": "80\n"}, title="value down")
+    target.add_hypothesis("b-knob", {"src/knobs.txt": "k = 0.9\n"}, title="knob down")
+    target.add_hypothesis("c-noop", {"src/noop.txt": "nothing\n"}, title="no effect")
+
+    outcome = drive(target, cluster.scheduler_address, env)
+
+    records = experiments(target)
+    by_title = {r.title: r for r in records}
+    assert sorted(by_title) == ["knob down", "no effect", "value down"]
+    assert len(records) == 3 and len({r.n for r in records}) == 3
+    assert outcome.kept == 2
+    assert by_title["no effect"].status == "discard"
+    # The session branch is a line: each kept commit on the one kept before it, each with
+    # its record; both wins are in the final tree.
+    keeps = [r for r in records if r.status == "keep"]
+    chain = git(target.root, "rev-list", "--first-parent", "autoresearch/t").split()
+    assert [r.kept_commit for r in reversed(keeps)] == chain[: len(keeps)]
+    assert keeps[1].parent_commit == keeps[0].kept_commit
+    assert git(target.root, "show", "autoresearch/t:src/value.txt") == "80\n"
+    assert git(target.root, "show", "autoresearch/t:src/knobs.txt") == "k = 0.9\n"
+    # Both wins were sent against the base at once; the one that landed second had won
+    # against a best that had moved, so it was measured again on the new best before its keep.
+    base = read_journal(target.journal).sessions[0].base_commit
+    second = keeps[1].cluster
+    assert [s["parent"] for s in second["stale"]] == [base]
+    assert second["stale"][0]["change_pct"] < -5
+    assert keeps[0].cluster["stale"] == []
+    # Each record names the host and worker that measured it; each host calibrated the base
+    # for its own arms.
+    assert all(r.cluster["host"] and r.cluster["worker"] for r in records)
+    calibrations = read_journal(target.journal).calibrations
+    assert {c.commit for c in calibrations} >= {base}
+    assert len({c.host for c in calibrations if c.commit == base}) >= 1
+    # One host never ran two benches at once; the two hosts did run side by side.
+    by_host = spans(tmp_path)
+    assert len(by_host) == 2
+    for runs in by_host.values():
+        runs.sort()
+        assert all(a[1] <= b[0] for a, b in zip(runs, runs[1:], strict=False))
+    (first, second_host) = by_host.values()
+    assert any(a[0] < b[1] and b[0] < a[1] for a in first for b in second_host)
+    # Nothing left in flight.
+    assert not list(session_paths(target.load()).flights.glob("*.json"))
+
+
+def test_a_killed_host_s_experiment_runs_again_and_is_recorded_once(target, tmp_path, cluster):
+    env = sleepy(target, tmp_path, sleep_s=0.6)
+    env["BENCH_STARTED"] = str(tmp_path / "started")
+    target.add_hypothesis("a-value", {"src/value.txt": "80\n"}, title="value down")
+    done = {}
+    driver = threading.Thread(
+        target=lambda: done.setdefault("outcome", drive(target, cluster.scheduler_address, env))
+    )
+    driver.start()
+    with Client(cluster.scheduler_address) as client:
+        deadline = time.monotonic() + 60
+        busy = []
+        while not busy and time.monotonic() < deadline:
+            busy = [w for w, keys in client.processing().items() if keys]
+            time.sleep(0.1)
+        assert busy, "the experiment never started on a host"
+        while not (tmp_path / "started").exists():
+            time.sleep(0.05)
+        pid = client.run(os.getpid, workers=busy)[busy[0]]
+        os.kill(pid, signal.SIGKILL)
+        driver.join(timeout=180)
+    assert not driver.is_alive()
+    (record,) = experiments(target)
+    assert record.status == "keep"
+    assert record.cluster["worker"] != busy[0]
+    assert done["outcome"].kept == 1
+
+
+def test_a_killed_driver_sends_its_experiments_again_on_restart(target, tmp_path, cluster):
+    env = sleepy(target, tmp_path, sleep_s=0.5)
+    env["BENCH_STARTED"] = str(tmp_path / "started")
+    target.add_hypothesis("a-value", {"src/value.txt": "80\n"}, title="value down")
+    target.add_hypothesis("b-knob", {"src/knobs.txt": "k = 0.9\n"}, title="knob down")
+    command = [sys.executable, "-m", "autoresearch.cli", "run", "--no-confirm", "--quiet"]
+    command += ["--cluster", cluster.scheduler_address]
+    for key, value in env.items():
+        command += ["--env", f"{key}={value}"]
+    child = subprocess.Popen(command, cwd=target.root)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "started").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (tmp_path / "started").exists(), "no bench started"
+    child.kill()
+    child.wait()
+    flights = list(session_paths(target.load()).flights.glob("*.json"))
+    assert flights, "the dead driver left no marker of what was in flight"
+    assert experiments(target) == []
+
+    outcome = drive(target, cluster.scheduler_address, env)
+
+    records = experiments(target)
+    assert sorted(r.title for r in records) == ["knob down", "value down"]
+    assert len({r.id for r in records}) == 2
+    assert outcome.kept == 2
+    assert not list(session_paths(target.load()).flights.glob("*.json"))
+    assert git(target.root, "show", "autoresearch/t:src/value.txt") == "80\n"
+
+
+def test_a_session_without_bench_workers_is_refused_with_the_fix(target, tmp_path):
+    env = sleepy(target, tmp_path)
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+    ) as plain:
+        from autoresearch.errors import UserError
+
+        with pytest.raises(UserError, match="--resources bench=1"):
+            drive(target, plain.scheduler_address, env)
