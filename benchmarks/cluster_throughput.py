@@ -1,0 +1,123 @@
+"""Experiments per hour against the number of bench hosts, on a real Dask LocalCluster.
+
+Each worker process stands for one bench host (one unit of the `bench` resource, its own clone
+directory). The bench is the synthetic target's (tests/synthetic.py) sleeping a fixed time per
+run instead of burning CPU, so that eight "hosts" fit on a small machine and the figure measures
+the cluster's scheduling, not the machine's cores. Every experiment is a null patch decided at
+a fixed 3 pairs (6 runs); each host calibrates the best once (4 runs). The ideal line is the
+one-host rate times the hosts; the overhead per experiment is the one-host cluster's time per
+experiment against the same experiments run by the local loop, side by side in one run.
+
+    python benchmarks/cluster_throughput.py [--workers 1,2,4,8] [--per-worker 6] [--sleep 0.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+
+from distributed import LocalCluster  # noqa: E402
+from synthetic import git, make_target  # noqa: E402
+
+from autoresearch.cluster import run_cluster_session  # noqa: E402
+from autoresearch.journal import read_journal  # noqa: E402
+from autoresearch.loop import run_session  # noqa: E402
+from autoresearch.progress import Progress  # noqa: E402
+from autoresearch.session import RunOptions  # noqa: E402
+
+
+def target_with(root: Path, experiments: int):
+    target = make_target(root)
+    target.configure(min_runs=3, max_runs=3, looks=1, calibration_runs=4)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "config")
+    for i in range(experiments):
+        target.add_hypothesis(f"{i:03d}-null", {f"src/null-{i}.txt": f"{i}\n"}, title=f"null {i}")
+    return target
+
+
+def timed(run, target, sleep: float) -> float:
+    options = RunOptions(env={"BENCH_SLEEP_S": str(sleep)}, confirm=False, accept_noise=True)
+    started = time.monotonic()
+    run(target.load(), options)
+    took = time.monotonic() - started
+    records = read_journal(target.journal).experiments
+    if any(r.status not in ("discard", "inconclusive") for r in records):
+        raise SystemExit(f"unexpected statuses: {sorted({r.status for r in records})}")
+    return took
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", default="1,2,4,8")
+    parser.add_argument("--per-worker", type=int, default=6, help="experiments per host")
+    parser.add_argument("--sleep", type=float, default=0.5, help="seconds per bench run")
+    args = parser.parse_args()
+    counts = [int(w) for w in args.workers.split(",")]
+    quiet = Progress(quiet=True)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        n = args.per_worker
+        local = timed(
+            lambda config, options: run_session(config, options, quiet),
+            target_with(Path(tmp) / "local", n),
+            args.sleep,
+        )
+        for workers in counts:
+            print(f"{workers} worker(s)...", file=sys.stderr, flush=True)
+            target = target_with(Path(tmp) / f"w{workers}", n * workers)
+            with LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                processes=True,
+                resources={"bench": 1},
+                dashboard_address=None,
+                local_directory=str(Path(tmp) / f"dask-{workers}"),
+            ) as cluster:
+                took = timed(
+                    lambda config, options, c=cluster: run_cluster_session(
+                        config, c.scheduler_address, options, quiet
+                    ),
+                    target,
+                    args.sleep,
+                )
+            rows.append((workers, n * workers, took))
+    one = rows[0][1] / rows[0][2] * 3600 if rows[0][0] == 1 else None
+    bench_s = 6 * args.sleep
+    print(
+        f"Null experiments decided at 3 pairs (6 runs of {args.sleep:g} s: {bench_s:g} s of "
+        f"bench each), {args.per_worker} per host, each host calibrating once (4 runs):\n"
+    )
+    print(
+        "| hosts | experiments | wall s | experiments/hour | ideal (1 host's × hosts) | of ideal |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|")
+    for workers, experiments, took in rows:
+        rate = experiments / took * 3600
+        ideal = one * workers if one else None
+        share = f"{100 * rate / ideal:.0f}%" if ideal else ""
+        print(
+            f"| {workers} | {experiments} | {took:.1f} | {rate:.0f} | "
+            f"{f'{ideal:.0f}' if ideal else ''} | {share} |"
+        )
+    if rows[0][0] == 1:
+        per_cluster = rows[0][2] / rows[0][1]
+        per_local = local / n
+        print(
+            f"\nPer experiment, one host: the cluster {per_cluster:.2f} s, the local loop "
+            f"{per_local:.2f} s ({bench_s:g} s of it bench): the cluster adds "
+            f"{per_cluster - per_local:+.2f} s per experiment."
+        )
+    print(f"machine: {os.cpu_count()} CPUs")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
