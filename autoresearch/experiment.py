@@ -64,6 +64,11 @@ class Draft:
     _phase_started: float = 0.0
     _started: float = field(default_factory=time.monotonic)
 
+    @property
+    def started_at(self) -> float:
+        """When the draft began (time.monotonic)."""
+        return self._started
+
     def phase(self, name: str) -> None:
         """Close the running phase and open `name`; the marker records where we are."""
         self._close_phase()

@@ -41,6 +41,11 @@ class Progress:
         self._label = f"[{n}{of}]"
         self._say(f"{self._label} {title}")
 
+    def about(self, n: int, started: float) -> None:
+        """The lines that follow are experiment n's, started at `started` (time.monotonic):
+        on a cluster, results land in another order than they were sent."""
+        self._label, self._experiment_started = f"[{n}]", started
+
     def phase(self, text: str) -> None:
         elapsed = time.monotonic() - self._experiment_started
         self._say(f"{self._label} {text} ({elapsed:.0f}s)")

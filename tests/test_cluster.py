@@ -179,3 +179,17 @@ def test_a_session_without_bench_workers_is_refused_with_the_fix(target, tmp_pat
 
         with pytest.raises(UserError, match="--resources bench=1"):
             drive(target, plain.scheduler_address, env)
+
+
+def test_a_bad_scheduler_address_is_named_before_anything_runs(target):
+    from conftest import run_cli
+
+    done = run_cli("run", "--cluster", "bench one", cwd=target.root)
+    assert done.returncode != 0
+    assert "--cluster must be a scheduler address" in done.stderr
+    assert "'bench one'" in done.stderr
+    config = target.config_path.read_text() + '\n[cluster]\nscheduler = "local:0"\n'
+    target.config_path.write_text(config)
+    done = run_cli("run", cwd=target.root)
+    assert "'cluster.scheduler': local:N needs at least one worker" in done.stderr
+    assert not target.journal.exists()

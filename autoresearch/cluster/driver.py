@@ -457,6 +457,7 @@ class Driver:
 
     def record(self, draft: Draft, record: ExperimentRecord) -> None:
         """Journal it, then forget its marker: in that order, so that nothing is lost."""
+        self.run.progress.about(record.n, draft.started_at)
         account(self.run, record)
         draft.marker.unlink(missing_ok=True)
 
