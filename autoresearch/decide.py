@@ -177,6 +177,10 @@ class Judge:
         self.extension = sorted(n for n in steps if n > self.cap) if config.sentinel else []
         self.limit = self.extension[-1] if self.extension else self.cap
         self.looks = [*self.schedule, *self.extension]
+        # The sentinels' error, shared over all their looks as the primary's alpha is over its
+        # own: in proportion to n, so the early looks (which a sentinel noisier than its budget
+        # could never pass) spend little and the looks with the most runs spend the most.
+        self.sentinel_errors = look_alphas(1 - d.sentinel_confidence, self.looks)
         self._win: tuple[int, dict[str, Any], str] | None = None  # look, evidence, reason
 
     def look(
@@ -199,7 +203,10 @@ class Judge:
             }
         )
         metrics[primary.name]["threshold_pct"] = self.threshold
-        sentinels = {s.name: self._sentinel(s, baseline, candidate) for s in self.config.sentinel}
+        error = self.sentinel_errors[look - 1]
+        sentinels = {
+            s.name: self._sentinel(s, baseline, candidate, error) for s in self.config.sentinel
+        }
         index = min(look, len(self.schedule)) - 1
         extra = {
             "threshold_pct": self.threshold,
@@ -408,11 +415,13 @@ class Judge:
             }
         return evidence
 
-    def _sentinel(self, spec: SentinelSpec, baseline: dict, candidate: dict) -> dict[str, Any]:
+    def _sentinel(
+        self, spec: SentinelSpec, baseline: dict, candidate: dict, error: float
+    ) -> dict[str, Any]:
         """Non-inferiority: the interval's worse end must stay inside the budget. Each look
-        spends its share of the sentinel's error, so more looks do not make "within" easier."""
+        spends its share (`error`) of the sentinel's error, so more looks do not make "within"
+        easier."""
         evidence = self._evidence(spec, baseline, candidate)
-        error = (1 - self.config.decision.sentinel_confidence) / len(self.looks)
         confidence = 1 - error
         comparison = self._compare(spec, baseline, candidate, 1 - 2 * error)
         evidence["budget_pct"] = spec.budget_pct

@@ -4,6 +4,7 @@ sleeps instead of burning CPU."""
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import subprocess
@@ -105,11 +106,32 @@ def test_two_hosts_measure_side_by_side_and_a_stale_win_is_measured_again(
     assert len(by_host) == 2
     for runs in by_host.values():
         runs.sort()
-        assert all(a[1] <= b[0] for a, b in zip(runs, runs[1:], strict=False))
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(runs))
     (first, second_host) = by_host.values()
     assert any(a[0] < b[1] and b[0] < a[1] for a in first for b in second_host)
     # Nothing left in flight.
     assert not list(session_paths(target.load()).flights.glob("*.json"))
+
+
+def test_a_stale_win_that_no_longer_applies_to_the_new_best_is_apply_failed(
+    target, tmp_path, cluster
+):
+    env = sleepy(target, tmp_path)
+    target.add_hypothesis("a-value", {"src/value.txt": "80\n"}, title="value to 80")
+    target.add_hypothesis("b-value", {"src/value.txt": "85\n"}, title="value to 85")
+
+    outcome = drive(target, cluster.scheduler_address, env)
+
+    records = experiments(target)
+    assert sorted(r.status for r in records) == ["apply_failed", "keep"]
+    (kept,) = [r for r in records if r.status == "keep"]
+    (failed,) = [r for r in records if r.status == "apply_failed"]
+    assert outcome.kept == 1
+    # It won against the base, but the other edit of the same line is the best now.
+    assert "does not apply to the new best" in failed.asi.rollback_reason
+    assert failed.cluster["stale"][0]["change_pct"] < -5
+    assert git(target.root, "rev-list", "--count", "main..autoresearch/t").strip() == "1"
+    assert git(target.root, "show", "autoresearch/t:src/value.txt") == f"{kept.title[-2:]}\n"
 
 
 def test_a_killed_host_s_experiment_runs_again_and_is_recorded_once(target, tmp_path, cluster):

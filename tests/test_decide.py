@@ -165,6 +165,19 @@ def test_more_runs_show_a_sentinel_within_budget(config):
     assert "sentinels shown within budget" in decided.reason
 
 
+def test_sentinel_error_is_spent_in_proportion_to_the_runs_of_each_look(config):
+    judge = Judge(config, 2.0)
+    errors = judge.sentinel_errors
+    assert len(errors) == len(judge.looks) == 6
+    assert sum(errors) == pytest.approx(0.05)  # 1 - sentinel_confidence, over every look
+    assert errors[-1] / errors[0] == pytest.approx(judge.looks[-1] / judge.looks[0])
+    # A win with a quiet sentinel: its bound at the first look is taken at that look's share.
+    base, cand = arms(6, 0.8, noise=0.005, seed=3)
+    decision = judge.look(base, cand, final=False)
+    assert decision.status == "keep"
+    assert decision.sentinels["s_ms"]["confidence"] == pytest.approx(1 - errors[0])
+
+
 def test_missing_sentinel_is_never_assumed_fine(config):
     base, cand = arms(6, 0.85)
     del cand["s_ms"]

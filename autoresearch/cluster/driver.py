@@ -236,17 +236,11 @@ class Driver:
             self.record(draft, draft.finish(hypothesis.problem_status, hypothesis.problem))
             return None
         patch_file = save_patch(run, n, hypothesis)
+        # Scope and protection here; whether it applies, the host finds (three-way included).
         paths, problem = check_patch(run, hypothesis, patch_file)
         draft.note(touched_files=paths)
-        if problem is None:
-            applied = run.ws.apply(patch_file)
-            run.ws.revert()
-            if not applied.ok:
-                problem_status, why = "apply_failed", applied.message
-        else:
-            problem_status, why = problem.kind, problem.message
-        if problem is not None or not applied.ok:
-            self.record(draft, draft.finish(problem_status, why, error=why))
+        if problem is not None:
+            self.record(draft, draft.finish(problem.kind, problem.message, error=problem.message))
             return None
         draft.note(cluster={"patch": str(patch_file)})
         draft.phase("bench")
@@ -423,11 +417,11 @@ class Driver:
     def finish(self, flight: Flight, decision: Decision, measured: dict[str, Any]) -> None:
         """Checks, keep or not, the record: as loop.run_experiment ends, on the driver."""
         run, draft = self.run, flight.draft
+        applied = False
         if wants_checks(run.config, decision) and flight.parent == run.ws.tip():
-            applied = run.ws.apply(flight.patch_file)
-            if not applied.ok:
-                self.record(draft, draft.finish("apply_failed", applied.message, **measured))
+            if not self.apply(flight, measured):
                 return
+            applied = True
             draft.phase("checks")
             checks = run_checks(run, flight.exp_id, draft)
             measured["checks"] = checks.to_dict()
@@ -438,14 +432,12 @@ class Driver:
                 self.record(draft, draft.finish(status, why, **measured))
                 return
         if decision.status != "keep":
-            run.ws.revert()
+            if applied:
+                run.ws.revert()
             self.record(draft, draft.finish(decision.status, decision.reason, **measured))
             return
-        if not wants_checks(run.config, decision):
-            applied = run.ws.apply(flight.patch_file)
-            if not applied.ok:
-                self.record(draft, draft.finish("apply_failed", applied.message, **measured))
-                return
+        if not applied and not self.apply(flight, measured):
+            return
         draft.phase("commit")
         record = keep(run, draft, flight.hypothesis, decision, flight.paths, measured)
         self.record(draft, record)
@@ -454,6 +446,14 @@ class Driver:
             run.progress.info(
                 f"kept {record.id} (measured on {host}); new best {record.kept_commit[:10]}"
             )
+
+    def apply(self, flight: Flight, measured: dict[str, Any]) -> bool:
+        """The patch in the driver's worktree, on the best it was measured against."""
+        applied = self.run.ws.apply(flight.patch_file)
+        if not applied.ok:
+            why = f"measured on a bench host, but does not apply here: {applied.message}"
+            self.record(flight.draft, flight.draft.finish("apply_failed", why, **measured))
+        return applied.ok
 
     def record(self, draft: Draft, record: ExperimentRecord) -> None:
         """Journal it, then forget its marker: in that order, so that nothing is lost."""

@@ -111,8 +111,10 @@ class Host:
         self.root = root
         self.repo_path = root / "repo"
         # One job at a time holds this clone: a lock git left is from a worker killed mid-way.
-        for lock in (self.repo_path / ".git").rglob("*.lock"):
-            lock.unlink(missing_ok=True)
+        git_dir = self.repo_path / ".git"
+        for pattern in ("*.lock", "worktrees/*/*.lock", "refs/**/*.lock"):
+            for lock in git_dir.glob(pattern):
+                lock.unlink(missing_ok=True)
         if not (self.repo_path / ".git").exists():
             self.repo_path.mkdir(parents=True, exist_ok=True)
             subprocess.run(["git", "init", "--quiet", str(self.repo_path)], check=True)
