@@ -120,10 +120,15 @@ def test_a_stale_win_that_no_longer_applies_to_the_new_best_is_apply_failed(
     target.add_hypothesis("a-value", {"src/value.txt": "80\n"}, title="value to 80")
     target.add_hypothesis("b-value", {"src/value.txt": "85\n"}, title="value to 85")
 
-    outcome = drive(target, cluster.scheduler_address, env)
+    outcome = drive(target, cluster.scheduler_address, env, confirm=True)
 
     records = experiments(target)
     assert sorted(r.status for r in records) == ["apply_failed", "keep"]
+    # The headline: the base against the tip, measured on one bench host.
+    (confirmation,) = read_journal(target.journal).confirmations
+    assert confirmation.host and confirmation.runs_per_arm == 4
+    assert confirmation.change_pct == pytest.approx(outcome.confirmed_change_pct)
+    assert confirmation.change_pct < -10
     (kept,) = [r for r in records if r.status == "keep"]
     (failed,) = [r for r in records if r.status == "apply_failed"]
     assert outcome.kept == 1

@@ -559,7 +559,14 @@ class Driver:
             runs=runs,
             env=harness_env(run, "confirmation"),
         )
-        result = self.submit(job, "confirm").result()
+        try:
+            result = self.submit(job, "confirm").result()
+        except Exception as exc:  # a lost host: the headline waits for `autoresearch confirm`
+            run.progress.warn(
+                f"confirmation lost with its bench host ({type(exc).__name__}: {exc}); "
+                "run `autoresearch confirm` for the headline"
+            )
+            return None
         host = _host_name(result)
         if result.get("failure"):
             run.progress.warn(f"confirmation failed on {host}: {result['detail']}")
