@@ -488,7 +488,7 @@ def account(run: Session, record: ExperimentRecord) -> None:
     if record.retry_of:
         forget_request(run.paths, record.retry_of)
     run.done += 1
-    run.next_n = max(run.next_n, record.n) + 1
+    run.next_n = max(run.next_n, record.n + 1)
     run.ran += 1
     run.baseline_failures = run.baseline_failures + 1 if record.status == "baseline_failed" else 0
     if record.status == "keep":

@@ -308,6 +308,7 @@ class Driver:
         from distributed import KilledWorker
 
         run = self.run
+        run.progress.about(flight.draft.fields["n"], flight.draft.started_at)
         try:
             result = flight.future.result()
         except (KilledWorker, CancelledError) as exc:
