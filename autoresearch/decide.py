@@ -183,6 +183,23 @@ class Judge:
         self.sentinel_errors = look_alphas(1 - d.sentinel_confidence, self.looks)
         self._win: tuple[int, dict[str, Any], str] | None = None  # look, evidence, reason
 
+    def replay(
+        self, baseline: dict[str, list[float]], candidate: dict[str, list[float]]
+    ) -> Decision | None:
+        """The decision on runs made elsewhere (a bench host), look by look as
+        `Harness.interleave` takes them: at each scheduled look and at the limit."""
+        n = len(baseline.get(self.config.metric.name, []))
+        for i in range(1, n + 1):
+            if i in self.looks or i == self.limit:
+                cut = (
+                    {k: v[:i] for k, v in baseline.items()},
+                    {k: v[:i] for k, v in candidate.items()},
+                )
+                decision = self.look(*cut, i == self.limit)
+                if decision is not None:
+                    return decision
+        return None
+
     def look(
         self, baseline: dict[str, list[float]], candidate: dict[str, list[float]], final: bool
     ) -> Decision | None:

@@ -27,7 +27,7 @@ from .proc import RunResult
 from .proc import run as run_command
 from .progress import Progress, format_value
 from .proposers import Hypothesis, ProposalContext
-from .records import ExperimentRecord
+from .records import CalibrationRecord, ExperimentRecord
 from .retention import prune_session_logs
 from .second_look import forget_request, second_look, second_look_count
 from .session import (
@@ -48,6 +48,7 @@ from .stats import change_pct
 __all__ = [
     "SessionOutcome",
     "account",
+    "adopt_calibration",
     "calibrate_best",
     "check_patch",
     "confirm_wanted",
@@ -58,6 +59,8 @@ __all__ = [
     "run_experiment",
     "run_session",
     "save_patch",
+    "second_look_hypothesis",
+    "session_outcome",
     "stop_reason",
     "wants_checks",
 ]
@@ -91,18 +94,22 @@ def run_session(
         finally:
             run.proposer.close()
         run.progress.info(f"stopped: {reason}")
-        confirmed = _confirm_at_end(run)
-        prune_session_logs(run)
-        return SessionOutcome(
-            session=config.session.name,
-            stop_reason=reason,
-            ran=run.ran,
-            kept=run.kept,
-            baseline=run.baseline,
-            best=run.best_median,
-            interrupted=run.stop.is_set() or run.stop_error is not None,
-            confirmed_change_pct=confirmed,
-        )
+        return session_outcome(run, reason, _confirm_at_end(run))
+
+
+def session_outcome(run: Session, reason: str, confirmed: float | None) -> SessionOutcome:
+    """The end of a run: its logs pruned, what it did and why it stopped."""
+    prune_session_logs(run)
+    return SessionOutcome(
+        session=run.config.session.name,
+        stop_reason=reason,
+        ran=run.ran,
+        kept=run.kept,
+        baseline=run.baseline,
+        best=run.best_median,
+        interrupted=run.stop.is_set() or run.stop_error is not None,
+        confirmed_change_pct=confirmed,
+    )
 
 
 def _loop(run: Session) -> str:
@@ -114,7 +121,7 @@ def _loop(run: Session) -> str:
         _refuse_noise(run)
     while reason is None and (reason := stop_reason(run)) is None:
         context = proposal_context(run)
-        hypothesis = run.proposer.next(context) or _second_look(run)
+        hypothesis = run.proposer.next(context) or second_look_hypothesis(run)
         for note in context.notes:
             run.progress.warn(note)
         if hypothesis is None:
@@ -224,13 +231,19 @@ def restore_calibration(run: Session) -> bool:
     primary = run.config.metric.name
     if last is None or last.commit != tip or not last.samples.get(primary):
         return False
-    run.best = {k: [v for v in vs if v is not None] for k, vs in last.samples.items()}
-    run.threshold = last.threshold_pct or 0.0
-    run.detectable_pct = last.detectable_effect_pct
-    run.noise_pct = last.noise_pct.get(primary)
-    run.run_s = run_seconds(last)
-    run.last_calibrated = tip
+    adopt_calibration(run, last)
     return True
+
+
+def adopt_calibration(run: Session, record: CalibrationRecord) -> None:
+    """A journaled calibration of the current best stands for it: its samples, threshold and
+    noise (a `try` in a new process; on a cluster, a host's calibration)."""
+    run.best = {k: [v for v in vs if v is not None] for k, vs in record.samples.items()}
+    run.threshold = record.threshold_pct or 0.0
+    run.detectable_pct = record.detectable_effect_pct
+    run.noise_pct = record.noise_pct.get(run.config.metric.name)
+    run.run_s = run_seconds(record)
+    run.last_calibrated = record.commit
 
 
 def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
@@ -533,7 +546,7 @@ def proposal_context(run: Session) -> ProposalContext:
     return context
 
 
-def _second_look(run: Session) -> Hypothesis | None:
+def second_look_hypothesis(run: Session) -> Hypothesis | None:
     """With the proposers done: an undecided hypothesis (or one `retry` asked for), again."""
     found = second_look(run.paths, run.attempts, run.config.budget.retries)
     if found is None:

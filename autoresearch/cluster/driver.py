@@ -33,6 +33,7 @@ from ..experiment import Draft
 from ..loop import (
     SessionOutcome,
     account,
+    adopt_calibration,
     check_patch,
     confirm_wanted,
     keep,
@@ -40,15 +41,15 @@ from ..loop import (
     proposal_context,
     run_checks,
     save_patch,
+    second_look_hypothesis,
+    session_outcome,
     stop_reason,
     wants_checks,
 )
 from ..measure import BASELINE, CANDIDATE
 from ..progress import Progress
-from ..proposers import Hypothesis, parse_patch_file
+from ..proposers import Hypothesis
 from ..records import CalibrationRecord, ExperimentRecord
-from ..retention import prune_session_logs
-from ..second_look import second_look
 from ..session import RunOptions, Session, harness_env, open_session
 from ..state import read_inflight
 from .host import Job, run_job
@@ -78,18 +79,7 @@ def run_cluster_session(
             driver.cancel()
             run.proposer.close()
         run.progress.info(f"stopped: {reason}")
-        confirmed = driver.confirm() if confirm_wanted(run) else None
-        prune_session_logs(run)
-        return SessionOutcome(
-            session=config.session.name,
-            stop_reason=reason,
-            ran=run.ran,
-            kept=run.kept,
-            baseline=run.baseline,
-            best=run.best_median,
-            interrupted=run.stop.is_set() or run.stop_error is not None,
-            confirmed_change_pct=confirmed,
-        )
+        return session_outcome(run, reason, driver.confirm() if confirm_wanted(run) else None)
 
 
 @contextlib.contextmanager
@@ -172,7 +162,8 @@ class Driver:
         self.flights: list[Flight] = []
         self.again: deque[Flight] = deque()  # to send before asking the proposers for more
         self._bundle: tuple[str, Any] | None = None  # (tip, scattered bundle)
-        self._calibrated: dict[str, dict[str, Any]] = {}  # host -> the judge of its last best
+        # What the proposers say changes only when a result lands: no asking again till then.
+        self._ask = True
         run.paths.flights.mkdir(parents=True, exist_ok=True)
 
     # -- the loop ----------------------------------------------------------------------------
@@ -197,24 +188,29 @@ class Driver:
     def fill(self) -> None:
         """Send experiments until every bench host has one."""
         run = self.run
-        while len(self.flights) < self.slots() and not run.stop.is_set():
+        # Asked last: the hosts are counted (a scheduler round trip) only when there is
+        # something to send.
+        while (
+            not run.stop.is_set() and (self.again or self._ask) and len(self.flights) < self.slots()
+        ):
             if self.again:
                 self.send(self.again.popleft())
                 continue
             cap = run.options.max_experiments or run.config.budget.max_experiments
-            if run.done + len(self.flights) >= cap:
+            if run.done + len(self.flights) >= cap or not self._ask:
                 return
             context = proposal_context(run)
             flying = {f.hypothesis.sha256 for f in self.flights}
             context.tried = run.tried | flying
             hypothesis = run.proposer.next(context)
             if hypothesis is None and not self.flights:
-                hypothesis = self._second_look()
+                hypothesis = second_look_hypothesis(run)
             for note in context.notes:
                 run.progress.warn(note)
             # A proposer that learns from each result (a sweep) proposes the next point only
             # once the last has landed: wait for it.
             if hypothesis is None or hypothesis.sha256 in flying:
+                self._ask = False
                 return
             flight = self.start(hypothesis)
             if flight is not None:
@@ -308,6 +304,7 @@ class Driver:
         from distributed import KilledWorker
 
         run = self.run
+        self._ask = True
         run.progress.about(flight.draft.fields["n"], flight.draft.started_at)
         try:
             result = flight.future.result()
@@ -361,20 +358,12 @@ class Driver:
         self.finish(flight, decision, measured)
 
     def replay(self, result: dict[str, Any]) -> Decision:
-        """The decision rule on the host's samples, look by look, as the host stopped: the
-        decision is the driver's, with the host's own calibration."""
+        """The decision rule on the host's samples, with the host's own calibration: the
+        decision is the driver's."""
         judge = Judge(self.run.config, **result["judge"])
-        base, cand = result[BASELINE]["samples"], result[CANDIDATE]["samples"]
-        n = len(base.get(self.run.config.metric.name, []))
-        decision = None
-        for i in range(1, n + 1):
-            if i in judge.looks or i == judge.limit:
-                cut = ({k: v[:i] for k, v in base.items()}, {k: v[:i] for k, v in cand.items()})
-                decision = judge.look(*cut, i == judge.limit)
-                if decision is not None:
-                    break
+        decision = judge.replay(result[BASELINE]["samples"], result[CANDIDATE]["samples"])
         if decision is None:  # the host stopped before a look: only with a bug; say so
-            raise UserError(f"the host's runs ({n} pairs) end before any look of the rule")
+            raise UserError("the host's runs end before any look of the rule")
         return decision
 
     def measure_again(self, flight: Flight, decision: Decision, host: str, measured) -> None:
@@ -474,9 +463,7 @@ class Driver:
         for warning in record.warnings:
             run.progress.warn(f"{host}: {warning}")
         if record.commit == run.ws.tip():
-            run.best = {k: [v for v in vs if v is not None] for k, vs in record.samples.items()}
-            run.threshold = record.threshold_pct or 0.0
-            run.noise_pct = noise
+            adopt_calibration(run, record)
         if run.baseline is None and record.commit == run.base_commit:
             run.baseline = run.best_median
 
@@ -511,9 +498,8 @@ class Driver:
             if fields.get("id") in recorded or not patch.is_file():
                 path.unlink()
                 continue
-            found = parse_patch_file(patch)
             hypothesis = Hypothesis(
-                title=fields.get("title") or found.title,
+                title=fields.get("title") or patch.stem,
                 patch=patch.read_bytes(),
                 hypothesis=(fields.get("asi") or {}).get("hypothesis"),
                 mechanism=(fields.get("asi") or {}).get("mechanism"),
@@ -585,15 +571,6 @@ class Driver:
         run.journal.append(record)
         announce(run.config, record, run.progress)
         return record.change_pct
-
-    def _second_look(self) -> Hypothesis | None:
-        run = self.run
-        found = second_look(run.paths, run.attempts, run.config.budget.retries)
-        if found is None:
-            return None
-        hypothesis, earlier = found
-        run.progress.info(f"second look at {earlier.id} {earlier.title!r} (was {earlier.status})")
-        return hypothesis
 
 
 def _host_name(result: dict[str, Any]) -> str:

@@ -11,6 +11,7 @@ driver decides, checks, keeps and journals. Nothing here writes to the session's
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import socket
@@ -60,7 +61,7 @@ def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -
     out: dict[str, Any] = {
         "host": socket.gethostname(),
         "worker": _worker_address(),
-        "environment": environment(),
+        "environment": _fingerprint(),
         "started_at": now_iso(),
         "calibration": None,
         "failure": None,
@@ -171,10 +172,10 @@ class Host:
     def candidate_at(self, job: Job, harness: Harness, commit: str, patch: bytes) -> None:
         """The candidate arm: `commit`, plus `patch` when there is one, built."""
         tree = self.trees[CANDIDATE]
-        tree.ensure(commit)
+        moved = tree.ensure(commit)  # a moved or dirty tree is checked out afresh and cleaned
         repo = Repo(tree.path)
-        repo.must("reset", "--hard", "--quiet", commit)
-        repo.must("clean", "-ffdxq")
+        if not moved:  # clean at the commit, it may still hold the last build's ignored output
+            repo.must("clean", "-ffdxq")
         if patch:
             patch_file = self.root / "candidate.patch"
             patch_file.write_bytes(patch)
@@ -256,6 +257,10 @@ def _host_root(job: Job, workdir: str | None) -> Path:
     return root
 
 
+# The host's toolchain versions: asked once per worker process, not once per job.
+_fingerprint = functools.cache(environment)
+
+
 def _worker():
     try:
         from distributed import get_worker
@@ -276,8 +281,6 @@ def _arm(arm: Measurement) -> dict[str, Any]:
         "durations": arm.durations,
         "logs": [Path(r.log_path).name for r in arm.runs],
         "tail": arm.tail,
-        "failure": arm.failure,
-        "detail": arm.detail,
     }
 
 
