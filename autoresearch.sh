@@ -5,6 +5,8 @@
 #   ./autoresearch.sh          build, then run
 #   ./autoresearch.sh --build  build only (the loop builds each arm once per experiment)
 #   ./autoresearch.sh --run    run the harness built last
+#   ./autoresearch.sh --sentinels  run only the sentinel (SQLite) of the harness built last:
+#                              the loop's bench.sentinel_command, a quarter of a --run
 #
 # AUTORESEARCH_PROFILE picks the scales:
 #   quick    pebble 10k and 100k once, sqlite 10k median of 5 (the sentinel, kept quiet) (~2 s)
@@ -31,10 +33,12 @@ export GRANTBENCH_SQLITE_MAX_ITERS=${GRANTBENCH_SQLITE_MAX_ITERS:-$sqlite_iters}
 mode=${1:-all}
 case "$mode" in
   all|--build|--run) ;;
-  *) echo "autoresearch.sh: unknown argument '$mode' (--build, --run, or none)" >&2; exit 2 ;;
+  --sentinels) export GRANTBENCH_SCALES= ;;  # no Pebble scale: SQLite alone
+  *) echo "autoresearch.sh: unknown argument '$mode' (--build, --run, --sentinels, or none)" >&2
+     exit 2 ;;
 esac
 
-if [ "$mode" != --run ]; then
+if [ "$mode" = all ] || [ "$mode" = --build ]; then
   if ! go build -o bin/grantbench ./cmd/grantbench; then
     echo "autoresearch.sh: build failed" >&2
     exit 1

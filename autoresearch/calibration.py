@@ -18,7 +18,7 @@ from .config import Config
 from .decide import CONFIDENCE, detectable_effect_pct, runs_needed, threshold_pct
 from .errors import UserError
 from .experiment import now_iso
-from .measure import Harness
+from .measure import Harness, Measurement
 from .records import CalibrationRecord
 from .stats import compare, robust_cv_pct
 
@@ -60,6 +60,9 @@ def calibrate(
         name: values + pair.candidate.samples.get(name, [])
         for name, values in pair.baseline.samples.items()
     }
+    timed = _time_sentinel_command(config, harness, arms, commit, log_for)
+    if timed is not None and timed.failure == "interrupted":
+        return None
     primary = config.metric.name
     noise = {name: robust_cv_pct(values) for name, values in samples_by_metric.items()}
     threshold = threshold_pct(config, noise[primary])
@@ -97,6 +100,7 @@ def calibrate(
         detectable_effect_pct=detectable,
         runs_needed_for_target=needed,
         warnings=warnings,
+        sentinel_run_s=round(timed.duration_s / len(timed.runs), 3) if timed else None,
     )
     return Calibration(record=record, threshold=threshold, samples=samples_by_metric)
 
@@ -104,6 +108,30 @@ def calibrate(
 def run_seconds(record: CalibrationRecord) -> float | None:
     """One bench run's duration: what a decision's time budget is counted in."""
     return record.duration_s / len(record.bench_logs) if record.bench_logs else None
+
+
+def _time_sentinel_command(
+    config: Config,
+    harness: Harness,
+    arms: tuple[Path, Path],
+    commit: str,
+    log_for: Callable[[str, int], Path],
+) -> Measurement | None:
+    """One run of `bench.sentinel_command` per arm: it must print every sentinel, and its
+    duration sets how many of its pairs a decision's sentinel extension may take. None
+    without one."""
+    if not config.bench.sentinel_command:
+        return None
+    runs = Measurement()
+    for arm, cwd in zip(("sentinels-baseline", "sentinels-candidate"), arms, strict=True):
+        if not harness.bench_once(cwd, log_for(arm, 1), runs, check=False, sentinels_only=True):
+            if runs.failure == "interrupted":
+                break
+            raise UserError(
+                f"bench.sentinel_command on {commit[:10]} failed: {runs.detail} (it runs only "
+                "the sentinels, after a win is decided: fix it or remove it)"
+            )
+    return runs
 
 
 def _aa_check(first: list[float], second: list[float]) -> dict | None:

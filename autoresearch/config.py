@@ -87,6 +87,10 @@ class BenchConfig:
     warmup_runs: int = 0
     repeat: int = 1
     aggregate: str = "best"
+    # A cheaper command that prints only the sentinels' METRIC lines: once a win is decided and
+    # only a sentinel is unresolved, the extra pairs run it instead of the whole bench, so the
+    # same seconds buy more pairs where the uncertainty is.
+    sentinel_command: str = ""
 
 
 @dataclass(frozen=True)
@@ -238,8 +242,8 @@ class Config:
         """Configured protections plus the harness: the bench and checks scripts, manifests."""
         extra = [
             script
-            for script in (script_path(self.bench.command), script_path(self.checks.command))
-            if script
+            for command in (self.bench.command, self.bench.sentinel_command, self.checks.command)
+            if (script := script_path(command))
         ]
         return [*ALWAYS_PROTECTED, *extra, *self.scope.protect]
 
@@ -445,6 +449,11 @@ def _check_semantics(config: Config) -> None:
         raise ConfigError(f"{path}: 'bench.aggregate' must be one of {', '.join(AGGREGATES)}")
     if config.bench.warmup_runs < 0 or config.bench.repeat < 1:
         raise ConfigError(f"{path}: 'bench.warmup_runs' must be >= 0 and 'bench.repeat' >= 1")
+    if config.bench.sentinel_command and not config.sentinel:
+        raise ConfigError(
+            f"{path}: 'bench.sentinel_command' is set but no [[sentinel]] is declared: "
+            "it runs only when a sentinel is unresolved"
+        )
     if config.bench.cpus and shutil.which("taskset") is None:
         raise ConfigError(f"{path}: 'bench.cpus' needs taskset (util-linux), not found on PATH")
     if config.checks.when not in CHECKS_WHEN:

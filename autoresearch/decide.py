@@ -16,7 +16,9 @@ Their mean is the change, with a t interval; the runs per arm a decision may tak
 - otherwise run more; past the last look, inconclusive.
 
 A win decided while a sentinel is still unresolved keeps running, both arms, up to twice the
-cap, until the sentinel is shown within its budget or over it (`sentinel_extension`).
+cap, until the sentinel is shown within its budget or over it (`sentinel_extension`). With a
+`bench.sentinel_command` (only the sentinels, cheaper than the whole bench) those extra pairs
+run it instead: the same seconds buy more pairs where the uncertainty is.
 
 The noise decides how many runs a decision may take, not what is worth claiming: the cap is
 what detects a change of the floor with 90% power at the calibrated noise, bounded by
@@ -159,6 +161,7 @@ class Judge:
         threshold: float,
         noise_pct: float | None = None,
         run_s: float | None = None,
+        sentinel_run_s: float | None = None,
     ):
         self.config = config
         self.threshold = threshold
@@ -169,12 +172,9 @@ class Judge:
         self.alpha_worse = WORSE_ALPHA / len(self.schedule)
         # A win waiting for its sentinels: more looks, each with its own share of the
         # sentinels' error, up to SENTINEL_EXTENSION caps (and budget_s).
-        limit = math.ceil(SENTINEL_EXTENSION * self.cap)
-        budget = _budget_runs(d, run_s)
-        if budget is not None:
-            limit = min(limit, max(self.cap, budget))
-        steps = {min(round(self.cap * f), limit) for f in (1.5, 2.0)}
-        self.extension = sorted(n for n in steps if n > self.cap) if config.sentinel else []
+        extra = self._extension_pairs(run_s, sentinel_run_s) if config.sentinel else 0
+        steps = {self.cap + round(extra * f) for f in (0.5, 1.0)}
+        self.extension = sorted(n for n in steps if n > self.cap)
         self.limit = self.extension[-1] if self.extension else self.cap
         self.looks = [*self.schedule, *self.extension]
         # The sentinels' error, shared over all their looks as the primary's alpha is over its
@@ -183,12 +183,30 @@ class Judge:
         self.sentinel_errors = look_alphas(1 - d.sentinel_confidence, self.looks)
         self._win: tuple[int, dict[str, Any], str] | None = None  # look, evidence, reason
 
+    def _extension_pairs(self, run_s: float | None, sentinel_run_s: float | None) -> int:
+        """Pairs a win may add for its sentinels: up to SENTINEL_EXTENSION caps of the whole
+        bench, within budget_s; with a sentinel command, as many of its cheaper pairs as the
+        same seconds pay for (its duration from calibration; unknown: as many as the bench)."""
+        limit = math.ceil(SENTINEL_EXTENSION * self.cap)
+        budget = _budget_runs(self.config.decision, run_s)
+        if budget is not None:
+            limit = min(limit, max(self.cap, budget))
+        extra = limit - self.cap
+        if self.config.bench.sentinel_command and run_s and sentinel_run_s:
+            extra = int(extra * run_s / max(sentinel_run_s, 1e-3))
+        return extra
+
+    @property
+    def awaiting_sentinels(self) -> bool:
+        """A win stands and only its sentinels run on: the harness may run just them."""
+        return self._win is not None
+
     def replay(
         self, baseline: dict[str, list[float]], candidate: dict[str, list[float]]
     ) -> Decision | None:
         """The decision on runs made elsewhere (a bench host), look by look as
         `Harness.interleave` takes them: at each scheduled look and at the limit."""
-        n = len(baseline.get(self.config.metric.name, []))
+        n = _pairs(baseline)
         for i in range(1, n + 1):
             if i in self.looks or i == self.limit:
                 cut = (
@@ -205,7 +223,7 @@ class Judge:
     ) -> Decision | None:
         """The decision with these runs, or None to run more; `final`: no more runs will come."""
         primary = self.config.metric
-        n = len(baseline.get(primary.name, []))
+        n = _pairs(baseline)
         if n not in self.looks and not final:
             return None
         look = next((i + 1 for i, point in enumerate(self.looks) if n <= point), len(self.looks))
@@ -242,6 +260,7 @@ class Judge:
                 extra["sentinel_extension"] = {
                     "primary_decided_at": self._win[0],
                     "pairs_added": n - self._win[0],
+                    "ran": "sentinel command" if self.config.bench.sentinel_command else "bench",
                     "outcome": (
                         "shown within budget"
                         if status == "keep"
@@ -466,6 +485,12 @@ class Judge:
             ),
         )
         return evidence
+
+
+def _pairs(samples: dict[str, list[float]]) -> int:
+    """Pairs run so far: the longest metric's samples (the primary's, unless the sentinel
+    command ran on after the primary was decided)."""
+    return max((len(v) for v in samples.values()), default=0)
 
 
 def _gain(evidence: dict[str, Any] | None) -> float:

@@ -204,7 +204,7 @@ def calibrate_best(run: Session) -> bool:
     primary = run.config.metric
     noise = result.record.noise_pct.get(primary.name) or 0.0
     run.noise_pct = noise
-    run.run_s = run_seconds(result.record)
+    run.run_s, run.sentinel_run_s = run_seconds(result.record), result.record.sentinel_run_s
     run.progress.info(
         f"{'baseline' if first else 'new best' if moved else 'best (unchanged)'} {primary.name} = "
         f"{format_value(run.best_median, primary.unit)}, noise {noise:.2f}%, "
@@ -242,7 +242,7 @@ def adopt_calibration(run: Session, record: CalibrationRecord) -> None:
     run.threshold = record.threshold_pct or 0.0
     run.detectable_pct = record.detectable_effect_pct
     run.noise_pct = record.noise_pct.get(run.config.metric.name)
-    run.run_s = run_seconds(record)
+    run.run_s, run.sentinel_run_s = run_seconds(record), record.sentinel_run_s
     run.last_calibrated = record.commit
 
 
@@ -401,7 +401,7 @@ def measure_candidate(run: Session, exp_id: str, draft: Draft, guard: TreeGuard)
             pair.failure = "timeout"
         pair.detail = f"build {built.describe()}; log: {built.log_path}"
         return pair
-    judge = Judge(run.config, run.threshold, run.noise_pct, run.run_s)
+    judge = Judge(run.config, run.threshold, run.noise_pct, run.run_s, run.sentinel_run_s)
 
     def progress(arm: str, i: int) -> None:
         if arm == BASELINE:
@@ -415,6 +415,7 @@ def measure_candidate(run: Session, exp_id: str, draft: Draft, guard: TreeGuard)
         judge=judge.look,
         looks=judge.looks,
         on_run=progress,
+        awaiting_sentinels=lambda: judge.awaiting_sentinels,
     )
 
 

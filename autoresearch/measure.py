@@ -101,15 +101,22 @@ class Harness:
         """One bench run, its output left for the caller to read (the pre-flight's)."""
         return self._run(self.config.bench.command, cwd, log)
 
-    def bench_once(self, cwd: Path, log: Path, into: Measurement, check: bool = True) -> bool:
+    def bench_once(
+        self,
+        cwd: Path,
+        log: Path,
+        into: Measurement,
+        check: bool = True,
+        sentinels_only: bool = False,
+    ) -> bool:
         """One sample into `into`: `bench.repeat` runs in a row, each metric aggregated; False
         (with `into.failure`) if a run failed. `check`: verify the trees after each run (the
-        candidate's runs)."""
+        candidate's runs). `sentinels_only`: run `bench.sentinel_command` instead."""
         repeat = self.config.bench.repeat
         collected: dict[str, list[float]] = {}
         for k in range(1, repeat + 1):
             path = log if repeat == 1 else log.with_name(f"{log.stem}.{k}{log.suffix}")
-            values = self._bench_values(cwd, path, into, check)
+            values = self._bench_values(cwd, path, into, check, sentinels_only)
             if values is None:
                 return False
             for name, value in values.items():
@@ -126,9 +133,10 @@ class Harness:
         return max(values) if name in self._higher else min(values)
 
     def _bench_values(
-        self, cwd: Path, log: Path, into: Measurement, check: bool
+        self, cwd: Path, log: Path, into: Measurement, check: bool, sentinels_only: bool = False
     ) -> dict[str, float] | None:
-        outcome = self.bench(cwd, log)
+        bench = self.config.bench
+        outcome = self._run(bench.sentinel_command if sentinels_only else bench.command, cwd, log)
         into.runs.append(outcome)
         failure, detail = _failure(outcome)
         tampered = self.verify(False) if self.verify is not None and check else None
@@ -144,10 +152,14 @@ class Harness:
             except MetricParseError as exc:
                 failure, detail = "crash", str(exc)
             else:
-                primary = self.config.metric.name
-                if primary not in values:
+                if sentinels_only:
+                    what, needed = "bench.sentinel_command", [s.name for s in self.config.sentinel]
+                else:
+                    what, needed = "bench", [self.config.metric.name]
+                missing = [name for name in needed if name not in values]
+                if missing:
                     failure = "crash"
-                    detail = f"bench printed no 'METRIC {primary}=...' line; log: {log}"
+                    detail = f"{what} printed no 'METRIC {missing[0]}=...' line; log: {log}"
         if failure is not None:
             require_space(Path(outcome.log_path), "the bench's output")
             into.failure, into.detail = failure, detail
@@ -164,8 +176,11 @@ class Harness:
         judge: Callable[[dict, dict, bool], Decision | None] | None = None,
         looks: list[int] | None = None,
         on_run: Callable[[str, int], None] | None = None,
+        awaiting_sentinels: Callable[[], bool] | None = None,
     ) -> PairMeasurement:
-        """Alternate the arms (B C, C B, ...) until `judge` decides at a look or the cap."""
+        """Alternate the arms (B C, C B, ...) until `judge` decides at a look or the cap.
+        While `awaiting_sentinels()` (a win stands, its sentinels unresolved), the pairs run
+        `bench.sentinel_command` when there is one."""
         pair = PairMeasurement()
         arms = {BASELINE: (baseline_dir, pair.baseline), CANDIDATE: (candidate_dir, pair.candidate)}
         # Warm-up runs of each arm, measured and dropped: the first runs after a build pay
@@ -181,11 +196,16 @@ class Harness:
                     return self._verified(pair)
         for i in range(1, max_pairs + 1):
             order = (BASELINE, CANDIDATE) if i % 2 else (CANDIDATE, BASELINE)
+            sentinels_only = bool(
+                self.config.bench.sentinel_command and awaiting_sentinels and awaiting_sentinels()
+            )
             for arm in order:
                 cwd, into = arms[arm]
                 if on_run:
                     on_run(arm, i)
-                if not self.bench_once(cwd, log_for(arm, i), into, check=arm == CANDIDATE):
+                if not self.bench_once(
+                    cwd, log_for(arm, i), into, arm == CANDIDATE, sentinels_only
+                ):
                     pair.failure, pair.failed_arm = into.failure, arm
                     pair.detail = f"{arm} arm: {into.detail}"
                     return self._verified(pair)

@@ -196,6 +196,7 @@ class CalibrationRecord(_Record):
     runs_needed_for_target: int | None = None
     warnings: list[str] = field(default_factory=list)
     host: str | None = None  # the bench host it measured, on a cluster (cluster/)
+    sentinel_run_s: float | None = None  # one run of bench.sentinel_command, when set
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,7 @@ class Session:
     best: dict[str, list[float]] = field(default_factory=dict)
     threshold: float = 0.0
     run_s: float | None = None  # one bench run's duration, from the last calibration
+    sentinel_run_s: float | None = None  # one run of bench.sentinel_command's, likewise
     baseline_built_at: str | None = None
     last_calibrated: str | None = None  # the commit the last calibration measured
     detectable_pct: float | None = None  # the effect the last calibration says can be seen

@@ -14,6 +14,8 @@ The bench adds gaussian noise of BENCH_NOISE_PCT percent (default 0), or multipl
 factors in BENCH_FACTORS in turn (counted in the file BENCH_COUNTER); BENCH_SENTINEL_SPREAD
 swings the sentinel alone up and down by up to that fraction, the same way for the same run
 number (counted in BENCH_SENTINEL_COUNTER): too noisy to be shown inside its budget.
+`bench.py --sentinels` prints the sentinel alone, without the sleep or the spread: the
+bench.sentinel_command of a target whose sentinel the rest of the bench disturbs.
 The checks fail when src/broken.txt exists, and sleep when src/checks_sleep.txt exists.
 """
 
@@ -35,6 +37,7 @@ def read(name, default):
     return path.read_text().strip() if path.exists() else default
 
 mode = read("mode.txt", "ok")
+sentinels_only = sys.argv[1:] == ["--sentinels"]
 value = float(read("value.txt", "100"))
 sentinel = float(read("sentinel.txt", "50"))
 noise = float(os.environ.get("BENCH_NOISE_PCT", "0")) / 100
@@ -56,7 +59,7 @@ if fail_tree == root.name:  # "baseline": the best's own runs fail after BENCH_F
     if count >= int(os.environ.get("BENCH_FAIL_AFTER", "0")):
         print("bench: the machine hiccuped (simulated)", file=sys.stderr)
         sys.exit(7)
-sleep = float(os.environ.get("BENCH_SLEEP_S", "0"))
+sleep = 0.0 if sentinels_only else float(os.environ.get("BENCH_SLEEP_S", "0"))
 started = time.time()
 if sleep:  # every run takes a while: phases long enough to be hit by a fault
     time.sleep(sleep)
@@ -125,11 +128,12 @@ if cost and knobs_file.exists():  # time_ms is a function of the knobs: `name = 
         knobs[name.strip()] = float(number)
     value = eval(cost, {}, {"value": value, **knobs})
 print("bench: running workload")
-print(f"METRIC time_ms={value * factor:.6f}")
+if not sentinels_only:
+    print(f"METRIC time_ms={value * factor:.6f}")
 sentinel_noise = float(os.environ.get("BENCH_SENTINEL_NOISE_PCT", noise * 100)) / 100
 sentinel_factor = 1 + random.gauss(0, sentinel_noise)
 spread = os.environ.get("BENCH_SENTINEL_SPREAD")
-if spread:  # the sentinel alone swings by up to +-spread, reproducibly run by run
+if spread and not sentinels_only:  # the sentinel alone swings by up to +-spread, run by run
     counter = Path(os.environ["BENCH_SENTINEL_COUNTER"])
     count = int(counter.read_text()) if counter.exists() else 0
     counter.write_text(str(count + 1))

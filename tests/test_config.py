@@ -44,6 +44,10 @@ def test_protected_globs_include_the_harness(tmp_path):
         (MINIMAL + "[decision]\nalpha = 0.7\n", "'decision.alpha' must be between 0 and 0.5"),
         (MINIMAL + '[decision]\nagree_with = ["x"]\n', "'decision.agree_with[0]' names 'x'"),
         (MINIMAL + "[bench]\ncalibration_runs = 1\n", "'bench.calibration_runs' must be >= 4"),
+        (
+            MINIMAL + '[bench]\nsentinel_command = "./b.sh s"\n',
+            "'bench.sentinel_command' is set but no [[sentinel]]",
+        ),
         (MINIMAL + '[checks]\nwhen = "sometimes"\n', "'checks.when' must be one of"),
         (MINIMAL + '[scope]\ninclude = "src"\n', "'scope.include' must be a list"),
         (MINIMAL + "[scope]\ninclude = [1]\n", "'scope.include[0]' must be str"),

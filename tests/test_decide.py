@@ -123,6 +123,23 @@ def test_a_null_on_a_noisy_machine_is_not_worth_more_runs(config):
     assert Judge(config, 2.0).look(base, cand, final=True).rule == "max_runs"
 
 
+def test_a_sentinel_command_buys_the_extension_more_pairs_in_the_same_seconds(config):
+    plain = dataclasses.replace(
+        config, decision=dataclasses.replace(config.decision, budget_s=300.0)
+    )
+    bench = dataclasses.replace(config.bench, sentinel_command="./bench --sentinels")
+    command = dataclasses.replace(plain, bench=bench)
+    # The whole bench: 2.5 s a run; 300 s pay for 60 pairs, the extension stops at 2 caps.
+    whole = Judge(plain, 2.0, run_s=2.5, sentinel_run_s=0.625)
+    assert whole.cap == 20 and whole.extension == [30, 40]
+    # The sentinel alone runs in 0.625 s: the same 20 extra pairs' seconds pay for 80.
+    cheap = Judge(command, 2.0, run_s=2.5, sentinel_run_s=0.625)
+    assert cheap.extension == [60, 100] and cheap.limit == 100
+    assert len(cheap.sentinel_errors) == len(cheap.looks) == 6
+    # Its duration unknown (an older calibration): no more pairs than the bench would get.
+    assert Judge(command, 2.0, run_s=2.5).extension == [30, 40]
+
+
 def test_sentinel_over_budget_vetoes_a_win(config):
     decision = Judge(config, 2.0).look(*arms(6, 0.85, sentinel_factor=1.3), final=False)
     assert (decision.status, decision.rule) == ("discard", "sentinel_budget")

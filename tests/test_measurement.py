@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import experiments, git, run, run_cli
@@ -192,3 +193,59 @@ def test_warmup_runs_are_dropped_repeats_make_one_sample_and_cpus_pin(tmp_path):
         max_pairs=1,
     )
     assert again.baseline.samples["t_ms"] == [108]  # runs 7, 8, 9: the median
+
+
+def test_a_win_waiting_for_its_sentinel_runs_only_the_sentinel_command(
+    target, monkeypatch, tmp_path
+):
+    """The whole bench disturbs the sentinel (a spread of 30%) and takes 0.2 s a run; the
+    sentinel command measures it alone in a fraction of that: the win's extra pairs run it."""
+    target.configure()
+    text = target.config_path.read_text()
+    target.config_path.write_text(
+        text.replace("[bench]\n", '[bench]\nsentinel_command = "./bench.py --sentinels"\n', 1)
+    )
+    git(target.root, "commit", "-qam", "sentinel command")
+    monkeypatch.setenv("BENCH_SLEEP_S", "0.2")
+    monkeypatch.setenv("BENCH_SENTINEL_SPREAD", "0.3")
+    monkeypatch.setenv("BENCH_SENTINEL_COUNTER", str(tmp_path / "sentinel-count"))
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+
+    run(target, max_experiments=1)
+
+    journal = read_journal(target.journal)
+    calibration = journal.calibrations[0]
+    assert 0 < calibration.sentinel_run_s < 0.2  # timed once per arm, without the sleep
+    (record,) = experiments(target)
+    assert (record.status, record.decision["rule"]) == ("keep", "significant_win")
+    extension = record.decision["sentinel_extension"]
+    assert extension["ran"] == "sentinel command"
+    assert extension["outcome"] == "shown within budget"
+    decided_at = extension["primary_decided_at"]
+    primary = record.decision["metrics"]["time_ms"]
+    sentinel = record.sentinels["sentinel_ms"]
+    # The primary metric stopped at its decision; the sentinel ran on, past the two caps a
+    # whole-bench extension would have had, in the seconds those would have cost.
+    assert primary["n_baseline"] == decided_at
+    assert (
+        sentinel["n_baseline"]
+        == sentinel["n_candidate"]
+        == decided_at + extension["pairs_added"]
+        > 2 * decided_at
+    )
+    late = [log for log in record.bench_logs if log.endswith(f"-{decided_at + 1}.log")]
+    assert late and all("METRIC time_ms" not in Path(log).read_text() for log in late)
+
+
+def test_a_sentinel_command_that_prints_no_sentinel_stops_before_the_night(target):
+    target.configure()
+    text = target.config_path.read_text()
+    target.config_path.write_text(
+        text.replace("[bench]\n", '[bench]\nsentinel_command = "echo METRIC other_ms=1"\n', 1)
+    )
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    done = run_cli("run", cwd=target.root)
+    assert done.returncode == 1
+    assert "bench.sentinel_command" in done.stderr
+    assert "printed no 'METRIC sentinel_ms=...' line" in done.stderr
+    assert experiments(target) == []

@@ -217,6 +217,7 @@ class Host:
                 "threshold": result.threshold,
                 "noise_pct": result.record.noise_pct.get(primary),
                 "run_s": run_seconds(result.record),
+                "sentinel_run_s": result.record.sentinel_run_s,
             },
         }
         write_json_atomic(path, found)
@@ -231,6 +232,7 @@ class Host:
             max_pairs=judge.limit,
             judge=judge.look,
             looks=judge.looks,
+            awaiting_sentinels=lambda: judge.awaiting_sentinels,
         )
 
     def confirm(self, job: Job, harness: Harness) -> PairMeasurement:
