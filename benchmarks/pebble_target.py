@@ -9,6 +9,9 @@ python benchmarks/pebble_target.py compare [--rounds 5] [--patches 01 04 ...] [-
 python benchmarks/pebble_target.py truth [--pairs 20] [--floor 3]
     the true effect of each queue patch at its point of an ideal night (the best before it
     against the best plus it, many interleaved pairs): what the demo's decisions are judged by
+python benchmarks/pebble_target.py tips REV_A REV_B [--pairs 20]
+    two commits of this repository (two nights' tips, say) against each other, each built
+    once, in interleaved pairs at the quick profile, analysed as pairs
 """
 
 from __future__ import annotations
@@ -83,10 +86,12 @@ def kept_patches() -> list[Path]:
     return [Path(s) for s in sources]
 
 
-def build_with(patches: list[Path], out: Path) -> Path:
-    """The harness built from HEAD plus the patches, in order, in a scratch worktree."""
+def build_with(patches: list[Path], out: Path, rev: str = "HEAD") -> Path:
+    """The harness built from `rev` plus the patches, in order, in a scratch worktree."""
     tree = out.with_name(out.name + "-tree")
-    subprocess.run(["git", "worktree", "add", "-q", "--detach", str(tree)], cwd=ROOT, check=True)
+    subprocess.run(
+        ["git", "worktree", "add", "-q", "--detach", str(tree), rev], cwd=ROOT, check=True
+    )
     try:
         for patch in patches:
             text = patch.read_text()
@@ -149,12 +154,7 @@ def truth(args) -> None:
         for k, patch in enumerate(patches):
             a = build_with(best, Path(tmp) / f"a{k}")
             b = build_with([*best, patch], Path(tmp) / f"b{k}")
-            arms: dict[str, dict[str, list[float]]] = {"a": {}, "b": {}}
-            for i in range(args.pairs):
-                order = [("a", a), ("b", b)] if i % 2 == 0 else [("b", b), ("a", a)]
-                for arm, binary in order:
-                    for name, value in run_harness(binary, env).items():
-                        arms[arm].setdefault(name, []).append(value)
+            arms = interleaved(a, b, args.pairs, env)
             primary = compare_paired(arms["a"][PRIMARY], arms["b"][PRIMARY], 0.95)
             sentinel = compare_paired(arms["a"][SENTINEL], arms["b"][SENTINEL], 0.95)
             wins = -primary.change_pct >= args.floor and primary.ci_high_pct < 0
@@ -192,6 +192,41 @@ def truth(args) -> None:
     print(f"\nmachine: {os.cpu_count()} CPUs")
 
 
+def interleaved(a: Path, b: Path, pairs: int, env: dict[str, str]) -> dict[str, dict]:
+    """`pairs` pairs of runs of two harness binaries, the order alternating (A B, B A, ...)."""
+    arms: dict[str, dict[str, list[float]]] = {"a": {}, "b": {}}
+    for i in range(pairs):
+        order = [("a", a), ("b", b)] if i % 2 == 0 else [("b", b), ("a", a)]
+        for arm, binary in order:
+            for name, value in run_harness(binary, env).items():
+                arms[arm].setdefault(name, []).append(value)
+    return arms
+
+
+def tips(args) -> None:
+    """Two commits against each other: B's change against A, every metric, as pairs."""
+    with tempfile.TemporaryDirectory() as tmp:
+        a = build_with([], Path(tmp) / "a", args.a)
+        b = build_with([], Path(tmp) / "b", args.b)
+        arms = interleaved(a, b, args.pairs, QUICK_SCALES)
+    print(
+        f"{args.b} against {args.a}: {args.pairs} interleaved pairs, quick profile, paired "
+        "geometric-mean change with its 95% interval:\n"
+    )
+    print(f"| metric | {args.a} | {args.b} | change [95% CI] |")
+    print("|---|---:|---:|---:|")
+    for name, values in arms["a"].items():
+        change = compare_paired(values, arms["b"][name], 0.95)
+        if change is None:
+            continue
+        print(
+            f"| {name} | {statistics.median(values):,.1f} | "
+            f"{statistics.median(arms['b'][name]):,.1f} | {change.change_pct:+.1f}% "
+            f"[{change.ci_low_pct:+.1f}, {change.ci_high_pct:+.1f}] |"
+        )
+    print(f"\nmachine: {os.cpu_count()} CPUs")
+
+
 def _table(base, wins, wanted, sqlite: bool = False) -> None:
     head = "| metric | baseline | with the wins | change |"
     print(head + (" SQLite | with the wins vs SQLite |" if sqlite else ""))
@@ -222,8 +257,12 @@ def main() -> int:
     t.add_argument("--pairs", type=int, default=20)
     t.add_argument("--floor", type=float, default=3.0, help="gain (%%) that joins the best")
     t.add_argument("--patches", nargs="*", help="patch number prefixes (default: all)")
+    d = sub.add_parser("tips", help="two commits against each other, many pairs")
+    d.add_argument("a", help="the reference commit (a branch, a tag, a hash)")
+    d.add_argument("b", help="the commit measured against it")
+    d.add_argument("--pairs", type=int, default=20)
     args = parser.parse_args()
-    {"noise": noise, "compare": compare, "truth": truth}[args.command](args)
+    {"noise": noise, "compare": compare, "truth": truth, "tips": tips}[args.command](args)
     return 0
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import textwrap
 
+import pandas as pd
 import pytest
 from conftest import experiments, git, run, run_cli
 
 from autoresearch.config import load_config
 from autoresearch.errors import ConfigError
+from autoresearch.report.sweeps import sweep_summaries
 
 SWEEP_ONE = """
 [[proposer]]
@@ -320,3 +322,33 @@ def test_review_shows_each_sweep(target, monkeypatch, tmp_path):
     done = run_cli("plot", "--out", str(tmp_path), cwd=target.root)
     assert "sweeps.png" in done.stdout
     assert (tmp_path / "sweeps.png").stat().st_size > 10_000
+
+
+def test_a_sweep_whose_gains_lead_to_the_edge_of_its_range_says_so(target, monkeypatch):
+    """Faster all the way up to max = 64: the optimum may lie beyond the range searched."""
+    monkeypatch.setenv("BENCH_COST", "50 + 3200 / l0")
+    monkeypatch.setenv("BENCH_SENTINEL_NOISE_PCT", "0")
+    _sweep_target(target, SWEEP_ONE, "l0 = 8\n")
+    run(target)
+    assert _kept_value(target, "l0") == 64
+
+    report = run_cli("report", cwd=target.root).stdout
+    assert "sweep l0: 64 is best at" in report
+    assert "the gains led to the top of the range searched: a larger max may find more" in report
+
+    # A knob that starts at an edge and stays there is not flagged: that edge is its own
+    # (zstd's fastest level, no filter at all).
+    rows = pd.DataFrame(
+        [
+            {
+                "n": 1,
+                "proposal": {"knob": "level", "from": 1, "value": 2, "range": [1, 4]},
+                "change_pct": 7.6,
+                "status": "discard",
+                "parent": "a" * 40,
+                "commit": None,
+            }
+        ]
+    )
+    (summary,) = sweep_summaries(rows)
+    assert summary["line"] == f"level: 1 is best at {'a' * 10}; 2 (+7.6%) slower"

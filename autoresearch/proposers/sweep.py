@@ -143,6 +143,8 @@ class SweepProposer:
                 "value": value,
                 "why": why,
                 "file": knob.file,
+                # The range searched: a best at its edge says the optimum may lie beyond.
+                "range": [min(knob.grid), max(knob.grid)],
             },
         )
 

@@ -30,6 +30,7 @@ def sweep_summaries(df: pd.DataFrame) -> list[dict[str, Any]]:
                 "status": row.status,
                 "parent": row.parent,
                 "commit": row.commit,
+                "range": proposal.get("range"),
             }
         )
     return [_summary(name, rows) for name, rows in knobs.items()]
@@ -102,7 +103,7 @@ def _summary(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
         "slower": [{"value": r["value"], "change_pct": r["change_pct"]} for r in slower],
         "experiments": len(rows),
         "kept": len(kept),
-        "line": _line(name, best, kept, last_parent, slower),
+        "line": _line(name, best, kept, last_parent, slower) + _edge(kept, rows[-1].get("range")),
     }
 
 
@@ -114,6 +115,19 @@ def _line(name, best, kept, parent, slower) -> str:
         shown = [f"{show_value(r['value'])} ({r['change_pct']:+.1f}%)" for r in slower]
         text += "; " + (" and ".join(shown) if len(shown) < 3 else ", ".join(shown)) + " slower"
     return text
+
+
+def _edge(kept: list[dict[str, Any]], bounds) -> str:
+    """The gains led to the edge of the range searched: the optimum may lie beyond it. (A
+    start at the edge says nothing: zstd level 1 or no filter are edges of their own.)"""
+    if not kept or not bounds or len(bounds) != 2:
+        return ""
+    best, start = kept[-1]["value"], kept[-1]["from"]
+    if best == bounds[1] and best > start:
+        return "; the gains led to the top of the range searched: a larger max may find more"
+    if best == bounds[0] and best < start:
+        return "; the gains led to the bottom of the range searched: a smaller min may find more"
+    return ""
 
 
 def show_value(value) -> str:
