@@ -352,3 +352,24 @@ def test_a_sweep_whose_gains_lead_to_the_edge_of_its_range_says_so(target, monke
     )
     (summary,) = sweep_summaries(rows)
     assert summary["line"] == f"level: 1 is best at {'a' * 10}; 2 (+7.6%) slower"
+
+
+def test_the_sweep_looks_one_step_past_a_plateau(target, monkeypatch):
+    """16 is no faster than 8, 32 is 30% faster: a search that only follows wins stops at 8."""
+    monkeypatch.setenv("BENCH_COST", "100 - 30 * (l0 >= 32)")
+    monkeypatch.setenv("BENCH_NOISE_PCT", "0.3")
+    monkeypatch.setenv("BENCH_SENTINEL_NOISE_PCT", "0")
+    _sweep_target(target, SWEEP_ONE, "l0 = 8\n")
+
+    run(target)
+
+    assert _kept_value(target, "l0") == 32
+    records = experiments(target)
+    past = next(r for r in records if r.proposal["value"] == 32)
+    assert past.status == "keep"
+    assert past.proposal["why"].startswith("looking past a plateau: 16 measured")
+    assert [r.proposal["value"] for r in records[:3]] == [16, 4, 32]
+    # One step past a plateau, then the usual search: 64 (flat) and 16 around the new best,
+    # bisection towards each (45, 38, 35, 33 and 23, 27, 29, 30, 31): 14 experiments.
+    assert len(records) <= 16, [(r.proposal["value"], r.status) for r in records]
+    assert records[4].proposal["why"].startswith("bracketing")

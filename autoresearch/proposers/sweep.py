@@ -2,8 +2,9 @@
 
 Each knob is a value in a file, found by a regular expression with one capture group. From the
 value at the current best, the sweep steps along the knob's grid in both directions (bracketing),
-follows a direction while it keeps winning (each win is kept, so the best moves with it), then
-bisects between the best value and its nearest slower neighbour on each side until no untried
+follows a direction while it keeps winning (each win is kept, so the best moves with it), looks
+one step past a neighbour that measured within the floor (a plateau may hide a better value
+beyond it: an L0 threshold of 16 no faster than 8, 32 faster than both), then bisects between the best value and its nearest slower neighbour on each side until no untried
 value lies between them (integers) or the gap is below the knob's resolution. A value is never
 measured twice at the same best commit. When a later keep of something else moves the best, the
 knob's nearest neighbours are measured again once: knobs interact.
@@ -37,6 +38,8 @@ from .knobs import Knob, knob_from_table, patch_of
 
 __all__ = ["SweepProposer", "knob_history"]
 
+# Rules that show a value worse: nothing better is expected past it.
+LOSSES = ("significant_loss", "sentinel_budget")
 OPTIONS = ("knob", "search", "sampler", "trials", "seed")
 SEARCHES = ("coordinate", "joint")
 
@@ -184,17 +187,27 @@ def _step(knob: Knob, current: float, here: dict, made_here) -> tuple[float, str
     grid = sorted(set(knob.grid) | {current})
     up = next((v for v in grid if v > current), None)
     down = next((v for v in reversed(grid) if v < current), None)
-    steps, why = [up, down], "bracketing: the next value on its grid"
+    bracketing = "bracketing: the next value on its grid"
+    steps = [(up, bracketing), (down, bracketing)]
     if made_here is not None:
-        following = current - made_here.proposal["from"]
-        steps = [up, down] if following > 0 else [down, up]
-        why = (
+        following = (
             f"following the gain from {knob.show(made_here.proposal['from'])} to "
             f"{knob.show(current)}: one more step the same way"
         )
-    for value in steps:
+        ahead, behind = (up, down) if current > made_here.proposal["from"] else (down, up)
+        steps = [(ahead, following), (behind, bracketing)]
+    for value, why in steps:
         if value is not None and value not in measured:
             return value, why
+    # A neighbour within the floor may be a plateau with a better value beyond it (an L0
+    # threshold of 16 no faster than 8, 32 faster than both): one more step past it, once.
+    for neighbour, beyond in ((up, _next(grid, up, 1)), (down, _next(grid, down, -1))):
+        flat = _flat(here.get(neighbour))
+        if flat is not None and beyond is not None and beyond not in measured:
+            return beyond, (
+                f"looking past a plateau: {knob.show(neighbour)} measured {flat:+.1f}%, within "
+                "the floor, so one step further the same way"
+            )
     # Bracketed: bisect towards the nearest slower value on each side, the closer loss first.
     sides = []
     for side in (1, -1):
@@ -210,6 +223,24 @@ def _step(knob: Knob, current: float, here: dict, made_here) -> tuple[float, str
                 f"{knob.show(nearest)} (slower)"
             )
     return None
+
+
+def _next(grid: list[float], value: float | None, side: int) -> float | None:
+    """The grid value after `value` on `side` (1 up, -1 down), or None past the edge."""
+    if value is None:
+        return None
+    beyond = [v for v in grid if (v - value) * side > 0]
+    return (min(beyond) if side > 0 else max(beyond)) if beyond else None
+
+
+def _flat(record: ExperimentRecord | None) -> float | None:
+    """The change a value measured when it was neither kept nor shown worse than the floor
+    (a plateau, or too little evidence either way); None otherwise."""
+    change = _change(record)
+    if change is None or record.status == "keep" or record.decision.get("rule") in LOSSES:
+        return None
+    floor = record.decision.get("threshold_pct") or 0.0
+    return change if abs(change) < floor else None
 
 
 def _loss(record: ExperimentRecord | None) -> float:
