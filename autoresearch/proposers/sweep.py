@@ -4,10 +4,11 @@ Each knob is a value in a file, found by a regular expression with one capture g
 value at the current best, the sweep steps along the knob's grid in both directions (bracketing),
 follows a direction while it keeps winning (each win is kept, so the best moves with it), looks
 one step past a neighbour that measured within the floor (a plateau may hide a better value
-beyond it: an L0 threshold of 16 no faster than 8, 32 faster than both), then bisects between the best value and its nearest slower neighbour on each side until no untried
-value lies between them (integers) or the gap is below the knob's resolution. A value is never
-measured twice at the same best commit. When a later keep of something else moves the best, the
-knob's nearest neighbours are measured again once: knobs interact.
+beyond it: an L0 threshold of 16 no faster than 8, 32 faster than both), then bisects between
+the best value and its nearest slower neighbour on each side (not one that measured alike)
+until no untried value lies between them (integers) or the gap is below the knob's resolution.
+A value is never measured twice at the same best commit. When a later keep of something else
+moves the best, the knob's nearest neighbours are measured again once: knobs interact.
 
 Several knobs are searched one at a time (coordinate search), in the order the config lists
 them; `search = "joint"` searches them together instead, Optuna choosing each point (joint.py).
@@ -208,10 +209,11 @@ def _step(knob: Knob, current: float, here: dict, made_here) -> tuple[float, str
                 f"looking past a plateau: {knob.show(neighbour)} measured {flat:+.1f}%, within "
                 "the floor, so one step further the same way"
             )
-    # Bracketed: bisect towards the nearest slower value on each side, the closer loss first.
+    # Bracketed: bisect towards the nearest slower value on each side, the closer loss first
+    # (not towards a plateau: what lies between two values that measure alike is no better).
     sides = []
     for side in (1, -1):
-        losses = [v for v in worse if (v - current) * side > 0]
+        losses = [v for v in worse if (v - current) * side > 0 and _flat(here.get(v)) is None]
         if losses:
             nearest = min(losses, key=lambda v: abs(v - current))
             sides.append((_loss(here.get(nearest)), nearest))
