@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from types import SimpleNamespace
 
 import pandas as pd
 import pytest
@@ -10,6 +11,8 @@ from conftest import experiments, git, run, run_cli
 
 from autoresearch.config import load_config
 from autoresearch.errors import ConfigError
+from autoresearch.proposers.knobs import knob_from_table
+from autoresearch.proposers.sweep import _step
 from autoresearch.report.sweeps import sweep_summaries
 
 SWEEP_ONE = """
@@ -374,3 +377,32 @@ def test_the_sweep_looks_one_step_past_a_plateau(target, monkeypatch):
     values = [r.proposal["value"] for r in records]
     assert len(values) <= 11 and not any(32 < v < 64 for v in values), values
     assert records[4].proposal["why"].startswith("bracketing")
+
+
+def _measured(value, change, rule):
+    """What the search reads of an experiment at a value: its status, rule and change."""
+    metrics = {"t_ms": {"change_pct": change, "threshold_pct": 3.0}}
+    return SimpleNamespace(
+        status="keep" if rule == "significant_win" else "discard",
+        decision={"rule": rule, "threshold_pct": 3.0, "metrics": metrics},
+        proposal={"value": value},
+    )
+
+
+def test_no_bisection_into_a_plateau(target):
+    """16 was kept over 4; at 16, 8 and 32 measured within the floor and 64 too: a plateau
+    on both sides, nothing to bisect (the search once went through 5 to 15 here)."""
+    _sweep_target(target, SWEEP_ONE, "l0 = 16\n")
+    table = {"name": "l0", "file": "src/knobs.txt", "pattern": r"l0 = (\d+)", "min": 1, "max": 64}
+    knob = knob_from_table(table, target.load(), "test")
+    made_here = SimpleNamespace(proposal={"from": 4, "value": 16})
+    here = {
+        32: _measured(32, -0.4, "below_threshold"),
+        8: _measured(8, 0.5, "not_promising"),
+        64: _measured(64, 0.6, "below_threshold"),
+    }
+    assert _step(knob, 16, here, made_here) is None
+    # Where the nearest neighbour is slower, the search bisects towards it.
+    here[8] = _measured(8, 6.0, "significant_loss")
+    value, why = _step(knob, 16, here, made_here)
+    assert value == 11 and why.startswith("bisecting between 16 (the best) and 8")

@@ -209,14 +209,15 @@ def _step(knob: Knob, current: float, here: dict, made_here) -> tuple[float, str
                 f"looking past a plateau: {knob.show(neighbour)} measured {flat:+.1f}%, within "
                 "the floor, so one step further the same way"
             )
-    # Bracketed: bisect towards the nearest slower value on each side, the closer loss first
-    # (not towards a plateau: what lies between two values that measure alike is no better).
+    # Bracketed: bisect towards the nearest slower value on each side, the closer loss first;
+    # not where the nearest measured alike (a plateau: what lies between is no better).
     sides = []
     for side in (1, -1):
-        losses = [v for v in worse if (v - current) * side > 0 and _flat(here.get(v)) is None]
+        losses = [v for v in worse if (v - current) * side > 0]
         if losses:
             nearest = min(losses, key=lambda v: abs(v - current))
-            sides.append((_loss(here.get(nearest)), nearest))
+            if _flat(here.get(nearest)) is None:
+                sides.append((_loss(here.get(nearest)), nearest))
     for _, nearest in sorted(sides, key=lambda s: s[0]):
         value = knob.between(current, nearest, measured)
         if value is not None:
