@@ -60,7 +60,7 @@ def calibrate(
         name: values + pair.candidate.samples.get(name, [])
         for name, values in pair.baseline.samples.items()
     }
-    timed = _time_sentinel_command(config, harness, arms, commit, log_for)
+    timed = _time_sentinel_command(harness, arms, commit, log_for)
     if timed is not None and timed.failure == "interrupted":
         return None
     primary = config.metric.name
@@ -111,16 +111,12 @@ def run_seconds(record: CalibrationRecord) -> float | None:
 
 
 def _time_sentinel_command(
-    config: Config,
-    harness: Harness,
-    arms: tuple[Path, Path],
-    commit: str,
-    log_for: Callable[[str, int], Path],
+    harness: Harness, arms: tuple[Path, Path], commit: str, log_for: Callable[[str, int], Path]
 ) -> Measurement | None:
     """One run of `bench.sentinel_command` per arm: it must print every sentinel, and its
     duration sets how many of its pairs a decision's sentinel extension may take. None
     without one."""
-    if not config.bench.sentinel_command:
+    if not harness.config.bench.sentinel_command:
         return None
     runs = Measurement()
     for arm, cwd in zip(("sentinels-baseline", "sentinels-candidate"), arms, strict=True):

@@ -194,20 +194,15 @@ def calibrate_best(run: Session) -> bool:
     if result is None:
         return False
     run.journal.append(result.record)
-    run.best, run.threshold = result.samples, result.threshold
-    run.detectable_pct = result.record.detectable_effect_pct
     first = run.baseline is None
+    moved = run.last_calibrated not in (None, tip)
+    adopt_calibration(run, result.record)
     if first or tip == run.base_commit:  # the base measured again: the night goes on from this
         run.baseline = run.best_median
-    moved = run.last_calibrated not in (None, tip)
-    run.last_calibrated = tip
     primary = run.config.metric
-    noise = result.record.noise_pct.get(primary.name) or 0.0
-    run.noise_pct = noise
-    run.run_s, run.sentinel_run_s = run_seconds(result.record), result.record.sentinel_run_s
     run.progress.info(
         f"{'baseline' if first else 'new best' if moved else 'best (unchanged)'} {primary.name} = "
-        f"{format_value(run.best_median, primary.unit)}, noise {noise:.2f}%, "
+        f"{format_value(run.best_median, primary.unit)}, noise {run.noise_pct or 0.0:.2f}%, "
         f"threshold {run.threshold:.2f}%"
     )
     for warning in result.record.warnings:
@@ -236,8 +231,9 @@ def restore_calibration(run: Session) -> bool:
 
 
 def adopt_calibration(run: Session, record: CalibrationRecord) -> None:
-    """A journaled calibration of the current best stands for it: its samples, threshold and
-    noise (a `try` in a new process; on a cluster, a host's calibration)."""
+    """A calibration of the current best stands for it: its samples, threshold, noise and run
+    times (one just measured; a journaled one for a `try` in a new process; on a cluster, a
+    host's)."""
     run.best = {k: [v for v in vs if v is not None] for k, vs in record.samples.items()}
     run.threshold = record.threshold_pct or 0.0
     run.detectable_pct = record.detectable_effect_pct

@@ -97,9 +97,11 @@ class Harness:
             return None
         return self._run(self.config.bench.build, cwd, log)
 
-    def bench(self, cwd: Path, log: Path) -> RunResult:
-        """One bench run, its output left for the caller to read (the pre-flight's)."""
-        return self._run(self.config.bench.command, cwd, log)
+    def bench(self, cwd: Path, log: Path, sentinels_only: bool = False) -> RunResult:
+        """One bench run (or one of `bench.sentinel_command`), its output left for the caller
+        to read."""
+        bench = self.config.bench
+        return self._run(bench.sentinel_command if sentinels_only else bench.command, cwd, log)
 
     def bench_once(
         self,
@@ -135,8 +137,7 @@ class Harness:
     def _bench_values(
         self, cwd: Path, log: Path, into: Measurement, check: bool, sentinels_only: bool = False
     ) -> dict[str, float] | None:
-        bench = self.config.bench
-        outcome = self._run(bench.sentinel_command if sentinels_only else bench.command, cwd, log)
+        outcome = self.bench(cwd, log, sentinels_only)
         into.runs.append(outcome)
         failure, detail = _failure(outcome)
         tampered = self.verify(False) if self.verify is not None and check else None
