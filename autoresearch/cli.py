@@ -13,8 +13,8 @@ from pathlib import Path
 
 from .config import Config, check_session_name, find_config, load_config
 from .errors import UserError
-from .records import EXIT_CODES
-from .signals import install_stop_handlers
+from .journal.records import EXIT_CODES
+from .loop.signals import install_stop_handlers
 
 __all__ = ["EXIT_FAILED", "EXIT_USER_ERROR", "TRACEBACK_ENV", "build_parser", "main"]
 
@@ -43,9 +43,9 @@ def _config(args: argparse.Namespace) -> Config:
 
 def cmd_run(args: argparse.Namespace) -> int:
     """Run the experiment loop on the session in the config (resumes where it stopped)."""
-    from .loop import run_session
+    from .loop.driver import run_session
+    from .loop.session import RunOptions
     from .progress import Progress
-    from .session import RunOptions
 
     options = RunOptions(
         max_experiments=args.max_experiments,
@@ -76,7 +76,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Pre-flight: build, bench once and run the checks on the session's best; list every metric."""
-    from .preflight import check_repository
+    from .loop.preflight import check_repository
 
     config = _config(args)
     result = check_repository(config, dict(args.env), lambda line: print(line, file=sys.stderr))
@@ -93,9 +93,9 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def cmd_confirm(args: argparse.Namespace) -> int:
     """Measure the session's baseline against its final tip, alternating, and journal it."""
-    from .confirm import confirm
+    from .loop.confirm import confirm
+    from .loop.session import RunOptions
     from .progress import Progress
-    from .session import RunOptions
 
     record = confirm(
         _config(args), RunOptions(env=dict(args.env)), Progress(quiet=args.quiet), args.runs
@@ -116,7 +116,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     """Show where a session stands: experiments by status, baseline vs best, the one in flight."""
-    from .status import format_status, session_status
+    from .loop.status import format_status, session_status
 
     status = session_status(_config(args))
     print(json.dumps(status, indent=2) if args.json else format_status(status))
@@ -125,15 +125,15 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_try(args: argparse.Namespace) -> int:
     """Judge a change an agent made, as one experiment of the session; the outcome as JSON."""
-    from .judge import outcome, try_change
+    from .agents.tries import outcome, try_change
+    from .loop.session import RunOptions
     from .progress import Progress
-    from .session import RunOptions
 
     if args.patch and args.worktree:
         raise UserError("give --patch FILE or --worktree DIR, not both")
     config = _config(args)
     if args.detach:
-        from .judge import start_detached
+        from .agents.tries import start_detached
 
         forwarded = [a for a in (argv_of_try(args)) if a != "--detach"]
         print(json.dumps(start_detached(config, forwarded, Path.cwd()), indent=2))
@@ -178,7 +178,7 @@ def argv_of_try(args: argparse.Namespace) -> list[str]:
 
 def cmd_result(args: argparse.Namespace) -> int:
     """The outcome of a try started with --detach (waits with --wait SECONDS)."""
-    from .judge import read_result
+    from .agents.tries import read_result
 
     result = read_result(_config(args), args.id, args.wait)
     print(json.dumps(result, indent=2))
@@ -189,7 +189,7 @@ def cmd_result(args: argparse.Namespace) -> int:
 
 def cmd_mcp(args: argparse.Namespace) -> int:
     """Serve the session to an agent over MCP (stdio): state, history, ideas, try, report."""
-    from .mcp_server import serve
+    from .agents.mcp_server import serve
 
     serve(_config(args))
     return 0
@@ -197,7 +197,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def cmd_state(args: argparse.Namespace) -> int:
     """Where the session stands, for an agent: baseline, best, noise, threshold, budget left."""
-    from .status import session_status
+    from .loop.status import session_status
 
     print(json.dumps(session_status(_config(args)), indent=2))
     return 0
@@ -205,7 +205,7 @@ def cmd_state(args: argparse.Namespace) -> int:
 
 def cmd_history(args: argparse.Namespace) -> int:
     """The session's last experiments, compact, with their evidence and ASI."""
-    from .judge import history_rows
+    from .agents.tries import history_rows
 
     rows = history_rows(_config(args), args.last)
     if args.json:
@@ -220,9 +220,9 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 def cmd_retry(args: argparse.Namespace) -> int:
     """Queue experiments to be measured again on the next run (any status)."""
-    from .journal import Journal
-    from .second_look import request_retries
-    from .session import session_paths
+    from .journal.store import Journal
+    from .loop.second_look import request_retries
+    from .loop.session import session_paths
 
     config = _config(args)
     known = {r.id: r for r in Journal(config.journal_path, config.session.name).read().experiments}
@@ -241,9 +241,9 @@ def cmd_retry(args: argparse.Namespace) -> int:
 
 def cmd_prune(args: argparse.Namespace) -> int:
     """Remove old bench logs: keep those of kept and of the last N experiments."""
-    from .journal import Journal
-    from .retention import prune_logs
-    from .session import session_paths
+    from .journal.store import Journal
+    from .loop.retention import prune_logs
+    from .loop.session import session_paths
 
     config = _config(args)
     keep = args.keep if args.keep is not None else config.session.keep_logs
@@ -266,7 +266,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     """List the repository's sessions: branch, experiments, state size, last activity."""
-    from .sessions import format_sessions, list_sessions
+    from .loop.sessions import format_sessions, list_sessions
 
     config = _config(args)
     print(format_sessions(list_sessions(config), config.session.name))
@@ -275,7 +275,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 def cmd_clean(args: argparse.Namespace) -> int:
     """Remove a session's worktrees and state (logs, patches); its branch only with --branch."""
-    from .sessions import clean_session
+    from .loop.sessions import clean_session
 
     config = _config(args)
     name = check_session_name(args.name, "SESSION")
@@ -288,11 +288,11 @@ def cmd_clean(args: argparse.Namespace) -> int:
 def cmd_init(args: argparse.Namespace) -> int:
     """Scaffold a session in a repository: config, bench and checks scripts, ideas file; or,
     with --from-pi, turn a pi-autoresearch session into one whose journal holds its runs."""
-    from .scaffold import scaffold
+    from .init.scaffold import scaffold
 
     directory = Path(args.directory).resolve()
     if args.from_pi is not None:
-        from .pi_import import import_pi
+        from .init.pi_import import import_pi
 
         lines = import_pi(
             directory,
@@ -398,7 +398,7 @@ def cmd_pr(args: argparse.Namespace) -> int:
 
 def cmd_ideas(args: argparse.Namespace) -> int:
     """Bring ideas.md in step with the journal (kept, retry-worthy, closed axes); add, list."""
-    from .ideas import add_idea, backlog, update_ideas
+    from .report.ideas import add_idea, backlog, update_ideas
 
     if args.action in ("add", "list"):
         config = _config(args)

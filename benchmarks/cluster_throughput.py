@@ -27,10 +27,10 @@ from distributed import LocalCluster  # noqa: E402
 from synthetic import git, make_target  # noqa: E402
 
 from autoresearch.cluster import run_cluster_session  # noqa: E402
-from autoresearch.journal import read_journal  # noqa: E402
-from autoresearch.loop import run_session  # noqa: E402
+from autoresearch.journal.store import read_journal  # noqa: E402
+from autoresearch.loop.driver import run_session  # noqa: E402
+from autoresearch.loop.session import RunOptions  # noqa: E402
 from autoresearch.progress import Progress  # noqa: E402
-from autoresearch.session import RunOptions  # noqa: E402
 
 
 def target_with(root: Path, experiments: int):

@@ -29,12 +29,12 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from autoresearch.calibration import calibrate
+from autoresearch.bench.measure import Harness
+from autoresearch.bench.proc import RunResult
 from autoresearch.config import load_config
-from autoresearch.decide import Judge
-from autoresearch.measure import Harness
-from autoresearch.proc import RunResult
-from autoresearch.stats import robust_cv_pct
+from autoresearch.decide.rule import Judge
+from autoresearch.decide.stats import robust_cv_pct
+from autoresearch.loop.calibration import calibrate
 
 WINS = (0.02, 0.05, 0.10)
 LOSSES = (0.02, 0.05, 0.10)

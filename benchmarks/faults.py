@@ -40,13 +40,13 @@ from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from synthetic import Target, git, make_target, unified_patch  # noqa: E402
 
-from autoresearch.journal import read_journal  # noqa: E402
-from autoresearch.proc import find_processes, process_token  # noqa: E402
+from autoresearch.bench.proc import find_processes, process_token  # noqa: E402
+from autoresearch.journal.store import read_journal  # noqa: E402
+from autoresearch.loop.recovery import kept_commits  # noqa: E402
+from autoresearch.loop.session import open_session, session_paths  # noqa: E402
 from autoresearch.progress import Progress  # noqa: E402
 from autoresearch.proposers.queue import read_hypothesis  # noqa: E402
-from autoresearch.recovery import kept_commits  # noqa: E402
-from autoresearch.session import open_session, session_paths  # noqa: E402
-from autoresearch.workspace import open_workspace  # noqa: E402
+from autoresearch.repo.workspace import open_workspace  # noqa: E402
 
 EXIT_CODES = {0, 1, 3}  # done, a one-line error, ran but interrupted
 

@@ -20,10 +20,10 @@ from datetime import datetime
 from pathlib import Path
 
 from autoresearch.config import load_config
-from autoresearch.journal import read_journal
-from autoresearch.loop import run_session
+from autoresearch.journal.store import read_journal
+from autoresearch.loop.driver import run_session
+from autoresearch.loop.session import RunOptions
 from autoresearch.progress import Progress
-from autoresearch.session import RunOptions
 
 GOAL_S = 0.5
 BENCH = """#!/usr/bin/env bash

@@ -22,9 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
+from autoresearch.bench.measure import Harness
 from autoresearch.config import load_config
-from autoresearch.measure import Harness
-from autoresearch.stats import compare, compare_paired, robust_cv_pct
+from autoresearch.decide.stats import compare, compare_paired, robust_cv_pct
 
 ROOT = Path(__file__).resolve().parent.parent
 CONDITIONS = {

@@ -24,9 +24,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autoresearch.journal import read_journal
-from autoresearch.metrics import parse_metrics
-from autoresearch.stats import compare_paired
+from autoresearch.bench.metrics import parse_metrics
+from autoresearch.decide.stats import compare_paired
+from autoresearch.journal.store import read_journal
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = "targets/pebble"

@@ -21,9 +21,9 @@ import time
 from pathlib import Path
 
 from autoresearch.config import load_config
-from autoresearch.journal import append_record
-from autoresearch.journal_index import index_path, refresh_index, update_index
-from autoresearch.records import Asi, CalibrationRecord, ExperimentRecord, SessionRecord
+from autoresearch.journal.index import index_path, refresh_index, update_index
+from autoresearch.journal.records import Asi, CalibrationRecord, ExperimentRecord, SessionRecord
+from autoresearch.journal.store import append_record
 from autoresearch.report import load_history, render_pr, render_text, summarize
 from autoresearch.report.plots import plot_progress, plot_scales
 

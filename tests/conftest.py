@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from synthetic import Target, git, make_target, unified_patch
 
-from autoresearch.journal import read_journal
-from autoresearch.loop import run_session
+from autoresearch.journal.records import Asi, ExperimentRecord
+from autoresearch.journal.store import read_journal
+from autoresearch.loop.driver import run_session
+from autoresearch.loop.session import RunOptions, session_paths
 from autoresearch.progress import Progress
-from autoresearch.records import Asi, ExperimentRecord
-from autoresearch.session import RunOptions, session_paths
 
 __all__ = ["Target", "git", "make_target", "unified_patch"]  # shared with the test modules
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from conftest import experiments, git, run
 
-from autoresearch.journal import read_journal
-from autoresearch.proposers.agent import agent_spend
+from autoresearch.journal.store import read_journal
+from autoresearch.proposers.agent.proposer import agent_spend
 
 STANDIN = Path(__file__).with_name("standin_agent.py")
 PRESETS = ("claude", "codex", "aider", "gemini", "opencode")

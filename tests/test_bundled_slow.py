@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
+from autoresearch.bench.metrics import parse_metrics
 from autoresearch.config import load_config
-from autoresearch.journal import read_journal
-from autoresearch.loop import run_session
-from autoresearch.metrics import parse_metrics
+from autoresearch.journal.store import read_journal
+from autoresearch.loop.driver import run_session
+from autoresearch.loop.session import RunOptions
 from autoresearch.progress import Progress
-from autoresearch.session import RunOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow

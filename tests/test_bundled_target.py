@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from autoresearch.config import load_config
-from autoresearch.globs import matches_any
-from autoresearch.patchcheck import check_paths, patch_paths
 from autoresearch.proposers import parse_patch_file
-from autoresearch.workspace import open_workspace
+from autoresearch.repo.globs import matches_any
+from autoresearch.repo.patchcheck import check_paths, patch_paths
+from autoresearch.repo.workspace import open_workspace
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = load_config(ROOT / "autoresearch.toml")

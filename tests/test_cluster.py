@@ -18,9 +18,9 @@ from conftest import experiments, git
 from distributed import Client, LocalCluster
 
 from autoresearch.cluster import run_cluster_session
-from autoresearch.journal import read_journal
+from autoresearch.journal.store import read_journal
+from autoresearch.loop.session import RunOptions, session_paths
 from autoresearch.progress import Progress
-from autoresearch.session import RunOptions, session_paths
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from autoresearch.config import DecisionConfig, load_config
-from autoresearch.decide import Judge, detectable_effect_pct, runs_needed
+from autoresearch.decide.rule import Judge, detectable_effect_pct, runs_needed
 
 CONFIG = """
 [metric]

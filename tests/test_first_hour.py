@@ -17,7 +17,7 @@ import pytest
 from conftest import git, run_cli
 from synthetic import unified_patch
 
-from autoresearch.journal import read_journal
+from autoresearch.journal.store import read_journal
 
 pytestmark = pytest.mark.slow  # Go builds and benchmarks; the Go toolchain is required
 

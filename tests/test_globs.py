@@ -2,7 +2,7 @@
 
 import pytest
 
-from autoresearch.globs import matches_any
+from autoresearch.repo.globs import matches_any
 
 
 @pytest.mark.parametrize(

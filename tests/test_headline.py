@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from conftest import run, run_cli
 
-from autoresearch.journal import read_journal
+from autoresearch.journal.store import read_journal
 
 
 def test_title_table_raw_output_and_status_come_from_the_confirmation(target, monkeypatch):

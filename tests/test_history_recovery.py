@@ -6,7 +6,7 @@ import json
 
 from conftest import experiments, git, run, run_cli, unified_patch
 
-from autoresearch.journal import read_journal
+from autoresearch.journal.store import read_journal
 
 
 def _two_keeps(target):

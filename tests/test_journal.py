@@ -6,8 +6,8 @@ import pytest
 from conftest import experiment_record as record
 
 from autoresearch.errors import JournalError
-from autoresearch.journal import append_record, read_journal
-from autoresearch.records import record_from_dict
+from autoresearch.journal.records import record_from_dict
+from autoresearch.journal.store import append_record, read_journal
 
 
 def test_round_trip(tmp_path):

@@ -6,8 +6,8 @@ import json
 
 from conftest import experiment_record as record
 
-from autoresearch.journal import Journal
-from autoresearch.journal_index import INDEX_VERSION, index_path, refresh_index
+from autoresearch.journal.index import INDEX_VERSION, index_path, refresh_index
+from autoresearch.journal.store import Journal
 
 
 def test_appends_keep_the_index_current(tmp_path):

@@ -11,7 +11,7 @@ import time
 
 from conftest import experiments, git, run_cli, unified_patch
 
-from autoresearch.records import EXIT_CODES
+from autoresearch.journal.records import EXIT_CODES
 
 QUIET = {"BENCH_NOISE_PCT": "0"}
 

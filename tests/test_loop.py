@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from conftest import alive, experiments, git, run, spawn_loop, wait_for_candidate
 
-from autoresearch.experiment import parse_trailers
-from autoresearch.journal import read_journal
-from autoresearch.session import session_paths
+from autoresearch.journal.draft import parse_trailers
+from autoresearch.journal.store import read_journal
+from autoresearch.loop.session import session_paths
 
 
 def test_keep_commits_on_session_branch_and_leaves_checkout_alone(target):

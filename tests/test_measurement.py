@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from conftest import experiments, git, run, run_cli
 
+from autoresearch.bench.measure import Harness
 from autoresearch.config import load_config
-from autoresearch.journal import read_journal
-from autoresearch.measure import Harness
+from autoresearch.journal.store import read_journal
 
 
 def test_arms_alternate_after_calibration_on_the_baseline_tree(target, tmp_path):

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from autoresearch.bench.metrics import MAX_MAGNITUDE, parse_go_bench, parse_metrics, parse_output
 from autoresearch.errors import MetricParseError
-from autoresearch.metrics import MAX_MAGNITUDE, parse_go_bench, parse_metrics, parse_output
 
 
 def test_metric_lines_among_other_output():

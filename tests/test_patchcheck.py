@@ -4,7 +4,7 @@ from pathlib import Path
 
 from conftest import unified_patch
 
-from autoresearch.patchcheck import check_paths, patch_paths
+from autoresearch.repo.patchcheck import check_paths, patch_paths
 
 
 def check(patch, paths, tmp_path, include=("src/**",), protect=("src/keep.txt",), binary=False):

@@ -11,7 +11,7 @@ from pathlib import Path
 from conftest import git, run_cli, unified_patch
 
 from autoresearch.config import load_config
-from autoresearch.journal import read_journal
+from autoresearch.journal.store import read_journal
 
 FIXTURE = Path(__file__).parent / "fixtures" / "pi-autoresearch" / "baton-pebble-writepack.jsonl"
 BENCH = """#!/bin/bash

@@ -4,7 +4,7 @@ import os
 import threading
 import time
 
-from autoresearch.proc import run
+from autoresearch.bench.proc import run
 
 
 def alive(pid: int) -> bool:

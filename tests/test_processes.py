@@ -8,9 +8,9 @@ import time
 import pytest
 from conftest import alive, experiments, git, run, spawn_loop, wait_for, wait_for_candidate
 
-from autoresearch.proc import StopFlag, become_subreaper, find_processes, process_token
-from autoresearch.proc import run as run_command
-from autoresearch.session import session_paths
+from autoresearch.bench.proc import StopFlag, become_subreaper, find_processes, process_token
+from autoresearch.bench.proc import run as run_command
+from autoresearch.loop.session import session_paths
 
 TOKEN = "test-token-0123456789"
 

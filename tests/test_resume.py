@@ -9,10 +9,10 @@ import pytest
 from conftest import alive, experiments, git, run, run_cli, spawn_loop, wait_for, wait_for_candidate
 
 from autoresearch.errors import SessionBusyError
-from autoresearch.experiment import Draft
-from autoresearch.session import session_paths
-from autoresearch.state import SessionLock
-from autoresearch.workspace import open_workspace
+from autoresearch.journal.draft import Draft
+from autoresearch.loop.session import session_paths
+from autoresearch.loop.session_dir import SessionLock
+from autoresearch.repo.workspace import open_workspace
 
 
 def _kill9(proc):
@@ -182,7 +182,7 @@ def test_lock_held_by_a_killed_process_is_free(target, tmp_path):
 
 
 def _sessions(target):
-    from autoresearch.journal import read_journal
+    from autoresearch.journal.store import read_journal
 
     return read_journal(target.journal).sessions
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from conftest import experiments, run, run_cli
 
-from autoresearch.journal import read_journal
-from autoresearch.session import session_paths
+from autoresearch.journal.store import read_journal
+from autoresearch.loop.session import session_paths
 
 
 def test_run_prunes_old_logs_and_keeps_what_the_review_needs(target):

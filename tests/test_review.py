@@ -11,8 +11,8 @@ import pytest
 from conftest import run, run_cli
 from matplotlib.image import imread
 
-from autoresearch.ideas import BEGIN, END, update_ideas
 from autoresearch.report import load_history, render_pr, summarize
+from autoresearch.report.ideas import BEGIN, END, update_ideas
 from autoresearch.report.plots import FIGSIZE, progress_data, scales_data
 
 ROOT = Path(__file__).resolve().parent.parent

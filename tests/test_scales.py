@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from autoresearch.metrics import parse_go_bench
+from autoresearch.bench.metrics import parse_go_bench
 from autoresearch.report.scales import scale_parts, scale_value
 
 GO_OUTPUT = """\

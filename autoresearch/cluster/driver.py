@@ -25,12 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..bench.measure import BASELINE, CANDIDATE
 from ..config import Config
-from ..confirm import announce, confirmation_record
-from ..decide import Decision, Judge
+from ..decide.rule import Decision, Judge
 from ..errors import UserError
-from ..experiment import Draft
-from ..loop import (
+from ..journal.draft import Draft
+from ..journal.records import CalibrationRecord, ExperimentRecord
+from ..loop.confirm import announce, confirmation_record
+from ..loop.driver import (
     SessionOutcome,
     account,
     adopt_calibration,
@@ -46,12 +48,10 @@ from ..loop import (
     stop_reason,
     wants_checks,
 )
-from ..measure import BASELINE, CANDIDATE
+from ..loop.session import RunOptions, Session, harness_env, open_session
+from ..loop.session_dir import read_inflight
 from ..progress import Progress
 from ..proposers import Hypothesis
-from ..records import CalibrationRecord, ExperimentRecord
-from ..session import RunOptions, Session, harness_env, open_session
-from ..state import read_inflight
 from .host import Job, run_job
 
 __all__ = ["run_cluster_session"]

@@ -22,17 +22,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..calibration import calibrate, run_seconds
+from ..bench.fingerprint import environment
+from ..bench.measure import BASELINE, CANDIDATE, Harness, Measurement, PairMeasurement
+from ..bench.proc import RunResult, read_log
 from ..config import Config
-from ..decide import Judge
+from ..decide.rule import Judge
 from ..errors import UserError
-from ..experiment import now_iso
-from ..fingerprint import environment
-from ..gitrepo import Repo
-from ..measure import BASELINE, CANDIDATE, Harness, Measurement, PairMeasurement
-from ..proc import RunResult, read_log
-from ..state import write_json_atomic
-from ..workspace import BaselineTree
+from ..journal.draft import now_iso
+from ..loop.calibration import calibrate, run_seconds
+from ..loop.session_dir import write_json_atomic
+from ..repo.gitrepo import Repo
+from ..repo.workspace import BaselineTree
 
 __all__ = ["Job", "run_job"]
 

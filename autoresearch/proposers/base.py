@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..records import ExperimentRecord
+from ..journal.records import ExperimentRecord
 
 __all__ = ["Hypothesis", "ProposalContext", "Proposer", "ProposerError", "patch_sha256"]
 

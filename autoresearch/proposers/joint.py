@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
-from ..records import ExperimentRecord
+from ..journal.records import ExperimentRecord
 from .base import Hypothesis, ProposalContext
 from .knobs import Knob, moved
 

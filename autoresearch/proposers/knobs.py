@@ -15,7 +15,7 @@ from typing import Any
 
 from ..config import Config
 from ..errors import ConfigError
-from ..globs import matches_any
+from ..repo.globs import matches_any
 from .base import ProposerError
 
 __all__ = ["Knob", "knob_from_table", "moved", "patch_of"]

@@ -27,7 +27,7 @@ ENTRY_POINT_GROUP = "autoresearch.proposers"
 BUILT_IN = {
     "queue": "autoresearch.proposers.queue:QueueProposer",
     "sweep": "autoresearch.proposers.sweep:SweepProposer",
-    "agent": "autoresearch.proposers.agent:AgentProposer",
+    "agent": "autoresearch.proposers.agent.proposer:AgentProposer",
 }
 
 

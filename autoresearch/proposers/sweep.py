@@ -32,7 +32,7 @@ import math
 
 from ..config import Config
 from ..errors import ConfigError
-from ..records import ExperimentRecord
+from ..journal.records import ExperimentRecord
 from .base import Hypothesis, ProposalContext, ProposerError
 from .joint import JointSearch
 from .knobs import Knob, knob_from_table, patch_of

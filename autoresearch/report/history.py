@@ -15,9 +15,9 @@ from typing import Any
 
 import pandas as pd
 
+from ..decide.headline import baseline_calibration, headline
 from ..errors import JournalError
-from ..headline import baseline_calibration, headline
-from ..journal_index import refresh_index
+from ..journal.index import refresh_index
 
 __all__ = ["COLUMNS", "History", "load_history"]
 

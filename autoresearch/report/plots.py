@@ -17,7 +17,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
-from ..records import FAILED_STATUSES
+from ..journal.records import FAILED_STATUSES
 from .history import History
 
 __all__ = [

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import jinja2
 
+from ..bench.proc import read_log
 from ..errors import UserError
-from ..proc import read_log
 from ..progress import format_value
 from .summary import MAJOR_WIN_PCT
 

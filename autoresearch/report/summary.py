@@ -10,9 +10,9 @@ from typing import Any
 import pandas as pd
 
 from ..config import Config
-from ..globs import matches_any
-from ..records import FAILED_STATUSES, STATUSES
-from ..stats import change_pct
+from ..decide.stats import change_pct
+from ..journal.records import FAILED_STATUSES, STATUSES
+from ..repo.globs import matches_any
 from .history import History
 from .scales import scale_parts, scale_value
 from .sweeps import joint_summaries, sweep_summaries

@@ -1,0 +1,121 @@
+"""`autoresearch mcp`: the session served to an agent over the Model Context Protocol (stdio).
+
+The tools are the commands an agent driving its own session uses (judge.py): where the session
+stands, its history, the ideas backlog, trying a change (long-running: `try_start` returns an id,
+`try_result` polls it) and the report. No tool takes a shell command; the two that change the
+repository (`try_start` can commit on the session branch, `ideas_add` edits ideas.md) say so in
+their annotations. Needs the `mcp` SDK (`pip install 'autoresearch[mcp]'`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..config import Config
+from ..errors import UserError
+
+__all__ = ["build_server", "serve"]
+
+INSTRUCTIONS = """\
+autoresearch judges your performance experiments: you edit, it measures (interleaved runs
+against the current best, in its own worktrees), decides with its statistics, runs the checks,
+and keeps (a commit on the session branch) or reverts. Read `state` and `history` before each
+idea; `try_start` your change (a patch, or your worktree as it is now) and poll `try_result`;
+`ideas_add` what you want to try later; `report` for the whole session."""
+
+
+def build_server(config: Config):
+    """The MCP server for one session."""
+    try:
+        from mcp.server.mcpserver import MCPServer
+        from mcp.types import ToolAnnotations
+    except ImportError as exc:  # the SDK is an extra
+        raise UserError(
+            f"the MCP server needs the mcp SDK: pip install 'autoresearch[mcp]' ({exc})"
+        ) from None
+
+    from ..loop.status import session_status
+    from ..report.ideas import add_idea, backlog
+    from .tries import history_rows, read_result, start_detached
+
+    server = MCPServer(name="autoresearch", instructions=INSTRUCTIONS)
+    reads = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
+    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+
+    @server.tool(annotations=reads)
+    def state() -> dict[str, Any]:
+        """Where the session stands: baseline, best, noise, the smallest change the loop
+        claims (threshold_pct), experiments by status, budget left, the one in flight."""
+        return session_status(config)
+
+    @server.tool(annotations=reads)
+    def history(last: int = 10) -> list[dict[str, Any]]:
+        """The last experiments (0: all), compact: status, change and 95% interval, the rule
+        and reason, hypothesis, mechanism, family and the next-action hint."""
+        return history_rows(config, last)
+
+    @server.tool(annotations=reads)
+    def ideas_list() -> list[str]:
+        """The ideas backlog (ideas.md, outside the journal's own section)."""
+        return backlog(config.ideas_path)
+
+    @server.tool(annotations=writes)
+    def ideas_add(text: str) -> list[str]:
+        """Add one idea to the backlog in ideas.md (changes that file); the backlog after it."""
+        add_idea(config.ideas_path, text)
+        return backlog(config.ideas_path)
+
+    @server.tool(annotations=writes)
+    def try_start(
+        title: str,
+        patch: str | None = None,
+        worktree: str | None = None,
+        hypothesis: str | None = None,
+        mechanism: str | None = None,
+        expected_effect: str | None = None,
+        family: str | None = None,
+    ) -> dict[str, Any]:
+        """Judge a change as one experiment: `patch` (a unified diff) or `worktree` (a directory
+        whose files are the change; default: the session's repository checkout), read now.
+        Runs in the background and may commit a win on the session branch; returns an `id`
+        for try_result."""
+        if patch and worktree:
+            raise UserError("give patch or worktree, not both")
+        args = ["--quiet", "--title", title]
+        if not patch:
+            args += ["--worktree", str(Path(worktree or config.repo_path).resolve())]
+        for flag, value in (
+            ("--hypothesis", hypothesis),
+            ("--mechanism", mechanism),
+            ("--expected-effect", expected_effect),
+            ("--family", family),
+        ):
+            if value:
+                args += [flag, value]
+        return start_detached(
+            config, args, config.base_dir, patch.encode("utf-8") if patch else None
+        )
+
+    @server.tool(annotations=reads)
+    def try_result(id: str, wait_s: float = 0.0) -> dict[str, Any]:
+        """A started try's outcome (status, change, interval, rule, reason, what was refused
+        and why, next-action hint), or status `running`; waits up to `wait_s` seconds."""
+        return read_result(config, id, min(max(wait_s, 0.0), 600.0))
+
+    @server.tool(annotations=reads)
+    def report() -> str:
+        """The session's review: counts, baseline to best, wins, what did not work and why."""
+        from ..report import load_history, render_text, summarize
+
+        reviewed = load_history(config.journal_path, config.session.name)
+        report = config.report
+        summary = summarize(reviewed, report.comparison or None, report.comparison_label or None)
+        return render_text(summary)
+
+    return server
+
+
+def serve(config: Config) -> None:
+    """Serve over stdio until the client closes the connection."""
+    build_server(config).run("stdio")

@@ -1,0 +1,229 @@
+"""The loop as a judge for an agent that drives its own session (`autoresearch try`, `state`,
+`history`, and the same through the MCP server in mcp_server.py).
+
+`try` takes the change an agent made (a patch file, or the state of a worktree the agent edits,
+read once at the start: later edits do not change what is measured) and runs it as one
+experiment of the session, exactly as `run` would: the patch checks, the bench interleaved
+against the best in the loop's own worktrees, the decision rule, the checks, keep or revert,
+one journal record. The session lock makes a `try` refuse while `run` or another `try` holds
+the session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from ..bench.proc import running
+from ..config import Config
+from ..errors import UserError
+from ..journal.draft import NEXT_ACTION
+from ..journal.index import index_path
+from ..journal.records import EXIT_CODES, ExperimentRecord
+from ..journal.store import Journal
+from ..loop.driver import (
+    account,
+    calibrate_best,
+    preflight_base,
+    restore_calibration,
+    run_experiment,
+)
+from ..loop.retention import prune_session_logs
+from ..loop.session import RunOptions, open_session, session_paths
+from ..loop.session_dir import fresh_name
+from ..progress import Progress
+from ..proposers import Hypothesis, parse_patch_file
+from ..repo.gitrepo import tree_patch
+
+__all__ = [
+    "history_rows",
+    "outcome",
+    "read_result",
+    "start_detached",
+    "try_change",
+    "worktree_patch",
+]
+
+
+def worktree_patch(path: Path, tip: str, exclude: list[Path] | None = None) -> bytes:
+    """The worktree's files against `tip`, read through a scratch index: the worktree and its
+    own index are untouched. `exclude`: files that are the loop's, not the change (the
+    journal, its index, ideas.md, the config)."""
+    root = path.resolve()
+    skipped = set()
+    for item in exclude or []:
+        with contextlib.suppress(ValueError):
+            skipped.add(item.resolve().relative_to(root).as_posix())
+    with tempfile.TemporaryDirectory(prefix="autoresearch-try-") as scratch:
+        return tree_patch(path, tip, skipped.__contains__, index=Path(scratch) / "index")
+
+
+def try_change(
+    config: Config,
+    *,
+    patch_file: Path | None,
+    worktree: Path | None,
+    fields: dict[str, str | None],
+    options: RunOptions,
+    progress: Progress,
+) -> ExperimentRecord:
+    """One experiment of the session, for a change an agent made."""
+    with open_session(config, options, progress) as run:
+        if patch_file is not None:
+            found = parse_patch_file(patch_file)
+            patch = found.patch
+            given = {
+                "title": found.title,
+                "hypothesis": found.hypothesis,
+                "mechanism": found.mechanism,
+                "expected_effect": found.expected_effect,
+            }
+            source = str(patch_file)
+        else:
+            journal = config.journal_path
+            own = [journal, index_path(journal), config.ideas_path, config.path]
+            patch = worktree_patch(worktree or Path.cwd(), run.ws.tip(), own)
+            given, source = {}, f"worktree:{worktree or Path.cwd()}"
+        given |= {k: v for k, v in fields.items() if v}
+        if not patch.strip():
+            raise UserError(
+                "nothing to try: the change is empty (edit the worktree, or give --patch FILE)"
+            )
+        if not given.get("title"):
+            raise UserError("a try needs a title: --title TEXT (or a Title: line in the patch)")
+        hypothesis = Hypothesis(
+            title=given["title"],
+            patch=patch,
+            hypothesis=given.get("hypothesis"),
+            mechanism=given.get("mechanism"),
+            expected_effect=given.get("expected_effect"),
+            family=given.get("family"),
+            source=source,
+            proposer="try",
+        )
+        if run.baseline is None and config.session.preflight and not preflight_base(run):
+            raise UserError("interrupted during the pre-flight")
+        if not restore_calibration(run) and not calibrate_best(run):
+            raise UserError("interrupted during the calibration of the best")
+        record = run_experiment(run, hypothesis)
+        account(run, record)
+        # The next try is measured against the new best's own runs.
+        if record.status == "keep" and not run.stop.is_set():
+            calibrate_best(run)
+        prune_session_logs(run)
+        return record
+
+
+def outcome(record: ExperimentRecord, config: Config) -> dict[str, Any]:
+    """What an agent needs of a try: one JSON object."""
+    decision = record.decision or {}
+    evidence = (decision.get("metrics") or {}).get(config.metric.name) or {}
+    refused = record.status in ("scope_violation", "apply_failed", "refused", "tampered")
+    return {
+        "id": record.id,
+        "n": record.n,
+        "status": record.status,
+        "exit_code": EXIT_CODES.get(record.status, 1),
+        "title": record.title,
+        "metric": config.metric.name,
+        "change_pct": evidence.get("change_pct"),
+        "ci_low_pct": evidence.get("ci_low_pct"),
+        "ci_high_pct": evidence.get("ci_high_pct"),
+        "baseline_median": evidence.get("baseline_median"),
+        "candidate_median": evidence.get("candidate_median"),
+        "rule": decision.get("rule"),
+        "reason": decision.get("reason") or record.error,
+        "refused": record.error if refused else None,
+        "sentinels": {
+            name: {"ok": s.get("ok"), "change_pct": s.get("change_pct")}
+            for name, s in record.sentinels.items()
+        },
+        "checks": (record.checks or {}).get("exit_code"),
+        "kept_commit": record.kept_commit,
+        "touched_files": record.touched_files,
+        "next_action_hint": record.asi.next_action_hint or NEXT_ACTION.get(record.status),
+    }
+
+
+def history_rows(config: Config, last: int) -> list[dict[str, Any]]:
+    """The session's last experiments, compact, with their ASI: what to choose the next from."""
+    records = Journal(config.journal_path, config.session.name).read().experiments
+    rows = []
+    for record in records[-last:] if last > 0 else records:
+        row = outcome(record, config)
+        row.pop("exit_code")
+        row |= {
+            "family": record.family,
+            "proposer": record.proposer,
+            "hypothesis": record.asi.hypothesis,
+            "mechanism": record.asi.mechanism,
+            "rollback_reason": record.asi.rollback_reason,
+            "started_at": record.started_at,
+        }
+        rows.append(row)
+    return rows
+
+
+def start_detached(
+    config: Config, try_args: list[str], cwd: Path, patch: bytes | None = None
+) -> dict[str, Any]:
+    """Start `autoresearch try` in the background; its id, to read the outcome by. `patch`,
+    when given, is kept beside the try's log and tried."""
+    tries = session_paths(config).root / "tries"
+    tries.mkdir(parents=True, exist_ok=True)
+    label = fresh_name(tries, "try", ".log")
+    if patch is not None:  # not <label>.patch: its sidecar would be the outcome, <label>.json
+        (tries / f"{label}-change.patch").write_bytes(patch)
+        try_args = [*try_args, "--patch", str(tries / f"{label}-change.patch")]
+    command = [
+        sys.executable,
+        "-m",
+        "autoresearch.cli",
+        "try",
+        "--config",
+        str(config.path),
+        "--session",
+        config.session.name,
+        *try_args,
+    ]
+    with open(tries / f"{label}.json", "wb") as out, open(tries / f"{label}.log", "wb") as log:
+        child = subprocess.Popen(
+            command,
+            cwd=cwd,
+            stdout=out,
+            stderr=log,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    (tries / f"{label}.pid").write_text(str(child.pid))
+    return {"id": label, "status": "running", "log": str(tries / f"{label}.log")}
+
+
+def read_result(config: Config, try_id: str, wait_s: float = 0.0) -> dict[str, Any]:
+    """A detached try's outcome; `running` while it runs (waiting up to `wait_s` for it)."""
+    if not try_id.startswith("try-") or "/" in try_id:
+        raise UserError(f"{try_id!r} is not a try id (they look like try-20260101T120000)")
+    tries = session_paths(config).root / "tries"
+    if not (tries / f"{try_id}.log").exists():
+        raise UserError(f"no try {try_id} in session '{config.session.name}' ({tries})")
+    pid = int((tries / f"{try_id}.pid").read_text() or 0)
+    deadline = time.monotonic() + wait_s
+    while True:
+        # Asked before reading: the outcome of a try that had ended is complete when read.
+        ended = not running(pid)
+        text = (tries / f"{try_id}.json").read_text(encoding="utf-8", errors="replace")
+        if text.strip():
+            with contextlib.suppress(ValueError):  # still being written
+                return json.loads(text)
+        if ended:
+            tail = (tries / f"{try_id}.log").read_text(errors="replace").strip().splitlines()
+            return {"id": try_id, "status": "error", "error": tail[-1] if tail else "it died"}
+        if time.monotonic() >= deadline:
+            return {"id": try_id, "status": "running", "log": str(tries / f"{try_id}.log")}
+        time.sleep(0.2)

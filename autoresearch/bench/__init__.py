@@ -1,0 +1,1 @@
+"""Running the target: processes, runners, the one measurement routine, metric readers."""

@@ -1,0 +1,249 @@
+"""Bench runs -> samples per metric: two arms, each built once, run alternately.
+
+Alternating B C C B B C ... puts both arms through the same drift of a shared machine, so that
+drift cancels instead of passing for an effect.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..config import Config
+from ..decide.rule import Decision
+from ..errors import MetricParseError
+from ..loop.session_dir import require_space
+from .metrics import parse_output
+from .proc import RunResult, read_log
+from .runners import LocalRunner, Runner
+
+__all__ = ["BASELINE", "CANDIDATE", "Harness", "Measurement", "PairMeasurement"]
+
+BASELINE, CANDIDATE = "baseline", "candidate"
+
+
+@dataclass
+class Measurement:
+    """Samples of one arm; `failure` is a record status when a run could not complete."""
+
+    samples: dict[str, list[float]] = field(default_factory=dict)
+    runs: list[RunResult] = field(default_factory=list)
+    failure: str | None = None  # "crash", "timeout" or "interrupted"
+    detail: str = ""
+
+    @property
+    def logs(self) -> list[str]:
+        return [r.log_path for r in self.runs]
+
+    @property
+    def durations(self) -> list[float]:
+        return [round(r.duration_s, 3) for r in self.runs]
+
+    @property
+    def tail(self) -> str | None:
+        return self.runs[-1].tail if self.runs else None
+
+    @property
+    def duration_s(self) -> float:
+        return sum(r.duration_s for r in self.runs)
+
+
+@dataclass
+class PairMeasurement:
+    """Both arms of an interleaved measurement, and the decision that ended it."""
+
+    baseline: Measurement = field(default_factory=Measurement)
+    candidate: Measurement = field(default_factory=Measurement)
+    decision: Decision | None = None
+    failure: str | None = None
+    failed_arm: str | None = None  # BASELINE or CANDIDATE, when a run failed
+    detail: str = ""
+    builds: list[RunResult] = field(default_factory=list)
+    warmup: Measurement = field(default_factory=Measurement)  # runs made and dropped
+
+
+class Harness:
+    """Runs a config's build and bench commands, with logs, timeouts and the stop signal."""
+
+    def __init__(
+        self,
+        config: Config,
+        *,
+        env: dict[str, str],
+        stop: threading.Event | None,
+        on_start: Callable[[int], None] | None = None,
+        token: str | None = None,
+        verify: Callable[[bool], str | None] | None = None,
+        runner: Runner | None = None,
+    ):
+        self.config = config
+        self.runner = runner or LocalRunner(config.bench.cpus)
+        # The metrics whose least disturbed run is the highest, for `aggregate = "best"`.
+        self._higher = {m.name for m in config.all_metrics() if m.direction == "higher"}
+        self.env = {**config.bench.env, **env}
+        self.stop = stop
+        self.on_start = on_start
+        self.token = token
+        # What changed that a run may not change (see guard.py): called with False after every
+        # run of the candidate (the worktrees only), with True at every look and at the end.
+        self.verify = verify
+
+    def build(self, cwd: Path, log: Path) -> RunResult | None:
+        """Run the build command once in `cwd`; None when the config has none."""
+        if not self.config.bench.build:
+            return None
+        return self._run(self.config.bench.build, cwd, log)
+
+    def bench(self, cwd: Path, log: Path, sentinels_only: bool = False) -> RunResult:
+        """One bench run (or one of `bench.sentinel_command`), its output left for the caller
+        to read."""
+        bench = self.config.bench
+        return self._run(bench.sentinel_command if sentinels_only else bench.command, cwd, log)
+
+    def bench_once(
+        self,
+        cwd: Path,
+        log: Path,
+        into: Measurement,
+        check: bool = True,
+        sentinels_only: bool = False,
+    ) -> bool:
+        """One sample into `into`: `bench.repeat` runs in a row, each metric aggregated; False
+        (with `into.failure`) if a run failed. `check`: verify the trees after each run (the
+        candidate's runs). `sentinels_only`: run `bench.sentinel_command` instead."""
+        repeat = self.config.bench.repeat
+        collected: dict[str, list[float]] = {}
+        for k in range(1, repeat + 1):
+            path = log if repeat == 1 else log.with_name(f"{log.stem}.{k}{log.suffix}")
+            values = self._bench_values(cwd, path, into, check, sentinels_only)
+            if values is None:
+                return False
+            for name, value in values.items():
+                collected.setdefault(name, []).append(value)
+        for name, values in collected.items():
+            into.samples.setdefault(name, []).append(self._aggregate(name, values))
+        return True
+
+    def _aggregate(self, name: str, values: list[float]) -> float:
+        if len(values) == 1:
+            return values[0]
+        if self.config.bench.aggregate == "median":
+            return statistics.median(values)
+        return max(values) if name in self._higher else min(values)
+
+    def _bench_values(
+        self, cwd: Path, log: Path, into: Measurement, check: bool, sentinels_only: bool = False
+    ) -> dict[str, float] | None:
+        outcome = self.bench(cwd, log, sentinels_only)
+        into.runs.append(outcome)
+        failure, detail = _failure(outcome)
+        tampered = self.verify(False) if self.verify is not None and check else None
+        if tampered is not None:
+            failure, detail = "tampered", tampered
+        if failure is None:
+            try:
+                values = parse_output(
+                    read_log(outcome.log_path),
+                    go_bench=self.config.bench.go_bench,
+                    source=outcome.log_path,
+                )
+            except MetricParseError as exc:
+                failure, detail = "crash", str(exc)
+            else:
+                if sentinels_only:
+                    what, needed = "bench.sentinel_command", [s.name for s in self.config.sentinel]
+                else:
+                    what, needed = "bench", [self.config.metric.name]
+                missing = [name for name in needed if name not in values]
+                if missing:
+                    failure = "crash"
+                    detail = f"{what} printed no 'METRIC {missing[0]}=...' line; log: {log}"
+        if failure is not None:
+            require_space(Path(outcome.log_path), "the bench's output")
+            into.failure, into.detail = failure, detail
+            return None
+        return values
+
+    def interleave(
+        self,
+        *,
+        baseline_dir: Path,
+        candidate_dir: Path,
+        log_for: Callable[[str, int], Path],
+        max_pairs: int,
+        judge: Callable[[dict, dict, bool], Decision | None] | None = None,
+        looks: list[int] | None = None,
+        on_run: Callable[[str, int], None] | None = None,
+        awaiting_sentinels: Callable[[], bool] | None = None,
+    ) -> PairMeasurement:
+        """Alternate the arms (B C, C B, ...) until `judge` decides at a look or the cap.
+        While `awaiting_sentinels()` (a win stands, its sentinels unresolved), the pairs run
+        `bench.sentinel_command` when there is one."""
+        pair = PairMeasurement()
+        arms = {BASELINE: (baseline_dir, pair.baseline), CANDIDATE: (candidate_dir, pair.candidate)}
+        # Warm-up runs of each arm, measured and dropped: the first runs after a build pay
+        # for cold caches that later runs do not.
+        for w in range(1, self.config.bench.warmup_runs + 1):
+            for arm, (cwd, _) in arms.items():
+                warm = self._bench_values(
+                    cwd, log_for(f"{arm}-warmup", w), pair.warmup, arm == CANDIDATE
+                )
+                if warm is None:
+                    pair.failure, pair.failed_arm = pair.warmup.failure, arm
+                    pair.detail = f"{arm} arm, warm-up: {pair.warmup.detail}"
+                    return self._verified(pair)
+        for i in range(1, max_pairs + 1):
+            order = (BASELINE, CANDIDATE) if i % 2 else (CANDIDATE, BASELINE)
+            sentinels_only = bool(
+                self.config.bench.sentinel_command and awaiting_sentinels and awaiting_sentinels()
+            )
+            for arm in order:
+                cwd, into = arms[arm]
+                if on_run:
+                    on_run(arm, i)
+                if not self.bench_once(
+                    cwd, log_for(arm, i), into, arm == CANDIDATE, sentinels_only
+                ):
+                    pair.failure, pair.failed_arm = into.failure, arm
+                    pair.detail = f"{arm} arm: {into.detail}"
+                    return self._verified(pair)
+            if judge is not None and (i in (looks or []) or i == max_pairs):
+                # Nothing is decided on runs that something outside the patch swayed.
+                if self._verified(pair).failure == "tampered":
+                    return pair
+                pair.decision = judge(pair.baseline.samples, pair.candidate.samples, i == max_pairs)
+                if pair.decision is not None:
+                    return pair
+        return self._verified(pair)
+
+    def _verified(self, pair: PairMeasurement) -> PairMeasurement:
+        """The whole check (your checkout too): a violation makes the measurement tampered."""
+        tampered = self.verify(True) if self.verify is not None else None
+        if tampered is not None and pair.failure != "tampered":
+            pair.failure, pair.decision, pair.detail = "tampered", None, tampered
+        return pair
+
+    def _run(self, command: str, cwd: Path, log: Path) -> RunResult:
+        return self.runner.run(
+            command,
+            cwd=cwd,
+            log_path=log,
+            timeout_s=self.config.bench.timeout_s,
+            env=self.env,
+            stop=self.stop,
+            on_start=self.on_start,
+            token=self.token,
+        )
+
+
+def _failure(outcome: RunResult) -> tuple[str | None, str]:
+    if outcome.timed_out:
+        return "timeout", f"bench {outcome.describe()}"
+    if outcome.interrupted:
+        return "interrupted", "bench stopped by a signal"
+    if outcome.exit_code != 0:
+        return "crash", f"bench failed ({outcome.describe()}); log: {outcome.log_path}"
+    return None, ""

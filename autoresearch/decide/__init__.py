@@ -1,0 +1,1 @@
+"""The decision rule and its statistics: pure functions of samples."""

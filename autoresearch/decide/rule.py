@@ -1,0 +1,498 @@
+"""Keep, discard or inconclusive: a sequential rule on paired runs, with the evidence it used.
+
+Baseline (the current best) and candidate run in interleaved pairs (B C, C B, ...). What a
+decision reads is each pair's log ratio log(c/b): whatever moves both runs of a pair alike
+(load that changes slower than one pair, a step when another process starts) cancels there.
+Their mean is the change, with a t interval; the runs per arm a decision may take grow from
+`min_runs` to a cap, with looks in between (`schedule`).
+
+- keep: better with a one-sided p under the look's share of alpha (the shares add up to alpha:
+  false keeps stay under it however the looks fall, the union bound needs nothing more), a
+  gain of at least the floor `min_effect_pct` (the smallest change worth claiming), every
+  sentinel shown within its budget, and small wins agreeing with `agree_with`;
+- discard: worse with p < 0.05 over the looks; or the gain is shown below the floor (its
+  one-sided 90% bound); or, before the last look, even a gain one standard error better than
+  the estimate would be unlikely (under 10%) to clear the last look: not worth more runs;
+- otherwise run more; past the last look, inconclusive.
+
+A win decided while a sentinel is still unresolved keeps running, both arms, up to twice the
+cap, until the sentinel is shown within its budget or over it (`sentinel_extension`). With a
+`bench.sentinel_command` (only the sentinels, cheaper than the whole bench) those extra pairs
+run it instead: the same seconds buy more pairs where the uncertainty is.
+
+The noise decides how many runs a decision may take, not what is worth claiming: the cap is
+what detects a change of the floor with 90% power at the calibrated noise, bounded by
+`max_runs` and by `budget_s` at the calibrated run time. An unknown comparison (no samples,
+non-positive values) is never significant. `paired = false` judges the two arms as two
+samples (Mann-Whitney and Hodges-Lehmann) instead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from scipy.stats import norm
+from scipy.stats import t as student
+
+from ..config import Config, DecisionConfig, MetricSpec, SentinelSpec
+from .stats import Comparison, compare, compare_paired
+
+__all__ = [
+    "CONFIDENCE",
+    "WORSE_ALPHA",
+    "Decision",
+    "Judge",
+    "cap_runs",
+    "detectable_effect_pct",
+    "improvement",
+    "look_alphas",
+    "runs_needed",
+    "threshold_pct",
+]
+
+CONFIDENCE = 0.95  # of the reported intervals
+WORSE_ALPHA = 0.05  # a false discard only costs a win, so a loss needs less evidence
+# "No gain worth claiming" needs the gain's one-sided 90% upper bound below the floor.
+FUTILITY_CONFIDENCE = 0.80
+# "Not worth more runs": the chance of a keep at the last look, if the rest of the runs showed
+# the estimate plus PROMISE_OPTIMISM standard errors, is below PROMISE_POWER.
+PROMISE_POWER = 0.10
+PROMISE_OPTIMISM = 1.0
+SMALL_WIN_FACTOR = 2.0  # a win under this many floors must agree with `agree_with`
+POWER = 0.9  # of the cap: the chance to detect a change of the floor
+SPENDING = 1.0  # look k gets alpha in proportion to n_k ** SPENDING: more to the later looks
+SENTINEL_EXTENSION = 2.0  # a win with an unresolved sentinel may run to this many caps
+MIN_CAP_FACTOR = 3  # the cap is at least this many times min_runs: a t-test needs some pairs
+
+
+@dataclass(frozen=True)
+class Decision:
+    status: str  # keep | discard | inconclusive
+    rule: str
+    reason: str
+    look: int
+    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
+    sentinels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "rule": self.rule,
+            "reason": self.reason,
+            "look": self.look,
+            **self.extra,
+            "metrics": self.metrics,
+        }
+
+
+def threshold_pct(config: Config, noise: float | None) -> float:
+    """The smallest change of the primary metric worth claiming: the floor, raised to
+    `noise_multiplier` times the noise only when that is set (0 by default: the noise decides
+    how many runs a decision takes, not what is worth claiming)."""
+    floor = config.decision.min_effect_pct
+    multiplier = config.decision.noise_multiplier
+    return floor if noise is None or not multiplier else max(floor, multiplier * noise)
+
+
+def _z_sum(decision: DecisionConfig) -> float:
+    # About half of alpha is left for the last look (see look_alphas).
+    return float(norm.ppf(1 - decision.alpha / 2) + norm.ppf(POWER))
+
+
+def runs_needed(config: Config, noise_pct: float, effect_pct: float) -> int:
+    """Runs per arm (pairs) to detect `effect_pct` with 90% power when one run's noise is
+    `noise_pct`: a pair's log ratio has sqrt(2) times that noise when the runs are independent,
+    less when load moves both alike."""
+    return math.ceil((_z_sum(config.decision) * math.sqrt(2) * noise_pct / effect_pct) ** 2) + 1
+
+
+def detectable_effect_pct(config: Config, noise_pct: float) -> float:
+    """The change detected with 90% power at `max_runs` runs per arm."""
+    n = config.decision.max_runs
+    return _z_sum(config.decision) * math.sqrt(2) * noise_pct / math.sqrt(max(n - 1, 1))
+
+
+def cap_runs(
+    config: Config, noise_pct: float | None, run_s: float | None, floor: float | None = None
+) -> int:
+    """Runs per arm a decision may take: enough to detect the floor at this noise, at least
+    MIN_CAP_FACTOR x min_runs, at most max_runs and what budget_s allows at run_s a run."""
+    d = config.decision
+    cap = d.max_runs
+    if noise_pct:
+        needed = runs_needed(config, noise_pct, floor or d.min_effect_pct)
+        cap = min(cap, max(needed, MIN_CAP_FACTOR * d.min_runs))
+    budget = _budget_runs(d, run_s)
+    if budget is not None:
+        cap = min(cap, budget)
+    return max(cap, d.min_runs)
+
+
+def _budget_runs(d: DecisionConfig, run_s: float | None) -> int | None:
+    """The pairs `budget_s` pays for at `run_s` a run; None without a budget."""
+    return int(d.budget_s / (2 * run_s)) if d.budget_s and run_s else None
+
+
+def look_alphas(alpha: float, schedule: list[int]) -> list[float]:
+    """Each look's share of alpha: in proportion to n ** SPENDING, adding up to alpha."""
+    weights = [n**SPENDING for n in schedule]
+    return [alpha * w / sum(weights) for w in weights]
+
+
+def improvement(spec: MetricSpec | SentinelSpec, comparison: Comparison) -> tuple:
+    """(estimate, interval low, interval high, p) with positive meaning better."""
+    c = comparison
+    if spec.direction == "lower":
+        return -c.change_pct, -c.ci_high_pct, -c.ci_low_pct, c.p_lower
+    return c.change_pct, c.ci_low_pct, c.ci_high_pct, c.p_higher
+
+
+class Judge:
+    """The sequential rule for one experiment; `look` after each pair, it decides at the
+    scheduled ones. `noise_pct` (one run's, from calibration) and `run_s` (one run's duration)
+    set the cap; without them it is `max_runs`."""
+
+    def __init__(
+        self,
+        config: Config,
+        threshold: float,
+        noise_pct: float | None = None,
+        run_s: float | None = None,
+        sentinel_run_s: float | None = None,
+    ):
+        self.config = config
+        self.threshold = threshold
+        d = config.decision
+        self.cap = cap_runs(config, noise_pct, run_s, threshold)
+        self.schedule = d.schedule(self.cap)
+        self.alphas = look_alphas(d.alpha, self.schedule)
+        self.alpha_worse = WORSE_ALPHA / len(self.schedule)
+        # A win waiting for its sentinels: more looks, each with its own share of the
+        # sentinels' error, up to SENTINEL_EXTENSION caps (and budget_s).
+        extra = self._extension_pairs(run_s, sentinel_run_s) if config.sentinel else 0
+        steps = {self.cap + round(extra * f) for f in (0.5, 1.0)}
+        self.extension = sorted(n for n in steps if n > self.cap)
+        self.limit = self.extension[-1] if self.extension else self.cap
+        self.looks = [*self.schedule, *self.extension]
+        # The sentinels' error, shared over all their looks as the primary's alpha is over its
+        # own: in proportion to n, so the early looks (which a sentinel noisier than its budget
+        # could never pass) spend little and the looks with the most runs spend the most.
+        self.sentinel_errors = look_alphas(1 - d.sentinel_confidence, self.looks)
+        self._win: tuple[int, dict[str, Any], str] | None = None  # look, evidence, reason
+
+    def _extension_pairs(self, run_s: float | None, sentinel_run_s: float | None) -> int:
+        """Pairs a win may add for its sentinels: up to SENTINEL_EXTENSION caps of the whole
+        bench, within budget_s; with a sentinel command, as many of its cheaper pairs as the
+        same seconds pay for (its duration from calibration; unknown: as many as the bench)."""
+        limit = math.ceil(SENTINEL_EXTENSION * self.cap)
+        budget = _budget_runs(self.config.decision, run_s)
+        if budget is not None:
+            limit = min(limit, max(self.cap, budget))
+        extra = limit - self.cap
+        if self.config.bench.sentinel_command and run_s and sentinel_run_s:
+            extra = int(extra * run_s / max(sentinel_run_s, 1e-3))
+        return extra
+
+    @property
+    def awaiting_sentinels(self) -> bool:
+        """A win stands and only its sentinels run on: the harness may run just them."""
+        return self._win is not None
+
+    def replay(
+        self, baseline: dict[str, list[float]], candidate: dict[str, list[float]]
+    ) -> Decision | None:
+        """The decision on runs made elsewhere (a bench host), look by look as
+        `Harness.interleave` takes them: at each scheduled look and at the limit."""
+        n = _pairs(baseline)
+        for i in range(1, n + 1):
+            if i in self.looks or i == self.limit:
+                cut = (
+                    {k: v[:i] for k, v in baseline.items()},
+                    {k: v[:i] for k, v in candidate.items()},
+                )
+                decision = self.look(*cut, i == self.limit)
+                if decision is not None:
+                    return decision
+        return None
+
+    def look(
+        self, baseline: dict[str, list[float]], candidate: dict[str, list[float]], final: bool
+    ) -> Decision | None:
+        """The decision with these runs, or None to run more; `final`: no more runs will come."""
+        primary = self.config.metric
+        n = _pairs(baseline)
+        if n not in self.looks and not final:
+            return None
+        look = next((i + 1 for i, point in enumerate(self.looks) if n <= point), len(self.looks))
+        out_of_runs = final or n >= self.limit  # nothing more will run
+        final = out_of_runs or n >= self.cap  # the primary metric's last look
+        metrics = (
+            self._win[1]
+            if self._win is not None
+            else {
+                spec.name: self._evidence(spec, baseline, candidate)
+                for spec in [primary, *self.config.secondary]
+            }
+        )
+        metrics[primary.name]["threshold_pct"] = self.threshold
+        error = self.sentinel_errors[look - 1]
+        sentinels = {
+            s.name: self._sentinel(s, baseline, candidate, error) for s in self.config.sentinel
+        }
+        index = min(look, len(self.schedule)) - 1
+        extra = {
+            "threshold_pct": self.threshold,
+            "alpha_per_look": self.alphas[index],
+            "alphas": self.alphas,
+            "schedule": self.schedule,
+            "cap": self.cap,
+            "analysis": "paired" if self.config.decision.paired else "two-sample",
+            "n_baseline": n,
+            "n_candidate": len(candidate.get(primary.name, [])),
+        }
+
+        def decided(status: str, rule: str, reason: str) -> Decision:
+            if self._win is not None:
+                verdicts = {k: v["verdict"] for k, v in sentinels.items()}
+                extra["sentinel_extension"] = {
+                    "primary_decided_at": self._win[0],
+                    "pairs_added": n - self._win[0],
+                    "ran": "sentinel command" if self.config.bench.sentinel_command else "bench",
+                    "outcome": (
+                        "shown within budget"
+                        if status == "keep"
+                        else "shown over budget"
+                        if rule == "sentinel_budget"
+                        else "still unresolved"
+                    ),
+                    "verdicts": verdicts,
+                }
+            return Decision(status, rule, reason, look, metrics, sentinels, extra)
+
+        if self._win is not None:
+            return self._sentinels_only(sentinels, out_of_runs, decided)
+        ev = metrics[primary.name]
+        if ev["improvement_pct"] is None:
+            if final:
+                return decided("inconclusive", "unknown_comparison", f"{primary.name} not compared")
+            return None
+        gain, p_better = ev["improvement_pct"], ev["p_better"]
+        said = (
+            f"{primary.name} {ev['change_pct']:+.2f}% "
+            f"[{ev['ci_low_pct']:+.2f}%, {ev['ci_high_pct']:+.2f}%]"
+        )
+        alpha = self.alphas[index]
+        if p_better < alpha and gain >= self.threshold:
+            reason = (
+                f"{said}, p={p_better:.2g} < {alpha:.2g} at {n} runs per arm, "
+                f"gain >= floor {self.threshold:.2f}%"
+            )
+            blocked = self._keep_blockers(metrics, sentinels, gain)
+            if blocked is None:
+                return decided("keep", "significant_win", reason)
+            status, rule, why = blocked
+            if status == "discard":
+                return decided(status, rule, why)
+            if rule == "sentinel_unresolved" and final and not out_of_runs:
+                self._win = (n, metrics, reason)  # the win stands; the sentinels run on
+                return None
+            return decided("inconclusive", rule, why) if final else None
+        if ev["p_worse"] < self.alpha_worse:
+            return decided(
+                "discard", "significant_loss", f"{said}, worse with p={ev['p_worse']:.2g}"
+            )
+        if self._futile(primary, baseline, candidate):
+            by_noise = self.threshold > self.config.decision.min_effect_pct
+            return decided(
+                "discard",
+                "below_noise_threshold" if by_noise else "below_threshold",
+                f"{said}: the gain is below the "
+                f"{'threshold the noise set' if by_noise else 'floor'} {self.threshold:.2f}% "
+                f"with {(1 + FUTILITY_CONFIDENCE) / 2:.0%} confidence",
+            )
+        if not final:
+            chance = self._promise(ev, n)
+            if chance is not None and chance < PROMISE_POWER:
+                return decided(
+                    "discard",
+                    "not_promising",
+                    f"{said} at {n} runs per arm: even at one standard error better, a keep "
+                    f"by {self.cap} runs per arm is {chance:.0%} likely; not worth the runs",
+                )
+        if final:
+            return decided(
+                "inconclusive",
+                "max_runs",
+                f"{said}, p={p_better:.2g}: not decided after {n} runs per arm",
+            )
+        return None
+
+    def _sentinels_only(self, sentinels, final, decided) -> Decision | None:
+        """A win decided at the cap, its sentinels still unresolved: theirs is the decision."""
+        over = [s for s in sentinels.values() if s["verdict"] == "over"]
+        if over:
+            return decided("discard", "sentinel_budget", "; ".join(s["reason"] for s in over))
+        unresolved = [s for s in sentinels.values() if s["verdict"] == "unresolved"]
+        if not unresolved:
+            return decided(
+                "keep",
+                "significant_win",
+                f"{self._win[2]}; sentinels shown within budget with more runs",
+            )
+        if final:
+            return decided(
+                "inconclusive",
+                "sentinel_unresolved",
+                "; ".join(s["reason"] for s in unresolved),
+            )
+        return None
+
+    def _keep_blockers(self, metrics, sentinels, gain) -> tuple[str, str, str] | None:
+        over = [s for s in sentinels.values() if s["verdict"] == "over"]
+        if over:
+            return "discard", "sentinel_budget", "; ".join(s["reason"] for s in over)
+        unresolved = [s for s in sentinels.values() if s["verdict"] == "unresolved"]
+        if unresolved:
+            return "inconclusive", "sentinel_unresolved", "; ".join(s["reason"] for s in unresolved)
+        if gain < SMALL_WIN_FACTOR * self.threshold:
+            disagree = [
+                name
+                for name in self.config.decision.agree_with
+                if not _gain(metrics.get(name) or sentinels.get(name)) > 0
+            ]
+            if disagree:
+                return (
+                    "inconclusive",
+                    "cross_scale_disagreement",
+                    f"a small win that {', '.join(disagree)} does not confirm in direction",
+                )
+        return None
+
+    def _compare(self, spec, baseline: dict, candidate: dict, confidence: float):
+        b, c = baseline.get(spec.name, []), candidate.get(spec.name, [])
+        if self.config.decision.paired:
+            paired = compare_paired(b, c, confidence)
+            if paired is not None or len(b) == len(c):
+                return paired
+        # A metric some runs did not print cannot be paired run by run.
+        return compare(b, c, confidence)
+
+    def _futile(self, spec, baseline: dict, candidate: dict) -> bool:
+        comparison = self._compare(spec, baseline, candidate, FUTILITY_CONFIDENCE)
+        return comparison is not None and improvement(spec, comparison)[2] < self.threshold
+
+    def _promise(self, ev: dict[str, Any], n: int) -> float | None:
+        """The chance of a keep at the last look if the remaining pairs showed the estimate
+        plus PROMISE_OPTIMISM standard errors (conditional power; paired analysis only)."""
+        se = ev.get("se_pct")
+        if se is None or n >= self.cap:
+            return None
+        # The gain as a log ratio, positive: better.
+        m = math.log1p(ev["change_pct"] / 100) * (-1 if ev["direction"] == "lower" else 1)
+        se = max(se / 100, 1e-12)
+        sd, cap = se * math.sqrt(n), self.cap
+        theta = m + PROMISE_OPTIMISM * se
+        critical = float(student.ppf(1 - self.alphas[-1], cap - 1))
+        # The last look's t statistic, its sd taken as known: B-value arithmetic.
+        shortfall = critical * math.sqrt(cap) - (n * m + (cap - n) * theta) / sd
+        return float(1 - norm.cdf(shortfall / math.sqrt(cap - n)))
+
+    def _evidence(self, spec, baseline: dict, candidate: dict) -> dict[str, Any]:
+        b, c = baseline.get(spec.name, []), candidate.get(spec.name, [])
+        evidence: dict[str, Any] = {
+            "direction": spec.direction,
+            "unit": spec.unit,
+            "baseline_samples": list(b),
+            "candidate_samples": list(c),
+            "n_baseline": len(b),
+            "n_candidate": len(c),
+            "baseline_median": None,
+            "candidate_median": None,
+            "change_pct": None,
+            "ci_low_pct": None,
+            "ci_high_pct": None,
+            "confidence": CONFIDENCE,
+            "paired": None,
+            "se_pct": None,
+            "p_better": None,
+            "p_worse": None,
+            "improvement_pct": None,
+            "improvement_low_pct": None,
+            "improvement_high_pct": None,
+        }
+        comparison = self._compare(spec, baseline, candidate, CONFIDENCE)
+        if comparison is None:
+            return evidence
+        gain, low, high, p_better = improvement(spec, comparison)
+        evidence.update(
+            baseline_median=comparison.baseline_median,
+            candidate_median=comparison.candidate_median,
+            change_pct=comparison.change_pct,
+            ci_low_pct=comparison.ci_low_pct,
+            ci_high_pct=comparison.ci_high_pct,
+            paired=comparison.paired,
+            se_pct=comparison.se_pct,
+            p_better=p_better,
+            p_worse=comparison.p_higher if spec.direction == "lower" else comparison.p_lower,
+            improvement_pct=gain,
+            improvement_low_pct=low,
+            improvement_high_pct=high,
+        )
+        # The same runs as two samples, beside: what the pairing bought.
+        unpaired = compare(b, c, CONFIDENCE) if comparison.paired else None
+        if unpaired is not None:
+            evidence["unpaired"] = {
+                "change_pct": unpaired.change_pct,
+                "ci_low_pct": unpaired.ci_low_pct,
+                "ci_high_pct": unpaired.ci_high_pct,
+            }
+        return evidence
+
+    def _sentinel(
+        self, spec: SentinelSpec, baseline: dict, candidate: dict, error: float
+    ) -> dict[str, Any]:
+        """Non-inferiority: the interval's worse end must stay inside the budget. Each look
+        spends its share (`error`) of the sentinel's error, so more looks do not make "within"
+        easier."""
+        evidence = self._evidence(spec, baseline, candidate)
+        confidence = 1 - error
+        comparison = self._compare(spec, baseline, candidate, 1 - 2 * error)
+        evidence["budget_pct"] = spec.budget_pct
+        evidence["confidence"] = confidence
+        if comparison is None:
+            evidence.update(
+                verdict="unresolved", ok=False, reason=f"sentinel {spec.name} was not measured"
+            )
+            return evidence
+        _, low, high, _ = improvement(spec, comparison)
+        worst, best = -low, -high  # worsening in percent, at the interval's two ends
+        if worst <= spec.budget_pct:
+            verdict = "within"
+        elif best > spec.budget_pct:
+            verdict = "over"
+        else:
+            verdict = "unresolved"
+        evidence.update(
+            verdict=verdict,
+            ok=verdict == "within",
+            worsening_upper_pct=worst,
+            reason=(
+                f"sentinel {spec.name}: worse by at most {worst:+.2f}% "
+                f"({confidence:.1%} bound) against a {spec.budget_pct:g}% budget: {verdict}"
+            ),
+        )
+        return evidence
+
+
+def _pairs(samples: dict[str, list[float]]) -> int:
+    """Pairs run so far: the longest metric's samples (the primary's, unless the sentinel
+    command ran on after the primary was decided)."""
+    return max((len(v) for v in samples.values()), default=0)
+
+
+def _gain(evidence: dict[str, Any] | None) -> float:
+    """A metric's estimated improvement; an unmeasured metric counts as no improvement."""
+    return (evidence or {}).get("improvement_pct") or 0.0

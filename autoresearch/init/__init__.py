@@ -1,0 +1,1 @@
+"""`autoresearch init`: a new session's files, written fresh or imported from pi."""

@@ -1,0 +1,103 @@
+"""`autoresearch init`: a documented config, bench and checks templates, an ideas file."""
+
+from __future__ import annotations
+
+import json
+import os
+from importlib import resources
+from pathlib import Path
+
+import jinja2
+
+from ..errors import UserError
+
+__all__ = ["scaffold"]
+
+# template name -> path written, relative to the target directory
+FILES = {
+    "autoresearch.toml": "autoresearch.toml",
+    "autoresearch.sh": "autoresearch.sh",
+    "autoresearch.checks.sh": "autoresearch.checks.sh",
+    "ideas.md": "ideas.md",
+    "hypothesis.patch.example": "hypotheses/0001-example.patch.example",
+}
+EXECUTABLE = ("autoresearch.sh", "autoresearch.checks.sh")
+GITIGNORE_LINES = ("experiments.jsonl", ".experiments.jsonl.index")
+# Nanoseconds per unit, for the bench template's timer: it prints the metric in the unit given.
+# What the tests of most languages are called: a patch may not edit what judges it.
+TESTS = ("**/*_test.*", "tests/**")
+TIME_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+def scaffold(
+    directory: Path,
+    *,
+    session: str,
+    metric: str,
+    direction: str,
+    unit: str,
+    scope: list[str],
+    force: bool = False,
+    bench: str = "./autoresearch.sh",
+    checks: str = "./autoresearch.checks.sh",
+    checks_when: str = "keep",
+    protect: tuple[str, ...] = ("autoresearch.sh", "autoresearch.checks.sh"),
+    only: tuple[str, ...] | None = None,
+    ideas: str = "",
+) -> list[Path]:
+    """Write the session files into `directory`; refuses to overwrite unless `force`.
+    `only` names the templates to write (all by default); `ideas` is appended to the open
+    ideas of ideas.md."""
+    if not directory.is_dir():
+        raise UserError(f"{directory}: not a directory")
+    if direction not in ("lower", "higher"):
+        raise UserError(f"--direction must be 'lower' or 'higher', got '{direction}'")
+    targets = {name: directory / rel for name, rel in FILES.items() if only is None or name in only}
+    existing = [p for p in targets.values() if p.exists()]
+    if existing and not force:
+        names = ", ".join(str(p.relative_to(directory)) for p in existing)
+        raise UserError(f"{directory}: already has {names}; pass --force to overwrite")
+    env = jinja2.Environment(keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    values = {
+        "session": session,
+        "metric": metric,
+        "direction": direction,
+        "unit": unit,
+        "ns_per_unit": TIME_UNITS.get(unit),
+        "scope": _strings(scope),
+        "bench": bench,
+        "checks": checks,
+        "checks_when": checks_when,
+        "protect": _strings([*protect, *TESTS]),
+    }
+    written = []
+    templates = resources.files("autoresearch") / "templates"
+    for name, path in targets.items():
+        text = env.from_string((templates / name).read_text(encoding="utf-8")).render(values)
+        if name == "ideas.md" and ideas:
+            text = text.rstrip("\n").removesuffix("- ").rstrip("\n") + "\n\n" + ideas
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        if name in EXECUTABLE:
+            os.chmod(path, 0o755)
+        written.append(path)
+    written += _ignore_journal(directory)
+    return written
+
+
+def _strings(items) -> str:
+    """A TOML array's items: each a basic string, escaped as TOML needs."""
+    return ", ".join(json.dumps(item, ensure_ascii=False) for item in items)
+
+
+def _ignore_journal(directory: Path) -> list[Path]:
+    gitignore = directory / ".gitignore"
+    current = gitignore.read_text(encoding="utf-8").splitlines() if gitignore.exists() else []
+    missing = [line for line in GITIGNORE_LINES if line not in current]
+    if not missing:
+        return []
+    with open(gitignore, "a", encoding="utf-8") as handle:
+        if current and current[-1] != "":
+            handle.write("\n")
+        handle.write("\n".join(missing) + "\n")
+    return [gitignore]

@@ -1,0 +1,1 @@
+"""The journal: record schema, durable store, tolerant line reader, review index."""

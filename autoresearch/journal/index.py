@@ -1,0 +1,246 @@
+"""The review index: a compact, append-only digest of a journal, so that reviewing 100,000
+experiments does not mean parsing every run's samples again.
+
+It sits beside the journal (`.experiments.jsonl.index`) and is derived data, never
+authoritative: each entry notes the journal offset it covers, the header holds a hash of the
+journal's first bytes, and anything that does not line up (a rewritten or truncated journal,
+a damaged index, another version) makes it rebuild from the journal. Refreshing reads only
+the journal bytes past the last indexed offset, so the loop keeps it current after each append
+at the cost of one line. The journal is append-only: a line edited in place is not noticed
+until the index is deleted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..errors import JournalError
+from .lines import duplicate_warning, gc_paused, parse_lines, torn_line_warning
+
+__all__ = [
+    "INDEX_VERSION",
+    "IndexedJournal",
+    "experiment_row",
+    "index_path",
+    "refresh_index",
+    "update_index",
+]
+
+INDEX_VERSION = 4  # 2: rows carry retry_of, proposal, parent; 3: proposer, family, agent cost;
+# 4: import records
+HEAD_BYTES = 4096
+
+
+@dataclass
+class IndexedJournal:
+    """A journal's records as the review needs them: experiment rows, and the rest whole."""
+
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    calibrations: list[dict[str, Any]] = field(default_factory=list)
+    confirmations: list[dict[str, Any]] = field(default_factory=list)
+    experiments: list[dict[str, Any]] = field(default_factory=list)
+    imports: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def for_session(self, name: str) -> IndexedJournal:
+        def mine(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            return [item for item in items if item["session"] == name]
+
+        return IndexedJournal(
+            sessions=mine(self.sessions),
+            calibrations=mine(self.calibrations),
+            confirmations=mine(self.confirmations),
+            experiments=mine(self.experiments),
+            imports=mine(self.imports),
+            warnings=list(self.warnings),
+        )
+
+
+def index_path(journal: Path) -> Path:
+    return journal.with_name(f".{journal.name}.index")
+
+
+def refresh_index(journal: Path) -> IndexedJournal:
+    """Bring the index up to date with the journal and return its contents.
+
+    When the index cannot be written (a read-only directory) the journal is digested in memory.
+    """
+    with gc_paused():
+        entries, torn = _update(journal, load=True)
+    contents = IndexedJournal()
+    buckets = {
+        "session": contents.sessions,
+        "calibration": contents.calibrations,
+        "confirmation": contents.confirmations,
+        "experiment": contents.experiments,
+        "import": contents.imports,
+    }
+    seen: dict[tuple, int] = {}
+    for entry in entries:
+        if entry["t"] == "warning":
+            contents.warnings.append(entry["w"])
+        elif duplicate := duplicate_warning(journal, seen, entry["t"], entry["d"], entry["l"]):
+            contents.warnings.append(duplicate)
+        else:
+            buckets[entry["t"]].append(entry["d"])
+    if torn:
+        contents.warnings.append(torn)
+    return contents
+
+
+def update_index(journal: Path) -> None:
+    """Index what the journal gained since the last call: after an append, one line."""
+    # Derived data: when this fails, the next review rebuilds it from the journal.
+    with contextlib.suppress(OSError, JournalError):
+        _update(journal, load=False)
+
+
+def _update(journal: Path, load: bool) -> tuple[list[dict], str | None]:
+    """Index the journal's new complete lines; returns all entries when `load`, and a warning
+    for a torn last line (not indexed: a crash may have cut it, or a writer may finish it)."""
+    try:
+        with open(journal, "rb") as handle:
+            head = hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()
+            size = os.fstat(handle.fileno()).st_size
+            path = index_path(journal)
+            entries, offset, lineno = _read_index(path, head, size, load)
+            handle.seek(offset)
+            tail = handle.read()
+    except OSError as exc:
+        raise JournalError(f"{journal}: cannot read: {exc.strerror}") from None
+    new, consumed, lineno = _digest(journal, tail, offset, lineno)
+    if new:
+        _write_index(path, head, new, rebuild=offset == 0)
+    return entries + new, torn_line_warning(journal, tail[consumed - offset :], lineno)
+
+
+def _read_index(path: Path, head: str, size: int, load: bool) -> tuple[list[dict], int, int]:
+    """The index's entries (when `load`), the journal offset they cover and the next line
+    number; nothing at all when the index does not match the journal."""
+    try:
+        with open(path, "rb") as handle:
+            header = orjson.loads(handle.readline())
+            if load:
+                entries = [orjson.loads(line) for line in handle.read().splitlines()]
+                last = entries[-1] if entries else None
+            else:
+                entries, last = [], _last_line(handle)
+    except (OSError, orjson.JSONDecodeError):
+        return [], 0, 1
+    if header.get("index_version") != INDEX_VERSION or header.get("head") != head:
+        return [], 0, 1
+    if last is None:
+        return entries, 0, 1
+    if last["o"] > size:
+        return [], 0, 1
+    return entries, last["o"], last["l"] + 1
+
+
+def _last_line(handle) -> dict | None:
+    """The last entry of an index file, read from its end."""
+    end = handle.seek(0, os.SEEK_END)
+    block = min(end, 65536)
+    handle.seek(end - block)
+    lines = handle.read(block).rstrip(b"\n").rsplit(b"\n", 1)
+    return orjson.loads(lines[-1]) if lines and lines[-1].startswith(b'{"o"') else None
+
+
+def _digest(journal: Path, tail: bytes, offset: int, lineno: int) -> tuple[list[dict], int, int]:
+    """Index entries for the complete lines of `tail`, which starts at journal `offset`."""
+    items, consumed, lineno = parse_lines(journal, tail, offset, lineno)
+    entries = []
+    for line, end, item in items:
+        entry: dict[str, Any] = {"o": end, "l": line}
+        if isinstance(item, str):
+            entries.append(entry | {"t": "warning", "w": item})
+            continue
+        payload = item.to_dict()
+        if item.kind == "experiment":
+            payload = experiment_row(payload)
+        entries.append(entry | {"t": item.kind, "d": payload})
+    return entries, consumed, lineno
+
+
+def experiment_row(record: dict[str, Any]) -> dict[str, Any]:
+    """What the review needs of an experiment record: everything but the raw samples."""
+    decision = record.get("decision") or {}
+    metrics = decision.get("metrics", {})
+    sentinels = record.get("sentinels") or {}
+    checks = record.get("checks") or {}
+    asi = record.get("asi") or {}
+    # The primary metric's evidence is the one the judge gave a threshold.
+    primary = next((m for m in metrics.values() if "threshold_pct" in m), {})
+    durations = record.get("bench_durations_s") or []
+    agent = record.get("agent") or {}
+    usage = agent.get("usage") or {}
+    return {
+        "n": record["n"],
+        "id": record["id"],
+        "retry_of": record.get("retry_of"),
+        "proposal": record.get("proposal"),
+        "proposer": record.get("proposer"),
+        "family": record.get("family"),
+        # An agent's proposal: its cost (None when it did not say) and why it was refused.
+        "agent": bool(agent),
+        "agent_cost_usd": usage.get("cost_usd"),
+        "refusal": agent.get("refusal"),
+        "parent": record.get("parent_commit"),
+        "session": record["session"],
+        "segment": 0,
+        "status": record["status"],
+        "title": record["title"],
+        "description": asi.get("result") or record.get("error"),
+        "value": primary.get("candidate_median"),
+        "change_pct": primary.get("change_pct"),
+        "ci_low_pct": primary.get("ci_low_pct"),
+        "ci_high_pct": primary.get("ci_high_pct"),
+        "p_value": primary.get("p_better"),
+        "rule": decision.get("rule") or record["status"],
+        "reason": decision.get("reason") or record.get("error"),
+        "hypothesis": asi.get("hypothesis"),
+        "mechanism": asi.get("mechanism"),
+        "rollback_reason": asi.get("rollback_reason"),
+        "next_action_hint": asi.get("next_action_hint"),
+        "commit": record.get("kept_commit"),
+        "started_at": record.get("started_at"),
+        "duration_s": record.get("duration_s"),
+        "bench_runs": len(durations),
+        "bench_s": sum(durations),
+        "checks_s": checks.get("duration_s") or 0.0,
+        "checks_exit": checks.get("exit_code"),
+        "touched_files": record.get("touched_files") or [],
+        "sentinels_ok": all(s.get("ok") for s in sentinels.values()),
+        "metrics": {name: m.get("candidate_median") for name, m in metrics.items()}
+        | {name: s.get("candidate_median") for name, s in sentinels.items()},
+    }
+
+
+def _write_index(path: Path, head: str, new: list[dict], rebuild: bool) -> None:
+    lines = b"".join(orjson.dumps(e) + b"\n" for e in new)
+    try:
+        if rebuild:
+            header = orjson.dumps({"index_version": INDEX_VERSION, "head": head}) + b"\n"
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_bytes(header + lines)
+            os.replace(tmp, path)
+        else:
+            with open(path, "ab") as handle:
+                size = handle.tell()
+                try:
+                    handle.write(lines)
+                    handle.flush()
+                except OSError:
+                    handle.truncate(size)  # a partial entry would make the next read rebuild
+                    raise
+    except OSError:
+        # A read-only directory or a full disk: the digest is used from memory this time.
+        if rebuild:
+            with contextlib.suppress(OSError):
+                path.with_name(path.name + ".tmp").unlink()

@@ -1,0 +1,404 @@
+"""The journal's record schema: frozen dataclasses, one JSON object a line, versioned."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from ..errors import JournalError, UserError
+
+__all__ = [
+    "EXIT_CODES",
+    "FAILED_STATUSES",
+    "SCHEMA_VERSION",
+    "STATUSES",
+    "Asi",
+    "CalibrationRecord",
+    "ConfirmationRecord",
+    "ExperimentRecord",
+    "ImportRecord",
+    "SessionRecord",
+    "json_safe",
+    "record_from_dict",
+]
+
+SCHEMA_VERSION = 1
+STATUSES = (
+    "keep",
+    "discard",
+    "inconclusive",
+    "crash",
+    "timeout",
+    "checks_failed",
+    "apply_failed",
+    "scope_violation",
+    "tampered",
+    "interrupted",
+    "baseline_failed",
+    "refused",
+    "agent_failed",
+)
+# `autoresearch try` exits with its status's code: an agent can branch on it without JSON.
+EXIT_CODES = {
+    "keep": 0,
+    "discard": 10,
+    "inconclusive": 11,
+    "checks_failed": 12,
+    "crash": 13,
+    "timeout": 14,
+    "apply_failed": 15,
+    "scope_violation": 16,
+    "tampered": 17,
+    "interrupted": 18,
+    "baseline_failed": 19,
+    "refused": 20,
+    "agent_failed": 21,
+}
+FAILED_STATUSES = (
+    "crash",
+    "timeout",
+    "checks_failed",
+    "apply_failed",
+    "scope_violation",
+    "tampered",
+)
+
+
+def json_safe(value: Any) -> Any:
+    """What JSON can hold: non-finite floats as null (a missing number is null, never a crash
+    of the record write), and strings as valid Unicode (a path read from a patch in another
+    encoding carries its bytes as lone surrogates: shown with replacement characters). The
+    parsers keep most of this out; this is the last line of defence."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return _valid_unicode(value)
+    if isinstance(value, dict):
+        return {_valid_unicode(str(k)): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def _valid_unicode(text: str) -> str:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        except UnicodeEncodeError:
+            return text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
+class _Record:
+    kind: ClassVar[str]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema_version": SCHEMA_VERSION, "type": self.kind, **dataclasses.asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]):
+        names = _field_names(cls)
+        kwargs = {k: v for k, v in data.items() if k in names}
+        if "asi" in kwargs and isinstance(kwargs["asi"], dict):
+            kwargs["asi"] = Asi.from_dict(kwargs["asi"])
+        return cls(**kwargs)
+
+    def check(self, where: str) -> None:
+        """Every field of the type its annotation says, and the nested parts that are read back
+        (evidence, the recorded config) of the shape the review expects: a line of valid JSON
+        with `"decision": 5` is a damaged line, not a traceback in every command."""
+        hints = _hints(type(self))
+        for f in dataclasses.fields(self):
+            problem = _type_problem(getattr(self, f.name), hints[f.name])
+            if problem:
+                raise JournalError(f"{where}: {self.kind} field '{f.name}' {problem}")
+        for name, value, hint in self._nested():
+            problem = _type_problem(value, hint)
+            if problem:
+                raise JournalError(f"{where}: {self.kind} field '{name}' {problem}")
+
+    def _nested(self) -> list[tuple[str, Any, Any]]:
+        return []
+
+
+@dataclass(frozen=True)
+class Asi:
+    """Actionable side information: why it was tried, what happened, what to try next."""
+
+    hypothesis: str | None = None
+    mechanism: str | None = None
+    expected_effect: str | None = None
+    result: str | None = None
+    rollback_reason: str | None = None
+    next_action_hint: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Asi:
+        names = _field_names(cls)
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class SessionRecord(_Record):
+    """Written each time `run` starts or resumes a session."""
+
+    kind: ClassVar[str] = "session"
+    session: str
+    event: str  # "start" or "resume"
+    at: str
+    branch: str
+    base_commit: str
+    tip_commit: str
+    config: dict[str, Any]
+    environment: dict[str, Any]
+
+    def check(self, where: str) -> None:
+        super().check(where)
+        from ..config import Config  # the config module imports nothing from here
+
+        try:
+            Config.from_dict(self.config)
+        except UserError as exc:
+            raise JournalError(f"{where}: session field 'config' is not a config: {exc}") from None
+
+
+@dataclass(frozen=True)
+class CalibrationRecord(_Record):
+    """Repeated runs of the current best: the baseline samples and the noise they show."""
+
+    kind: ClassVar[str] = "calibration"
+    session: str
+    at: str
+    commit: str
+    samples: dict[str, list[float]]
+    medians: dict[str, float | None]
+    noise_pct: dict[str, float | None]
+    threshold_pct: float | None
+    bench_logs: list[str]
+    duration_s: float
+    aa: dict[str, Any] | None = None
+    detectable_effect_pct: float | None = None
+    runs_needed_for_target: int | None = None
+    warnings: list[str] = field(default_factory=list)
+    host: str | None = None  # the bench host it measured, on a cluster (cluster/)
+    sentinel_run_s: float | None = None  # one run of bench.sentinel_command, when set
+
+
+@dataclass(frozen=True)
+class ExperimentRecord(_Record):
+    """One hypothesis tried: what, how it was measured, what was decided and why."""
+
+    kind: ClassVar[str] = "experiment"
+    session: str
+    id: str
+    n: int
+    status: str
+    title: str
+    proposer: str
+    source: str | None
+    patch_sha256: str
+    touched_files: list[str]
+    parent_commit: str
+    kept_commit: str | None
+    started_at: str
+    ended_at: str
+    duration_s: float
+    phases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    decision: dict[str, Any] | None = None
+    sentinels: dict[str, Any] = field(default_factory=dict)
+    checks: dict[str, Any] | None = None
+    bench_logs: list[str] = field(default_factory=list)
+    bench_durations_s: list[float] = field(default_factory=list)
+    bench_tail: str | None = None
+    error: str | None = None
+    asi: Asi = field(default_factory=Asi)
+    retry_of: str | None = None  # the id of the earlier attempt this one runs again
+    proposal: dict[str, Any] | None = None  # what the proposer noted (a knob, its value)
+    family: str | None = None  # the axis the hypothesis explores, as its proposer named it
+    agent: dict[str, Any] | None = None  # a coding agent's run: preset, usage (cost), logs
+    # On a cluster: the host and worker that measured it, and measurements against a best that
+    # moved before the keep (each measured again on the new best).
+    cluster: dict[str, Any] | None = None
+
+    def _nested(self) -> list[tuple[str, Any, Any]]:
+        found: list[tuple[str, Any, Any]] = [
+            (f"asi.{k}", v, str | None) for k, v in dataclasses.asdict(self.asi).items()
+        ]
+        decision = self.decision or {}
+        found += [
+            ("decision.rule", decision.get("rule"), str | None),
+            ("decision.reason", decision.get("reason"), str | None),
+            ("decision.metrics", decision.get("metrics"), dict[str, dict] | None),
+        ]
+        evidence = {**(decision.get("metrics") or {}), **self.sentinels}
+        for name, ev in evidence.items():
+            if not isinstance(ev, dict):
+                found.append((f"sentinels.{name}", ev, dict))
+                continue
+            found += [(f"evidence {name}.{k}", ev.get(k), float | None) for k in _EVIDENCE_NUMBERS]
+        return found
+
+
+@dataclass(frozen=True)
+class ConfirmationRecord(_Record):
+    """The session's base commit against its tip: the cumulative change, measured directly."""
+
+    kind: ClassVar[str] = "confirmation"
+    session: str
+    at: str
+    base_commit: str
+    tip_commit: str
+    runs_per_arm: int
+    metric: str
+    change_pct: float | None
+    ci_low_pct: float | None
+    ci_high_pct: float | None
+    p_value: float | None
+    metrics: dict[str, Any]
+    bench_logs: list[str]
+    host: str | None = None  # the bench host it measured, on a cluster (cluster/)
+
+    def _nested(self) -> list[tuple[str, Any, Any]]:
+        return [(f"metrics.{k}", v, dict) for k, v in self.metrics.items()]
+
+
+@dataclass(frozen=True)
+class ImportRecord(_Record):
+    """Another tool's session brought in as history (`init --from-pi`): its log's objects as
+    they were, so the review reads them with the same code that reads the log itself. Its
+    figures were measured elsewhere and earlier: history, never this session's baseline."""
+
+    kind: ClassVar[str] = "import"
+    session: str
+    at: str
+    format: str  # "pi-autoresearch"
+    source: str  # the log's path, relative to the config
+    source_sha256: str  # of the log's bytes: the same log is not imported twice
+    lines: list[dict]  # the log's JSON objects, in order
+    warnings: list[str] = field(default_factory=list)  # lines of the log that were skipped
+
+
+_KINDS = {
+    cls.kind: cls
+    for cls in (
+        SessionRecord,
+        CalibrationRecord,
+        ExperimentRecord,
+        ConfirmationRecord,
+        ImportRecord,
+    )
+}
+# Older schema versions are lifted one named step at a time: {from_version: step}.
+_UPGRADES: dict[int, Any] = {}
+
+
+def record_from_dict(data: dict[str, Any], where: str = "journal"):
+    """A typed record from a journal line, upgrading older schema versions."""
+    version = data.get("schema_version")
+    if not isinstance(version, int):
+        raise JournalError(f"{where}: line has no integer schema_version")
+    if version > SCHEMA_VERSION:
+        raise JournalError(
+            f"{where}: schema_version {version} is newer than this autoresearch understands "
+            f"({SCHEMA_VERSION}); upgrade autoresearch to read it"
+        )
+    while version < SCHEMA_VERSION:
+        step = _UPGRADES.get(version)
+        if step is None:
+            raise JournalError(f"{where}: no upgrade from schema_version {version}")
+        data = step(data)
+        version = data["schema_version"]
+    cls = _KINDS.get(data.get("type"))
+    if cls is None:
+        raise JournalError(f"{where}: unknown record type {data.get('type')!r}")
+    try:
+        record = cls.from_dict(data)
+    except TypeError as exc:
+        raise JournalError(f"{where}: {data.get('type')} record is incomplete: {exc}") from None
+    record.check(where)
+    return record
+
+
+# The numbers of a metric's evidence that the review and the decision read back.
+_EVIDENCE_NUMBERS = (
+    "baseline_median",
+    "candidate_median",
+    "change_pct",
+    "ci_low_pct",
+    "ci_high_pct",
+    "p_better",
+    "p_worse",
+    "improvement_pct",
+)
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _type_problem(value: Any, hint: Any) -> str | None:
+    """Why `value` is not of type `hint` (shallow for dict values typed Any), or None."""
+    if _is_instance(value, hint):
+        return None
+    shown = repr(value)
+    return f"must be {_describe(hint)}, got {shown[:60]}"
+
+
+def _is_instance(value: Any, hint: Any) -> bool:
+    origin = typing.get_origin(hint)
+    if hint is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_is_instance(value, arg) for arg in typing.get_args(hint))
+    if hint is type(None) or hint is None:
+        return value is None
+    if hint is float:
+        return (
+            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        )
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        item = float | None if item is float else item  # a number the writer could not keep
+        return isinstance(value, list) and all(_is_instance(v, item) for v in value)
+    if origin is dict:
+        _, item = typing.get_args(hint)
+        item = float | None if item is float else item
+        return isinstance(value, dict) and all(
+            isinstance(k, str) and _is_instance(v, item) for k, v in value.items()
+        )
+    if isinstance(hint, type):
+        return isinstance(value, hint)
+    return True
+
+
+def _describe(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a) for a in typing.get_args(hint))
+    if hint is type(None):
+        return "null"
+    if origin is list or hint is list:
+        return "an array"
+    if origin is dict or hint is dict:
+        return "an object"
+    return {str: "a string", int: "an integer", float: "a finite number", bool: "a boolean"}.get(
+        hint, getattr(hint, "__name__", str(hint))
+    )

@@ -1,0 +1,146 @@
+"""The JSONL journal: durable append, tolerant read.
+
+Append-only, one JSON object a line, flushed and fsynced so that a record the loop has written
+survives a power cut. Reading never dies on a torn or damaged line: it is reported and skipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import JournalError
+from .index import update_index
+from .lines import duplicate_warning, gc_paused, parse_lines, torn_line_warning
+from .records import (
+    CalibrationRecord,
+    ConfirmationRecord,
+    ExperimentRecord,
+    ImportRecord,
+    SessionRecord,
+    _Record,
+    json_safe,
+)
+
+__all__ = [
+    "Journal",
+    "JournalContents",
+    "append_record",
+    "read_journal",
+    "write_all",
+]
+
+
+@dataclass
+class JournalContents:
+    """Everything readable in a journal, plus what had to be skipped and why."""
+
+    sessions: list[SessionRecord] = field(default_factory=list)
+    calibrations: list[CalibrationRecord] = field(default_factory=list)
+    experiments: list[ExperimentRecord] = field(default_factory=list)
+    confirmations: list[ConfirmationRecord] = field(default_factory=list)
+    imports: list[ImportRecord] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def for_session(self, name: str) -> JournalContents:
+        return JournalContents(
+            sessions=[r for r in self.sessions if r.session == name],
+            calibrations=[r for r in self.calibrations if r.session == name],
+            experiments=[r for r in self.experiments if r.session == name],
+            confirmations=[r for r in self.confirmations if r.session == name],
+            imports=[r for r in self.imports if r.session == name],
+            warnings=list(self.warnings),
+        )
+
+
+def append_record(path: Path, record: _Record) -> None:
+    """Append one record durably, whole or not at all. A torn last line left by a crash is
+    closed off first. When the disk is full the partial line is taken back and a JournalError
+    says so: the journal stays as it was, and the caller keeps what it could not write."""
+    line = json.dumps(json_safe(record.to_dict()), ensure_ascii=False, allow_nan=False)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError as exc:
+        raise JournalError(f"{path}: cannot open the journal: {exc.strerror}") from None
+    try:
+        size = os.fstat(fd).st_size
+        torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+        write_all(fd, (b"\n" if torn else b"") + line.encode("utf-8") + b"\n")
+        os.fsync(fd)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, size)
+        raise JournalError(
+            f"{path}: cannot append the {record.kind} record ({exc.strerror}); the journal is "
+            "unchanged: free space (or fix the file system) and run again to resume"
+        ) from None
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """os.write until all of `data` is written: a short write is not success."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[written:]
+
+
+def read_journal(path: Path) -> JournalContents:
+    """Read every record; a damaged line becomes a warning naming its line number."""
+    with gc_paused():
+        return _read_journal(path)
+
+
+def _read_journal(path: Path) -> JournalContents:
+    contents = JournalContents()
+    if not path.exists():
+        return contents
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise JournalError(f"{path}: cannot read: {exc.strerror}") from None
+    buckets = {
+        "session": contents.sessions,
+        "calibration": contents.calibrations,
+        "experiment": contents.experiments,
+        "confirmation": contents.confirmations,
+        "import": contents.imports,
+    }
+    items, consumed, lineno = parse_lines(path, data, 0, 1)
+    seen: dict[tuple, int] = {}
+    for line, _, item in items:
+        if isinstance(item, str):
+            contents.warnings.append(item)
+            continue
+        duplicate = duplicate_warning(path, seen, item.kind, vars(item), line)
+        if duplicate:
+            contents.warnings.append(duplicate)
+        else:
+            buckets[item.kind].append(item)
+    torn = torn_line_warning(path, data[consumed:], lineno)
+    if torn:
+        contents.warnings.append(torn)
+    return contents
+
+
+class Journal:
+    """A journal file bound to one session: appends and the session's view of history."""
+
+    def __init__(self, path: Path, session: str):
+        self.path = path
+        self.session = session
+
+    def append(self, record: _Record) -> None:
+        append_record(self.path, record)
+        update_index(self.path)
+
+    def read(self) -> JournalContents:
+        return read_journal(self.path).for_session(self.session)

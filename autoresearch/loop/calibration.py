@@ -1,0 +1,151 @@
+"""Calibration: repeated runs of the current best give the noise, the threshold, and a warning
+before the night starts when the bench is too noisy, or biased, for the effects asked for.
+
+The runs alternate between the two arms an experiment uses (the baseline worktree and the
+candidate worktree), both at the current best: an A/A test. Identical code must measure alike
+in both; if it does not, the harness itself favours an arm and every decision would inherit it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..bench.measure import Harness, Measurement
+from ..config import Config
+from ..decide.rule import CONFIDENCE, detectable_effect_pct, runs_needed, threshold_pct
+from ..decide.stats import compare, robust_cv_pct
+from ..errors import UserError
+from ..journal.draft import now_iso
+from ..journal.records import CalibrationRecord
+
+__all__ = ["AA_ALPHA", "Calibration", "calibrate", "run_seconds"]
+
+AA_ALPHA = 0.01  # two halves of identical runs differing at this level means the harness drifts
+
+
+@dataclass(frozen=True)
+class Calibration:
+    record: CalibrationRecord
+    threshold: float
+    samples: dict[str, list[float]]
+
+
+def calibrate(
+    config: Config,
+    harness: Harness,
+    *,
+    arms: tuple[Path, Path],
+    commit: str,
+    log_for: Callable[[str, int], Path],
+    on_run: Callable[[str, int], None] | None = None,
+) -> Calibration | None:
+    """`calibration_runs` runs alternating between the two worktrees (both at `commit`);
+    None when a signal stopped them."""
+    pair = harness.interleave(
+        baseline_dir=arms[0],
+        candidate_dir=arms[1],
+        log_for=log_for,
+        max_pairs=config.bench.calibration_runs // 2,
+        on_run=on_run,
+    )
+    if pair.failure == "interrupted":
+        return None
+    if pair.failure:
+        raise UserError(f"the baseline bench on {commit[:10]} failed: {pair.detail}")
+    samples_by_metric = {
+        name: values + pair.candidate.samples.get(name, [])
+        for name, values in pair.baseline.samples.items()
+    }
+    timed = _time_sentinel_command(harness, arms, commit, log_for)
+    if timed is not None and timed.failure == "interrupted":
+        return None
+    primary = config.metric.name
+    noise = {name: robust_cv_pct(values) for name, values in samples_by_metric.items()}
+    threshold = threshold_pct(config, noise[primary])
+    warnings = []
+    aa = _aa_check(pair.baseline.samples[primary], pair.candidate.samples[primary])
+    if aa is not None and not aa["ok"]:
+        warnings.append(
+            f"A/A check failed: the same code measures {aa['shift_pct']:+.2f}% apart in the "
+            f"two arms (p={aa['p_value']:.2g}); the harness favours an arm (warm-up order, "
+            "caches, a build difference, other load): fix the bench before trusting decisions"
+        )
+    detectable = needed = None
+    if noise[primary]:
+        detectable = detectable_effect_pct(config, noise[primary])
+        needed = runs_needed(config, noise[primary], config.decision.target_effect_pct)
+        if detectable > config.decision.target_effect_pct:
+            warnings.append(
+                f"the bench is too noisy for the effect asked for: noise {noise[primary]:.2f}% "
+                f"means {config.decision.max_runs} runs per arm detect {detectable:.1f}% with "
+                f"90% power, more than decision.target_effect_pct = "
+                f"{config.decision.target_effect_pct:g}%; raise decision.max_runs to {needed}, "
+                "or make the bench quieter (longer runs, fewer other jobs)"
+            )
+    record = CalibrationRecord(
+        session=config.session.name,
+        at=now_iso(),
+        commit=commit,
+        samples=samples_by_metric,
+        medians={name: statistics.median(v) for name, v in samples_by_metric.items()},
+        noise_pct=noise,
+        threshold_pct=threshold,
+        bench_logs=pair.baseline.logs + pair.candidate.logs,
+        duration_s=round(pair.baseline.duration_s + pair.candidate.duration_s, 3),
+        aa=aa,
+        detectable_effect_pct=detectable,
+        runs_needed_for_target=needed,
+        warnings=warnings,
+        sentinel_run_s=round(timed.duration_s / len(timed.runs), 3) if timed else None,
+    )
+    return Calibration(record=record, threshold=threshold, samples=samples_by_metric)
+
+
+def run_seconds(record: CalibrationRecord) -> float | None:
+    """One bench run's duration: what a decision's time budget is counted in."""
+    return record.duration_s / len(record.bench_logs) if record.bench_logs else None
+
+
+def _time_sentinel_command(
+    harness: Harness, arms: tuple[Path, Path], commit: str, log_for: Callable[[str, int], Path]
+) -> Measurement | None:
+    """One run of `bench.sentinel_command` per arm: it must print every sentinel, and its
+    duration sets how many of its pairs a decision's sentinel extension may take. None
+    without one."""
+    if not harness.config.bench.sentinel_command:
+        return None
+    runs = Measurement()
+    for arm, cwd in zip(("sentinels-baseline", "sentinels-candidate"), arms, strict=True):
+        if not harness.bench_once(cwd, log_for(arm, 1), runs, check=False, sentinels_only=True):
+            if runs.failure == "interrupted":
+                break
+            raise UserError(
+                f"bench.sentinel_command on {commit[:10]} failed: {runs.detail} (it runs only "
+                "the sentinels, after a win is decided: fix it or remove it)"
+            )
+    return runs
+
+
+def _aa_check(first: list[float], second: list[float]) -> dict | None:
+    """The same code in both arms: the harness must not find a difference."""
+    comparison = compare(first, second, CONFIDENCE)
+    if comparison is None:
+        return None
+    p_value = min(1.0, 2 * min(comparison.p_lower, comparison.p_higher))
+    # The smallest two-sided p a rank test can reach with these counts: all of one arm below
+    # all of the other. At or above the alpha the check cannot fail, whatever the harness does.
+    smallest_p = 2 / math.comb(len(first) + len(second), len(first))
+    return {
+        "can_fail": smallest_p < AA_ALPHA,
+        "smallest_p": smallest_p,
+        "n_per_arm": len(second),
+        "shift_pct": comparison.change_pct,
+        "ci_low_pct": comparison.ci_low_pct,
+        "ci_high_pct": comparison.ci_high_pct,
+        "p_value": p_value,
+        "ok": p_value >= AA_ALPHA,
+    }

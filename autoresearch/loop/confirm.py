@@ -1,0 +1,156 @@
+"""Confirmation: the session's original baseline against its final tip, interleaved, many runs.
+
+Per-keep changes multiplied together are biased upward (each keep was chosen because it looked
+good), so the headline of a session is this one direct comparison, with its interval.
+"""
+
+from __future__ import annotations
+
+from ..config import Config
+from ..decide.rule import CONFIDENCE
+from ..decide.stats import compare
+from ..errors import UserError
+from ..journal.draft import now_iso
+from ..journal.records import ConfirmationRecord
+from ..progress import Progress, format_value
+from .session import (
+    RunOptions,
+    Session,
+    StopRequested,
+    build_known_good,
+    log_label,
+    marker,
+    open_session,
+    prepare_baseline,
+)
+
+__all__ = ["announce", "confirm", "confirm_session", "confirmation_record"]
+
+
+def confirm(
+    config: Config,
+    options: RunOptions | None = None,
+    progress: Progress | None = None,
+    runs: int | None = None,
+) -> ConfirmationRecord | None:
+    """`autoresearch confirm`: open the session and confirm it; None if a signal stopped it."""
+    with open_session(config, options, progress, purpose="confirm") as session:
+        if session.ws.tip() == session.base_commit:
+            raise UserError(
+                f"session '{config.session.name}' has kept nothing yet: its tip is its baseline"
+            )
+        return confirm_session(session, runs)
+
+
+def confirm_session(session: Session, runs: int | None = None) -> ConfirmationRecord | None:
+    """Run the base commit against the tip, alternating, and journal the cumulative change."""
+    config, progress = session.config, session.progress
+    runs = runs or config.decision.confirm_runs
+    base, tip = session.base_commit, session.ws.tip()
+    label = log_label(session, "confirmation")
+    progress.info(
+        f"confirming: baseline {base[:10]} against tip {tip[:10]}, {runs} runs each, alternating"
+    )
+    try:
+        prepare_baseline(session, base, label)
+        session.ws.revert()
+        build_known_good(session, session.ws.path, tip, session.paths.log(label, "build-tip"))
+    except StopRequested:
+        session.ws.revert()
+        session.paths.inflight.unlink(missing_ok=True)
+        return None
+    harness = session.harness("confirmation", marker(session, "confirmation"))
+    pair = harness.interleave(
+        baseline_dir=session.baseline_tree.path,
+        candidate_dir=session.ws.path,
+        log_for=lambda arm, i: session.paths.log(label, f"{arm}-{i}"),
+        max_pairs=runs,
+        on_run=lambda arm, i: (
+            progress.info(f"confirmation pair {i}/{runs}") if arm == "baseline" else None
+        ),
+    )
+    session.paths.inflight.unlink(missing_ok=True)
+    session.ws.revert()
+    if pair.failure == "interrupted":
+        return None
+    if pair.failure:
+        raise UserError(f"confirmation failed: {pair.detail}")
+    record = confirmation_record(
+        config,
+        base,
+        tip,
+        runs,
+        (pair.baseline.samples, pair.candidate.samples),
+        pair.baseline.logs + pair.candidate.logs,
+    )
+    session.journal.append(record)
+    announce(config, record, progress)
+    return record
+
+
+def confirmation_record(
+    config: Config,
+    base: str,
+    tip: str,
+    runs: int,
+    samples: tuple[dict[str, list[float]], dict[str, list[float]]],
+    bench_logs: list[str],
+    host: str | None = None,
+) -> ConfirmationRecord:
+    """The record of `runs` pairs of the base (samples[0]) against the tip (samples[1])."""
+    baseline, tip_samples = samples
+    # Every metric the bench printed, not only the configured ones: the PR's per-scale rows
+    # come from here too, so that one measurement stands behind the whole headline.
+    specs = {spec.name: spec for spec in config.all_metrics()}
+    names = list(dict.fromkeys([*specs, *baseline, *tip_samples]))
+    metrics = {}
+    for name in names:
+        spec = specs.get(name)
+        comparison = compare(baseline.get(name, []), tip_samples.get(name, []), CONFIDENCE)
+        metrics[name] = {
+            "direction": spec.direction if spec else "lower",
+            "unit": spec.unit if spec else "",
+            "baseline_samples": baseline.get(name, []),
+            "tip_samples": tip_samples.get(name, []),
+            **({} if comparison is None else _comparison_fields(comparison)),
+        }
+    primary = metrics[config.metric.name]
+    return ConfirmationRecord(
+        session=config.session.name,
+        at=now_iso(),
+        base_commit=base,
+        tip_commit=tip,
+        runs_per_arm=runs,
+        metric=config.metric.name,
+        change_pct=primary.get("change_pct"),
+        ci_low_pct=primary.get("ci_low_pct"),
+        ci_high_pct=primary.get("ci_high_pct"),
+        p_value=primary.get("p_value"),
+        metrics=metrics,
+        bench_logs=bench_logs,
+        host=host,
+    )
+
+
+def announce(config: Config, record: ConfirmationRecord, progress: Progress) -> None:
+    if record.change_pct is None:
+        return
+    primary = record.metrics[config.metric.name]
+    unit = config.metric.unit
+    progress.info(
+        f"confirmed: {config.metric.name} {format_value(primary['baseline_median'], unit)} "
+        f"-> {format_value(primary['tip_median'], unit)}, {record.change_pct:+.2f}% "
+        f"(95% CI [{record.ci_low_pct:+.2f}%, {record.ci_high_pct:+.2f}%])"
+        + (f" on {record.host}" if record.host else "")
+    )
+
+
+def _comparison_fields(c) -> dict:
+    return {
+        "baseline_median": c.baseline_median,
+        "tip_median": c.candidate_median,
+        "change_pct": c.change_pct,
+        "ci_low_pct": c.ci_low_pct,
+        "ci_high_pct": c.ci_high_pct,
+        "p_value": min(1.0, 2 * min(c.p_lower, c.p_higher)),
+    }

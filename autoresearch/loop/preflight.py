@@ -1,0 +1,146 @@
+"""Pre-flight: before a night, show what the bench prints and prove the checks pass unmodified.
+
+Run once on the session's base commit (at the start of a new session, and on demand as
+`autoresearch check`): build, one bench run, then the checks. It lists every metric printed,
+with its value and the family and scale it is recognised as, names every configured metric the
+bench did not print (with the nearest printed name), and refuses the night when the checks fail
+on code nobody changed: every keep would otherwise end as `checks_failed`.
+"""
+
+from __future__ import annotations
+
+import difflib
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..bench.measure import Harness
+from ..bench.metrics import parse_output
+from ..bench.proc import RunResult, read_log, run
+from ..config import Config
+from ..errors import MetricParseError, WorkspaceError
+from ..repo.gitrepo import open_repo
+from ..report.scales import scale_parts
+
+__all__ = ["Preflight", "check_repository", "run_preflight"]
+
+
+@dataclass
+class Preflight:
+    commit: str
+    metrics: dict[str, float] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    bench: RunResult | None = None
+    checks: RunResult | None = None
+    interrupted: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not self.interrupted
+
+    def lines(self, config: Config) -> list[str]:
+        """What the bench printed, one metric a line, with its role and family."""
+        roles = {config.metric.name: "primary"}
+        roles.update({s.name: "secondary" for s in config.secondary})
+        roles.update({s.name: "sentinel" for s in config.sentinel})
+        count = f"{len(self.metrics)} metric{'s' if len(self.metrics) != 1 else ''}"
+        out = [f"pre-flight on {self.commit[:10]}: the bench printed {count}"]
+        width = max((len(n) for n in self.metrics), default=0)
+        for name, value in self.metrics.items():
+            parts = scale_parts(name)
+            family = f"family {parts[0]}*{parts[2]} at {parts[1]}" if parts else ""
+            role = roles.get(name, "")
+            out.append(f"  {name:<{width}}  {value:>14.6g}  {role:<9}  {family}".rstrip())
+        if self.checks is not None:
+            verdict = "pass" if self.checks.exit_code == 0 else self.checks.describe()
+            out.append(
+                f"  checks on the unmodified code: {verdict} ({self.checks.duration_s:.1f}s)"
+            )
+        return out
+
+
+def run_preflight(
+    config: Config, cwd: Path, commit: str, log_dir: Path, harness: Harness
+) -> Preflight:
+    """Build, bench once and run the checks in `cwd` (a clean tree at `commit`)."""
+    result = Preflight(commit=commit)
+    build = harness.build(cwd, log_dir / "build.log")
+    if build is not None and (build.interrupted or build.exit_code != 0 or build.timed_out):
+        result.interrupted = build.interrupted
+        result.problems.append(
+            f"the build fails on the unmodified code ({build.describe()}); log: {build.log_path}"
+        )
+        return result
+    bench = harness.bench(cwd, log_dir / "bench.log")
+    result.bench = bench
+    if bench.interrupted:
+        result.interrupted = True
+        return result
+    if bench.timed_out or bench.exit_code != 0:
+        result.problems.append(
+            f"the bench fails on the unmodified code ({bench.describe()}); log: {bench.log_path}"
+        )
+        return result
+    try:
+        result.metrics = parse_output(
+            read_log(bench.log_path), go_bench=config.bench.go_bench, source=bench.log_path
+        )
+    except MetricParseError as exc:
+        result.problems.append(str(exc))
+        return result
+    result.problems += _missing(config, result.metrics)
+    checks = run(
+        config.checks.command,
+        cwd=cwd,
+        log_path=log_dir / "checks.log",
+        timeout_s=config.checks.timeout_s,
+        env={**config.bench.env, **config.checks.env},
+        stop=harness.stop,
+        token=harness.token,
+    )
+    result.checks = checks
+    if checks.interrupted:
+        result.interrupted = True
+    elif checks.exit_code != 0 or checks.timed_out:
+        tail = f": {checks.tail.strip().splitlines()[-1]}" if (checks.tail or "").strip() else ""
+        result.problems.append(
+            f"the checks fail on the unmodified code ({checks.describe()}{tail}); every keep "
+            f"would end as checks_failed. Fix them first; log: {checks.log_path}"
+        )
+    return result
+
+
+def _missing(config: Config, printed: dict[str, float]) -> list[str]:
+    wanted = [("[metric] name", config.metric.name)]
+    wanted += [("[[secondary]] name", s.name) for s in config.secondary]
+    wanted += [("[[sentinel]] name", s.name) for s in config.sentinel]
+    problems = []
+    for where, name in wanted:
+        if name in printed:
+            continue
+        near = difflib.get_close_matches(name, list(printed), n=1, cutoff=0.5)
+        hint = f"; did you mean '{near[0]}'?" if near else ""
+        problems.append(f"{where} '{name}': the bench printed no such metric{hint}")
+    return problems
+
+
+def check_repository(config: Config, env: dict[str, str], say) -> Preflight:
+    """`autoresearch check`: the pre-flight on the session's current best (its base before the
+    first keep), in a temporary worktree removed afterwards; the user's checkout is untouched."""
+    repo = open_repo(config.repo_path, config.target.git_hooks)
+    rev = config.branch if repo.branch_exists(config.branch) else config.target.base
+    commit = repo.resolve(rev)
+    if commit is None:
+        raise WorkspaceError(f"{repo.path}: revision '{rev}' not found ([target] base)")
+    scratch = Path(tempfile.mkdtemp(prefix="autoresearch-check-"))
+    tree = scratch / "tree"
+    try:
+        repo.must("worktree", "add", "--quiet", "--detach", str(tree), commit)
+        say(f"pre-flight on {commit[:10]} ({rev}) in {tree}: build, one bench run, the checks")
+        harness = Harness(config, env=env, stop=None)
+        return run_preflight(config, tree, commit, scratch / "logs", harness)
+    finally:
+        repo.run("worktree", "remove", "--force", str(tree))
+        repo.run("worktree", "prune")
+        shutil.rmtree(scratch, ignore_errors=True)

@@ -1,0 +1,81 @@
+"""Log retention: a night writes a log per bench run; what a review can still use is kept.
+
+Kept: the logs of every kept experiment, of the last `keep_logs` experiments (an agent's
+prompt, output and diff with them), of the session's first calibration (the baseline's raw
+output in the PR), of its last calibration and its last confirmation (the final state's raw
+output). Everything else under `logs/` goes. The records
+keep their tails, so a pruned log costs the full output, never the record's evidence.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..journal.store import JournalContents
+from .session_dir import SessionPaths
+
+__all__ = ["PruneResult", "prune_logs", "prune_session_logs"]
+
+RECENT_S = 3600.0
+
+
+@dataclass(frozen=True)
+class PruneResult:
+    removed: list[Path]
+    freed_bytes: int
+    kept: int
+
+
+def prune_logs(
+    paths: SessionPaths, history: JournalContents, keep_last: int, dry_run: bool = False
+) -> PruneResult:
+    """Remove the log directories the retention rule does not keep."""
+    if not paths.logs.is_dir():
+        return PruneResult([], 0, 0)
+    kept_records = [r for r in history.experiments if r.status == "keep"]
+    if keep_last > 0:
+        kept_records += history.experiments[-keep_last:]
+    keep = {r.id for r in kept_records}
+    # An agent's prompt, output and diff live beside the experiment they became.
+    keep |= {Path(r.agent["log"]).parent.name for r in kept_records if (r.agent or {}).get("log")}
+    keep |= _dirs_of(history.calibrations[:1] + history.calibrations[-1:])
+    keep |= _dirs_of(history.confirmations[-1:])
+    removed, freed, kept = [], 0, 0
+    for entry in sorted(paths.logs.iterdir()):
+        if not entry.is_dir() or entry.name in keep or _in_flight(entry, history):
+            kept += 1
+            continue
+        freed += sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
+        removed.append(entry)
+        if not dry_run:
+            shutil.rmtree(entry, ignore_errors=True)
+    return PruneResult(removed, freed, kept)
+
+
+def _dirs_of(records) -> set[str]:
+    """The log directory names a calibration's or confirmation's bench logs live in."""
+    return {Path(log).parent.name for record in records for log in record.bench_logs}
+
+
+def _in_flight(entry: Path, history: JournalContents) -> bool:
+    """An experiment directory the journal does not know yet: the one running now, or one a
+    crash left for recovery. Calibrations and confirmations are always recorded."""
+    known = {r.id for r in history.experiments}
+    if entry.name.startswith("agent-"):  # a proposal being made now is at most an hour old
+        return time.time() - entry.stat().st_mtime < RECENT_S
+    return not entry.name.startswith(("calibration-", "confirmation-")) and entry.name not in known
+
+
+def prune_session_logs(run) -> None:  # run: an open session.Session
+    """Apply the log retention rule ([session] keep_logs) once the run is over."""
+    keep = run.config.session.keep_logs
+    if keep:
+        result = prune_logs(run.paths, run.journal.read(), keep)
+        if result.removed:
+            run.progress.info(
+                f"pruned the logs of {len(result.removed)} experiment(s), "
+                f"{result.freed_bytes / 1e6:.1f} MB (session.keep_logs = {keep})"
+            )

@@ -1,0 +1,321 @@
+"""An open session: its lock, worktrees, journal and recovery, shared by `run` and `confirm`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import statistics
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..bench.fingerprint import environment
+from ..bench.measure import Harness
+from ..bench.proc import StopFlag, process_token
+from ..config import Config, script_path
+from ..decide.headline import baseline_calibration
+from ..errors import UserError
+from ..journal.draft import now_iso
+from ..journal.records import ExperimentRecord, SessionRecord
+from ..journal.store import Journal
+from ..progress import Progress
+from ..proposers import Proposer, make_proposer
+from ..repo.gitrepo import open_repo
+from ..repo.workspace import BaselineTree, Workspace, open_workspace
+from .recovery import KeptCommit, kept_commits, next_experiment_number, reconcile_branch, recover
+from .session_dir import SessionLock, SessionPaths, fresh_name, write_json_atomic
+from .signals import stop_on_signals
+
+# An experiment cut short (a crash of the loop, a signal, a failing baseline) decided nothing
+# about its patch: it runs again at once, up to `[budget] retries` times (inconclusive ones wait
+# for the second look at the end, second_look.py).
+UNDECIDED = ("interrupted", "baseline_failed")
+
+__all__ = [
+    "UNDECIDED",
+    "RunOptions",
+    "Session",
+    "StopRequested",
+    "build_known_good",
+    "harness_env",
+    "log_label",
+    "marker",
+    "may_run_again",
+    "open_session",
+    "prepare_baseline",
+    "session_paths",
+]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Overrides from the command line; None keeps the config's value."""
+
+    max_experiments: int | None = None
+    max_hours: float | None = None
+    stop_after_no_keep: int | None = None
+    confirm: bool | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    # Spend the night even when the calibration says the bench is too noisy for the effect asked.
+    accept_noise: bool = False
+
+
+@dataclass
+class Session:
+    """An open session: what one invocation carries from experiment to experiment."""
+
+    config: Config
+    options: RunOptions
+    progress: Progress
+    paths: SessionPaths
+    ws: Workspace
+    baseline_tree: BaselineTree
+    journal: Journal
+    proposer: Proposer
+    stop: StopFlag
+    base_commit: str
+    baseline: float | None  # the session's first calibrated median of the primary metric
+    tried: set[str]  # patches not to propose again
+    attempts: dict[str, list[ExperimentRecord]]  # by patch: the records of its tries so far
+    done: int  # experiments in the session, including earlier runs
+    next_n: int  # the number of the next experiment: never one used before
+    no_keep_streak: int
+    best: dict[str, list[float]] = field(default_factory=dict)
+    threshold: float = 0.0
+    run_s: float | None = None  # one bench run's duration, from the last calibration
+    sentinel_run_s: float | None = None  # one run of bench.sentinel_command's, likewise
+    baseline_built_at: str | None = None
+    last_calibrated: str | None = None  # the commit the last calibration measured
+    detectable_pct: float | None = None  # the effect the last calibration says can be seen
+    noise_pct: float | None = None  # the primary metric's noise at the last calibration
+    started: float = field(default_factory=time.monotonic)
+    ran: int = 0
+    kept: int = 0
+    baseline_failures: int = 0  # experiments in a row whose baseline arm failed
+    stop_error: str | None = None  # why the night cannot go on, when it cannot
+
+    @property
+    def best_median(self) -> float | None:
+        samples = self.best.get(self.config.metric.name)
+        return statistics.median(samples) if samples else None
+
+    @property
+    def token(self) -> str:
+        """What every process the session starts carries, so that all of them can be found."""
+        return process_token(self.paths.root)
+
+    def harness(self, experiment: str, on_start=None) -> Harness:
+        return Harness(
+            self.config,
+            env=harness_env(self, experiment),
+            stop=self.stop,
+            on_start=on_start,
+            token=self.token,
+        )
+
+
+def session_paths(config: Config) -> SessionPaths:
+    """The session's state directory: configured, or under the target's git directory."""
+    root = config.state_path or open_repo(config.repo_path).common_dir / "autoresearch"
+    return SessionPaths(root / config.session.name)
+
+
+@contextlib.contextmanager
+def open_session(
+    config: Config,
+    options: RunOptions | None = None,
+    progress: Progress | None = None,
+    purpose: str = "run",
+) -> Iterator[Session]:
+    """Lock the session, open its worktrees, recover a crash, and write the session line."""
+    options = options or RunOptions()
+    progress = progress or Progress()
+    paths = session_paths(config)
+    with SessionLock(paths.lock), stop_on_signals() as stop:
+        ws = open_workspace(
+            config.repo_path,
+            config.branch,
+            paths.worktree,
+            config.target.base,
+            config.target.git_hooks,
+        )
+        journal = Journal(config.journal_path, config.session.name)
+        require_scripts(config, ws)
+        recover(ws, journal, paths, progress, process_token(paths.root))
+        commits = kept_commits(ws, config.session.name)
+        reconcile_branch(ws, journal, config.session.name, progress)
+        history = journal.read()
+        if purpose != "run" and not history.sessions:
+            raise UserError(
+                f"session '{config.session.name}' has no history in {config.journal_path}; "
+                "run it first"
+            )
+        for warning in history.warnings:
+            progress.warn(warning)
+        base = _start_session(config, ws, journal, history, commits, progress, purpose)
+        yield Session(
+            config=config,
+            options=options,
+            progress=progress,
+            paths=paths,
+            ws=ws,
+            baseline_tree=BaselineTree(ws.source, paths.baseline),
+            journal=journal,
+            proposer=make_proposer(config),
+            stop=stop,
+            base_commit=base,
+            baseline=_baseline_value(config, history, commits),
+            last_calibrated=history.calibrations[-1].commit if history.calibrations else None,
+            tried=tried_patches(history.experiments, config.budget.retries),
+            attempts=attempts_by_patch(history.experiments),
+            done=len(history.experiments),
+            next_n=next_experiment_number(paths, [r.n for r in history.experiments], commits),
+            no_keep_streak=no_keep_streak(history.experiments),
+        )
+
+
+def _baseline_value(config: Config, history, commits: list[KeptCommit]) -> float | None:
+    """The median of the base's calibration (see headline.py); when the journal lost it, the
+    baseline the first kept commit's Result trailer names."""
+    if history.calibrations:
+        base = history.sessions[0].base_commit if history.sessions else None
+        return baseline_calibration(history.calibrations, base).medians.get(config.metric.name)
+    if commits:
+        try:
+            value = json.loads(commits[0].trailers.get("Result") or "{}").get("baseline")
+        except (json.JSONDecodeError, AttributeError):
+            return None
+        return value if isinstance(value, int | float) else None
+    return None
+
+
+def prepare_baseline(run: Session, commit: str, label: str) -> None:
+    """Put the baseline worktree at `commit` and build it there once."""
+    moved = run.baseline_tree.ensure(commit)
+    if moved or run.baseline_built_at != commit:
+        run.baseline_built_at = None
+        build_known_good(
+            run, run.baseline_tree.path, commit, run.paths.log(label, "build-baseline")
+        )
+        run.baseline_built_at = commit
+
+
+def build_known_good(run: Session, cwd: Path, commit: str, log: Path) -> None:
+    """Build a commit the session already trusts (the best, the base): a failure ends the run,
+    since no experiment can be judged against it."""
+    built = run.harness("build", marker(run, "build")).build(cwd, log)
+    if built is not None and built.interrupted:
+        raise StopRequested(f"the build of {commit[:10]} was stopped by a signal")
+    if built is not None and not built.ok:
+        raise UserError(f"the build of {commit[:10]} failed ({built.describe()}); log: {log}")
+
+
+class StopRequested(Exception):
+    """A signal stopped a step that has no record of its own to end in (a build of the best):
+    the run stops cleanly, as it does between experiments."""
+
+
+def log_label(run: Session, kind: str) -> str:
+    """A fresh log directory name for a calibration or confirmation."""
+    return fresh_name(run.paths.logs, kind)
+
+
+def harness_env(run: Session, experiment: str) -> dict[str, str]:
+    """What the bench and checks are told: the session, its base commit, the experiment."""
+    return {
+        "AUTORESEARCH_SESSION": run.config.session.name,
+        "AUTORESEARCH_BASE_COMMIT": run.base_commit,
+        "AUTORESEARCH_EXPERIMENT": experiment,
+        **run.options.env,
+    }
+
+
+def marker(run: Session, phase: str):
+    """An on_start callback noting a process group outside any experiment, for recovery."""
+    return lambda pgid: write_json_atomic(run.paths.inflight, {"phase": phase, "pgid": pgid})
+
+
+def require_scripts(config: Config, ws: Workspace) -> None:
+    """The bench and checks must be committed: the loop runs them from the session worktree."""
+    needed = [("bench.command", config.bench.command), ("bench.build", config.bench.build)]
+    if config.checks.when != "never":
+        needed.append(("checks.command", config.checks.command))
+    for key, command in needed:
+        script = script_path(command) if command else None
+        if script and not (ws.path / script).exists():
+            raise UserError(
+                f"{config.path}: {key} runs '{script}', which is not committed in "
+                f"{ws.source.path} at the session tip; commit it (the loop runs the committed copy)"
+            )
+
+
+def _start_session(
+    config, ws: Workspace, journal: Journal, history, commits, progress, purpose
+) -> str:
+    """Write the session line; returns the session's base commit."""
+    event = purpose if purpose != "run" else ("resume" if history.sessions else "start")
+    base = history.sessions[0].base_commit if history.sessions else ws.tip()
+    if not history.sessions and commits:
+        # The journal lost the session (emptied, deleted, damaged) but the branch holds its
+        # kept commits: the base is where they start, not the tip, or every figure would move.
+        base = commits[0].parent
+        event = "recover"
+        progress.warn(
+            f"{config.journal_path} has no session line for '{config.session.name}', but "
+            f"{config.branch} holds {len(commits)} kept commit(s): their records were recovered "
+            f"from the commits' trailers, and the session's base is {base[:10]}, the parent "
+            "of the first kept commit"
+        )
+    if ws.source.is_dirty() and event == "start":
+        progress.warn(
+            f"{ws.source.path} has uncommitted changes; the session starts from "
+            f"the committed {config.target.base} ({base[:10]})"
+        )
+    journal.append(
+        SessionRecord(
+            session=config.session.name,
+            event=event,
+            at=now_iso(),
+            branch=config.branch,
+            base_commit=base,
+            tip_commit=ws.tip(),
+            config=config.to_dict(),
+            environment=environment(),
+        )
+    )
+    progress.info(
+        f"{'resuming' if event == 'resume' else 'starting'} session '{config.session.name}' "
+        f"on {config.branch} (worktree {ws.path}); journal {config.journal_path}"
+    )
+    return base
+
+
+def attempts_by_patch(experiments: list[ExperimentRecord]) -> dict[str, list[ExperimentRecord]]:
+    found: dict[str, list[ExperimentRecord]] = {}
+    for record in experiments:
+        found.setdefault(record.patch_sha256, []).append(record)
+    return found
+
+
+def tried_patches(experiments: list[ExperimentRecord], retries: int) -> set[str]:
+    """Patches not to propose again: all tried ones but those whose last try was cut short
+    and that have retries left."""
+    return {
+        sha
+        for sha, records in attempts_by_patch(experiments).items()
+        if not may_run_again(records, retries)
+    }
+
+
+def may_run_again(records: list[ExperimentRecord], retries: int) -> bool:
+    return records[-1].status in UNDECIDED and len(records) <= retries
+
+
+def no_keep_streak(experiments: list[ExperimentRecord]) -> int:
+    streak = 0
+    for record in reversed(experiments):
+        if record.status == "keep":
+            break
+        streak += 1
+    return streak

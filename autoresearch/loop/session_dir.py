@@ -1,0 +1,203 @@
+"""A session's state on disk: its worktree, logs and patches, its lock, its in-flight marker.
+
+By default all of it sits under the target repository's git directory (`.git/autoresearch/<name>`),
+outside every working tree: no revert can delete it and the user's checkout shows nothing new.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import socket
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import SessionBusyError, StateError
+from ..journal.records import json_safe
+
+MIN_FREE_BYTES = 64 * 1024
+
+__all__ = [
+    "SessionLock",
+    "SessionPaths",
+    "fresh_dir",
+    "fresh_name",
+    "read_inflight",
+    "read_json",
+    "require_space",
+    "write_json_atomic",
+    "write_text_atomic",
+]
+
+
+@dataclass(frozen=True)
+class SessionPaths:
+    root: Path
+
+    @property
+    def worktree(self) -> Path:
+        return self.root / "worktree"
+
+    @property
+    def baseline(self) -> Path:
+        return self.root / "baseline"
+
+    @property
+    def agent_scratch(self) -> Path:
+        """Where a coding agent edits: a detached worktree at the best, reset per proposal."""
+        return self.root / "agent-scratch"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def patches(self) -> Path:
+        return self.root / "patches"
+
+    @property
+    def inflight(self) -> Path:
+        return self.root / "inflight.json"
+
+    @property
+    def flights(self) -> Path:
+        """On a cluster: one in-flight marker per experiment out on a bench host."""
+        return self.root / "flights"
+
+    @property
+    def lock(self) -> Path:
+        return self.root / "lock"
+
+    def log(self, experiment: str, name: str) -> Path:
+        return self.logs / experiment / f"{name}.log"
+
+
+class SessionLock:
+    """An exclusive flock on the session: the kernel drops it when the holder dies, even by -9."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise StateError(
+                f"{self.path}: cannot create the session lock: {exc.strerror}"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", errors="replace").strip()
+            os.close(fd)
+            raise SessionBusyError(
+                f"session is already running ({holder or 'holder unknown'}); lock: {self.path}. "
+                "Wait for it to finish or stop it (Ctrl-C / kill); a dead holder frees the lock"
+            ) from None
+        self._fd = fd
+        # Who holds it, for the message a second loop prints; a full disk only loses that note.
+        with contextlib.suppress(OSError):
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()} on {socket.gethostname()}".encode(), 0)
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
+
+    def is_held_elsewhere(self) -> bool:
+        """True when another live process holds the lock (used by `status`)."""
+        if not self.path.exists():
+            return False
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)
+        return False
+
+    def __enter__(self) -> SessionLock:
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def fresh_name(directory: Path, stem: str, suffix: str = "") -> str:
+    """`<stem>-<time>` (then `-2`, `-3`...) naming nothing in `directory` yet: a log directory,
+    an agent's logs or a detached try, never one used before, even twice in one second."""
+    base = f"{stem}-{time.strftime('%Y%m%dT%H%M%S')}"
+    name, n = base, 1
+    while (directory / f"{name}{suffix}").exists():
+        n += 1
+        name = f"{base}-{n}"
+    return name
+
+
+def fresh_dir(directory: Path, stem: str) -> Path:
+    """A new directory named by fresh_name."""
+    path = directory / fresh_name(directory, stem)
+    path.mkdir(parents=True)
+    return path
+
+
+def require_space(path: Path, what: str) -> None:
+    """A StateError when the file system holding `path` is full: a bench whose output could not
+    be written is no verdict on the code it ran."""
+    try:
+        stat = os.statvfs(path if path.is_dir() else path.parent)
+    except OSError:
+        return
+    if stat.f_bavail * stat.f_frsize < MIN_FREE_BYTES:
+        raise StateError(
+            f"{path}: the file system is full, so {what} could not be written; free space "
+            "and run again to resume"
+        )
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text` so that a reader sees the old or the new file, never half.
+    A full disk is a StateError naming the file; the old file stays as it was."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise StateError(
+            f"{path}: cannot write ({exc.strerror}); free space (or fix the file system) and "
+            "run again to resume"
+        ) from None
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    write_text_atomic(path, json.dumps(json_safe(data), ensure_ascii=False, allow_nan=False))
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A state file written by write_json_atomic, or None; an unreadable one counts as none
+    (it was never complete)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def read_inflight(path: Path) -> dict[str, Any] | None:
+    """The in-flight marker, or None."""
+    return read_json(path)

@@ -1,0 +1,167 @@
+"""Where a session stands: experiments by status, baseline against best, the one in flight."""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from typing import Any
+
+from ..config import Config
+from ..decide.headline import headline
+from ..decide.stats import change_pct
+from ..journal.index import IndexedJournal, refresh_index
+from ..journal.records import STATUSES
+from ..progress import format_value
+from .session import session_paths
+from .session_dir import SessionLock, read_inflight
+
+__all__ = ["format_status", "session_status"]
+
+
+def session_status(config: Config) -> dict[str, Any]:
+    """A plain dict (also the `status --json` output) read from the journal and the state dir."""
+    paths = session_paths(config)
+    history = _history(config)
+    primary = config.metric.name
+    counts = Counter(r["status"] for r in history.experiments)
+    kept = [r for r in history.experiments if r["status"] == "keep"]
+    base_commit = history.sessions[0]["base_commit"] if history.sessions else None
+    tip = kept[-1]["commit"] if kept else base_commit
+    # The same figure `report` and `pr` show: one measurement behind baseline and best.
+    head = headline(history.calibrations, history.confirmations, tip, primary, base_commit)
+    baseline = head["baseline"]
+    best = None
+    if kept:
+        last = kept[-1]
+        best = {
+            "value": head["best"],
+            "commit": last["commit"],
+            "id": last["id"],
+            "title": last["title"],
+        }
+    elif baseline is not None:
+        best = {"value": baseline, "commit": None, "id": None, "title": "baseline"}
+    marker = read_inflight(paths.inflight)
+    running = SessionLock(paths.lock).is_held_elsewhere()
+    in_flight = None
+    if marker:
+        fields = marker.get("fields") or {}
+        in_flight = {
+            "id": fields.get("id"),
+            "title": fields.get("title"),
+            "phase": marker.get("phase"),
+            "since": marker.get("updated_at"),
+            "orphaned": not running,
+        }
+    return {
+        "session": config.session.name,
+        "branch": config.branch,
+        "base_commit": base_commit,
+        "journal": str(config.journal_path),
+        "running": running,
+        "experiments": len(history.experiments),
+        "by_status": {s: counts[s] for s in STATUSES if counts[s]},
+        "metric": primary,
+        "unit": config.metric.unit,
+        "baseline": baseline,
+        "best": best,
+        "change_pct": change_pct(baseline, best["value"] if best else None),
+        "figure": head["note"],
+        "noise_pct": _last_noise(history, primary),
+        # The smallest change the loop claims now: the last calibration's threshold.
+        "threshold_pct": history.calibrations[-1].get("threshold_pct")
+        if history.calibrations
+        else None,
+        "budget": {
+            "max_experiments": config.budget.max_experiments,
+            "experiments_left": max(0, config.budget.max_experiments - len(history.experiments)),
+            "max_hours_per_run": config.budget.max_hours,
+        },
+        "in_flight": in_flight,
+        "confirmation": _last_confirmation(history),
+        "agent": _agent_spend(history.experiments),
+        "warnings": history.warnings,
+    }
+
+
+def _agent_spend(rows: list[dict]) -> dict[str, Any] | None:
+    """The coding agents' proposals and what they cost; unknown cost is counted, not zero."""
+    mine = [r for r in rows if r.get("agent")]
+    if not mine:
+        return None
+    costs = [r.get("agent_cost_usd") for r in mine]
+    return {
+        "proposals": len(mine),
+        "cost_usd": round(sum(c for c in costs if c is not None), 6),
+        "unknown_cost": sum(1 for c in costs if c is None),
+        "refused": sum(1 for r in mine if r["status"] == "refused"),
+        "failed": sum(1 for r in mine if r["status"] == "agent_failed"),
+        "kept": sum(1 for r in mine if r["status"] == "keep"),
+    }
+
+
+def _history(config: Config) -> IndexedJournal:
+    """The session's part of the journal, through the review index (fast on long journals)."""
+    if not config.journal_path.exists():
+        return IndexedJournal()
+    return refresh_index(config.journal_path).for_session(config.session.name)
+
+
+def _last_confirmation(history) -> dict[str, Any] | None:
+    if not history.confirmations:
+        return None
+    c = history.confirmations[-1]
+    keys = ("at", "tip_commit", "runs_per_arm", "change_pct", "ci_low_pct", "ci_high_pct")
+    return {key: c[key] for key in keys}
+
+
+def _last_noise(history, primary: str) -> float | None:
+    values = [c["noise_pct"].get(primary) for c in history.calibrations]
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def format_status(status: dict[str, Any]) -> str:
+    unit = status["unit"]
+    state = "running" if status["running"] else "not running"
+    lines = [f"session '{status['session']}' on {status['branch']}: {state}"]
+    lines.append("(another: --session NAME; every session here: autoresearch sessions)")
+    lines.append(f"journal: {status['journal']}")
+    counts = ", ".join(f"{k} {v}" for k, v in status["by_status"].items()) or "none yet"
+    lines.append(f"experiments: {status['experiments']} ({counts})")
+    lines.append(f"baseline: {status['metric']} = {format_value(status['baseline'], unit)}")
+    best = status["best"]
+    if best and best["id"]:
+        change = status["change_pct"]
+        lines.append(
+            f"best:     {format_value(best['value'], unit)} ({change:+.2f}%) "
+            f"at {(best['commit'] or '')[:10]} by {best['id']} {best['title']!r}"
+        )
+    agent = status.get("agent")
+    if agent:
+        unknown = f" + {agent['unknown_cost']} of unknown cost" if agent["unknown_cost"] else ""
+        lines.append(
+            f"agent: {agent['proposals']} proposals, ${agent['cost_usd']:.2f} spent{unknown}; "
+            f"{agent['kept']} kept, {agent['refused']} refused, {agent['failed']} failed"
+        )
+    confirmation = status["confirmation"]
+    if confirmation and confirmation["change_pct"] is not None:
+        lines.append(
+            f"confirmed: {confirmation['change_pct']:+.2f}% "
+            f"(95% CI [{confirmation['ci_low_pct']:+.2f}%, {confirmation['ci_high_pct']:+.2f}%], "
+            f"{confirmation['runs_per_arm']} runs each, tip {confirmation['tip_commit'][:10]})"
+        )
+    if best and best["id"]:
+        lines.append(f"          ({status['figure']})")
+    if status["noise_pct"] is not None:
+        lines.append(f"noise:    {status['noise_pct']:.2f}% (robust CV of the baseline runs)")
+    flight = status["in_flight"]
+    if flight:
+        note = (
+            "left by a run that died; the next `run` records it as interrupted"
+            if flight["orphaned"]
+            else f"phase {flight['phase']} since {flight['since']}"
+        )
+        lines.append(f"in flight: {flight['id']} {flight['title']!r}: {note}")
+    lines += [f"warning: {w}" for w in status["warnings"]]
+    return "\n".join(lines)

@@ -1,0 +1,1 @@
+"""A coding agent proposes, the loop decides: presets, prompt, guard."""

@@ -1,0 +1,207 @@
+"""What an agent left behind, and the checks it must pass before any bench time is spent.
+
+The scratch worktree is a detached checkout of the current best, reset for every proposal. The
+patch is its binary-safe diff against the best (gitrepo.tree_patch: new files and the agent's
+commits included, the hand-off directory and the CLI's own droppings left out). A proposal is
+refused, with its reason, when the diff is empty, leaves the scope or touches a protected path,
+is over the size limit, comes without a well-formed hypothesis file, repeats a patch already
+tried, or retries a closed axis (its title and family match an experiment rejected for a
+reason more runs will not change).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...bench.proc import RunResult
+from ...config import Config
+from ...repo.gitrepo import Repo
+from ...repo.patchcheck import check_paths, patch_paths
+from ...repo.workspace import BaselineTree
+from ..base import Hypothesis, ProposalContext, patch_sha256
+from .cli import Usage
+from .prompt import closed_axes
+from .settings import AgentSettings
+
+__all__ = [
+    "REQUIRED",
+    "Proposal",
+    "applies_at",
+    "fresh_scratch",
+    "guard",
+    "read_hypothesis_file",
+    "same_idea",
+]
+
+REQUIRED = ("title", "hypothesis", "family")
+OPTIONAL = ("mechanism", "expected_effect")
+SIMILAR = 0.85  # normalized titles at least this alike (difflib ratio), same family: one idea
+
+
+@dataclass(frozen=True)
+class Proposal:
+    """One agent run, unjudged."""
+
+    patch: bytes
+    hypothesis: dict[str, Any] | None
+    hypothesis_problem: str | None
+    result: RunResult
+    usage: Usage
+    agent: dict[str, Any]
+    tip: str  # the best it was made at
+    branch_moved: bool = False
+    stale: str | None = None  # made ahead at an older best, and why it cannot be used now
+
+
+def fresh_scratch(source: Repo, path: Path, tip: str) -> Repo:
+    """The scratch worktree at `tip`, with nothing left of the last proposal (ignored files
+    included: a build the agent ran is not part of the next one's start)."""
+    tree = BaselineTree(source, path)
+    moved = tree.ensure(tip)  # checks out, and cleans, whenever anything differs from `tip`
+    scratch = Repo(tree.path, source.hooks)
+    if not moved:
+        scratch.must("clean", "-ffdxq")
+    return scratch
+
+
+def applies_at(tree: Repo, patch: bytes) -> str | None:
+    """Why `patch` does not apply to `tree` as it is, or None when it does."""
+    done = subprocess.run(
+        ["git", "apply", "--check", "-"], cwd=tree.path, input=patch, capture_output=True
+    )
+    if done.returncode == 0:
+        return None
+    lines = done.stderr.decode(errors="replace").strip().splitlines()
+    return lines[-1] if lines else "git apply --check failed"
+
+
+def read_hypothesis_file(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    """The agent's hypothesis (what it holds, even when malformed) and what is wrong with it."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, "the agent wrote no hypothesis file ($AUTORESEARCH_HYPOTHESIS)"
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, f"the hypothesis file cannot be read: {exc}"
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        return None, f"the hypothesis file is not JSON: {exc}"
+    if not isinstance(data, dict):
+        return None, "the hypothesis file must hold a JSON object"
+    for key in REQUIRED:
+        value = data.get(key)
+        if not isinstance(value, str) or not value.strip():
+            return data, f"the hypothesis file has no '{key}' (a non-empty string)"
+    for key in OPTIONAL:
+        if key in data and data[key] is not None and not isinstance(data[key], str):
+            return data, f"the hypothesis file's '{key}' must be a string"
+    return data, None
+
+
+def guard(
+    proposal: Proposal,
+    context: ProposalContext,
+    config: Config,
+    settings: AgentSettings,
+    agent: dict[str, Any],
+) -> Hypothesis:
+    """The proposal as a hypothesis: ready to measure, or carrying why it may not be."""
+    data = proposal.hypothesis or {}
+    text = {k: _text(data.get(k)) for k in (*REQUIRED, *OPTIONAL)}
+    made = {
+        "title": text["title"] or "agent proposal without a title",
+        "patch": proposal.patch,
+        "hypothesis": text["hypothesis"],
+        "mechanism": text["mechanism"],
+        "expected_effect": text["expected_effect"],
+        "family": text["family"],
+        "source": f"agent:{settings.preset}",
+    }
+
+    def unbenched(kind: str, why: str, status: str = "refused") -> Hypothesis:
+        return Hypothesis(
+            **made, problem=why, problem_status=status, agent={**agent, "refusal": kind}
+        )
+
+    result = proposal.result
+    if result.interrupted:
+        return unbenched(
+            "interrupted", "the agent was stopped: the night was asked to stop", "agent_failed"
+        )
+    if result.timed_out:
+        return unbenched("timeout", f"the agent {result.describe()}", "agent_failed")
+    if result.exit_code != 0:
+        last = _last_line(result.tail)
+        why = f"the agent failed ({result.describe()})" + (f": {last}" if last else "")
+        return unbenched("crash", why, "agent_failed")
+    if proposal.usage.error:
+        return unbenched(
+            "error", f"the agent reported an error: {proposal.usage.error}", "agent_failed"
+        )
+    if proposal.branch_moved:
+        why = "the agent moved the session branch (put back): it may only edit files"
+        return unbenched("branch", why)
+    if not proposal.patch.strip():
+        return unbenched("empty", "the agent changed no file")
+    patch_text = proposal.patch.decode("utf-8", errors="surrogateescape")
+    problem = check_paths(
+        patch_text,
+        patch_paths(patch_text),
+        worktree=context.worktree,
+        include=config.scope.include,
+        protect=config.protected_globs(),
+        allow_binary=config.scope.allow_binary,
+    )
+    if problem is not None:
+        return unbenched("scope", problem.message)
+    if len(proposal.patch) > settings.max_patch_kib * 1024:
+        size = len(proposal.patch) / 1024
+        why = f"the diff is {size:.0f} KiB (max_patch_kib = {settings.max_patch_kib})"
+        return unbenched("size", why)
+    if proposal.stale:
+        return unbenched("stale", proposal.stale)
+    if proposal.hypothesis_problem:
+        return unbenched("hypothesis_file", proposal.hypothesis_problem)
+    sha = patch_sha256(proposal.patch)
+    earlier = next((r for r in context.records if r.patch_sha256 == sha), None)
+    if earlier is not None or sha in context.tried:
+        what = (
+            f"#{earlier.n} {earlier.title!r} ({earlier.status})" if earlier else "an earlier patch"
+        )
+        return unbenched("duplicate", f"the diff is identical to {what}")
+    for record in closed_axes(context.records):
+        if same_idea(made["title"], made["family"], record.title, record.family):
+            why = (
+                f"the same idea as #{record.n} {record.title!r} [{record.family}], a closed axis "
+                f"({record.status}): propose something structurally different"
+            )
+            return unbenched("closed_axis", why)
+    return Hypothesis(**made, agent=agent)
+
+
+def same_idea(title: str, family: str | None, other_title: str, other_family: str | None) -> bool:
+    """Same family and the same title, once case, punctuation and spacing are set aside."""
+    if not family or not other_family or _norm(family) != _norm(other_family):
+        return False
+    a, b = _norm(title), _norm(other_title)
+    return a == b or difflib.SequenceMatcher(None, a, b).ratio() >= SIMILAR
+
+
+def _norm(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", text.lower()).split())
+
+
+def _text(value: Any) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _last_line(text: str) -> str:
+    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""

@@ -1,0 +1,209 @@
+"""The agent's prompt: what a strong engineer would want to know before the next try.
+
+The objective and its noise, the scope and the checks, what was kept (with the cumulative diff's
+stat), the last experiments with their evidence and why they ended, the closed axes and the
+ideas backlog, and what to hand back. It must fit a character budget: older history is
+summarised (one line each, then counts by status and family), never silently dropped.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ...config import Config
+from ...decide.stats import change_pct
+from ...errors import UserError
+from ...journal.records import ExperimentRecord
+from ...progress import format_value
+from ...report.ideas import CLOSED_RULES
+from ...report.render import render_template
+from ...report.summary import STATUS_FIRST
+from ..base import Hypothesis, ProposalContext
+
+__all__ = ["closed_axes", "render_prompt"]
+
+BUILTIN = "agent_prompt.md.j2"
+MIN_RECENT = 3  # experiments always shown in full, however tight the budget
+
+
+def render_prompt(
+    context: ProposalContext,
+    config: Config,
+    *,
+    recent: int,
+    budget_chars: int,
+    pivot: str | None,
+    hypothesis_path: Path,
+    max_patch_kib: int,
+    template: Path | None = None,
+    measuring: Hypothesis | None = None,
+) -> str:
+    """The prompt, within `budget_chars`: the oldest history is summarised first."""
+    records = [r for r in context.records if r.status != "interrupted" or r.kept_commit]
+    ideas = _ideas(config)
+    shown = min(recent, len(records))
+    detail = 2  # 2: older experiments one line each; 1: counts only; 0: the counts, shorter
+    text = ""
+    while True:
+        data = _data(context, config, records, shown, detail, ideas, pivot)
+        data |= {
+            "hypothesis_path": str(hypothesis_path),
+            "max_patch_kib": max_patch_kib,
+            "measuring": measuring.title if measuring is not None else None,
+        }
+        text = _render(template, data)
+        if len(text) <= budget_chars:
+            return text
+        if shown > MIN_RECENT:
+            shown = max(MIN_RECENT, shown // 2)
+        elif detail > 0:
+            detail -= 1
+        elif ideas:
+            ideas = ideas[: len(ideas) // 2] + "\n[... the rest of ideas.md left out ...]"
+            if len(ideas) < 200:
+                ideas = ""
+        else:  # the fixed parts alone are over the budget: cut, and say so
+            marker = "\n\n[... prompt cut to its budget ...]\n"
+            return text[: max(0, budget_chars - len(marker))] + marker
+
+
+def closed_axes(records: list[ExperimentRecord]) -> list[ExperimentRecord]:
+    """Experiments whose idea is done as it is: rejected for a reason more runs will not change."""
+    return [r for r in records if r.status != "keep" and _reason(r) in CLOSED_RULES]
+
+
+def _reason(record: ExperimentRecord) -> str:
+    rule = (record.decision or {}).get("rule")
+    return record.status if record.status in STATUS_FIRST or not rule else str(rule)
+
+
+def _render(template: Path | None, data: dict) -> str:
+    if template is None:
+        return render_template(BUILTIN, None, p=data)
+    return render_template(template.name, template.parent, p=data)
+
+
+def _data(
+    context: ProposalContext,
+    config: Config,
+    records: list[ExperimentRecord],
+    shown: int,
+    detail: int,
+    ideas: str,
+    pivot: str | None,
+) -> dict[str, Any]:
+    metric = config.metric
+    unit = metric.unit
+    older, recent = records[: len(records) - shown], records[len(records) - shown :]
+    best_change = change_pct(context.baseline, context.best)
+    return {
+        "metric": metric.name,
+        "direction": metric.direction,
+        "better": "lower" if metric.direction == "lower" else "higher",
+        "unit": unit,
+        "tip": context.tip,
+        "base": context.base or context.tip,
+        "baseline": format_value(context.baseline, unit),
+        "best": format_value(context.best, unit),
+        "best_change": f"{best_change:+.1f}%" if best_change is not None else "",
+        "noise": _pct(context.noise_pct),
+        "threshold": _pct(context.threshold_pct),
+        "sentinels": [{"name": s.name, "budget": f"{s.budget_pct:g}%"} for s in config.sentinel],
+        "include": config.scope.include,
+        "protect": config.protected_globs(),
+        "checks": config.checks.command,
+        "pivot": pivot,
+        "kept": [_row(r) for r in records if r.status == "keep"],
+        "diffstat": _diffstat(context),
+        "recent": [_row(r) for r in recent],
+        "older": _older(older, detail),
+        "closed": [_closed_line(r) for r in closed_axes(records)],
+        "ideas": ideas,
+    }
+
+
+def _pct(value: float | None) -> str:
+    return "not measured yet" if value is None else f"{value:.1f}%"
+
+
+def _row(record: ExperimentRecord) -> dict[str, Any]:
+    decision = record.decision or {}
+    evidence = (decision.get("metrics") or {}).get(_primary(record)) or {}
+    change = evidence.get("change_pct")
+    low, high = evidence.get("ci_low_pct"), evidence.get("ci_high_pct")
+    text = ""
+    if change is not None:
+        text = f"{change:+.1f}%"
+        if low is not None and high is not None:
+            text += f" [95% CI {low:+.1f}%, {high:+.1f}%]"
+    why = record.asi.rollback_reason or record.error or decision.get("reason") or ""
+    return {
+        "n": record.n,
+        "status": record.status,
+        "title": record.title,
+        "family": record.family,
+        "change": text,
+        "rule": decision.get("rule"),
+        "why": _one_line(why, 240),
+        "mechanism": _one_line(record.asi.mechanism or "", 200),
+    }
+
+
+def _primary(record: ExperimentRecord) -> str | None:
+    metrics = (record.decision or {}).get("metrics") or {}
+    return next(iter(metrics), None)
+
+
+def _older(records: list[ExperimentRecord], detail: int) -> str:
+    if not records:
+        return ""
+    statuses = Counter(r.status for r in records)
+    counts = ", ".join(f"{status} {n}" for status, n in statuses.most_common())
+    head = f"{len(records)} earlier experiments: {counts}."
+    if detail == 0:
+        return head
+    families = Counter(r.family for r in records if r.family)
+    if families:
+        head += " Families: " + ", ".join(f"{f} {n}" for f, n in families.most_common()) + "."
+    if detail == 1:
+        return head
+    lines = [f"- #{r.n} {r.status}: {_one_line(r.title, 100)}" for r in records]
+    return head + "\n\n" + "\n".join(lines)
+
+
+def _closed_line(record: ExperimentRecord) -> str:
+    family = f" [{record.family}]" if record.family else ""
+    row = _row(record)
+    change = f" ({row['change']})" if row["change"] else ""
+    return f"#{record.n} {record.title}{family}{change}: {_reason(record)}"
+
+
+def _one_line(text: str, width: int) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def _diffstat(context: ProposalContext) -> str:
+    if not context.base or context.base == context.tip:
+        return ""
+    done = subprocess.run(
+        ["git", "diff", "--stat=100", context.base, context.tip],
+        cwd=context.worktree,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.stdout.rstrip() if done.returncode == 0 else ""
+
+
+def _ideas(config: Config) -> str:
+    path = config.ideas_path
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").strip()
+    except FileNotFoundError:
+        return ""
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the ideas backlog: {exc.strerror}") from None

@@ -1,0 +1,327 @@
+"""A coding agent proposes, the loop decides.
+
+For each proposal a fresh agent process runs in a scratch worktree at the current best (never
+one of the measurement worktrees), with a prompt built from the journal (agent_prompt.py). Its
+edit, taken as the scratch tree's binary-safe diff, is the patch; the hypothesis it writes to
+`$AUTORESEARCH_HYPOTHESIS` is the reasoning. Before any bench time is spent the proposal is
+checked (agent_guard.py); a refused proposal, or an agent that crashed or timed out, is a
+record with its reason, shown to the next prompt, and the night goes on.
+
+    [[proposer]]
+    kind = "agent"
+    preset = "command"                       # or claude, codex, aider, gemini, opencode
+    command = "python3 tools/my_agent.py"    # run with bash in the scratch worktree
+    timeout_s = 600
+    max_proposals = 30
+
+Budgets: per proposal a timeout (and turns and dollars where the CLI takes them); per session
+`max_proposals` and `max_cost_usd`, counted from the journal so that a resumed night goes on
+from what it spent. A proposal whose CLI reports no cost is unknown cost, never zero. After
+`pivot_after` experiments in a row without a keep the prompt asks for a structurally different
+idea; after `max_pivots` such requests the proposer stops and says why.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+
+from ...bench.proc import RunResult, read_log, run
+from ...config import Config
+from ...journal.records import ExperimentRecord
+from ...loop.session import no_keep_streak
+from ...loop.session_dir import SessionPaths, fresh_dir
+from ...repo.gitrepo import Repo, open_repo, tree_patch
+from ...repo.globs import matches_any
+from ..base import Hypothesis, ProposalContext, ProposerError
+from .cli import Usage, preset_command, read_usage
+from .guard import Proposal, applies_at, fresh_scratch, guard, read_hypothesis_file
+from .prompt import render_prompt
+from .settings import AgentSettings, agent_settings
+
+__all__ = ["AgentProposer", "agent_spend"]
+
+HANDOFF = ".autoresearch-agent"  # in the scratch tree, outside every patch: prompt, hypothesis
+PIVOT = (
+    "The last {streak} experiments kept nothing. Do not refine them: propose a structurally "
+    "different idea (another part of the code path, another resource: allocation, I/O, "
+    "batching, concurrency, data layout, an algorithm), not a variation of a closed axis."
+)
+
+
+def agent_spend(records: list[ExperimentRecord], proposer: str = "agent") -> dict:
+    """What a session's agent proposals cost: dollars where reported, how many unknown."""
+    runs = [r for r in records if r.proposer == proposer and r.agent]
+    known = [(r.agent.get("usage") or {}).get("cost_usd") for r in runs]
+    return {
+        "proposals": len(runs),
+        "cost_usd": round(sum(c for c in known if c is not None), 6),
+        "unknown_cost": sum(1 for c in known if c is None),
+    }
+
+
+class AgentProposer:
+    """Options: see agent_settings.py and the README's "Agent proposer" section."""
+
+    name = "agent"
+
+    @classmethod
+    def check_options(cls, options: dict, config: Config, where: str) -> None:
+        agent_settings(options, config, where)
+
+    @classmethod
+    def from_options(cls, options: dict, config: Config) -> AgentProposer:
+        return cls(agent_settings(options, config, f"{config.path}: agent"), config)
+
+    def __init__(self, settings: AgentSettings, config: Config):
+        self.settings = settings
+        self.config = config
+        self._said_stop: str | None = None
+        self._ahead: _Ahead | None = None
+        self._source: Repo | None = None
+
+    # -- the proposer interface -----------------------------------------------------------------
+
+    def next(self, context: ProposalContext) -> Hypothesis | None:
+        if context.state_dir is None:
+            raise ProposerError("the agent proposer needs a session (state directory)")
+        mine = [r for r in context.records if r.proposer == self.name]
+        why = self._stop_reason(context.records, mine)
+        if why is not None:
+            if self._said_stop != why:
+                self._said_stop = why
+                context.notes.append(f"agent proposer stopped: {why}")
+            self.close()
+            return None
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            proposal = ahead.result()
+            # Guards that depend on the session are checked against it as it is now.
+            hypothesis = self._decide(proposal, context, prepared_ahead=True)
+        else:
+            hypothesis = self._decide(self._propose(context, len(mine) + 1), context)
+        if self.settings.prepare_ahead and len(mine) + 2 <= self.settings.max_proposals:
+            self._ahead = _Ahead(self, context, len(mine) + 2, hypothesis)
+        return hypothesis
+
+    def pending(self, context: ProposalContext) -> int | None:
+        mine = [r for r in context.records if r.proposer == self.name]
+        if self._stop_reason(context.records, mine) is not None:
+            return 0
+        return self.settings.max_proposals - len(mine)
+
+    def close(self) -> None:
+        """Stop a proposal prepared ahead (the night is over)."""
+        ahead, self._ahead = self._ahead, None
+        if ahead is not None:
+            ahead.cancel()
+
+    # -- budgets and escalation -----------------------------------------------------------------
+
+    def _stop_reason(self, records: list[ExperimentRecord], mine: list) -> str | None:
+        s = self.settings
+        if len(mine) >= s.max_proposals:
+            return f"{len(mine)} proposals made (max_proposals = {s.max_proposals})"
+        spend = agent_spend(records, self.name)
+        if s.max_cost_usd is not None and spend["cost_usd"] >= s.max_cost_usd:
+            unknown = (
+                f", and {spend['unknown_cost']} of unknown cost" if spend["unknown_cost"] else ""
+            )
+            return f"${spend['cost_usd']:.2f} spent{unknown} (max_cost_usd = {s.max_cost_usd:g})"
+        streak = no_keep_streak(records)
+        if streak >= s.pivot_after * (s.max_pivots + 1):
+            return (
+                f"{streak} experiments in a row without a keep, after {s.max_pivots} requests "
+                "for a structurally different idea: the agent has run out of ideas here"
+            )
+        return None
+
+    def _pivot(self, records: list[ExperimentRecord]) -> str | None:
+        streak = no_keep_streak(records)
+        return PIVOT.format(streak=streak) if streak >= self.settings.pivot_after else None
+
+    # -- one proposal ---------------------------------------------------------------------------
+
+    def _scratch(self, context: ProposalContext) -> Repo:
+        """The scratch worktree, fresh at the current best."""
+        assert context.state_dir is not None
+        if self._source is None:
+            self._source = open_repo(self.config.repo_path, self.config.target.git_hooks)
+        path = SessionPaths(context.state_dir).agent_scratch
+        return fresh_scratch(self._source, path, context.tip)
+
+    def _propose(
+        self, context: ProposalContext, k: int, measuring: Hypothesis | None = None
+    ) -> Proposal:
+        """Run the agent once at the current best; what it left behind, unjudged."""
+        s = self.settings
+        assert context.state_dir is not None
+        scratch = self._scratch(context)
+        source = self._source
+        assert source is not None
+        handoff = scratch.path / HANDOFF
+        handoff.mkdir(exist_ok=True)
+        prompt_path, hypothesis_path = handoff / "prompt.md", handoff / "hypothesis.json"
+        pivot = self._pivot(context.records)
+        prompt = render_prompt(
+            context,
+            self.config,
+            recent=s.recent,
+            budget_chars=s.prompt_chars,
+            pivot=pivot,
+            hypothesis_path=hypothesis_path,
+            max_patch_kib=s.max_patch_kib,
+            template=s.template,
+            measuring=measuring,
+        )
+        prompt_path.write_text(prompt, encoding="utf-8")
+        log_dir = fresh_dir(SessionPaths(context.state_dir).logs, f"agent-{k:04d}")
+        (log_dir / "prompt.md").write_text(prompt, encoding="utf-8")
+        branch_before = source.resolve(f"refs/heads/{context.branch}") if context.branch else None
+        command = preset_command(
+            s.preset,
+            command=s.command,
+            model=s.model,
+            max_turns=s.max_turns,
+            max_usd=s.max_usd,
+            files=s.files,
+        )
+        _say(
+            context,
+            f"agent ({s.preset}) proposing #{k} at {context.tip[:10]}"
+            + (" (a structurally different idea asked)" if pivot else "")
+            + (f", while {measuring.title!r} is measured" if measuring is not None else ""),
+        )
+        result = run(
+            command,
+            cwd=scratch.path,
+            log_path=log_dir / "agent.log",
+            timeout_s=s.timeout_s,
+            env={
+                **s.env,
+                "AUTORESEARCH_PROMPT": str(prompt_path),
+                "AUTORESEARCH_HYPOTHESIS": str(hypothesis_path),
+                "AUTORESEARCH_SESSION": self.config.session.name,
+                "AUTORESEARCH_PROPOSAL": str(k),
+            },
+            stop=context.stop,
+            token=f"{context.token}-agent" if context.token else None,
+            concurrent=s.prepare_ahead,
+        )
+        hypothesis_data, hypothesis_problem = read_hypothesis_file(hypothesis_path)
+        usage = read_usage(s.output, read_log(result.log_path), hypothesis_data)
+        cost = f"${usage.cost_usd:.2f}" if usage.cost_usd is not None else "cost unknown"
+        _say(context, f"agent #{k}: {result.describe()} after {result.duration_s:.0f} s, {cost}")
+        # The hand-off files count even when an agent committed them: never part of the patch.
+        leave_out = [HANDOFF, f"{HANDOFF}/**", *s.ignore]
+        patch = tree_patch(scratch.path, context.tip, lambda p: bool(matches_any(p, leave_out)))
+        (log_dir / "proposal.patch").write_bytes(patch)
+        if hypothesis_path.exists():
+            (log_dir / "hypothesis.json").write_bytes(hypothesis_path.read_bytes())
+        branch_moved = False
+        if branch_before is not None:
+            now = source.resolve(f"refs/heads/{context.branch}")
+            if now != branch_before:  # the scratch tree shares refs: put the session back
+                source.must("update-ref", f"refs/heads/{context.branch}", branch_before)
+                branch_moved = True
+        return Proposal(
+            patch=patch,
+            hypothesis=hypothesis_data,
+            hypothesis_problem=hypothesis_problem,
+            result=result,
+            usage=usage,
+            agent=self._agent_record(command, result, usage, log_dir, prompt, pivot),
+            tip=context.tip,
+            branch_moved=branch_moved,
+        )
+
+    def _agent_record(
+        self, command: str, result: RunResult, usage: Usage, log_dir: Path, prompt: str, pivot
+    ) -> dict:
+        return {
+            "preset": self.settings.preset,
+            "command": command if len(command) < 500 else command[:497] + "...",
+            "exit_code": result.exit_code,
+            "timed_out": result.timed_out,
+            "interrupted": result.interrupted,
+            "duration_s": round(result.duration_s, 3),
+            "usage": usage.to_dict(),
+            "log": str(log_dir / "agent.log"),
+            "prompt": str(log_dir / "prompt.md"),
+            "prompt_chars": len(prompt),
+            "pivot": pivot is not None,
+            "tail": result.tail,
+        }
+
+    def _decide(
+        self, proposal: Proposal, context: ProposalContext, prepared_ahead: bool = False
+    ) -> Hypothesis:
+        agent = {**proposal.agent, "prepared_ahead": prepared_ahead}
+        if proposal.tip != context.tip and proposal.patch.strip():
+            # Made ahead while the best moved: usable only if it still applies as it is.
+            why = applies_at(self._scratch(context), proposal.patch)
+            if why is not None:
+                stale = (
+                    f"prepared ahead at {proposal.tip[:10]}, and the best moved to "
+                    f"{context.tip[:10]} meanwhile: it no longer applies ({why})"
+                )
+                proposal = replace(proposal, stale=stale)
+        return guard(proposal, context, self.config, self.settings, agent)
+
+
+class _Ahead:
+    """The next proposal, prepared in a thread while the current one is measured."""
+
+    def __init__(
+        self, owner: AgentProposer, context: ProposalContext, k: int, measuring: Hypothesis
+    ):
+        self._cancel = threading.Event()
+        self._stop = _EitherStop(context.stop, self._cancel)
+        self._context = _snapshot(context, self._stop)
+        self._proposal: Proposal | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(
+            target=self._work, args=(owner, k, measuring), name="agent-ahead", daemon=True
+        )
+        self._thread.start()
+
+    def _work(self, owner: AgentProposer, k: int, measuring: Hypothesis) -> None:
+        try:
+            self._proposal = owner._propose(self._context, k, measuring)
+        except BaseException as exc:  # handed to the loop's thread in result()
+            self._error = exc
+
+    def result(self) -> Proposal:
+        self._thread.join()
+        if self._error is not None:
+            raise ProposerError(f"the proposal prepared ahead failed: {self._error}")
+        assert self._proposal is not None
+        return self._proposal
+
+    def cancel(self) -> None:
+        self._cancel.set()
+        self._thread.join(timeout=30)
+
+
+class _EitherStop:
+    """Set when the night stops or the prepared proposal is cancelled."""
+
+    def __init__(self, *events):
+        self.events = [e for e in events if e is not None]
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self.events)
+
+    @property
+    def urgent(self) -> bool:
+        return any(getattr(e, "urgent", False) for e in self.events)
+
+
+def _snapshot(context: ProposalContext, stop) -> ProposalContext:
+    return replace(context, records=list(context.records), tried=set(context.tried), stop=stop)
+
+
+def _say(context: ProposalContext, line: str) -> None:
+    if context.say is not None:
+        context.say(line)

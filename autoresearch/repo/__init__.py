@@ -1,0 +1,1 @@
+"""Everything that touches git or paths: the repository, the worktrees, patches, guards."""

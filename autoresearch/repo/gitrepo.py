@@ -1,0 +1,168 @@
+"""The one git wrapper: GitPython for reads, the git CLI (through GitPython) for mutations."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from ..errors import WorkspaceError
+
+__all__ = ["GitResult", "Repo", "open_repo", "tree_patch"]
+
+# The loop commits as itself; the user's identity and hooks are not its business.
+COMMIT_ENV = {
+    "GIT_AUTHOR_NAME": "autoresearch",
+    "GIT_AUTHOR_EMAIL": "autoresearch@localhost",
+    "GIT_COMMITTER_NAME": "autoresearch",
+    "GIT_COMMITTER_EMAIL": "autoresearch@localhost",
+}
+# Nor are their hooks and signing: a post-checkout hook would run inside every revert, and
+# `commit.gpgSign = true` without a usable key would fail the first keep of the night.
+# `[target] git_hooks = true` lets them through.
+ISOLATION = (
+    "-c", "core.hooksPath=/dev/null",
+    "-c", "commit.gpgSign=false",
+    "-c", "tag.gpgSign=false",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class GitResult:
+    code: int
+    out: str
+    err: str
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0
+
+
+class Repo:
+    """A git working tree (the user's checkout or a session worktree)."""
+
+    def __init__(self, path: Path, hooks: bool = False):
+        self.hooks = hooks
+        try:
+            self._repo = git.Repo(path)
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+            raise WorkspaceError(f"{path}: not a git repository") from None
+        self.path = Path(self._repo.working_tree_dir or path)
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    @property
+    def common_dir(self) -> Path:
+        """The .git directory shared by all worktrees of this repository."""
+        return Path(self._repo.common_dir).resolve()
+
+    def resolve(self, rev: str) -> str | None:
+        result = self.run("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}")
+        return result.out.strip() if result.ok else None
+
+    def head(self) -> str:
+        return self._repo.head.commit.hexsha
+
+    def branch_exists(self, branch: str) -> bool:
+        return self.resolve(f"refs/heads/{branch}") is not None
+
+    def status_paths(self) -> list[str]:
+        """Paths with any change against HEAD, tracked or untracked (ignored files excluded)."""
+        result = self.run("status", "--porcelain=v1", "-z", "--untracked-files=all")
+        entries = result.out.split("\0")
+        paths, i = [], 0
+        while i < len(entries):
+            entry = entries[i]
+            if len(entry) > 3:
+                paths.append(entry[3:])
+                if entry[0] in "RC":  # a rename carries its source as the next entry
+                    i += 1
+            i += 1
+        return paths
+
+    def is_dirty(self) -> bool:
+        return bool(self.status_paths())
+
+    def commit_message(self, rev: str) -> str:
+        return self._repo.commit(rev).message
+
+    def worktrees(self) -> dict[Path, str | None]:
+        """Registered worktrees: path -> branch ref (None when detached)."""
+        out = self.run("worktree", "list", "--porcelain").out
+        found: dict[Path, str | None] = {}
+        current: Path | None = None
+        for line in out.splitlines():
+            if line.startswith("worktree "):
+                current = Path(line.removeprefix("worktree ")).resolve()
+                found[current] = None
+            elif line.startswith("branch ") and current is not None:
+                found[current] = line.removeprefix("branch ")
+        return found
+
+    # -- the CLI, for everything else ------------------------------------------------------------
+
+    def run(self, *args: str, env: dict[str, str] | None = None) -> GitResult:
+        """Run `git <args>` in this tree; never raises on a non-zero exit."""
+        code, out, err = self._repo.git.execute(
+            ["git", *([] if self.hooks else ISOLATION), *args],
+            with_extended_output=True,
+            with_exceptions=False,
+            strip_newline_in_stdout=False,
+            env=env,
+        )
+        return GitResult(code, out, err)
+
+    def must(self, *args: str, env: dict[str, str] | None = None) -> str:
+        """Run `git <args>`; a failure is a WorkspaceError carrying git's own words."""
+        result = self.run(*args, env=env)
+        if not result.ok:
+            detail = (result.err or result.out).strip().splitlines()
+            raise WorkspaceError(
+                f"git {' '.join(args[:2])} failed in {self.path}: {detail[-1] if detail else ''}"
+            )
+        return result.out
+
+
+def open_repo(path: Path, hooks: bool = False) -> Repo:
+    """The repository at `path` (its top level, if `path` is inside one)."""
+    if not path.exists():
+        raise WorkspaceError(f"{path}: target repository does not exist")
+    try:
+        top = git.Repo(path, search_parent_directories=True).working_tree_dir
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise WorkspaceError(f"{path}: not a git repository (set [target] repo)") from None
+    if top is None:
+        raise WorkspaceError(f"{path}: a bare repository has no working tree to experiment in")
+    return Repo(Path(top), hooks)
+
+
+def tree_patch(
+    path: Path, base: str, leave_out: Callable[[str], bool], index: Path | None = None
+) -> bytes:
+    """The working tree at `path` against commit `base` as one binary-safe patch: tracked files,
+    untracked ones git does not ignore, and whatever was committed there since `base`; paths
+    `leave_out` names stay as they are at `base`. Staged through `index` when given (a scratch
+    index file, leaving the tree's own untouched), else through the tree's own index."""
+    env = {**os.environ, "GIT_INDEX_FILE": str(index)} if index is not None else None
+
+    def git(*args: str) -> bytes:
+        done = subprocess.run(["git", *args], cwd=path, env=env, capture_output=True)
+        if done.returncode != 0:
+            why = done.stderr.decode(errors="replace").strip().splitlines()
+            raise WorkspaceError(
+                f"{path}: git {args[0]} failed reading the change: {why[-1] if why else ''}"
+            )
+        return done.stdout
+
+    if index is not None:
+        git("read-tree", base)
+    git("add", "--all", "--", ".")
+    names = git("diff", "--cached", "--name-only", "-z", base).decode(errors="surrogateescape")
+    left_out = [n for n in names.split("\0") if n and leave_out(n)]
+    if left_out:
+        git("reset", "--quiet", base, "--", *left_out)
+    return git("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", base)

@@ -1,0 +1,162 @@
+"""The session's isolated worktree: create or reattach, apply a patch, keep it, revert it.
+
+The user's checkout is never modified: experiments run in a git worktree on the session branch
+`autoresearch/<session>`, whose tip is always the last kept commit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import WorkspaceError
+from .gitrepo import COMMIT_ENV, Repo, open_repo
+
+__all__ = ["ApplyResult", "BaselineTree", "Workspace", "open_workspace"]
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    ok: bool
+    message: str = ""
+    three_way: bool = False
+
+
+class Workspace:
+    """A worktree checked out on the session branch."""
+
+    def __init__(self, source: Repo, tree: Repo, branch: str):
+        self.source = source
+        self.tree = tree
+        self.branch = branch
+
+    @property
+    def path(self) -> Path:
+        return self.tree.path
+
+    def tip(self) -> str:
+        """The last kept commit: the session branch's tip."""
+        sha = self.tree.resolve(f"refs/heads/{self.branch}")
+        if sha is None:
+            raise WorkspaceError(
+                f"session branch {self.branch} disappeared from {self.source.path}"
+            )
+        return sha
+
+    def touched_paths(self, patch_file: Path) -> list[str] | None:
+        """Paths git would touch with this patch (both sides of a rename); None if not a patch."""
+        result = self.tree.run("apply", "--numstat", "-z", str(patch_file))
+        if not result.ok:
+            return None
+        paths: list[str] = []
+        fields = result.out.split("\0")
+        i = 0
+        while i < len(fields):
+            parts = fields[i].split("\t")
+            if len(parts) == 3 and parts[2]:
+                paths.append(parts[2])
+            elif len(parts) == 3 and i + 2 < len(fields):  # rename: "a\td\t" NUL old NUL new
+                paths.extend([fields[i + 1], fields[i + 2]])
+                i += 2
+            i += 1
+        return paths
+
+    def apply(self, patch_file: Path) -> ApplyResult:
+        """Apply on top of the tip; fall back to a three-way merge, never leave conflicts behind."""
+        plain = self.tree.run("apply", "--check", "--whitespace=nowarn", str(patch_file))
+        if plain.ok:
+            self.tree.must("apply", "--whitespace=nowarn", str(patch_file))
+            return ApplyResult(True)
+        three_way = self.tree.run("apply", "--3way", "--whitespace=nowarn", str(patch_file))
+        if three_way.ok:
+            return ApplyResult(True, "applied with a three-way merge", three_way=True)
+        self.revert()
+        reason = _last_line(three_way.err) or _last_line(plain.err) or "git apply failed"
+        return ApplyResult(False, reason)
+
+    def keep(self, paths: list[str], message: str) -> str:
+        """Commit exactly the patch's paths on the session branch; returns the new tip."""
+        # Only what is there to add: a header may name a path that git's apply did not touch.
+        tracked = set(self.tree.run("ls-files", "-z", "--", *paths).out.split("\0"))
+        present = [p for p in paths if p in tracked or (self.path / p).exists()]
+        # --force: a file the patch adds is kept even when a .gitignore pattern matches it.
+        self.tree.must("add", "--all", "--force", "--", *present)
+        self.tree.must("commit", "--no-verify", "--quiet", "-m", message, env=COMMIT_ENV)
+        sha = self.tree.head()
+        # Whatever else the bench left behind must not survive into the next experiment.
+        self.revert()
+        return sha
+
+    def revert(self) -> None:
+        """Back to the last kept commit: changes undone, untracked and ignored files removed."""
+        tip = self.tip()
+        self.tree.must("reset", "--hard", "--quiet", tip)
+        self.tree.must("clean", "-ffdxq")
+
+    def is_clean(self) -> bool:
+        return not self.tree.is_dirty()
+
+
+class BaselineTree:
+    """A detached worktree at the current best: the baseline arm of every measurement.
+
+    It moves only when the best moves, so that its build is reused from one experiment to the
+    next; a bench that dirtied it is undone before it is measured again.
+    """
+
+    def __init__(self, source: Repo, path: Path):
+        self.source = source
+        self.path = path.resolve()
+
+    def ensure(self, commit: str) -> bool:
+        """Check out `commit`; True when the tree changed (so its build is stale)."""
+        if self.path not in self.source.worktrees() or not self.path.exists():
+            self.source.run("worktree", "prune")
+            if self.path.exists():
+                raise WorkspaceError(f"{self.path}: exists but is not the baseline worktree")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.source.must("worktree", "add", "--quiet", "--detach", str(self.path), commit)
+            return True
+        tree = Repo(self.path, self.source.hooks)
+        if tree.head() == commit and not tree.is_dirty():
+            return False
+        tree.must("checkout", "--quiet", "--force", "--detach", commit)
+        tree.must("clean", "-ffdxq")
+        return True
+
+
+def open_workspace(
+    repo_path: Path, branch: str, worktree_path: Path, base: str, hooks: bool = False
+) -> Workspace:
+    """Create the session branch and worktree, or reattach to them after a restart."""
+    source = open_repo(repo_path, hooks)
+    if not source.branch_exists(branch):
+        base_sha = source.resolve(base)
+        if base_sha is None:
+            raise WorkspaceError(f"{source.path}: base revision '{base}' not found ([target] base)")
+        source.must("branch", branch, base_sha)
+    registered = source.worktrees()
+    wanted_ref = f"refs/heads/{branch}"
+    holder = next((p for p, ref in registered.items() if ref == wanted_ref), None)
+    worktree_path = worktree_path.resolve()
+    if holder is not None and holder != worktree_path:
+        raise WorkspaceError(
+            f"branch {branch} is checked out at {holder}; check out another branch there "
+            "so the session can use its own worktree"
+        )
+    if holder is None or not worktree_path.exists():
+        source.run("worktree", "prune")
+        if worktree_path.exists() and any(worktree_path.iterdir()):
+            raise WorkspaceError(f"{worktree_path}: exists but is not the session's worktree")
+        worktree_path.parent.mkdir(parents=True, exist_ok=True)
+        source.must("worktree", "add", "--quiet", str(worktree_path), branch)
+    workspace = Workspace(source, Repo(worktree_path, hooks), branch)
+    if workspace.tree.head() != workspace.tip():
+        # HEAD left detached or moved by hand inside the worktree: go back to the branch.
+        workspace.tree.must("checkout", "--quiet", "--force", branch)
+    return workspace
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else ""
