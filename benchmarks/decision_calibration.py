@@ -29,12 +29,12 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import mannwhitneyu
 
-from autoresearch.bench.measure import Harness
-from autoresearch.bench.proc import RunResult
+from autoresearch.bench.measure import Harness, measure_pair
+from autoresearch.bench.runners import SimulatedRunner
 from autoresearch.config import load_config
-from autoresearch.decide.rule import Judge
+from autoresearch.decide.calibration import Calibration
 from autoresearch.decide.stats import robust_cv_pct
-from autoresearch.loop.calibration import calibrate
+from autoresearch.loop.calibrate import calibrate
 
 WINS = (0.02, 0.05, 0.10)
 LOSSES = (0.02, 0.05, 0.10)
@@ -74,9 +74,10 @@ NOISES = [
 ]
 
 
-class SimulatedRunner:
-    """A bench host whose runs print one METRIC line drawn from `noise`: the candidate's
-    worktree measures `factor` times the baseline's true value."""
+class NoiseModel:
+    """A bench whose runs print one METRIC line drawn from `noise`: the candidate's worktree
+    measures `factor` times the baseline's true value. Plugged into the package's
+    `SimulatedRunner`, so that the real measurement path runs."""
 
     def __init__(self, noise: Noise, rng: np.random.Generator, candidate_dir: Path):
         self.noise, self.rng, self.candidate_dir = noise, rng, candidate_dir
@@ -84,15 +85,14 @@ class SimulatedRunner:
         self.reset()
 
     def reset(self) -> None:
-        """A new experiment: the run count, the drift's sign, where the step falls."""
-        self.index = 0
+        """A new experiment: the drift's sign, where the step falls."""
         self.sign = self.rng.choice((-1.0, 1.0))
         self.step_at = int(self.rng.integers(0, 60))
         self.pair_load = 0.0
 
-    def run(self, command: str, *, cwd: Path, log_path: Path, **_) -> RunResult:
+    def __call__(self, cwd: Path, index: int) -> dict[str, float]:
         n = self.noise
-        if self.index % 2 == 0:
+        if index % 2 == 0:
             self.pair_load = self.rng.normal(0, n.pair_cv) if n.pair_cv else 0.0
         if n.tail == "heavy":
             e = n.cv * self.rng.standard_t(2)
@@ -102,13 +102,10 @@ class SimulatedRunner:
             e = self.rng.normal(0, n.cv)
         center = 100.0 * (self.factor if cwd == self.candidate_dir else 1.0)
         value = center * (1 + e) * (1 + self.pair_load)
-        value *= 1 + self.sign * n.drift * self.index
-        if n.step and self.index >= self.step_at:
+        value *= 1 + self.sign * n.drift * index
+        if n.step and index >= self.step_at:
             value *= 1 + n.step
-        value = max(value, center * 0.05)
-        self.index += 1
-        log_path.write_text(f"METRIC t_ms={value:.6f}\n")
-        return RunResult(command, 0, False, False, 0.0, str(log_path), "")
+        return {"t_ms": max(value, center * 0.05)}
 
 
 class Bench:
@@ -119,61 +116,47 @@ class Bench:
         self.arms = (tmp / "baseline", tmp / "candidate")
         for arm in self.arms:
             arm.mkdir(exist_ok=True)
-        self.runner = SimulatedRunner(noise, rng, self.arms[1])
+        self.model = NoiseModel(noise, rng, self.arms[1])
+        self.runner = SimulatedRunner(self.model)
         self.harness = Harness(config, env={}, stop=None, runner=self.runner)
 
-    def log_for(self, arm: str, i: int) -> Path:
-        return self.tmp / f"{arm}-{i}.log"
+    def logs(self, name: str) -> Path:
+        return self.tmp / f"{name}.log"
 
     def decide(self, factor: float) -> tuple[bool, int]:
         """Calibrate, then measure one candidate; (kept, bench runs of the decision)."""
-        self.runner.reset()
-        self.runner.factor = 1.0
-        calibration = calibrate(
-            self.config, self.harness, arms=self.arms, commit="0" * 40, log_for=self.log_for
+        self.runner.index = 0
+        self.model.reset()
+        self.model.factor = 1.0
+        record = calibrate(
+            self.config, self.harness, arms=self.arms, commit="0" * 40, logs=self.logs
         )
-        noise = calibration.record.noise_pct["t_ms"]
-        judge = Judge(self.config, calibration.threshold, noise, None)
-        self.runner.factor = factor
-        pair = self.harness.interleave(
-            baseline_dir=self.arms[0],
-            candidate_dir=self.arms[1],
-            log_for=self.log_for,
-            max_pairs=judge.limit,
-            judge=judge.look,
-            looks=judge.looks,
-        )
+        judge = Calibration.from_record(record, "t_ms").judge(self.config)
+        self.model.factor = factor
+        pair = measure_pair(self.harness, self.arms, self.logs, judge=judge)
         runs = len(pair.baseline.runs) + len(pair.candidate.runs)
         return pair.decision.status == "keep", runs
 
 
 def single_shot(noise: Noise, rng, factor: float) -> tuple[bool, int]:
-    runner = SimulatedRunner(noise, rng, Path("c"))
-    values = []
-    for arm, f in ((Path("b"), 1.0), (Path("c"), factor)):
-        runner.factor = f
-        values.append(_value(runner, arm))
-    return values[1] < values[0], 2
+    model = NoiseModel(noise, rng, Path("c"))
+    baseline = model(Path("b"), 0)["t_ms"]
+    model.factor = factor
+    return model(Path("c"), 1)["t_ms"] < baseline, 2
 
 
 def fixed_10v10(noise: Noise, rng, factor: float) -> tuple[bool, int]:
-    runner = SimulatedRunner(noise, rng, Path("c"))
-    b = [_value(runner, Path("b")) for _ in range(10)]
-    runner.factor = factor
-    c = [_value(runner, Path("c")) for _ in range(10)]
+    model = NoiseModel(noise, rng, Path("c"))
+    b = [model(Path("b"), i)["t_ms"] for i in range(10)]
+    model.factor = factor
+    c = [model(Path("c"), 10 + i)["t_ms"] for i in range(10)]
     return mannwhitneyu(c, b, alternative="less").pvalue < 0.05, 20
 
 
-def _value(runner: SimulatedRunner, arm: Path) -> float:
-    with tempfile.NamedTemporaryFile("r", suffix=".log") as log:
-        runner.run("bench", cwd=arm, log_path=Path(log.name))
-        return float(Path(log.name).read_text().split("=")[1])
-
-
-def _first_value(runner: SimulatedRunner) -> float:
-    runner.reset()
-    runner.step_at = 1
-    return _value(runner, Path("b"))
+def _first_value(model: NoiseModel) -> float:
+    model.reset()
+    model.step_at = 1
+    return model(Path("b"), 0)["t_ms"]
 
 
 def rate(decide, trials: int, factor: float) -> tuple[float, float]:
@@ -218,7 +201,7 @@ def main() -> int:
         for noise in NOISES:
             if args.only and args.only not in noise.name:
                 continue
-            sample = SimulatedRunner(noise, rng, Path("c"))
+            sample = NoiseModel(noise, rng, Path("c"))
             # One run's noise around its moment: the drift and the step are left out.
             cv = robust_cv_pct([_first_value(sample) for _ in range(2000)]) / 100
             print(f"measuring {noise.name} (robust CV {cv:.1%})", file=sys.stderr)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from conftest import experiments, git, run, run_cli
 
-from autoresearch.bench.measure import Harness
+from autoresearch.bench.measure import Harness, measure_pair
 from autoresearch.config import load_config
 from autoresearch.journal.store import read_journal
 
@@ -170,12 +170,8 @@ def test_warmup_runs_are_dropped_repeats_make_one_sample_and_cpus_pin(tmp_path):
     for arm in arms:
         arm.mkdir()
 
-    pair = Harness(config, env={}, stop=None).interleave(
-        baseline_dir=arms[0],
-        candidate_dir=arms[1],
-        log_for=lambda arm, i: tmp_path / "logs" / f"{arm}-{i}.log",
-        max_pairs=2,
-    )
+    logs = lambda name: tmp_path / "logs" / f"{name}.log"  # noqa: E731
+    pair = measure_pair(Harness(config, env={}, stop=None), arms, logs, pairs=2)
 
     assert pair.failure is None, pair.detail
     # Run 0 of each arm was the warm-up; then three runs a sample, the best of them: the
@@ -186,12 +182,7 @@ def test_warmup_runs_are_dropped_repeats_make_one_sample_and_cpus_pin(tmp_path):
     assert len(pair.warmup.runs) == 2 and len(pair.baseline.runs) == 6
     median = dataclasses.replace(config.bench, aggregate="median", warmup_runs=0)
     config = dataclasses.replace(config, bench=median)
-    again = Harness(config, env={}, stop=None).interleave(
-        baseline_dir=arms[0],
-        candidate_dir=arms[1],
-        log_for=lambda arm, i: tmp_path / "logs" / f"{arm}-{i}.log",
-        max_pairs=1,
-    )
+    again = measure_pair(Harness(config, env={}, stop=None), arms, logs, pairs=1)
     assert again.baseline.samples["t_ms"] == [108]  # runs 7, 8, 9: the median
 
 

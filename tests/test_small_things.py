@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import run_cli
 
-from autoresearch.loop.calibration import _aa_check
+from autoresearch.loop.calibrate import _aa_check
 from autoresearch.report.render import _shorten
 
 

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from ..bench.proc import running
+from ..bench.proc import running, spawn_detached
 from ..config import Config
 from ..errors import UserError
 from ..journal.draft import NEXT_ACTION
@@ -192,16 +191,10 @@ def start_detached(
         config.session.name,
         *try_args,
     ]
-    with open(tries / f"{label}.json", "wb") as out, open(tries / f"{label}.log", "wb") as log:
-        child = subprocess.Popen(
-            command,
-            cwd=cwd,
-            stdout=out,
-            stderr=log,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
-    (tries / f"{label}.pid").write_text(str(child.pid))
+    pid = spawn_detached(
+        command, cwd=cwd, stdout=tries / f"{label}.json", stderr=tries / f"{label}.log"
+    )
+    (tries / f"{label}.pid").write_text(str(pid))
     return {"id": label, "status": "running", "log": str(tries / f"{label}.log")}
 
 

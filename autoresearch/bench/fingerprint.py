@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import platform
 import socket
-import subprocess
+from pathlib import Path
+
+from .proc import capture
 
 __all__ = ["environment"]
 
@@ -26,10 +28,5 @@ def environment() -> dict[str, str | int | None]:
 
 
 def _version(command: list[str]) -> str | None:
-    try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S, check=False
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return done.stdout.strip() or None if done.returncode == 0 else None
+    done = capture(command, cwd=Path.cwd(), timeout_s=TOOL_TIMEOUT_S)
+    return done.text().strip() or None if done.ok else None

@@ -1,7 +1,11 @@
-"""Bench runs -> samples per metric: two arms, each built once, run alternately.
+"""The one measurement: two arms built, then run alternately until the rule decides.
 
-Alternating B C C B B C ... puts both arms through the same drift of a shared machine, so that
-drift cancels instead of passing for an effect.
+Calibration (the best against itself), an experiment (the best against a candidate), the
+confirmation (the base against the tip), `try` and a bench host all measure through
+`measure_pair`. Alternating B C C B B C ... puts both arms through the same drift of a shared
+machine, so that drift cancels instead of passing for an effect. How a failed build or run
+becomes a record status is decided here and nowhere else (`run_failure`,
+`PairMeasurement.status`).
 """
 
 from __future__ import annotations
@@ -13,14 +17,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..config import Config
-from ..decide.rule import Decision
+from ..decide.rule import Decision, Judge
 from ..errors import MetricParseError
 from ..loop.session_dir import require_space
+from ..repo.workspace import BaselineTree
+from ..statuses import Status
 from .metrics import parse_output
 from .proc import RunResult, read_log
 from .runners import LocalRunner, Runner
 
-__all__ = ["BASELINE", "CANDIDATE", "Harness", "Measurement", "PairMeasurement"]
+__all__ = [
+    "BASELINE",
+    "CANDIDATE",
+    "Harness",
+    "Measurement",
+    "PairMeasurement",
+    "measure_pair",
+    "prepare_baseline",
+    "run_failure",
+]
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 
@@ -64,6 +79,21 @@ class PairMeasurement:
     builds: list[RunResult] = field(default_factory=list)
     warmup: Measurement = field(default_factory=Measurement)  # runs made and dropped
 
+    @property
+    def status(self) -> Status | None:
+        """The record status of a measurement that failed: the best failing is no verdict on
+        the candidate (undecided, tried again); None when it did not fail."""
+        if self.failure is None:
+            return None
+        if self.failure in (Status.INTERRUPTED, Status.TAMPERED):
+            return Status(self.failure)
+        return Status.BASELINE_FAILED if self.failed_arm == BASELINE else Status(self.failure)
+
+    @property
+    def logs(self) -> list[str]:
+        """Every bench run's log, baseline arm first."""
+        return self.baseline.logs + self.candidate.logs
+
 
 class Harness:
     """Runs a config's build and bench commands, with logs, timeouts and the stop signal."""
@@ -96,6 +126,20 @@ class Harness:
         if not self.config.bench.build:
             return None
         return self._run(self.config.bench.build, cwd, log)
+
+    def checks(self, cwd: Path, log: Path, on_start: Callable[[int], None] | None = None):
+        """One run of the checks in `cwd`, with their own timeout and environment."""
+        checks = self.config.checks
+        return self.runner.run(
+            checks.command,
+            cwd=cwd,
+            log_path=log,
+            timeout_s=checks.timeout_s,
+            env={**self.env, **checks.env},
+            stop=self.stop,
+            on_start=on_start or self.on_start,
+            token=self.token,
+        )
 
     def bench(self, cwd: Path, log: Path, sentinels_only: bool = False) -> RunResult:
         """One bench run (or one of `bench.sentinel_command`), its output left for the caller
@@ -139,10 +183,10 @@ class Harness:
     ) -> dict[str, float] | None:
         outcome = self.bench(cwd, log, sentinels_only)
         into.runs.append(outcome)
-        failure, detail = _failure(outcome)
+        failure, detail = run_failure(outcome, "bench")
         tampered = self.verify(False) if self.verify is not None and check else None
         if tampered is not None:
-            failure, detail = "tampered", tampered
+            failure, detail = Status.TAMPERED, tampered
         if failure is None:
             try:
                 values = parse_output(
@@ -151,7 +195,7 @@ class Harness:
                     source=outcome.log_path,
                 )
             except MetricParseError as exc:
-                failure, detail = "crash", str(exc)
+                failure, detail = Status.CRASH, str(exc)
             else:
                 if sentinels_only:
                     what, needed = "bench.sentinel_command", [s.name for s in self.config.sentinel]
@@ -159,7 +203,7 @@ class Harness:
                     what, needed = "bench", [self.config.metric.name]
                 missing = [name for name in needed if name not in values]
                 if missing:
-                    failure = "crash"
+                    failure = Status.CRASH
                     detail = f"{what} printed no 'METRIC {missing[0]}=...' line; log: {log}"
         if failure is not None:
             require_space(Path(outcome.log_path), "the bench's output")
@@ -167,8 +211,9 @@ class Harness:
             return None
         return values
 
-    def interleave(
+    def _interleave(
         self,
+        pair: PairMeasurement,
         *,
         baseline_dir: Path,
         candidate_dir: Path,
@@ -181,8 +226,7 @@ class Harness:
     ) -> PairMeasurement:
         """Alternate the arms (B C, C B, ...) until `judge` decides at a look or the cap.
         While `awaiting_sentinels()` (a win stands, its sentinels unresolved), the pairs run
-        `bench.sentinel_command` when there is one."""
-        pair = PairMeasurement()
+        `bench.sentinel_command` when there is one. Called by `measure_pair` only."""
         arms = {BASELINE: (baseline_dir, pair.baseline), CANDIDATE: (candidate_dir, pair.candidate)}
         # Warm-up runs of each arm, measured and dropped: the first runs after a build pay
         # for cold caches that later runs do not.
@@ -212,7 +256,7 @@ class Harness:
                     return self._verified(pair)
             if judge is not None and (i in (looks or []) or i == max_pairs):
                 # Nothing is decided on runs that something outside the patch swayed.
-                if self._verified(pair).failure == "tampered":
+                if self._verified(pair).failure == Status.TAMPERED:
                     return pair
                 pair.decision = judge(pair.baseline.samples, pair.candidate.samples, i == max_pairs)
                 if pair.decision is not None:
@@ -222,8 +266,8 @@ class Harness:
     def _verified(self, pair: PairMeasurement) -> PairMeasurement:
         """The whole check (your checkout too): a violation makes the measurement tampered."""
         tampered = self.verify(True) if self.verify is not None else None
-        if tampered is not None and pair.failure != "tampered":
-            pair.failure, pair.decision, pair.detail = "tampered", None, tampered
+        if tampered is not None and pair.failure != Status.TAMPERED:
+            pair.failure, pair.decision, pair.detail = Status.TAMPERED, None, tampered
         return pair
 
     def _run(self, command: str, cwd: Path, log: Path) -> RunResult:
@@ -239,11 +283,72 @@ class Harness:
         )
 
 
-def _failure(outcome: RunResult) -> tuple[str | None, str]:
+def run_failure(outcome: RunResult, what: str) -> tuple[Status | None, str]:
+    """What a failed build or bench run means for the record: (status, detail), or (None, "")."""
     if outcome.timed_out:
-        return "timeout", f"bench {outcome.describe()}"
+        return Status.TIMEOUT, f"{what} {outcome.describe()}; log: {outcome.log_path}"
     if outcome.interrupted:
-        return "interrupted", "bench stopped by a signal"
+        return Status.INTERRUPTED, f"{what} stopped by a signal"
     if outcome.exit_code != 0:
-        return "crash", f"bench failed ({outcome.describe()}); log: {outcome.log_path}"
+        return Status.CRASH, f"{what} {outcome.describe()}; log: {outcome.log_path}"
     return None, ""
+
+
+def prepare_baseline(
+    harness: Harness, tree: BaselineTree, commit: str, log: Path
+) -> PairMeasurement | None:
+    """The baseline arm at `commit`, built once for as long as it stays there: None when it is
+    ready, else a measurement holding why not (its build failed, or was stopped)."""
+    if not tree.ensure(commit) and tree.built_at == commit:
+        return None
+    tree.mark_built(None)
+    built = harness.build(tree.path, log)
+    failure, detail = run_failure(built, "build") if built is not None else (None, "")
+    if failure is not None:
+        return PairMeasurement(
+            builds=[built],
+            failure=failure,
+            failed_arm=BASELINE,
+            detail=f"the build of the best {commit[:10]} failed: {detail}",
+        )
+    tree.mark_built(commit)
+    return None
+
+
+def measure_pair(
+    harness: Harness,
+    arms: tuple[Path, Path],
+    logs: Callable[[str], Path],
+    *,
+    build: bool = True,
+    judge: Judge | None = None,
+    pairs: int = 0,
+    on_run: Callable[[str, int], None] | None = None,
+) -> PairMeasurement:
+    """Baseline `arms[0]` (ready: see `prepare_baseline`) against candidate `arms[1]`: build
+    the candidate (unless `build` is False), then run both alternately until `judge` decides
+    at one of its looks, or for `pairs` pairs without one. `logs(name)` is where each run's
+    output goes ("build", "baseline-3", ...). A failure is in the result (`failure`,
+    `failed_arm`, `status`), never raised."""
+    pair = PairMeasurement()
+    built = harness.build(arms[1], logs("build")) if build else None
+    if built is not None:
+        pair.builds.append(built)
+        failure, detail = run_failure(built, "build")
+        tampered = harness.verify(True) if harness.verify is not None else None
+        if tampered is not None:
+            failure, detail = Status.TAMPERED, f"build: {tampered}"
+        if failure is not None:
+            pair.failure, pair.failed_arm, pair.detail = failure, CANDIDATE, detail
+            return pair
+    return harness._interleave(
+        pair,
+        baseline_dir=arms[0],
+        candidate_dir=arms[1],
+        log_for=lambda arm, i: logs(f"{arm}-{i}"),
+        max_pairs=judge.limit if judge is not None else pairs,
+        judge=judge.look if judge is not None else None,
+        looks=judge.looks if judge is not None else None,
+        on_run=on_run,
+        awaiting_sentinels=(lambda: judge.awaiting_sentinels) if judge is not None else None,
+    )

@@ -23,15 +23,18 @@ from pathlib import Path
 
 __all__ = [
     "TOKEN_ENV",
+    "Captured",
     "RunResult",
     "StopFlag",
     "become_subreaper",
+    "capture",
     "find_processes",
     "kill_processes",
     "process_token",
     "read_log",
     "run",
     "running",
+    "spawn_detached",
     "tail_text",
 ]
 
@@ -42,6 +45,7 @@ TAIL_CHARS = 4000
 TOKEN_ENV = "AUTORESEARCH_RUN_TOKEN"
 KILL_ROUNDS = 20  # a process that forks as fast as it is killed gets this many sweeps
 PR_SET_CHILD_SUBREAPER = 36
+CAPTURE_TIMEOUT_S = 300.0  # a git call or a version query: minutes would mean a hang
 
 
 # Commands running beside others (an agent preparing the next proposal while the bench runs):
@@ -186,6 +190,73 @@ def run(
         log_path=str(log_path),
         tail=tail_text(read_log(log_path)),
     )
+
+
+@dataclass(frozen=True)
+class Captured:
+    """A short helper command's outcome (git, a version query): its output in memory."""
+
+    code: int | None
+    out: bytes
+    err: bytes
+    timed_out: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.code == 0 and not self.timed_out
+
+    def text(self) -> str:
+        return self.out.decode(errors="replace")
+
+    def why(self) -> str:
+        """Its last line of error output (or a timeout), for a one-line message."""
+        if self.timed_out:
+            return "timed out"
+        lines = self.err.decode(errors="replace").strip().splitlines()
+        return lines[-1] if lines else f"exit code {self.code}"
+
+
+def capture(
+    argv: list[str],
+    *,
+    cwd: Path,
+    timeout_s: float = CAPTURE_TIMEOUT_S,
+    env: dict[str, str] | None = None,
+    stdin: bytes | None = None,
+) -> Captured:
+    """Run a helper (no shell) in its own session and collect its output; past `timeout_s` the
+    whole group is killed. For the short commands the loop asks things of, not the target's."""
+    try:
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env={**os.environ, **env} if env is not None else None,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        return Captured(None, b"", str(exc).encode())
+    try:
+        out, err = proc.communicate(stdin, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        _signal(proc.pid, signal.SIGKILL, group=True)
+        out, err = proc.communicate()
+        return Captured(proc.returncode, out, err, timed_out=True)
+    finally:
+        _signal(proc.pid, signal.SIGKILL, group=True)  # nothing it started outlives it
+    return Captured(proc.returncode, out, err)
+
+
+def spawn_detached(argv: list[str], *, cwd: Path, stdout: Path, stderr: Path) -> int:
+    """Start `argv` in a session of its own that outlives this process (a background `try`);
+    its pid."""
+    with open(stdout, "wb") as out, open(stderr, "wb") as err:
+        child = subprocess.Popen(
+            argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+        )
+    return child.pid
 
 
 def _kill_tree(

@@ -1,10 +1,12 @@
-"""Where bench, build and checks commands run: the seam between the loop and a machine.
+"""Where build, bench, sentinel and checks commands run: the seam between the loop and a machine.
 
-The loop's logic (patch checks, the decision rule, the journal, git) never runs a command
-itself; a runner does, and hands back what `proc.run` returns. `LocalRunner` runs it here, as
-a subprocess with a timeout and a process group; the calibration benchmark plugs in a runner
-that writes simulated bench output instead, so that it measures the real interleaving and
-decision code; a runner for remote bench hosts fits the same place.
+The loop's logic (patch checks, the decision rule, the journal, git) never runs a target's
+command itself; a runner does, and hands back what `proc.run` returns. `LocalRunner` runs it
+here, as a subprocess with a timeout and a process group. `SimulatedRunner` prints what a
+model of the bench says instead, so that the calibration benchmark and the decision tests go
+through the real measurement path (interleaving, parsing, looks) on known truth, unmoved by
+the machine's load. A bench host (cluster/host.py) runs the same measurement with a
+`LocalRunner` of its own.
 """
 
 from __future__ import annotations
@@ -16,7 +18,11 @@ from typing import Protocol
 
 from .proc import RunResult, run
 
-__all__ = ["LocalRunner", "Runner"]
+# What a simulated bench prints for one run: metric -> value, given the arm's directory and
+# the number of the run (0, 1, ...) since the runner was made or reset.
+BenchModel = Callable[[Path, int], dict[str, float]]
+
+__all__ = ["LocalRunner", "Runner", "SimulatedRunner"]
 
 
 class Runner(Protocol):
@@ -44,3 +50,18 @@ class LocalRunner:
 
     def run(self, command: str, **kwargs) -> RunResult:
         return run(command, cpus=self.cpus, **kwargs)
+
+
+class SimulatedRunner:
+    """No process: each command prints the METRIC lines `model(cwd, index)` gives."""
+
+    def __init__(self, model: BenchModel):
+        self.model = model
+        self.index = 0
+
+    def run(self, command: str, *, cwd: Path, log_path: Path, **_) -> RunResult:
+        values = self.model(Path(cwd), self.index)
+        self.index += 1
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.write_text("".join(f"METRIC {k}={v:.6f}\n" for k, v in values.items()))
+        return RunResult(command, 0, False, False, 0.0, str(log_path), "")

@@ -27,7 +27,8 @@ from typing import Any
 
 from ..bench.measure import BASELINE, CANDIDATE
 from ..config import Config
-from ..decide.rule import Decision, Judge
+from ..decide.calibration import Calibration
+from ..decide.rule import Decision
 from ..errors import UserError
 from ..journal.draft import Draft
 from ..journal.records import CalibrationRecord, ExperimentRecord
@@ -36,19 +37,13 @@ from ..loop.driver import (
     SessionOutcome,
     account,
     adopt_calibration,
-    check_patch,
     confirm_wanted,
-    keep,
-    new_draft,
-    proposal_context,
-    run_checks,
-    save_patch,
     second_look_hypothesis,
     session_outcome,
     stop_reason,
-    wants_checks,
 )
-from ..loop.session import RunOptions, Session, harness_env, open_session
+from ..loop.experiment import check_patch, keep, new_draft, run_checks, save_patch, wants_checks
+from ..loop.session import RunOptions, Session, harness_env, open_session, proposal_context
 from ..loop.session_dir import read_inflight
 from ..progress import Progress
 from ..proposers import Hypothesis
@@ -196,8 +191,8 @@ class Driver:
             if self.again:
                 self.send(self.again.popleft())
                 continue
-            cap = run.options.max_experiments or run.config.budget.max_experiments
-            if run.done + len(self.flights) >= cap or not self._ask:
+            cap = run.config.budget.max_experiments
+            if run.tally.done + len(self.flights) >= cap or not self._ask:
                 return
             context = proposal_context(run)
             flying = {f.hypothesis.sha256 for f in self.flights}
@@ -223,8 +218,8 @@ class Driver:
         """The driver's half before the bench: number, draft, patch checks. None when the
         hypothesis ended here (its record is written)."""
         run = self.run
-        n = run.next_n
-        run.next_n += 1
+        n = run.tally.next_n
+        run.tally.next_n += 1
         draft = new_draft(run, hypothesis, n, run.paths.flights / f"{n:04d}.json")
         run.progress.experiment(n, None, hypothesis.title)
         draft.phase("apply")
@@ -328,7 +323,7 @@ class Driver:
             self.record(flight.draft, flight.draft.finish("interrupted", why, error=why))
             return
         host = _host_name(result)
-        if result.get("calibration"):
+        if result.get("calibration_new"):
             self.journal_calibration(result, host)
         flight.draft.note(
             cluster={
@@ -343,9 +338,7 @@ class Driver:
         )
         measured = self.copy_logs(flight.exp_id, result)
         if result.get("failure"):
-            status = result["failure"]
-            if result.get("failed_arm") == BASELINE and status != "interrupted":
-                status = "baseline_failed"
+            status = result["failure"]  # mapped on the host, as the loop maps it
             why = f"on {host}: {result['detail']}"
             self.record(flight.draft, flight.draft.finish(status, why, error=why, **measured))
             return
@@ -360,7 +353,9 @@ class Driver:
     def replay(self, result: dict[str, Any]) -> Decision:
         """The decision rule on the host's samples, with the host's own calibration: the
         decision is the driver's."""
-        judge = Judge(self.run.config, **result["judge"])
+        config = self.run.config
+        record = CalibrationRecord.from_dict(result["calibration"])
+        judge = Calibration.from_record(record, config.metric.name).judge(config)
         decision = judge.replay(result[BASELINE]["samples"], result[CANDIDATE]["samples"])
         if decision is None:  # the host stopped before a look: only with a bug; say so
             raise UserError("the host's runs end before any look of the rule")
@@ -516,7 +511,7 @@ class Driver:
             run.progress.info(
                 f"{fields['id']} was in flight when the driver stopped: sending it again"
             )
-            run.next_n = max(run.next_n, int(fields.get("n", 0)) + 1)
+            run.tally.next_n = max(run.tally.next_n, int(fields.get("n", 0)) + 1)
             flight = Flight(
                 hypothesis, draft, patch, fields.get("touched_files") or [], parent=run.ws.tip()
             )

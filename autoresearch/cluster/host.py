@@ -15,7 +15,6 @@ import functools
 import json
 import re
 import socket
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -23,16 +22,27 @@ from pathlib import Path
 from typing import Any
 
 from ..bench.fingerprint import environment
-from ..bench.measure import BASELINE, CANDIDATE, Harness, Measurement, PairMeasurement
-from ..bench.proc import RunResult, read_log
+from ..bench.measure import (
+    BASELINE,
+    CANDIDATE,
+    Harness,
+    Measurement,
+    PairMeasurement,
+    measure_pair,
+    prepare_baseline,
+)
+from ..bench.proc import RunResult, capture, read_log
 from ..config import Config
+from ..decide.calibration import Calibration
 from ..decide.rule import Judge
 from ..errors import UserError
 from ..journal.draft import now_iso
-from ..loop.calibration import calibrate, run_seconds
+from ..journal.records import CalibrationRecord
+from ..loop.calibrate import calibrate
 from ..loop.session_dir import write_json_atomic
 from ..repo.gitrepo import Repo
-from ..repo.workspace import BaselineTree
+from ..repo.workspace import BaselineTree, apply_patch
+from ..statuses import Status
 
 __all__ = ["Job", "run_job"]
 
@@ -72,22 +82,22 @@ def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -
     harness = Harness(job.config, env=job.env, stop=None)
     try:
         host.fetch(job, bundle)
-        host.prepare_baseline(job, harness)
-        if job.kind == "confirm":
+        pair = host.prepare_baseline(job, harness)
+        if pair is None and job.kind == "confirm":
             pair = host.confirm(job, harness)
-        else:
-            calibration = host.calibration(job, harness)
-            out["calibration"] = calibration["record"] if calibration["new"] else None
-            out["judge"] = calibration["judge"]
-            pair = host.experiment(job, harness, Judge(job.config, **calibration["judge"]))
+        elif pair is None:
+            record, new = host.calibration(job, harness)
+            out["calibration"], out["calibration_new"] = record.to_dict(), new
+            judge = Calibration.from_record(record, job.config.metric.name).judge(job.config)
+            pair = host.experiment(job, harness, judge)
     except _Failed as failed:
         out |= {"failure": failed.status, "failed_arm": failed.arm, "detail": failed.detail}
-        pair = failed.pair
+        pair = None
     if pair is not None:
         out |= {
-            "failure": out["failure"] or pair.failure,
-            "failed_arm": out["failed_arm"] or pair.failed_arm,
-            "detail": out["detail"] or pair.detail,
+            "failure": pair.status,
+            "failed_arm": pair.failed_arm,
+            "detail": pair.detail,
             BASELINE: _arm(pair.baseline),
             CANDIDATE: _arm(pair.candidate),
         }
@@ -98,11 +108,11 @@ def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -
 
 
 class _Failed(Exception):
-    """The job cannot measure: a failed fetch, apply or build, named for the record."""
+    """The job cannot measure: a failed fetch, apply or calibration, named for the record."""
 
-    def __init__(self, status: str, detail: str, arm: str | None = None, pair=None):
+    def __init__(self, status: Status, detail: str, arm: str | None = None):
         super().__init__(detail)
-        self.status, self.detail, self.arm, self.pair = status, detail, arm, pair
+        self.status, self.detail, self.arm = status, detail, arm
 
 
 class Host:
@@ -118,10 +128,12 @@ class Host:
                 lock.unlink(missing_ok=True)
         if not (self.repo_path / ".git").exists():
             self.repo_path.mkdir(parents=True, exist_ok=True)
-            subprocess.run(["git", "init", "--quiet", str(self.repo_path)], check=True)
+            made = capture(["git", "init", "--quiet", str(self.repo_path)], cwd=root)
+            if not made.ok:
+                raise UserError(f"{self.repo_path}: git init failed: {made.why()}")
         self.repo = Repo(self.repo_path)
         self.trees = {
-            BASELINE: BaselineTree(self.repo, root / "baseline"),
+            BASELINE: BaselineTree(self.repo, root / "baseline", stamp=root / "baseline.built"),
             CANDIDATE: BaselineTree(self.repo, root / "candidate"),
         }
 
@@ -146,31 +158,19 @@ class Host:
         missing = [c for c in wanted if not self.repo.resolve(f"{c}^{{commit}}")]
         if not fetched.ok or missing:
             raise _Failed(
-                "interrupted",
+                Status.INTERRUPTED,
                 f"this host could not fetch {', '.join(c[:10] for c in missing)} "
                 f"({fetched.err.strip() or 'not in what it fetched'})",
             )
 
-    def prepare_baseline(self, job: Job, harness: Harness) -> None:
-        """The baseline arm at the job's parent, built once for as long as it stays there."""
-        stamp = self.root / "baseline.built"
-        moved = self.trees[BASELINE].ensure(job.parent)
-        if moved or not stamp.exists() or stamp.read_text() != job.parent:
-            stamp.unlink(missing_ok=True)
-            built = harness.build(self.trees[BASELINE].path, self.log(job.exp_id, "build-baseline"))
-            if built is not None and not built.ok:
-                pair = PairMeasurement(builds=[built])
-                raise _Failed(
-                    "baseline_failed",
-                    f"the build of the best {job.parent[:10]} failed on this host "
-                    f"({built.describe()})",
-                    BASELINE,
-                    pair,
-                )
-            stamp.write_text(job.parent)
+    def prepare_baseline(self, job: Job, harness: Harness) -> PairMeasurement | None:
+        """The baseline arm at the job's parent, built once for as long as it stays there;
+        a measurement holding the failure when it cannot be."""
+        log = self.log(job.exp_id, "build-baseline")
+        return prepare_baseline(harness, self.trees[BASELINE], job.parent, log)
 
-    def candidate_at(self, job: Job, harness: Harness, commit: str, patch: bytes) -> None:
-        """The candidate arm: `commit`, plus `patch` when there is one, built."""
+    def candidate_at(self, commit: str, patch: bytes) -> Path:
+        """The candidate arm's tree at `commit`, plus `patch` when there is one (unbuilt)."""
         tree = self.trees[CANDIDATE]
         moved = tree.ensure(commit)  # a moved or dirty tree is checked out afresh and cleaned
         repo = Repo(tree.path)
@@ -179,71 +179,45 @@ class Host:
         if patch:
             patch_file = self.root / "candidate.patch"
             patch_file.write_bytes(patch)
-            applied = repo.run("apply", "--whitespace=nowarn", str(patch_file))
+            applied = apply_patch(repo, patch_file)
             if not applied.ok:
-                applied = repo.run("apply", "--3way", "--whitespace=nowarn", str(patch_file))
-            if not applied.ok:
-                raise _Failed("apply_failed", f"on this host: {applied.err.strip()}", CANDIDATE)
-        built = harness.build(tree.path, self.log(job.exp_id, "build"))
-        if built is not None and not built.ok:
-            pair = PairMeasurement(builds=[built])
-            status = "timeout" if built.timed_out else "crash"
-            raise _Failed(status, f"build {built.describe()}", CANDIDATE, pair)
+                raise _Failed(Status.APPLY_FAILED, f"on this host: {applied.message}", CANDIDATE)
+        return tree.path
 
-    def calibration(self, job: Job, harness: Harness) -> dict[str, Any]:
-        """This host's calibration of the best: measured once per best, then remembered."""
+    def calibration(self, job: Job, harness: Harness) -> tuple[CalibrationRecord, bool]:
+        """This host's calibration of the best: measured once per best, then remembered;
+        whether it was measured now."""
         path = self.root / "calibrations" / f"{job.parent}.json"
         if path.exists():
-            return {**json.loads(path.read_text()), "new": False}
-        self.candidate_at(job, harness, job.parent, b"")
+            return CalibrationRecord.from_dict(json.loads(path.read_text())), False
         label = f"calibration-{job.parent[:12]}"
         try:
-            result = calibrate(
+            record = calibrate(
                 job.config,
                 harness,
-                arms=(self.trees[BASELINE].path, self.trees[CANDIDATE].path),
+                arms=(self.trees[BASELINE].path, self.candidate_at(job.parent, b"")),
                 commit=job.parent,
-                log_for=lambda arm, i: self.log(label, f"{arm}-{i}"),
+                logs=lambda name: self.log(label, name),
             )
         except UserError as exc:
-            raise _Failed("baseline_failed", f"calibration on this host: {exc}", BASELINE) from None
-        if result is None:
-            raise _Failed("interrupted", "calibration stopped by a signal")
-        record = result.record.to_dict() | {"host": socket.gethostname()}
-        primary = job.config.metric.name
-        found = {
-            "record": record,
-            "judge": {
-                "threshold": result.threshold,
-                "noise_pct": result.record.noise_pct.get(primary),
-                "run_s": run_seconds(result.record),
-                "sentinel_run_s": result.record.sentinel_run_s,
-            },
-        }
-        write_json_atomic(path, found)
-        return {**found, "new": True}
+            raise _Failed(
+                Status.BASELINE_FAILED, f"calibration on this host: {exc}", BASELINE
+            ) from None
+        if record is None:
+            raise _Failed(Status.INTERRUPTED, "calibration stopped by a signal")
+        record = CalibrationRecord.from_dict(record.to_dict() | {"host": socket.gethostname()})
+        write_json_atomic(path, record.to_dict())
+        return record, True
 
     def experiment(self, job: Job, harness: Harness, judge: Judge) -> PairMeasurement:
-        self.candidate_at(job, harness, job.parent, job.patch)
-        return harness.interleave(
-            baseline_dir=self.trees[BASELINE].path,
-            candidate_dir=self.trees[CANDIDATE].path,
-            log_for=lambda arm, i: self.log(job.exp_id, f"{arm}-{i}"),
-            max_pairs=judge.limit,
-            judge=judge.look,
-            looks=judge.looks,
-            awaiting_sentinels=lambda: judge.awaiting_sentinels,
-        )
+        arms = (self.trees[BASELINE].path, self.candidate_at(job.parent, job.patch))
+        return measure_pair(harness, arms, lambda name: self.log(job.exp_id, name), judge=judge)
 
     def confirm(self, job: Job, harness: Harness) -> PairMeasurement:
         assert job.tip is not None
-        self.candidate_at(job, harness, job.tip, b"")
-        return harness.interleave(
-            baseline_dir=self.trees[BASELINE].path,
-            candidate_dir=self.trees[CANDIDATE].path,
-            log_for=lambda arm, i: self.log(job.exp_id, f"{arm}-{i}"),
-            max_pairs=job.runs,
-        )
+        arms = (self.trees[BASELINE].path, self.candidate_at(job.tip, b""))
+        logs = lambda name: self.log(job.exp_id, name)  # noqa: E731
+        return measure_pair(harness, arms, logs, pairs=job.runs)
 
 
 def _host_root(job: Job, workdir: str | None) -> Path:

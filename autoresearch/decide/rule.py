@@ -205,7 +205,7 @@ class Judge:
         self, baseline: dict[str, list[float]], candidate: dict[str, list[float]]
     ) -> Decision | None:
         """The decision on runs made elsewhere (a bench host), look by look as
-        `Harness.interleave` takes them: at each scheduled look and at the limit."""
+        `measure_pair` takes them: at each scheduled look and at the limit."""
         n = _pairs(baseline)
         for i in range(1, n + 1):
             if i in self.looks or i == self.limit:

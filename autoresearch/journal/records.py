@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..errors import JournalError, UserError
+from ..statuses import EXIT_CODES, FAILED_STATUSES, STATUSES, Status
 
 __all__ = [
     "EXIT_CODES",
@@ -23,50 +24,13 @@ __all__ = [
     "ExperimentRecord",
     "ImportRecord",
     "SessionRecord",
+    "Status",
     "json_safe",
+    "no_keep_streak",
     "record_from_dict",
 ]
 
 SCHEMA_VERSION = 1
-STATUSES = (
-    "keep",
-    "discard",
-    "inconclusive",
-    "crash",
-    "timeout",
-    "checks_failed",
-    "apply_failed",
-    "scope_violation",
-    "tampered",
-    "interrupted",
-    "baseline_failed",
-    "refused",
-    "agent_failed",
-)
-# `autoresearch try` exits with its status's code: an agent can branch on it without JSON.
-EXIT_CODES = {
-    "keep": 0,
-    "discard": 10,
-    "inconclusive": 11,
-    "checks_failed": 12,
-    "crash": 13,
-    "timeout": 14,
-    "apply_failed": 15,
-    "scope_violation": 16,
-    "tampered": 17,
-    "interrupted": 18,
-    "baseline_failed": 19,
-    "refused": 20,
-    "agent_failed": 21,
-}
-FAILED_STATUSES = (
-    "crash",
-    "timeout",
-    "checks_failed",
-    "apply_failed",
-    "scope_violation",
-    "tampered",
-)
 
 
 def json_safe(value: Any) -> Any:
@@ -402,3 +366,13 @@ def _describe(hint: Any) -> str:
     return {str: "a string", int: "an integer", float: "a finite number", bool: "a boolean"}.get(
         hint, getattr(hint, "__name__", str(hint))
     )
+
+
+def no_keep_streak(experiments: list[ExperimentRecord]) -> int:
+    """Experiments since the last keep (all of them when nothing was kept)."""
+    streak = 0
+    for record in reversed(experiments):
+        if record.status == Status.KEEP:
+            break
+        streak += 1
+    return streak

@@ -6,6 +6,7 @@ good), so the headline of a session is this one direct comparison, with its inte
 
 from __future__ import annotations
 
+from ..bench.measure import measure_pair
 from ..config import Config
 from ..decide.rule import CONFIDENCE
 from ..decide.stats import compare
@@ -13,15 +14,15 @@ from ..errors import UserError
 from ..journal.draft import now_iso
 from ..journal.records import ConfirmationRecord
 from ..progress import Progress, format_value
+from ..statuses import Status
 from .session import (
     RunOptions,
     Session,
     StopRequested,
-    build_known_good,
     log_label,
     marker,
     open_session,
-    prepare_baseline,
+    prepare_best,
 )
 
 __all__ = ["announce", "confirm", "confirm_session", "confirmation_record"]
@@ -52,26 +53,26 @@ def confirm_session(session: Session, runs: int | None = None) -> ConfirmationRe
         f"confirming: baseline {base[:10]} against tip {tip[:10]}, {runs} runs each, alternating"
     )
     try:
-        prepare_baseline(session, base, label)
-        session.ws.revert()
-        build_known_good(session, session.ws.path, tip, session.paths.log(label, "build-tip"))
+        prepare_best(session, base, label)
     except StopRequested:
-        session.ws.revert()
         session.paths.inflight.unlink(missing_ok=True)
         return None
-    harness = session.harness("confirmation", marker(session, "confirmation"))
-    pair = harness.interleave(
-        baseline_dir=session.baseline_tree.path,
-        candidate_dir=session.ws.path,
-        log_for=lambda arm, i: session.paths.log(label, f"{arm}-{i}"),
-        max_pairs=runs,
-        on_run=lambda arm, i: (
-            progress.info(f"confirmation pair {i}/{runs}") if arm == "baseline" else None
-        ),
-    )
-    session.paths.inflight.unlink(missing_ok=True)
     session.ws.revert()
-    if pair.failure == "interrupted":
+    harness = session.harness("confirmation", marker(session, "confirmation"))
+    try:
+        pair = measure_pair(
+            harness,
+            (session.baseline_tree.path, session.ws.path),
+            lambda name: session.paths.log(label, name),
+            pairs=runs,
+            on_run=lambda arm, i: (
+                progress.info(f"confirmation pair {i}/{runs}") if arm == "baseline" else None
+            ),
+        )
+    finally:
+        session.paths.inflight.unlink(missing_ok=True)
+        session.ws.revert()
+    if pair.failure == Status.INTERRUPTED:
         return None
     if pair.failure:
         raise UserError(f"confirmation failed: {pair.detail}")
@@ -81,7 +82,7 @@ def confirm_session(session: Session, runs: int | None = None) -> ConfirmationRe
         tip,
         runs,
         (pair.baseline.samples, pair.candidate.samples),
-        pair.baseline.logs + pair.candidate.logs,
+        pair.logs,
     )
     session.journal.append(record)
     announce(config, record, progress)

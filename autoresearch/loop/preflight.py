@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..bench.measure import Harness
 from ..bench.metrics import parse_output
-from ..bench.proc import RunResult, read_log, run
+from ..bench.proc import RunResult, read_log
 from ..config import Config
 from ..errors import MetricParseError, WorkspaceError
 from ..repo.gitrepo import open_repo
@@ -90,15 +90,7 @@ def run_preflight(
         result.problems.append(str(exc))
         return result
     result.problems += _missing(config, result.metrics)
-    checks = run(
-        config.checks.command,
-        cwd=cwd,
-        log_path=log_dir / "checks.log",
-        timeout_s=config.checks.timeout_s,
-        env={**config.bench.env, **config.checks.env},
-        stop=harness.stop,
-        token=harness.token,
-    )
+    checks = harness.checks(cwd, log_dir / "checks.log")
     result.checks = checks
     if checks.interrupted:
         result.interrupted = True

@@ -3,47 +3,43 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
-import statistics
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..bench.fingerprint import environment
-from ..bench.measure import Harness
+from ..bench.measure import Harness, prepare_baseline
 from ..bench.proc import StopFlag, process_token
 from ..config import Config, script_path
+from ..decide.calibration import Calibration
 from ..decide.headline import baseline_calibration
 from ..errors import UserError
 from ..journal.draft import now_iso
-from ..journal.records import ExperimentRecord, SessionRecord
+from ..journal.records import ExperimentRecord, SessionRecord, no_keep_streak
 from ..journal.store import Journal
 from ..progress import Progress
-from ..proposers import Proposer, make_proposer
+from ..proposers import ProposalContext, Proposer, make_proposer
 from ..repo.gitrepo import open_repo
 from ..repo.workspace import BaselineTree, Workspace, open_workspace
+from ..statuses import Status
 from .recovery import KeptCommit, kept_commits, next_experiment_number, reconcile_branch, recover
 from .session_dir import SessionLock, SessionPaths, fresh_name, write_json_atomic
 from .signals import stop_on_signals
 
-# An experiment cut short (a crash of the loop, a signal, a failing baseline) decided nothing
-# about its patch: it runs again at once, up to `[budget] retries` times (inconclusive ones wait
-# for the second look at the end, second_look.py).
-UNDECIDED = ("interrupted", "baseline_failed")
-
 __all__ = [
-    "UNDECIDED",
     "RunOptions",
     "Session",
     "StopRequested",
-    "build_known_good",
+    "Tally",
     "harness_env",
     "log_label",
     "marker",
     "may_run_again",
     "open_session",
-    "prepare_baseline",
+    "prepare_best",
+    "proposal_context",
     "session_paths",
 ]
 
@@ -60,12 +56,53 @@ class RunOptions:
     # Spend the night even when the calibration says the bench is too noisy for the effect asked.
     accept_noise: bool = False
 
+    def apply(self, config: Config) -> Config:
+        """The config with these overrides merged in: the rest of the run reads only it."""
+        budget = config.budget
+        overrides = {
+            "max_experiments": self.max_experiments or budget.max_experiments,
+            "max_hours": self.max_hours or budget.max_hours,
+            "stop_after_no_keep": budget.stop_after_no_keep
+            if self.stop_after_no_keep is None
+            else self.stop_after_no_keep,
+        }
+        decision = config.decision
+        if self.confirm is not None:
+            decision = dataclasses.replace(decision, confirm=self.confirm)
+        return dataclasses.replace(
+            config, budget=dataclasses.replace(budget, **overrides), decision=decision
+        )
+
+
+@dataclass
+class Tally:
+    """The session's counts, carried from experiment to experiment."""
+
+    done: int  # experiments in the session, including earlier runs
+    next_n: int  # the number of the next experiment: never one used before
+    no_keep_streak: int
+    ran: int = 0  # in this run
+    kept: int = 0  # in this run
+    baseline_failures: int = 0  # experiments in a row whose baseline arm failed
+
+    def add(self, record: ExperimentRecord) -> None:
+        self.done += 1
+        self.ran += 1
+        self.next_n = max(self.next_n, record.n + 1)
+        failed = record.status == Status.BASELINE_FAILED
+        self.baseline_failures = self.baseline_failures + 1 if failed else 0
+        if record.status == Status.KEEP:
+            self.kept += 1
+            self.no_keep_streak = 0
+        else:
+            self.no_keep_streak += 1
+
 
 @dataclass
 class Session:
     """An open session: what one invocation carries from experiment to experiment."""
 
-    config: Config
+    config: Config  # with the command line's overrides merged in
     options: RunOptions
     progress: Progress
     paths: SessionPaths
@@ -78,27 +115,16 @@ class Session:
     baseline: float | None  # the session's first calibrated median of the primary metric
     tried: set[str]  # patches not to propose again
     attempts: dict[str, list[ExperimentRecord]]  # by patch: the records of its tries so far
-    done: int  # experiments in the session, including earlier runs
-    next_n: int  # the number of the next experiment: never one used before
-    no_keep_streak: int
-    best: dict[str, list[float]] = field(default_factory=dict)
-    threshold: float = 0.0
-    run_s: float | None = None  # one bench run's duration, from the last calibration
-    sentinel_run_s: float | None = None  # one run of bench.sentinel_command's, likewise
-    baseline_built_at: str | None = None
-    last_calibrated: str | None = None  # the commit the last calibration measured
-    detectable_pct: float | None = None  # the effect the last calibration says can be seen
-    noise_pct: float | None = None  # the primary metric's noise at the last calibration
+    tally: Tally
+    calibration: Calibration | None = None  # the current best, as last measured
     started: float = field(default_factory=time.monotonic)
-    ran: int = 0
-    kept: int = 0
-    baseline_failures: int = 0  # experiments in a row whose baseline arm failed
     stop_error: str | None = None  # why the night cannot go on, when it cannot
 
     @property
     def best_median(self) -> float | None:
-        samples = self.best.get(self.config.metric.name)
-        return statistics.median(samples) if samples else None
+        if self.calibration is None:
+            return None
+        return self.calibration.median(self.config.metric.name)
 
     @property
     def token(self) -> str:
@@ -130,6 +156,7 @@ def open_session(
 ) -> Iterator[Session]:
     """Lock the session, open its worktrees, recover a crash, and write the session line."""
     options = options or RunOptions()
+    config = options.apply(config)
     progress = progress or Progress()
     paths = session_paths(config)
     with SessionLock(paths.lock), stop_on_signals() as stop:
@@ -166,12 +193,13 @@ def open_session(
             stop=stop,
             base_commit=base,
             baseline=_baseline_value(config, history, commits),
-            last_calibrated=history.calibrations[-1].commit if history.calibrations else None,
             tried=tried_patches(history.experiments, config.budget.retries),
             attempts=attempts_by_patch(history.experiments),
-            done=len(history.experiments),
-            next_n=next_experiment_number(paths, [r.n for r in history.experiments], commits),
-            no_keep_streak=no_keep_streak(history.experiments),
+            tally=Tally(
+                done=len(history.experiments),
+                next_n=next_experiment_number(paths, [r.n for r in history.experiments], commits),
+                no_keep_streak=no_keep_streak(history.experiments),
+            ),
         )
 
 
@@ -190,25 +218,44 @@ def _baseline_value(config: Config, history, commits: list[KeptCommit]) -> float
     return None
 
 
-def prepare_baseline(run: Session, commit: str, label: str) -> None:
-    """Put the baseline worktree at `commit` and build it there once."""
-    moved = run.baseline_tree.ensure(commit)
-    if moved or run.baseline_built_at != commit:
-        run.baseline_built_at = None
-        build_known_good(
-            run, run.baseline_tree.path, commit, run.paths.log(label, "build-baseline")
-        )
-        run.baseline_built_at = commit
-
-
-def build_known_good(run: Session, cwd: Path, commit: str, log: Path) -> None:
-    """Build a commit the session already trusts (the best, the base): a failure ends the run,
-    since no experiment can be judged against it."""
-    built = run.harness("build", marker(run, "build")).build(cwd, log)
-    if built is not None and built.interrupted:
+def prepare_best(run: Session, commit: str, label: str) -> None:
+    """The baseline worktree at `commit`, built there once: a commit the session already trusts
+    (the best, the base), so a failed build ends the run."""
+    failed = prepare_baseline(
+        run.harness("build", marker(run, "build")),
+        run.baseline_tree,
+        commit,
+        run.paths.log(label, "build-baseline"),
+    )
+    if failed is not None and failed.failure == Status.INTERRUPTED:
         raise StopRequested(f"the build of {commit[:10]} was stopped by a signal")
-    if built is not None and not built.ok:
-        raise UserError(f"the build of {commit[:10]} failed ({built.describe()}); log: {log}")
+    if failed is not None:
+        raise UserError(failed.detail)
+
+
+def proposal_context(run: Session) -> ProposalContext:
+    """What the proposers see: the session so far and the current best, checked out."""
+    calibration = run.calibration
+    context = ProposalContext(
+        tried=run.tried,
+        records=[r for records in run.attempts.values() for r in records],
+        tip=run.ws.tip(),
+        worktree=run.ws.path,
+        metric=run.config.metric.name,
+        direction=run.config.metric.direction,
+        base=run.base_commit,
+        baseline=run.baseline,
+        best=run.best_median,
+        noise_pct=calibration.noise_pct if calibration else None,
+        threshold_pct=calibration.threshold if calibration else 0.0,
+        state_dir=run.paths.root,
+        branch=run.ws.branch,
+        stop=run.stop,
+        token=run.token,
+        say=run.progress.info,
+    )
+    context.records.sort(key=lambda r: r.n)
+    return context
 
 
 class StopRequested(Exception):
@@ -309,13 +356,7 @@ def tried_patches(experiments: list[ExperimentRecord], retries: int) -> set[str]
 
 
 def may_run_again(records: list[ExperimentRecord], retries: int) -> bool:
-    return records[-1].status in UNDECIDED and len(records) <= retries
-
-
-def no_keep_streak(experiments: list[ExperimentRecord]) -> int:
-    streak = 0
-    for record in reversed(experiments):
-        if record.status == "keep":
-            break
-        streak += 1
-    return streak
+    """An experiment cut short (a crash of the loop, a signal, a failing baseline) decided
+    nothing about its patch: it runs again at once, up to `[budget] retries` times
+    (inconclusive ones wait for the second look at the end, second_look.py)."""
+    return Status(records[-1].status).undecided and len(records) <= retries

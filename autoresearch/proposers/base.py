@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from ..journal.records import ExperimentRecord
+if TYPE_CHECKING:  # at run time records would import config, which imports the proposers
+    from ..journal.records import ExperimentRecord
 
 __all__ = ["Hypothesis", "ProposalContext", "Proposer", "ProposerError", "patch_sha256"]
 

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import importlib
 from importlib.metadata import entry_points
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..config import Config
 from ..errors import ConfigError
 from .base import Proposer
+
+if TYPE_CHECKING:  # the config module asks this one to check the [[proposer]] tables
+    from ..config import Config
 
 __all__ = ["ENTRY_POINT_GROUP", "available", "make_proposers", "proposer_class"]
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import git
 
+from ..bench.proc import capture
 from ..errors import WorkspaceError
 
 __all__ = ["GitResult", "Repo", "open_repo", "tree_patch"]
@@ -21,6 +20,7 @@ COMMIT_ENV = {
     "GIT_COMMITTER_NAME": "autoresearch",
     "GIT_COMMITTER_EMAIL": "autoresearch@localhost",
 }
+GIT_TIMEOUT_S = 300  # a git call that takes longer hangs (a hook, a lock, a network remote)
 # Nor are their hooks and signing: a post-checkout hook would run inside every revert, and
 # `commit.gpgSign = true` without a usable key would fail the first keep of the night.
 # `[target] git_hooks = true` lets them through.
@@ -113,6 +113,7 @@ class Repo:
             with_exceptions=False,
             strip_newline_in_stdout=False,
             env=env,
+            kill_after_timeout=GIT_TIMEOUT_S,
         )
         return GitResult(code, out, err)
 
@@ -147,16 +148,13 @@ def tree_patch(
     untracked ones git does not ignore, and whatever was committed there since `base`; paths
     `leave_out` names stay as they are at `base`. Staged through `index` when given (a scratch
     index file, leaving the tree's own untouched), else through the tree's own index."""
-    env = {**os.environ, "GIT_INDEX_FILE": str(index)} if index is not None else None
+    env = {"GIT_INDEX_FILE": str(index)} if index is not None else None
 
     def git(*args: str) -> bytes:
-        done = subprocess.run(["git", *args], cwd=path, env=env, capture_output=True)
-        if done.returncode != 0:
-            why = done.stderr.decode(errors="replace").strip().splitlines()
-            raise WorkspaceError(
-                f"{path}: git {args[0]} failed reading the change: {why[-1] if why else ''}"
-            )
-        return done.stdout
+        done = capture(["git", *args], cwd=path, env=env)
+        if not done.ok:
+            raise WorkspaceError(f"{path}: git {args[0]} failed reading the change: {done.why()}")
+        return done.out
 
     if index is not None:
         git("read-tree", base)

@@ -12,7 +12,7 @@ from pathlib import Path
 from ..errors import WorkspaceError
 from .gitrepo import COMMIT_ENV, Repo, open_repo
 
-__all__ = ["ApplyResult", "BaselineTree", "Workspace", "open_workspace"]
+__all__ = ["ApplyResult", "BaselineTree", "Workspace", "apply_patch", "open_workspace"]
 
 
 @dataclass(frozen=True)
@@ -63,16 +63,10 @@ class Workspace:
 
     def apply(self, patch_file: Path) -> ApplyResult:
         """Apply on top of the tip; fall back to a three-way merge, never leave conflicts behind."""
-        plain = self.tree.run("apply", "--check", "--whitespace=nowarn", str(patch_file))
-        if plain.ok:
-            self.tree.must("apply", "--whitespace=nowarn", str(patch_file))
-            return ApplyResult(True)
-        three_way = self.tree.run("apply", "--3way", "--whitespace=nowarn", str(patch_file))
-        if three_way.ok:
-            return ApplyResult(True, "applied with a three-way merge", three_way=True)
-        self.revert()
-        reason = _last_line(three_way.err) or _last_line(plain.err) or "git apply failed"
-        return ApplyResult(False, reason)
+        applied = apply_patch(self.tree, patch_file)
+        if not applied.ok:
+            self.revert()
+        return applied
 
     def keep(self, paths: list[str], message: str) -> str:
         """Commit exactly the patch's paths on the session branch; returns the new tip."""
@@ -104,9 +98,31 @@ class BaselineTree:
     next; a bench that dirtied it is undone before it is measured again.
     """
 
-    def __init__(self, source: Repo, path: Path):
+    def __init__(self, source: Repo, path: Path, stamp: Path | None = None):
         self.source = source
         self.path = path.resolve()
+        # The commit its build output belongs to: in memory, or in `stamp` for a bench host
+        # whose jobs each open the tree afresh.
+        self.stamp = stamp
+        self._built_at: str | None = None
+
+    @property
+    def built_at(self) -> str | None:
+        if self.stamp is None:
+            return self._built_at
+        try:
+            return self.stamp.read_text().strip() or None
+        except OSError:
+            return None
+
+    def mark_built(self, commit: str | None) -> None:
+        """Its build output is `commit`'s (None: unknown, build it again before use)."""
+        self._built_at = commit
+        if self.stamp is not None:
+            if commit is None:
+                self.stamp.unlink(missing_ok=True)
+            else:
+                self.stamp.write_text(commit)
 
     def ensure(self, commit: str) -> bool:
         """Check out `commit`; True when the tree changed (so its build is stale)."""
@@ -123,6 +139,20 @@ class BaselineTree:
         tree.must("checkout", "--quiet", "--force", "--detach", commit)
         tree.must("clean", "-ffdxq")
         return True
+
+
+def apply_patch(tree: Repo, patch_file: Path) -> ApplyResult:
+    """Apply a patch to `tree`; fall back to a three-way merge. On failure the tree may hold a
+    partial merge: the caller reverts it."""
+    plain = tree.run("apply", "--check", "--whitespace=nowarn", str(patch_file))
+    if plain.ok:
+        tree.must("apply", "--whitespace=nowarn", str(patch_file))
+        return ApplyResult(True)
+    three_way = tree.run("apply", "--3way", "--whitespace=nowarn", str(patch_file))
+    if three_way.ok:
+        return ApplyResult(True, "applied with a three-way merge", three_way=True)
+    reason = _last_line(three_way.err) or _last_line(plain.err) or "git apply failed"
+    return ApplyResult(False, reason)
 
 
 def open_workspace(

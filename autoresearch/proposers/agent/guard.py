@@ -14,12 +14,11 @@ from __future__ import annotations
 import difflib
 import json
 import re
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...bench.proc import RunResult
+from ...bench.proc import RunResult, capture
 from ...config import Config
 from ...repo.gitrepo import Repo
 from ...repo.patchcheck import check_paths, patch_paths
@@ -72,13 +71,8 @@ def fresh_scratch(source: Repo, path: Path, tip: str) -> Repo:
 
 def applies_at(tree: Repo, patch: bytes) -> str | None:
     """Why `patch` does not apply to `tree` as it is, or None when it does."""
-    done = subprocess.run(
-        ["git", "apply", "--check", "-"], cwd=tree.path, input=patch, capture_output=True
-    )
-    if done.returncode == 0:
-        return None
-    lines = done.stderr.decode(errors="replace").strip().splitlines()
-    return lines[-1] if lines else "git apply --check failed"
+    done = capture(["git", "apply", "--check", "-"], cwd=tree.path, stdin=patch)
+    return None if done.ok else done.why()
 
 
 def read_hypothesis_file(path: Path) -> tuple[dict[str, Any] | None, str | None]:

@@ -8,11 +8,11 @@ summarised (one line each, then counts by status and family), never silently dro
 
 from __future__ import annotations
 
-import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from ...bench.proc import capture
 from ...config import Config
 from ...decide.stats import change_pct
 from ...errors import UserError
@@ -189,14 +189,8 @@ def _one_line(text: str, width: int) -> str:
 def _diffstat(context: ProposalContext) -> str:
     if not context.base or context.base == context.tip:
         return ""
-    done = subprocess.run(
-        ["git", "diff", "--stat=100", context.base, context.tip],
-        cwd=context.worktree,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return done.stdout.rstrip() if done.returncode == 0 else ""
+    done = capture(["git", "diff", "--stat=100", context.base, context.tip], cwd=context.worktree)
+    return done.text().rstrip() if done.ok else ""
 
 
 def _ideas(config: Config) -> str:

@@ -29,8 +29,7 @@ from pathlib import Path
 
 from ...bench.proc import RunResult, read_log, run
 from ...config import Config
-from ...journal.records import ExperimentRecord
-from ...loop.session import no_keep_streak
+from ...journal.records import ExperimentRecord, no_keep_streak
 from ...loop.session_dir import SessionPaths, fresh_dir
 from ...repo.gitrepo import Repo, open_repo, tree_patch
 from ...repo.globs import matches_any

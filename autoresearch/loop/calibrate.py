@@ -11,27 +11,20 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-from ..bench.measure import Harness, Measurement
+from ..bench.measure import Harness, Measurement, PairMeasurement, measure_pair
 from ..config import Config
 from ..decide.rule import CONFIDENCE, detectable_effect_pct, runs_needed, threshold_pct
 from ..decide.stats import compare, robust_cv_pct
 from ..errors import UserError
 from ..journal.draft import now_iso
 from ..journal.records import CalibrationRecord
+from ..statuses import Status
 
-__all__ = ["AA_ALPHA", "Calibration", "calibrate", "run_seconds"]
+__all__ = ["AA_ALPHA", "calibrate"]
 
 AA_ALPHA = 0.01  # two halves of identical runs differing at this level means the harness drifts
-
-
-@dataclass(frozen=True)
-class Calibration:
-    record: CalibrationRecord
-    threshold: float
-    samples: dict[str, list[float]]
 
 
 def calibrate(
@@ -40,78 +33,89 @@ def calibrate(
     *,
     arms: tuple[Path, Path],
     commit: str,
-    log_for: Callable[[str, int], Path],
+    logs: Callable[[str], Path],
+    build: bool = True,
     on_run: Callable[[str, int], None] | None = None,
-) -> Calibration | None:
-    """`calibration_runs` runs alternating between the two worktrees (both at `commit`);
-    None when a signal stopped them."""
-    pair = harness.interleave(
-        baseline_dir=arms[0],
-        candidate_dir=arms[1],
-        log_for=log_for,
-        max_pairs=config.bench.calibration_runs // 2,
-        on_run=on_run,
+) -> CalibrationRecord | None:
+    """`calibration_runs` runs alternating between the two worktrees, both at `commit` (the
+    baseline's built; the candidate's built here unless `build` is False); None when a signal
+    stopped them. A failure raises: no experiment can be judged against a best that does not
+    build or run."""
+    pair = measure_pair(
+        harness, arms, logs, build=build, pairs=config.bench.calibration_runs // 2, on_run=on_run
     )
-    if pair.failure == "interrupted":
+    if pair.failure == Status.INTERRUPTED:
         return None
     if pair.failure:
-        raise UserError(f"the baseline bench on {commit[:10]} failed: {pair.detail}")
+        raise UserError(f"the baseline bench on {commit[:10]} failed in calibration: {pair.detail}")
+    timed = _time_sentinel_command(harness, arms, commit, logs)
+    if timed is not None and timed.failure == Status.INTERRUPTED:
+        return None
+    return _record(config, commit, pair, timed)
+
+
+def _record(
+    config: Config, commit: str, pair: PairMeasurement, timed: Measurement | None
+) -> CalibrationRecord:
+    """The calibration's record: the samples of both arms as one, the noise, the checks."""
     samples_by_metric = {
         name: values + pair.candidate.samples.get(name, [])
         for name, values in pair.baseline.samples.items()
     }
-    timed = _time_sentinel_command(harness, arms, commit, log_for)
-    if timed is not None and timed.failure == "interrupted":
-        return None
     primary = config.metric.name
     noise = {name: robust_cv_pct(values) for name, values in samples_by_metric.items()}
-    threshold = threshold_pct(config, noise[primary])
-    warnings = []
     aa = _aa_check(pair.baseline.samples[primary], pair.candidate.samples[primary])
-    if aa is not None and not aa["ok"]:
-        warnings.append(
-            f"A/A check failed: the same code measures {aa['shift_pct']:+.2f}% apart in the "
-            f"two arms (p={aa['p_value']:.2g}); the harness favours an arm (warm-up order, "
-            "caches, a build difference, other load): fix the bench before trusting decisions"
-        )
     detectable = needed = None
     if noise[primary]:
         detectable = detectable_effect_pct(config, noise[primary])
         needed = runs_needed(config, noise[primary], config.decision.target_effect_pct)
-        if detectable > config.decision.target_effect_pct:
-            warnings.append(
-                f"the bench is too noisy for the effect asked for: noise {noise[primary]:.2f}% "
-                f"means {config.decision.max_runs} runs per arm detect {detectable:.1f}% with "
-                f"90% power, more than decision.target_effect_pct = "
-                f"{config.decision.target_effect_pct:g}%; raise decision.max_runs to {needed}, "
-                "or make the bench quieter (longer runs, fewer other jobs)"
-            )
-    record = CalibrationRecord(
+    return CalibrationRecord(
         session=config.session.name,
         at=now_iso(),
         commit=commit,
         samples=samples_by_metric,
         medians={name: statistics.median(v) for name, v in samples_by_metric.items()},
         noise_pct=noise,
-        threshold_pct=threshold,
-        bench_logs=pair.baseline.logs + pair.candidate.logs,
+        threshold_pct=threshold_pct(config, noise[primary]),
+        bench_logs=pair.logs,
         duration_s=round(pair.baseline.duration_s + pair.candidate.duration_s, 3),
         aa=aa,
         detectable_effect_pct=detectable,
         runs_needed_for_target=needed,
-        warnings=warnings,
+        warnings=_warnings(config, aa, noise[primary], detectable, needed),
         sentinel_run_s=round(timed.duration_s / len(timed.runs), 3) if timed else None,
     )
-    return Calibration(record=record, threshold=threshold, samples=samples_by_metric)
 
 
-def run_seconds(record: CalibrationRecord) -> float | None:
-    """One bench run's duration: what a decision's time budget is counted in."""
-    return record.duration_s / len(record.bench_logs) if record.bench_logs else None
+def _warnings(
+    config: Config,
+    aa: dict | None,
+    noise: float | None,
+    detectable: float | None,
+    needed: int | None,
+) -> list[str]:
+    """What the night should hear before it starts: a biased harness, a bench too noisy."""
+    warnings = []
+    if aa is not None and not aa["ok"]:
+        warnings.append(
+            f"A/A check failed: the same code measures {aa['shift_pct']:+.2f}% apart in the "
+            f"two arms (p={aa['p_value']:.2g}); the harness favours an arm (warm-up order, "
+            "caches, a build difference, other load): fix the bench before trusting decisions"
+        )
+    target = config.decision.target_effect_pct
+    if detectable is not None and detectable > target:
+        warnings.append(
+            f"the bench is too noisy for the effect asked for: noise {noise:.2f}% "
+            f"means {config.decision.max_runs} runs per arm detect {detectable:.1f}% with "
+            f"90% power, more than decision.target_effect_pct = "
+            f"{target:g}%; raise decision.max_runs to {needed}, "
+            "or make the bench quieter (longer runs, fewer other jobs)"
+        )
+    return warnings
 
 
 def _time_sentinel_command(
-    harness: Harness, arms: tuple[Path, Path], commit: str, log_for: Callable[[str, int], Path]
+    harness: Harness, arms: tuple[Path, Path], commit: str, logs: Callable[[str], Path]
 ) -> Measurement | None:
     """One run of `bench.sentinel_command` per arm: it must print every sentinel, and its
     duration sets how many of its pairs a decision's sentinel extension may take. None
@@ -120,8 +124,8 @@ def _time_sentinel_command(
         return None
     runs = Measurement()
     for arm, cwd in zip(("sentinels-baseline", "sentinels-candidate"), arms, strict=True):
-        if not harness.bench_once(cwd, log_for(arm, 1), runs, check=False, sentinels_only=True):
-            if runs.failure == "interrupted":
+        if not harness.bench_once(cwd, logs(f"{arm}-1"), runs, check=False, sentinels_only=True):
+            if runs.failure == Status.INTERRUPTED:
                 break
             raise UserError(
                 f"bench.sentinel_command on {commit[:10]} failed: {runs.detail} (it runs only "

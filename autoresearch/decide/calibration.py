@@ -1,0 +1,62 @@
+"""What a calibration of the best says: one frozen value, passed whole to the judge.
+
+The loop measures it (loop/calibrate.py), journals it as a `CalibrationRecord`, and reads it
+back from there on a resume, in a `try` or from a bench host; wherever it comes from, the
+decision rule sees the same value.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from .rule import Judge
+
+if TYPE_CHECKING:
+    from ..config import Config
+    from ..journal.records import CalibrationRecord
+
+__all__ = ["Calibration"]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The current best as the last calibration measured it."""
+
+    commit: str  # the commit measured
+    samples: dict[str, list[float]]  # its runs, by metric (both arms of the A/A pairs)
+    threshold: float  # the smallest change of the primary worth claiming, in %
+    noise_pct: float | None  # one run's noise of the primary metric
+    run_s: float | None  # one bench run's duration
+    sentinel_run_s: float | None = None  # one run of bench.sentinel_command's
+    detectable_pct: float | None = None  # the change max_runs detect with 90% power
+
+    @classmethod
+    def from_record(cls, record: CalibrationRecord, primary: str) -> Calibration:
+        return cls(
+            commit=record.commit,
+            samples={k: [v for v in vs if v is not None] for k, vs in record.samples.items()},
+            threshold=record.threshold_pct or 0.0,
+            noise_pct=record.noise_pct.get(primary),
+            run_s=run_seconds(record),
+            sentinel_run_s=record.sentinel_run_s,
+            detectable_pct=record.detectable_effect_pct,
+        )
+
+    def median(self, metric: str) -> float | None:
+        values = self.samples.get(metric)
+        return statistics.median(values) if values else None
+
+    def judge(self, config: Config) -> Judge:
+        """The decision rule for one experiment against this best."""
+        return Judge(config, self.threshold, self.noise_pct, self.run_s, self.sentinel_run_s)
+
+    def kept(self, commit: str, samples: dict[str, list[float]]) -> Calibration:
+        """A keep's own runs standing for the new best until it is calibrated afresh."""
+        return replace(self, commit=commit, samples=samples)
+
+
+def run_seconds(record: CalibrationRecord) -> float | None:
+    """One bench run's duration: what a decision's time budget is counted in."""
+    return record.duration_s / len(record.bench_logs) if record.bench_logs else None
