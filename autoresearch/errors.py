@@ -17,6 +17,10 @@ class JournalError(UserError):
     """The journal cannot be read as a whole (a newer schema, an unreadable file)."""
 
 
+class NewerSchemaError(JournalError):
+    """A journal line written by a newer autoresearch: never skipped as damage, never rewritten."""
+
+
 class SessionBusyError(UserError):
     """Another loop holds the session lock."""
 

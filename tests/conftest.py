@@ -92,29 +92,46 @@ def spawn_loop(target, env: dict[str, str]) -> subprocess.Popen:
     )
 
 
-def wait_for(path, timeout=30.0):
+# How long a test waits for something that must happen. A busy machine makes things slow,
+# never this slow: past it, the thing is not coming (a hang, a bug), and the test says which.
+EVENTUALLY_S = 120.0
+
+
+def eventually(check, *, what: str, timeout: float = EVENTUALLY_S, interval: float = 0.05):
+    """Poll `check()` until it returns something truthy, and return that; past `timeout`,
+    fail naming `what` was awaited. Every wait in the tests goes through here."""
     deadline = time.monotonic() + timeout
-    while not path.exists():
+    while True:
+        value = check()
+        if value:
+            return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"{path} never appeared")
-        time.sleep(0.05)
+            raise AssertionError(f"waited {timeout:.0f} s for {what}")
+        time.sleep(interval)
+
+
+def wait_for(path, timeout=EVENTUALLY_S):
+    eventually(path.exists, what=f"{path} to appear", timeout=timeout)
+
+
+def gone(pid: int) -> bool:
+    """The process has died (waited for: a kill takes effect when the kernel gets to it)."""
+    eventually(lambda: not alive(pid), what=f"process {pid} to die")
+    return True
 
 
 def wait_for_candidate(target, started):
     """Wait until the in-flight marker shows the candidate's bench is running."""
     marker = session_paths(target.load()).inflight
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if started.exists():
-            try:  # the loop replaces or removes the marker at any moment
-                data = json.loads(marker.read_text())
-            except (OSError, ValueError):
-                data = {}
-            if data.get("phase") == "bench":
-                time.sleep(0.3)
-                return
-        time.sleep(0.05)
-    raise AssertionError("the candidate's bench never started")
+
+    def benching() -> bool:
+        try:  # the loop replaces or removes the marker at any moment
+            data = json.loads(marker.read_text())
+        except (OSError, ValueError):
+            data = {}
+        return started.exists() and data.get("phase") == "bench"
+
+    eventually(benching, what="the candidate's bench to start")
 
 
 def experiment_record(n: int, status: str = "discard", **more) -> ExperimentRecord:

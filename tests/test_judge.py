@@ -7,11 +7,11 @@ import json
 import os
 import subprocess
 import sys
-import time
 
-from conftest import experiments, git, run_cli, unified_patch
+from conftest import eventually, experiments, git, run_cli, unified_patch
 
 from autoresearch.journal.records import EXIT_CODES
+from autoresearch.loop.session import session_paths
 
 QUIET = {"BENCH_NOISE_PCT": "0"}
 
@@ -83,11 +83,9 @@ def test_two_tries_at_once_and_a_try_during_run_refuse_and_what_is_measured_is_a
         text=True,
     )
     lock = target.root / ".git" / "autoresearch" / "t" / "lock"
-    deadline = time.monotonic() + 60
-    while not (lock.exists() and lock.read_text()):
-        assert time.monotonic() < deadline, "the first try never took the session"
-        time.sleep(0.05)
-    time.sleep(0.3)
+    inflight = session_paths(target.load()).inflight
+    # Its first process (the pre-flight) runs once the change was read from the worktree.
+    eventually(inflight.exists, what="the first try to start measuring")
     # The agent goes on editing while its try is measured: what is measured does not change.
     (target.root / "src" / "value.txt").write_text("500\n")
     second, _ = try_cli(target, "--title", "Another")
@@ -106,10 +104,7 @@ def test_two_tries_at_once_and_a_try_during_run_refuse_and_what_is_measured_is_a
         stderr=subprocess.PIPE,
     )
     try:
-        deadline = time.monotonic() + 60
-        while str(runner.pid) not in lock.read_text():
-            assert time.monotonic() < deadline, "run never took the session"
-            time.sleep(0.05)
+        eventually(lambda: str(runner.pid) in lock.read_text(), what="run to take the session")
         during, _ = try_cli(target, "--title", "During the night")
         assert during.returncode == 1 and "already running" in during.stderr
     finally:

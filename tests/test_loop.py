@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import os
 import signal
-import time
 from pathlib import Path
 
 import pytest
-from conftest import alive, experiments, git, run, spawn_loop, wait_for_candidate
+from conftest import alive, experiments, git, gone, run, spawn_loop, wait_for_candidate
 
 from autoresearch.journal.draft import parse_trailers
 from autoresearch.journal.store import read_journal
@@ -130,8 +129,7 @@ def test_timeout_kills_the_whole_process_group(target, tmp_path):
     assert record.status == "timeout"
     assert "timed out" in record.error
     child = int(child_pid_file.read_text())
-    time.sleep(0.2)
-    assert not alive(child), "the bench's grandchild survived the timeout"
+    assert gone(child), "the bench's grandchild survived the timeout"
 
 
 def test_checks_failure_reverts(target):

@@ -39,6 +39,7 @@ from ..loop.session_dir import fresh_name
 from ..progress import Progress
 from ..proposers import Hypothesis, parse_patch_file
 from ..repo.gitrepo import tree_patch
+from ..statuses import Status
 
 __all__ = [
     "history_rows",
@@ -113,7 +114,7 @@ def try_change(
         record = run_experiment(run, hypothesis)
         account(run, record)
         # The next try is measured against the new best's own runs.
-        if record.status == "keep" and not run.stop.is_set():
+        if record.status == Status.KEEP and not run.stop.is_set():
             calibrate_best(run)
         prune_session_logs(run)
         return record

@@ -37,8 +37,10 @@ class Runner(Protocol):
         stop: threading.Event | None,
         on_start: Callable[[int], None] | None,
         token: str | None,
+        concurrent: bool = False,
     ) -> RunResult:
-        """Run `command` in `cwd`, its output in `log_path`, within `timeout_s`."""
+        """Run `command` in `cwd`, its output in `log_path`, within `timeout_s`; a `concurrent`
+        one runs beside others (an agent preparing the next proposal while the bench runs)."""
         ...
 
 

@@ -47,6 +47,7 @@ from ..loop.session import RunOptions, Session, harness_env, open_session, propo
 from ..loop.session_dir import read_inflight
 from ..progress import Progress
 from ..proposers import Hypothesis
+from ..statuses import Status
 from .host import Job, run_job
 
 __all__ = ["run_cluster_session"]
@@ -316,14 +317,15 @@ class Driver:
                 self.again.appendleft(flight)
                 return
             why = f"{flight.losses} bench hosts died running it: {exc}"
-            self.record(flight.draft, flight.draft.finish("crash", why, error=why))
+            self.record(flight.draft, flight.draft.finish(Status.CRASH, why, error=why))
             return
         except Exception as exc:  # the job itself broke on the host: undecided, runs again
             why = f"the bench host could not run it: {type(exc).__name__}: {exc}"
-            self.record(flight.draft, flight.draft.finish("interrupted", why, error=why))
+            self.record(flight.draft, flight.draft.finish(Status.INTERRUPTED, why, error=why))
             return
         host = _host_name(result)
-        if result.get("calibration_new"):
+        calibration = result.get("calibration") or {}
+        if result.get("calibration_new") or self.unadopted(calibration.get("commit")):
             self.journal_calibration(result, host)
         flight.draft.note(
             cluster={
@@ -345,7 +347,7 @@ class Driver:
         decision = self.replay(result)
         measured |= {"decision": decision.to_dict(), "sentinels": decision.sentinels}
         flight.draft.note(asi={"result": decision.reason})
-        if decision.status == "keep" and flight.parent != run.ws.tip():
+        if decision.status == Status.KEEP and flight.parent != run.ws.tip():
             self.measure_again(flight, decision, host, measured)
             return
         self.finish(flight, decision, measured)
@@ -382,7 +384,7 @@ class Driver:
                 f"{tip[:10]}: {applied.message}"
             )
             self.record(
-                flight.draft, flight.draft.finish("apply_failed", why, error=why, **measured)
+                flight.draft, flight.draft.finish(Status.APPLY_FAILED, why, error=why, **measured)
             )
             return
         if len(flight.stale) > run.config.cluster.remeasure:
@@ -390,7 +392,7 @@ class Driver:
                 f"it won {len(flight.stale)} times against a best that had moved by the time "
                 f"it landed (cluster.remeasure = {run.config.cluster.remeasure}); undecided"
             )
-            self.record(flight.draft, flight.draft.finish("inconclusive", why, **measured))
+            self.record(flight.draft, flight.draft.finish(Status.INCONCLUSIVE, why, **measured))
             return
         run.progress.info(
             f"{flight.exp_id} won against {flight.parent[:10]}, but the best is now "
@@ -412,11 +414,11 @@ class Driver:
             measured["checks"] = checks.to_dict()
             if not checks.ok:
                 run.ws.revert()
-                status = "interrupted" if checks.interrupted else "checks_failed"
+                status = Status.INTERRUPTED if checks.interrupted else Status.CHECKS_FAILED
                 why = f"checks {checks.describe()}; log: {checks.log_path}"
                 self.record(draft, draft.finish(status, why, **measured))
                 return
-        if decision.status != "keep":
+        if decision.status != Status.KEEP:
             if applied:
                 run.ws.revert()
             self.record(draft, draft.finish(decision.status, decision.reason, **measured))
@@ -426,7 +428,7 @@ class Driver:
         draft.phase("commit")
         record = keep(run, draft, flight.hypothesis, decision, flight.paths, measured)
         self.record(draft, record)
-        if record.status == "keep":
+        if record.status == Status.KEEP:
             host = (record.cluster or {}).get("host")
             run.progress.info(
                 f"kept {record.id} (measured on {host}); new best {record.kept_commit[:10]}"
@@ -437,7 +439,7 @@ class Driver:
         applied = self.run.ws.apply(flight.patch_file)
         if not applied.ok:
             why = f"measured on a bench host, but does not apply here: {applied.message}"
-            self.record(flight.draft, flight.draft.finish("apply_failed", why, **measured))
+            self.record(flight.draft, flight.draft.finish(Status.APPLY_FAILED, why, **measured))
         return applied.ok
 
     def record(self, draft: Draft, record: ExperimentRecord) -> None:
@@ -445,6 +447,13 @@ class Driver:
         self.run.progress.about(record.n, draft.started_at)
         account(self.run, record)
         draft.marker.unlink(missing_ok=True)
+
+    def unadopted(self, commit: str | None) -> bool:
+        """A host's calibration of the best that this driver has not taken up: one a host
+        measured for a driver that died before it landed."""
+        run = self.run
+        current = run.calibration.commit if run.calibration is not None else None
+        return commit is not None and commit == run.ws.tip() and commit != current
 
     def journal_calibration(self, result: dict[str, Any], host: str) -> None:
         run = self.run

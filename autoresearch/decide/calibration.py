@@ -52,9 +52,10 @@ class Calibration:
         """The decision rule for one experiment against this best."""
         return Judge(config, self.threshold, self.noise_pct, self.run_s, self.sentinel_run_s)
 
-    def kept(self, commit: str, samples: dict[str, list[float]]) -> Calibration:
-        """A keep's own runs standing for the new best until it is calibrated afresh."""
-        return replace(self, commit=commit, samples=samples)
+    def kept(self, samples: dict[str, list[float]]) -> Calibration:
+        """A keep's own runs standing for the new best until it is calibrated afresh (the
+        commit stays the one last calibrated: the new best is not, yet)."""
+        return replace(self, samples=samples)
 
 
 def run_seconds(record: CalibrationRecord) -> float | None:

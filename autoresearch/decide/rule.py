@@ -37,6 +37,7 @@ from scipy.stats import norm
 from scipy.stats import t as student
 
 from ..config import Config, DecisionConfig, MetricSpec, SentinelSpec
+from ..statuses import Status
 from .stats import Comparison, compare, compare_paired
 
 __all__ = [
@@ -263,7 +264,7 @@ class Judge:
                     "ran": "sentinel command" if self.config.bench.sentinel_command else "bench",
                     "outcome": (
                         "shown within budget"
-                        if status == "keep"
+                        if status == Status.KEEP
                         else "shown over budget"
                         if rule == "sentinel_budget"
                         else "still unresolved"
@@ -277,7 +278,9 @@ class Judge:
         ev = metrics[primary.name]
         if ev["improvement_pct"] is None:
             if final:
-                return decided("inconclusive", "unknown_comparison", f"{primary.name} not compared")
+                return decided(
+                    Status.INCONCLUSIVE, "unknown_comparison", f"{primary.name} not compared"
+                )
             return None
         gain, p_better = ev["improvement_pct"], ev["p_better"]
         said = (
@@ -292,22 +295,22 @@ class Judge:
             )
             blocked = self._keep_blockers(metrics, sentinels, gain)
             if blocked is None:
-                return decided("keep", "significant_win", reason)
+                return decided(Status.KEEP, "significant_win", reason)
             status, rule, why = blocked
-            if status == "discard":
+            if status == Status.DISCARD:
                 return decided(status, rule, why)
             if rule == "sentinel_unresolved" and final and not out_of_runs:
                 self._win = (n, metrics, reason)  # the win stands; the sentinels run on
                 return None
-            return decided("inconclusive", rule, why) if final else None
+            return decided(Status.INCONCLUSIVE, rule, why) if final else None
         if ev["p_worse"] < self.alpha_worse:
             return decided(
-                "discard", "significant_loss", f"{said}, worse with p={ev['p_worse']:.2g}"
+                Status.DISCARD, "significant_loss", f"{said}, worse with p={ev['p_worse']:.2g}"
             )
         if self._futile(primary, baseline, candidate):
             by_noise = self.threshold > self.config.decision.min_effect_pct
             return decided(
-                "discard",
+                Status.DISCARD,
                 "below_noise_threshold" if by_noise else "below_threshold",
                 f"{said}: the gain is below the "
                 f"{'threshold the noise set' if by_noise else 'floor'} {self.threshold:.2f}% "
@@ -317,14 +320,14 @@ class Judge:
             chance = self._promise(ev, n)
             if chance is not None and chance < PROMISE_POWER:
                 return decided(
-                    "discard",
+                    Status.DISCARD,
                     "not_promising",
                     f"{said} at {n} runs per arm: even at one standard error better, a keep "
                     f"by {self.cap} runs per arm is {chance:.0%} likely; not worth the runs",
                 )
         if final:
             return decided(
-                "inconclusive",
+                Status.INCONCLUSIVE,
                 "max_runs",
                 f"{said}, p={p_better:.2g}: not decided after {n} runs per arm",
             )
@@ -334,17 +337,17 @@ class Judge:
         """A win decided at the cap, its sentinels still unresolved: theirs is the decision."""
         over = [s for s in sentinels.values() if s["verdict"] == "over"]
         if over:
-            return decided("discard", "sentinel_budget", "; ".join(s["reason"] for s in over))
+            return decided(Status.DISCARD, "sentinel_budget", "; ".join(s["reason"] for s in over))
         unresolved = [s for s in sentinels.values() if s["verdict"] == "unresolved"]
         if not unresolved:
             return decided(
-                "keep",
+                Status.KEEP,
                 "significant_win",
                 f"{self._win[2]}; sentinels shown within budget with more runs",
             )
         if final:
             return decided(
-                "inconclusive",
+                Status.INCONCLUSIVE,
                 "sentinel_unresolved",
                 "; ".join(s["reason"] for s in unresolved),
             )
@@ -353,10 +356,14 @@ class Judge:
     def _keep_blockers(self, metrics, sentinels, gain) -> tuple[str, str, str] | None:
         over = [s for s in sentinels.values() if s["verdict"] == "over"]
         if over:
-            return "discard", "sentinel_budget", "; ".join(s["reason"] for s in over)
+            return Status.DISCARD, "sentinel_budget", "; ".join(s["reason"] for s in over)
         unresolved = [s for s in sentinels.values() if s["verdict"] == "unresolved"]
         if unresolved:
-            return "inconclusive", "sentinel_unresolved", "; ".join(s["reason"] for s in unresolved)
+            return (
+                Status.INCONCLUSIVE,
+                "sentinel_unresolved",
+                "; ".join(s["reason"] for s in unresolved),
+            )
         if gain < SMALL_WIN_FACTOR * self.threshold:
             disagree = [
                 name
@@ -365,7 +372,7 @@ class Judge:
             ]
             if disagree:
                 return (
-                    "inconclusive",
+                    Status.INCONCLUSIVE,
                     "cross_scale_disagreement",
                     f"a small win that {', '.join(disagree)} does not confirm in direction",
                 )

@@ -26,6 +26,7 @@ from ..journal.records import ImportRecord
 from ..journal.store import append_record, read_journal
 from ..repo.gitrepo import Repo, open_repo
 from ..report.history import pi_config, pi_history, read_pi_log
+from ..statuses import Status
 from .scaffold import scaffold
 
 __all__ = ["PiSession", "find_pi_session", "import_pi"]
@@ -144,7 +145,7 @@ def import_pi(
         )
     repo = open_repo(directory)
     scope, scope_note = _scope(repo, history, scope)
-    kept = history.experiments[history.experiments["status"] == "keep"]
+    kept = history.experiments[history.experiments["status"] == Status.KEEP]
     baseline_note = _baseline_note(repo, kept)
     written = scaffold(
         directory,
@@ -206,7 +207,7 @@ def _scope(repo: Repo, history, given: list[str] | None) -> tuple[list[str], str
         return given, f"scope: {', '.join(given)} (as given)"
     touched: set[str] = set()
     found = 0
-    for commit in history.experiments.loc[history.experiments["status"] == "keep", "commit"]:
+    for commit in history.experiments.loc[history.experiments["status"] == Status.KEEP, "commit"]:
         sha = repo.resolve(str(commit))  # None: a commit of another clone, or none at all
         if sha is None:
             continue

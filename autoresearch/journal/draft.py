@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..loop.session_dir import write_json_atomic
+from ..statuses import Status
 from .records import Asi, ExperimentRecord
 
 __all__ = [
@@ -107,7 +108,7 @@ class Draft:
         self._close_phase()
         asi = dict(self.fields.get("asi") or {})
         asi.setdefault("next_action_hint", NEXT_ACTION[status])
-        if status != "keep":
+        if status != Status.KEEP:
             asi["rollback_reason"] = reason
         if reason and not asi.get("result"):
             asi["result"] = reason
@@ -136,7 +137,7 @@ def record_from_marker(marker: dict[str, Any], status: str, **more: Any) -> Expe
     fields = dict(marker.get("fields") or {})
     asi = dict(fields.get("asi") or {})
     phase = marker.get("phase") or "unknown"
-    if status == "interrupted":
+    if status == Status.INTERRUPTED:
         asi["rollback_reason"] = f"the loop stopped during the {phase} phase"
         asi["next_action_hint"] = NEXT_ACTION["interrupted"]
     data = {

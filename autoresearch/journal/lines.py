@@ -11,7 +11,7 @@ from pathlib import Path
 # reading a long journal costs.
 import orjson
 
-from ..errors import JournalError
+from ..errors import JournalError, NewerSchemaError
 from .records import record_from_dict
 
 __all__ = ["BOM", "duplicate_warning", "gc_paused", "parse_lines", "torn_line_warning"]
@@ -80,7 +80,7 @@ def _parse_line(path: Path, raw: bytes, lineno: int):
         return f"{where}: not a JSON object, skipped"
     try:
         return record_from_dict(data, where)
+    except NewerSchemaError:
+        raise
     except JournalError as exc:
-        if "newer than" in str(exc):
-            raise
         return f"{exc}, skipped"

@@ -10,7 +10,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ..errors import JournalError, UserError
+from ..errors import JournalError, NewerSchemaError, UserError
 from ..statuses import EXIT_CODES, FAILED_STATUSES, STATUSES, Status
 
 __all__ = [
@@ -277,7 +277,7 @@ def record_from_dict(data: dict[str, Any], where: str = "journal"):
     if not isinstance(version, int):
         raise JournalError(f"{where}: line has no integer schema_version")
     if version > SCHEMA_VERSION:
-        raise JournalError(
+        raise NewerSchemaError(
             f"{where}: schema_version {version} is newer than this autoresearch understands "
             f"({SCHEMA_VERSION}); upgrade autoresearch to read it"
         )

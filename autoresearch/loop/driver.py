@@ -215,14 +215,12 @@ def _announce_calibration(run: Session, record: CalibrationRecord) -> None:
 def restore_calibration(run: Session) -> bool:
     """The best's last calibration, when it measured the current tip: a `try` in a new process
     need not measure the same commit again (the experiment still runs both arms side by side)."""
-    tip = run.ws.tip()
-    calibrations = run.journal.read().calibrations
-    last = calibrations[-1] if calibrations else None
-    primary = run.config.metric.name
-    if last is None or last.commit != tip or not last.samples.get(primary):
-        return False
-    adopt_calibration(run, last)
-    return True
+    last = run.calibration  # the journal's last, as the session opened
+    return (
+        last is not None
+        and last.commit == run.ws.tip()
+        and last.median(run.config.metric.name) is not None
+    )
 
 
 def adopt_calibration(run: Session, record: CalibrationRecord) -> None:

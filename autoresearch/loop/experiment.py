@@ -190,7 +190,9 @@ def check_patch(
         allow_binary=config.scope.allow_binary,
     )
     if problem is None and touched is None:
-        problem = PatchProblem("apply_failed", "git cannot read the patch (not a unified diff?)")
+        problem = PatchProblem(
+            Status.APPLY_FAILED, "git cannot read the patch (not a unified diff?)"
+        )
     return paths, problem
 
 
@@ -210,7 +212,6 @@ def keep(
 ) -> ExperimentRecord:
     """Commit the patch on the session branch; the pending record survives a crash mid-commit."""
     primary = decision.metrics[run.config.metric.name]
-    assert run.calibration is not None
     summary = {
         "status": "keep",
         "metric": run.config.metric.name,
@@ -219,7 +220,7 @@ def keep(
         "change_pct": primary["change_pct"],
         "ci_pct": [primary["ci_low_pct"], primary["ci_high_pct"]],
         "p_value": primary["p_better"],
-        "threshold_pct": run.calibration.threshold,
+        "threshold_pct": primary.get("threshold_pct"),  # the judge's, here or on a host
         "patch_sha256": hypothesis.sha256,
     }
     record = draft.finish(Status.KEEP, None, **measured)
@@ -236,7 +237,8 @@ def keep(
         return draft.finish(Status.INTERRUPTED, why, error=why, **measured)
     # Until the recalibration measures it, the kept candidate's own runs stand for the best.
     samples = {name: ev["candidate_samples"] for name, ev in decision.metrics.items()}
-    run.calibration = run.calibration.kept(sha, samples)
+    if run.calibration is not None:
+        run.calibration = run.calibration.kept(samples)
     return ExperimentRecord.from_dict({**record.to_dict(), "kept_commit": sha})
 
 

@@ -21,6 +21,7 @@ from ..journal.records import Asi, ExperimentRecord
 from ..journal.store import Journal
 from ..progress import Progress
 from ..repo.workspace import Workspace
+from ..statuses import Status
 from .session_dir import SessionPaths, read_inflight
 
 __all__ = [
@@ -69,7 +70,7 @@ def _record_for(marker: dict, ws: Workspace, journal: Journal) -> ExperimentReco
     exp_id = fields.get("id")  # None for a marker left by calibration: nothing to record
     if exp_id is None or any(r.id == exp_id for r in journal.read().experiments):
         return None
-    return landed_keep(marker, ws) or record_from_marker(marker, "interrupted")
+    return landed_keep(marker, ws) or record_from_marker(marker, Status.INTERRUPTED)
 
 
 def landed_keep(marker: dict, ws: Workspace) -> ExperimentRecord | None:
@@ -186,7 +187,7 @@ def _record_from_trailers(commit: KeptCommit, session: str) -> ExperimentRecord:
         session=session,
         id=commit.exp_id,
         n=commit.n,
-        status="keep",
+        status=Status.KEEP,
         title=title,
         proposer="unknown",
         source=None,

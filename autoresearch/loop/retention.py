@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..journal.store import JournalContents
+from ..statuses import Status
 from .session_dir import SessionPaths
 
 __all__ = ["PruneResult", "prune_logs", "prune_session_logs"]
@@ -35,7 +36,7 @@ def prune_logs(
     """Remove the log directories the retention rule does not keep."""
     if not paths.logs.is_dir():
         return PruneResult([], 0, 0)
-    kept_records = [r for r in history.experiments if r.status == "keep"]
+    kept_records = [r for r in history.experiments if r.status == Status.KEEP]
     if keep_last > 0:
         kept_records += history.experiments[-keep_last:]
     keep = {r.id for r in kept_records}

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from ..bench.fingerprint import environment
 from ..bench.measure import Harness, prepare_baseline
 from ..bench.proc import StopFlag, process_token
+from ..bench.runners import LocalRunner
 from ..config import Config, script_path
 from ..decide.calibration import Calibration
 from ..decide.headline import baseline_calibration
@@ -200,6 +201,9 @@ def open_session(
                 next_n=next_experiment_number(paths, [r.n for r in history.experiments], commits),
                 no_keep_streak=no_keep_streak(history.experiments),
             ),
+            calibration=Calibration.from_record(history.calibrations[-1], config.metric.name)
+            if history.calibrations
+            else None,
         )
 
 
@@ -253,6 +257,7 @@ def proposal_context(run: Session) -> ProposalContext:
         stop=run.stop,
         token=run.token,
         say=run.progress.info,
+        runner=LocalRunner(),
     )
     context.records.sort(key=lambda r: r.n)
     return context

@@ -17,6 +17,7 @@ from ..config import Config
 from ..errors import UserError
 from ..journal.store import read_journal
 from ..repo.gitrepo import open_repo
+from ..statuses import Status
 from .session import session_paths
 from .session_dir import SessionLock
 
@@ -71,7 +72,7 @@ def list_sessions(config: Config) -> list[SessionInfo]:
                 branch=branch,
                 ahead=ahead,
                 experiments=len(records),
-                kept=sum(r.status == "keep" for r in records),
+                kept=sum(r.status == Status.KEEP for r in records),
                 state_dir=state,
                 state_bytes=size,
                 last_activity=newest,

@@ -12,6 +12,7 @@ from ..decide.stats import change_pct
 from ..journal.index import IndexedJournal, refresh_index
 from ..journal.records import STATUSES
 from ..progress import format_value
+from ..statuses import Status
 from .session import session_paths
 from .session_dir import SessionLock, read_inflight
 
@@ -24,7 +25,7 @@ def session_status(config: Config) -> dict[str, Any]:
     history = _history(config)
     primary = config.metric.name
     counts = Counter(r["status"] for r in history.experiments)
-    kept = [r for r in history.experiments if r["status"] == "keep"]
+    kept = [r for r in history.experiments if r["status"] == Status.KEEP]
     base_commit = history.sessions[0]["base_commit"] if history.sessions else None
     tip = kept[-1]["commit"] if kept else base_commit
     # The same figure `report` and `pr` show: one measurement behind baseline and best.
@@ -94,9 +95,9 @@ def _agent_spend(rows: list[dict]) -> dict[str, Any] | None:
         "proposals": len(mine),
         "cost_usd": round(sum(c for c in costs if c is not None), 6),
         "unknown_cost": sum(1 for c in costs if c is None),
-        "refused": sum(1 for r in mine if r["status"] == "refused"),
-        "failed": sum(1 for r in mine if r["status"] == "agent_failed"),
-        "kept": sum(1 for r in mine if r["status"] == "keep"),
+        "refused": sum(1 for r in mine if r["status"] == Status.REFUSED),
+        "failed": sum(1 for r in mine if r["status"] == Status.AGENT_FAILED),
+        "kept": sum(1 for r in mine if r["status"] == Status.KEEP),
     }
 
 

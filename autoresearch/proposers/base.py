@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..statuses import Status
+
 if TYPE_CHECKING:  # at run time records would import config, which imports the proposers
     from ..journal.records import ExperimentRecord
 
@@ -50,7 +52,7 @@ class Hypothesis:
     family: str | None = None  # the axis it explores ("compaction", a knob's name)
     # The status a hypothesis with a `problem` is recorded with: the proposer may have refused
     # it ("refused") or failed to make it ("agent_failed") rather than the patch not applying.
-    problem_status: str = "apply_failed"
+    problem_status: str = Status.APPLY_FAILED
     agent: dict[str, Any] | None = None  # an agent's run: preset, usage, log, prompt
 
     @property
@@ -87,6 +89,7 @@ class ProposalContext:
     stop: Any = None  # set when the night is asked to stop: long proposals end early
     token: str | None = None  # the session's process token (proc.py)
     say: Any = None  # a progress line, for proposals that take a while (an agent's)
+    runner: Any = None  # where a proposer's own commands run (bench/runners.py): an agent's
 
     def read(self, rel: str) -> str:
         """A file of the current best, as text."""

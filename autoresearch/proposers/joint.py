@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..journal.records import ExperimentRecord
+from ..statuses import Status
 from .base import Hypothesis, ProposalContext
 from .knobs import Knob, moved
 
@@ -150,7 +151,7 @@ class JointSearch:
         names = [k.name for k in self.knobs]
         start = 0
         for i, record in enumerate(records):
-            if record.status == "keep" and not _joint(record):
+            if record.status == Status.KEEP and not _joint(record):
                 start = i + 1  # something else changed the code under the knobs
         trials: list[_Trial] = []
         level = 1.0
@@ -169,7 +170,7 @@ class JointSearch:
                 continue
             value = level * (1 + change / 100)
             trials.append(_Trial(point, value))
-            if record.status == "keep":
+            if record.status == Status.KEEP:
                 level = value
         return trials, level
 

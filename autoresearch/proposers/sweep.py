@@ -33,6 +33,7 @@ import math
 from ..config import Config
 from ..errors import ConfigError
 from ..journal.records import ExperimentRecord
+from ..statuses import Status
 from .base import Hypothesis, ProposalContext, ProposerError
 from .joint import JointSearch
 from .knobs import Knob, knob_from_table, patch_of
@@ -240,7 +241,7 @@ def _flat(record: ExperimentRecord | None) -> float | None:
     """The change a value measured when it was neither kept nor shown worse than the floor
     (a plateau, or too little evidence either way); None otherwise."""
     change = _change(record)
-    if change is None or record.status == "keep" or record.decision.get("rule") in LOSSES:
+    if change is None or record.status == Status.KEEP or record.decision.get("rule") in LOSSES:
         return None
     floor = record.decision.get("threshold_pct") or 0.0
     return change if abs(change) < floor else None
@@ -264,7 +265,7 @@ def _worse(here: dict[float, ExperimentRecord], made_here: ExperimentRecord | No
 def _closed(knob: Knob, history: list[ExperimentRecord], tip: str) -> bool:
     """Whether the knob's full search ended at `tip` (rather than moving on with a keep)."""
     at = [r for r in history if r.parent_commit == tip]
-    if not at or any(r.status == "keep" for r in at):
+    if not at or any(r.status == Status.KEEP for r in at):
         return False
     current = at[0].proposal["from"]
     made = next((r for r in history if r.kept_commit == tip), None)

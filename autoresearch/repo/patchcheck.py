@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ..statuses import Status
 from .globs import matches_any
 
 __all__ = ["PatchProblem", "check_paths", "patch_paths"]
@@ -52,15 +53,17 @@ def check_paths(
 ) -> PatchProblem | None:
     """The first reason the patch may not touch `paths`, or None when it may."""
     if not paths:
-        return PatchProblem("apply_failed", "the patch touches no file (is it a unified diff?)")
+        return PatchProblem(
+            Status.APPLY_FAILED, "the patch touches no file (is it a unified diff?)"
+        )
     if _SYMLINK_MODE.search(patch):
-        return PatchProblem("scope_violation", "the patch creates or changes a symbolic link")
+        return PatchProblem(Status.SCOPE_VIOLATION, "the patch creates or changes a symbolic link")
     if not allow_binary and _BINARY.search(patch):
-        return PatchProblem("scope_violation", "the patch carries binary content")
+        return PatchProblem(Status.SCOPE_VIOLATION, "the patch carries binary content")
     for path in paths:
         problem = _check_one(path, worktree, include, protect)
         if problem:
-            return PatchProblem("scope_violation", problem)
+            return PatchProblem(Status.SCOPE_VIOLATION, problem)
     return None
 
 

@@ -18,6 +18,7 @@ import pandas as pd
 from ..decide.headline import baseline_calibration, headline
 from ..errors import JournalError
 from ..journal.index import refresh_index
+from ..statuses import Status
 
 __all__ = ["COLUMNS", "History", "load_history"]
 
@@ -148,7 +149,7 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
     metric = config["metric"]
     spec_of = {m["name"]: m for m in [metric, *config["secondary"], *config["sentinel"]]}
     frame = _typed(pd.DataFrame(rows, columns=COLUMNS))
-    kept_commits = [r["commit"] for r in rows if r["status"] == "keep" and r["commit"]]
+    kept_commits = [r["commit"] for r in rows if r["status"] == Status.KEEP and r["commit"]]
     tip = kept_commits[-1] if kept_commits else sessions[0]["base_commit"]
     head = headline(calibrations, confirmations, tip, metric["name"], sessions[0]["base_commit"])
     first = baseline_calibration(calibrations, sessions[0]["base_commit"])
@@ -264,7 +265,7 @@ def pi_history(objects: list[dict[str, Any]], source: str, warnings: list[str]) 
     direction = config.get("bestDirection", "lower")
     frame = _typed(pd.DataFrame([_pi_row(r, metric) for r in runs], columns=COLUMNS))
     frame = _pi_changes(frame, direction)
-    kept = frame[frame["status"] == "keep"]
+    kept = frame[frame["status"] == Status.KEEP]
     base = kept.iloc[0] if len(kept) else frame.iloc[0]
     why = (
         f"run {int(base['n'])} is the first kept run: the first whose checks passed, the "
@@ -349,7 +350,7 @@ def _pi_row(run: dict[str, Any], metric: str) -> dict[str, Any]:
 def _pi_changes(frame: pd.DataFrame, direction: str) -> pd.DataFrame:
     """Each run's change against the best kept value before it, within its segment."""
     frame = frame.copy()
-    kept_values = frame["value"].where(frame["status"] == "keep")
+    kept_values = frame["value"].where(frame["status"] == Status.KEEP)
     best = kept_values.groupby(frame["segment"]).transform(
         lambda s: (s.cummin() if direction == "lower" else s.cummax()).ffill().shift(1)
     )

@@ -18,6 +18,7 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from ..journal.records import FAILED_STATUSES
+from ..statuses import Status
 from .history import History
 
 __all__ = [
@@ -49,7 +50,7 @@ def progress_data(history: History) -> pd.DataFrame:
     df = history.experiments[["n", "status", "title", "value", "change_pct"]].copy()
     df["kind"] = df["status"].where(~df["status"].isin(FAILED_STATUSES), "failed")
     df.loc[~df["kind"].isin(STYLE), "kind"] = "failed"
-    kept = df["value"].where(df["status"] == "keep")
+    kept = df["value"].where(df["status"] == Status.KEEP)
     running = kept.cummin() if history.lower_is_better else kept.cummax()
     df["best"] = running.ffill().fillna(history.baseline["value"])
     return df
@@ -70,7 +71,7 @@ def plot_progress(history: History, path: Path) -> Path:
             continue
         y = part["value"].fillna(failed_y) if kind == "failed" else part["value"]
         ax.scatter(part["n"], y, s=40, zorder=3, **style)
-    wins = df[df["status"] == "keep"].copy()
+    wins = df[df["status"] == Status.KEEP].copy()
     wins["size"] = wins["change_pct"].abs().fillna(0)
     for row in wins.nlargest(MAX_ANNOTATIONS, "size").itertuples():
         ax.annotate(
@@ -100,7 +101,7 @@ def scales_data(history: History) -> pd.DataFrame:
     if not family or not family["rows"]:
         return pd.DataFrame(columns=["n", "scale", "ratio"])
     df = history.experiments
-    kept = df[df["status"] == "keep"]
+    kept = df[df["status"] == Status.KEEP]
     rows = []
     for scale in family["rows"]:
         base = scale["baseline"]

@@ -13,6 +13,7 @@ from ..config import Config
 from ..decide.stats import change_pct
 from ..journal.records import FAILED_STATUSES, STATUSES
 from ..repo.globs import matches_any
+from ..statuses import Status
 from .history import History
 from .scales import scale_parts, scale_value
 from .sweeps import joint_summaries, sweep_summaries
@@ -67,7 +68,7 @@ def summarize(history: History, comparison: str | None = None, label: str | None
     every = history.experiments
     # A hypothesis measured again counts once, by its last outcome; its runs all count.
     df = every[~every["superseded"].astype(bool)]
-    kept = df[df["status"] == "keep"]
+    kept = df[df["status"] == Status.KEEP]
     failed = df[df["status"].isin(FAILED_STATUSES)]
     base, final = history.baseline["value"], history.final["value"]
     counts = df["status"].value_counts()
@@ -93,7 +94,7 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         and {k: v for k, v in history.confirmation.items() if k != "metrics"},
         "metrics": _metric_rows(history, units),
         "wins": _wins(kept[kept["n"] != history.baseline.get("n")]),
-        "not_kept": _not_kept(df[df["status"] != "keep"]),
+        "not_kept": _not_kept(df[df["status"] != Status.KEEP]),
         "runs": _runs(every),
         "family": _family(history, comparison, label),
         "allocations": _allocations(history),
@@ -203,9 +204,9 @@ def _proposers(df: pd.DataFrame) -> list[dict]:
         row = {
             "name": name,
             "experiments": len(group),
-            "kept": int((group["status"] == "keep").sum()),
-            "refused": int((group["status"] == "refused").sum()),
-            "failed": int((group["status"] == "agent_failed").sum()),
+            "kept": int((group["status"] == Status.KEEP).sum()),
+            "refused": int((group["status"] == Status.REFUSED).sum()),
+            "failed": int((group["status"] == Status.AGENT_FAILED).sum()),
             "agent": bool(len(agent)),
             "cost_usd": _clean(costs.sum()) if costs.notna().any() else None,
             "unknown_cost": int(costs.isna().sum()) if len(agent) else 0,
@@ -313,7 +314,7 @@ def _allocations(history: History) -> list[dict]:
 
 def _safety(history: History, kept: pd.DataFrame) -> dict:
     if history.format != "autoresearch":
-        checks_failed = int((history.experiments["status"] == "checks_failed").sum())
+        checks_failed = int((history.experiments["status"] == Status.CHECKS_FAILED).sum())
         return {
             "checks_on_every_keep": None,
             "note": f"a kept run passed the checks; {checks_failed} run(s) failed them and were "

@@ -8,6 +8,8 @@ from typing import Any
 
 import pandas as pd
 
+from ..statuses import Status
+
 __all__ = ["joint_summaries", "show_value", "sweep_summaries"]
 
 
@@ -67,7 +69,7 @@ def joint_summaries(df: pd.DataFrame) -> list[dict[str, Any]]:
         )
     out = []
     for sampler, rows in searches.items():
-        kept = [r for r in rows if r["status"] == "keep"]
+        kept = [r for r in rows if r["status"] == Status.KEEP]
         best = kept[-1]["point"] if kept else rows[0]["start"]
         at = (kept[-1]["commit"] if kept else rows[-1]["parent"]) or ""
         shown = ", ".join(f"{name} {show_value(v)}" for name, v in best.items())
@@ -89,11 +91,11 @@ def _present(value) -> bool:
 
 
 def _summary(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
-    kept = [r for r in rows if r["status"] == "keep"]
+    kept = [r for r in rows if r["status"] == Status.KEEP]
     best = kept[-1]["value"] if kept else rows[0]["from"]
     # Where the knob's search last stood: the best it was measured against last.
     last_parent = rows[-1]["parent"]
-    at_best = [r for r in rows if r["parent"] == last_parent and r["status"] != "keep"]
+    at_best = [r for r in rows if r["parent"] == last_parent and r["status"] != Status.KEEP]
     slower = [r for r in at_best if (r["change_pct"] or 0) > 0]
     return {
         "knob": name,

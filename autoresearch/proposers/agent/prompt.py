@@ -21,6 +21,7 @@ from ...progress import format_value
 from ...report.ideas import CLOSED_RULES
 from ...report.render import render_template
 from ...report.summary import STATUS_FIRST
+from ...statuses import Status
 from ..base import Hypothesis, ProposalContext
 
 __all__ = ["closed_axes", "render_prompt"]
@@ -42,7 +43,7 @@ def render_prompt(
     measuring: Hypothesis | None = None,
 ) -> str:
     """The prompt, within `budget_chars`: the oldest history is summarised first."""
-    records = [r for r in context.records if r.status != "interrupted" or r.kept_commit]
+    records = [r for r in context.records if r.status != Status.INTERRUPTED or r.kept_commit]
     ideas = _ideas(config)
     shown = min(recent, len(records))
     detail = 2  # 2: older experiments one line each; 1: counts only; 0: the counts, shorter
@@ -72,7 +73,7 @@ def render_prompt(
 
 def closed_axes(records: list[ExperimentRecord]) -> list[ExperimentRecord]:
     """Experiments whose idea is done as it is: rejected for a reason more runs will not change."""
-    return [r for r in records if r.status != "keep" and _reason(r) in CLOSED_RULES]
+    return [r for r in records if r.status != Status.KEEP and _reason(r) in CLOSED_RULES]
 
 
 def _reason(record: ExperimentRecord) -> str:
@@ -116,7 +117,7 @@ def _data(
         "protect": config.protected_globs(),
         "checks": config.checks.command,
         "pivot": pivot,
-        "kept": [_row(r) for r in records if r.status == "keep"],
+        "kept": [_row(r) for r in records if r.status == Status.KEEP],
         "diffstat": _diffstat(context),
         "recent": [_row(r) for r in recent],
         "older": _older(older, detail),

@@ -27,7 +27,8 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
-from ...bench.proc import RunResult, read_log, run
+from ...bench.proc import RunResult, read_log
+from ...bench.runners import LocalRunner
 from ...config import Config
 from ...journal.records import ExperimentRecord, no_keep_streak
 from ...loop.session_dir import SessionPaths, fresh_dir
@@ -192,7 +193,8 @@ class AgentProposer:
             + (" (a structurally different idea asked)" if pivot else "")
             + (f", while {measuring.title!r} is measured" if measuring is not None else ""),
         )
-        result = run(
+        runner = context.runner or LocalRunner()
+        result = runner.run(
             command,
             cwd=scratch.path,
             log_path=log_dir / "agent.log",
@@ -206,6 +208,7 @@ class AgentProposer:
             },
             stop=context.stop,
             token=f"{context.token}-agent" if context.token else None,
+            on_start=None,
             concurrent=s.prepare_ahead,
         )
         hypothesis_data, hypothesis_problem = read_hypothesis_file(hypothesis_path)
