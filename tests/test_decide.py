@@ -6,7 +6,8 @@ import random
 import pytest
 
 from autoresearch.config import DecisionConfig, load_config
-from autoresearch.decide.rule import Judge, detectable_effect_pct, runs_needed
+from autoresearch.decide.design import detectable_effect_pct, runs_needed
+from autoresearch.decide.rule import Judge
 
 CONFIG = """
 [metric]

@@ -36,22 +36,12 @@ from typing import Any
 from scipy.stats import norm
 from scipy.stats import t as student
 
-from ..config import Config, DecisionConfig, MetricSpec, SentinelSpec
+from ..config import Config, MetricSpec, SentinelSpec
 from ..statuses import Status
+from .design import budget_runs, cap_runs, look_alphas
 from .stats import Comparison, compare, compare_paired
 
-__all__ = [
-    "CONFIDENCE",
-    "WORSE_ALPHA",
-    "Decision",
-    "Judge",
-    "cap_runs",
-    "detectable_effect_pct",
-    "improvement",
-    "look_alphas",
-    "runs_needed",
-    "threshold_pct",
-]
+__all__ = ["CONFIDENCE", "WORSE_ALPHA", "Decision", "Judge", "improvement"]
 
 CONFIDENCE = 0.95  # of the reported intervals
 WORSE_ALPHA = 0.05  # a false discard only costs a win, so a loss needs less evidence
@@ -62,10 +52,7 @@ FUTILITY_CONFIDENCE = 0.80
 PROMISE_POWER = 0.10
 PROMISE_OPTIMISM = 1.0
 SMALL_WIN_FACTOR = 2.0  # a win under this many floors must agree with `agree_with`
-POWER = 0.9  # of the cap: the chance to detect a change of the floor
-SPENDING = 1.0  # look k gets alpha in proportion to n_k ** SPENDING: more to the later looks
 SENTINEL_EXTENSION = 2.0  # a win with an unresolved sentinel may run to this many caps
-MIN_CAP_FACTOR = 3  # the cap is at least this many times min_runs: a t-test needs some pairs
 
 
 @dataclass(frozen=True)
@@ -89,66 +76,26 @@ class Decision:
         }
 
 
-def threshold_pct(config: Config, noise: float | None) -> float:
-    """The smallest change of the primary metric worth claiming: the floor, raised to
-    `noise_multiplier` times the noise only when that is set (0 by default: the noise decides
-    how many runs a decision takes, not what is worth claiming)."""
-    floor = config.decision.min_effect_pct
-    multiplier = config.decision.noise_multiplier
-    return floor if noise is None or not multiplier else max(floor, multiplier * noise)
-
-
-def _z_sum(decision: DecisionConfig) -> float:
-    # About half of alpha is left for the last look (see look_alphas).
-    return float(norm.ppf(1 - decision.alpha / 2) + norm.ppf(POWER))
-
-
-def runs_needed(config: Config, noise_pct: float, effect_pct: float) -> int:
-    """Runs per arm (pairs) to detect `effect_pct` with 90% power when one run's noise is
-    `noise_pct`: a pair's log ratio has sqrt(2) times that noise when the runs are independent,
-    less when load moves both alike."""
-    return math.ceil((_z_sum(config.decision) * math.sqrt(2) * noise_pct / effect_pct) ** 2) + 1
-
-
-def detectable_effect_pct(config: Config, noise_pct: float) -> float:
-    """The change detected with 90% power at `max_runs` runs per arm."""
-    n = config.decision.max_runs
-    return _z_sum(config.decision) * math.sqrt(2) * noise_pct / math.sqrt(max(n - 1, 1))
-
-
-def cap_runs(
-    config: Config, noise_pct: float | None, run_s: float | None, floor: float | None = None
-) -> int:
-    """Runs per arm a decision may take: enough to detect the floor at this noise, at least
-    MIN_CAP_FACTOR x min_runs, at most max_runs and what budget_s allows at run_s a run."""
-    d = config.decision
-    cap = d.max_runs
-    if noise_pct:
-        needed = runs_needed(config, noise_pct, floor or d.min_effect_pct)
-        cap = min(cap, max(needed, MIN_CAP_FACTOR * d.min_runs))
-    budget = _budget_runs(d, run_s)
-    if budget is not None:
-        cap = min(cap, budget)
-    return max(cap, d.min_runs)
-
-
-def _budget_runs(d: DecisionConfig, run_s: float | None) -> int | None:
-    """The pairs `budget_s` pays for at `run_s` a run; None without a budget."""
-    return int(d.budget_s / (2 * run_s)) if d.budget_s and run_s else None
-
-
-def look_alphas(alpha: float, schedule: list[int]) -> list[float]:
-    """Each look's share of alpha: in proportion to n ** SPENDING, adding up to alpha."""
-    weights = [n**SPENDING for n in schedule]
-    return [alpha * w / sum(weights) for w in weights]
-
-
 def improvement(spec: MetricSpec | SentinelSpec, comparison: Comparison) -> tuple:
     """(estimate, interval low, interval high, p) with positive meaning better."""
     c = comparison
     if spec.direction == "lower":
         return -c.change_pct, -c.ci_high_pct, -c.ci_low_pct, c.p_lower
     return c.change_pct, c.ci_low_pct, c.ci_high_pct, c.p_higher
+
+
+@dataclass
+class _Look:
+    """One look of the rule: how many pairs, its share of alpha, the evidence it reads."""
+
+    n: int  # pairs so far
+    number: int  # 1-based, among the judge's looks
+    alpha: float  # this look's share of alpha
+    out_of_runs: bool  # no more pairs will run
+    final: bool  # the primary metric's last look (the cap, or out of runs)
+    metrics: dict[str, dict[str, Any]]
+    sentinels: dict[str, dict[str, Any]]
+    extra: dict[str, Any]
 
 
 class Judge:
@@ -189,7 +136,7 @@ class Judge:
         bench, within budget_s; with a sentinel command, as many of its cheaper pairs as the
         same seconds pay for (its duration from calibration; unknown: as many as the bench)."""
         limit = math.ceil(SENTINEL_EXTENSION * self.cap)
-        budget = _budget_runs(self.config.decision, run_s)
+        budget = budget_runs(self.config.decision, run_s)
         if budget is not None:
             limit = min(limit, max(self.cap, budget))
         extra = limit - self.cap
@@ -223,13 +170,19 @@ class Judge:
         self, baseline: dict[str, list[float]], candidate: dict[str, list[float]], final: bool
     ) -> Decision | None:
         """The decision with these runs, or None to run more; `final`: no more runs will come."""
-        primary = self.config.metric
         n = _pairs(baseline)
         if n not in self.looks and not final:
             return None
+        at = self._look_at(baseline, candidate, n, final)
+        if self._win is not None:
+            return self._sentinels_only(at)
+        return self._primary(at, baseline, candidate)
+
+    def _look_at(self, baseline: dict, candidate: dict, n: int, final: bool) -> _Look:
+        """Everything this look reads and reports: the evidence of each metric and sentinel."""
+        primary = self.config.metric
         look = next((i + 1 for i, point in enumerate(self.looks) if n <= point), len(self.looks))
         out_of_runs = final or n >= self.limit  # nothing more will run
-        final = out_of_runs or n >= self.cap  # the primary metric's last look
         metrics = (
             self._win[1]
             if self._win is not None
@@ -254,103 +207,111 @@ class Judge:
             "n_baseline": n,
             "n_candidate": len(candidate.get(primary.name, [])),
         }
+        return _Look(
+            n=n,
+            number=look,
+            alpha=self.alphas[index],
+            out_of_runs=out_of_runs,
+            final=out_of_runs or n >= self.cap,  # the primary metric's last look
+            metrics=metrics,
+            sentinels=sentinels,
+            extra=extra,
+        )
 
-        def decided(status: str, rule: str, reason: str) -> Decision:
-            if self._win is not None:
-                verdicts = {k: v["verdict"] for k, v in sentinels.items()}
-                extra["sentinel_extension"] = {
-                    "primary_decided_at": self._win[0],
-                    "pairs_added": n - self._win[0],
-                    "ran": "sentinel command" if self.config.bench.sentinel_command else "bench",
-                    "outcome": (
-                        "shown within budget"
-                        if status == Status.KEEP
-                        else "shown over budget"
-                        if rule == "sentinel_budget"
-                        else "still unresolved"
-                    ),
-                    "verdicts": verdicts,
-                }
-            return Decision(status, rule, reason, look, metrics, sentinels, extra)
-
+    def _decided(self, at: _Look, status: Status, rule: str, reason: str) -> Decision:
         if self._win is not None:
-            return self._sentinels_only(sentinels, out_of_runs, decided)
-        ev = metrics[primary.name]
+            at.extra["sentinel_extension"] = {
+                "primary_decided_at": self._win[0],
+                "pairs_added": at.n - self._win[0],
+                "ran": "sentinel command" if self.config.bench.sentinel_command else "bench",
+                "outcome": (
+                    "shown within budget"
+                    if status == Status.KEEP
+                    else "shown over budget"
+                    if rule == "sentinel_budget"
+                    else "still unresolved"
+                ),
+                "verdicts": {k: v["verdict"] for k, v in at.sentinels.items()},
+            }
+        return Decision(status, rule, reason, at.number, at.metrics, at.sentinels, at.extra)
+
+    def _primary(self, at: _Look, baseline: dict, candidate: dict) -> Decision | None:
+        """The rule on the primary metric: a win (if nothing blocks it), a loss, futility."""
+        primary, n = self.config.metric, at.n
+        ev = at.metrics[primary.name]
         if ev["improvement_pct"] is None:
-            if final:
-                return decided(
-                    Status.INCONCLUSIVE, "unknown_comparison", f"{primary.name} not compared"
-                )
-            return None
+            why = f"{primary.name} not compared"
+            return (
+                self._decided(at, Status.INCONCLUSIVE, "unknown_comparison", why)
+                if at.final
+                else None
+            )
         gain, p_better = ev["improvement_pct"], ev["p_better"]
         said = (
             f"{primary.name} {ev['change_pct']:+.2f}% "
             f"[{ev['ci_low_pct']:+.2f}%, {ev['ci_high_pct']:+.2f}%]"
         )
-        alpha = self.alphas[index]
-        if p_better < alpha and gain >= self.threshold:
+        if p_better < at.alpha and gain >= self.threshold:
             reason = (
-                f"{said}, p={p_better:.2g} < {alpha:.2g} at {n} runs per arm, "
+                f"{said}, p={p_better:.2g} < {at.alpha:.2g} at {n} runs per arm, "
                 f"gain >= floor {self.threshold:.2f}%"
             )
-            blocked = self._keep_blockers(metrics, sentinels, gain)
-            if blocked is None:
-                return decided(Status.KEEP, "significant_win", reason)
-            status, rule, why = blocked
-            if status == Status.DISCARD:
-                return decided(status, rule, why)
-            if rule == "sentinel_unresolved" and final and not out_of_runs:
-                self._win = (n, metrics, reason)  # the win stands; the sentinels run on
-                return None
-            return decided(Status.INCONCLUSIVE, rule, why) if final else None
+            return self._win_at(at, gain, reason)
         if ev["p_worse"] < self.alpha_worse:
-            return decided(
-                Status.DISCARD, "significant_loss", f"{said}, worse with p={ev['p_worse']:.2g}"
-            )
+            why = f"{said}, worse with p={ev['p_worse']:.2g}"
+            return self._decided(at, Status.DISCARD, "significant_loss", why)
         if self._futile(primary, baseline, candidate):
             by_noise = self.threshold > self.config.decision.min_effect_pct
-            return decided(
+            return self._decided(
+                at,
                 Status.DISCARD,
                 "below_noise_threshold" if by_noise else "below_threshold",
                 f"{said}: the gain is below the "
                 f"{'threshold the noise set' if by_noise else 'floor'} {self.threshold:.2f}% "
                 f"with {(1 + FUTILITY_CONFIDENCE) / 2:.0%} confidence",
             )
-        if not final:
+        if not at.final:
             chance = self._promise(ev, n)
             if chance is not None and chance < PROMISE_POWER:
-                return decided(
+                return self._decided(
+                    at,
                     Status.DISCARD,
                     "not_promising",
                     f"{said} at {n} runs per arm: even at one standard error better, a keep "
                     f"by {self.cap} runs per arm is {chance:.0%} likely; not worth the runs",
                 )
-        if final:
-            return decided(
-                Status.INCONCLUSIVE,
-                "max_runs",
-                f"{said}, p={p_better:.2g}: not decided after {n} runs per arm",
-            )
-        return None
+            return None
+        why = f"{said}, p={p_better:.2g}: not decided after {n} runs per arm"
+        return self._decided(at, Status.INCONCLUSIVE, "max_runs", why)
 
-    def _sentinels_only(self, sentinels, final, decided) -> Decision | None:
+    def _win_at(self, at: _Look, gain: float, reason: str) -> Decision | None:
+        """A significant win: kept unless a secondary or sentinel blocks it; an unresolved
+        sentinel at the cap lets the sentinels run on while the win stands."""
+        blocked = self._keep_blockers(at.metrics, at.sentinels, gain)
+        if blocked is None:
+            return self._decided(at, Status.KEEP, "significant_win", reason)
+        status, rule, why = blocked
+        if status == Status.DISCARD:
+            return self._decided(at, status, rule, why)
+        if rule == "sentinel_unresolved" and at.final and not at.out_of_runs:
+            self._win = (at.n, at.metrics, reason)  # the win stands; the sentinels run on
+            return None
+        return self._decided(at, Status.INCONCLUSIVE, rule, why) if at.final else None
+
+    def _sentinels_only(self, at: _Look) -> Decision | None:
         """A win decided at the cap, its sentinels still unresolved: theirs is the decision."""
-        over = [s for s in sentinels.values() if s["verdict"] == "over"]
+        assert self._win is not None
+        over = [s for s in at.sentinels.values() if s["verdict"] == "over"]
         if over:
-            return decided(Status.DISCARD, "sentinel_budget", "; ".join(s["reason"] for s in over))
-        unresolved = [s for s in sentinels.values() if s["verdict"] == "unresolved"]
+            why = "; ".join(s["reason"] for s in over)
+            return self._decided(at, Status.DISCARD, "sentinel_budget", why)
+        unresolved = [s for s in at.sentinels.values() if s["verdict"] == "unresolved"]
         if not unresolved:
-            return decided(
-                Status.KEEP,
-                "significant_win",
-                f"{self._win[2]}; sentinels shown within budget with more runs",
-            )
-        if final:
-            return decided(
-                Status.INCONCLUSIVE,
-                "sentinel_unresolved",
-                "; ".join(s["reason"] for s in unresolved),
-            )
+            why = f"{self._win[2]}; sentinels shown within budget with more runs"
+            return self._decided(at, Status.KEEP, "significant_win", why)
+        if at.out_of_runs:
+            why = "; ".join(s["reason"] for s in unresolved)
+            return self._decided(at, Status.INCONCLUSIVE, "sentinel_unresolved", why)
         return None
 
     def _keep_blockers(self, metrics, sentinels, gain) -> tuple[str, str, str] | None:

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from ..bench.measure import Harness, Measurement, PairMeasurement, measure_pair
 from ..config import Config
-from ..decide.rule import CONFIDENCE, detectable_effect_pct, runs_needed, threshold_pct
+from ..decide.design import detectable_effect_pct, runs_needed, threshold_pct
+from ..decide.rule import CONFIDENCE
 from ..decide.stats import compare, robust_cv_pct
 from ..errors import UserError
 from ..journal.draft import now_iso

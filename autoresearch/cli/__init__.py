@@ -1,0 +1,63 @@
+"""The command line: parse arguments, load the config, call the library. Nothing else lives here.
+
+One module per group of commands (session.py, agents.py, review.py), each with its command
+functions, its `COMMANDS` and `add_parsers`; this module assembles them and is the one place
+where a `UserError` becomes `error: ...` and exit code 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+from collections.abc import Callable, Sequence
+
+from ..errors import UserError
+from ..loop.signals import install_stop_handlers
+from . import agents, review, session
+from .common import EXIT_FAILED, EXIT_USER_ERROR
+
+__all__ = ["COMMANDS", "EXIT_FAILED", "EXIT_USER_ERROR", "TRACEBACK_ENV", "build_parser", "main"]
+
+TRACEBACK_ENV = "AUTORESEARCH_TRACEBACK"
+LONG_RUNNING = (
+    "run",
+    "confirm",
+    "try",
+)  # a signal asks them for a clean stop, from the first moment
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    **session.COMMANDS,
+    **agents.COMMANDS,
+    **review.COMMANDS,
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="autoresearch",
+        description="Unattended performance-optimization loops: apply a hypothesis, measure it, "
+        "keep it or revert it, and journal why.",
+        epilog=f"Set {TRACEBACK_ENV}=1 to see the traceback behind an error.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for group in (session, agents, review):
+        group.add_parsers(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The console script: one place where a UserError becomes `error: ...` and exit 1."""
+    args = build_parser().parse_args(argv)
+    if args.command in LONG_RUNNING:
+        install_stop_handlers()
+    try:
+        return COMMANDS[args.command](args)
+    except UserError as exc:
+        if os.environ.get(TRACEBACK_ENV):
+            traceback.print_exc()
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USER_ERROR
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130

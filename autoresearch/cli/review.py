@@ -1,0 +1,165 @@
+"""The morning's commands: report, plot, pr, ideas."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from ..errors import UserError
+from .common import add_config_options, config_of, doc
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    """Summarize a journal: counts, baseline vs best, kept wins, what did not work and why."""
+    from ..report import render_json, render_markdown, render_text
+
+    # The text report lists the skipped lines itself.
+    _, summary, _, templates = _review(args, warn=args.format != "text")
+    if args.format == "json":
+        print(render_json(summary))
+    elif args.format == "markdown":
+        print(render_markdown(summary, templates), end="")
+    else:
+        print(render_text(summary), end="")
+    return 0
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """Draw progress.png, scales.png and, when knobs were swept, sweeps.png."""
+    from ..report.plots import plot_progress, plot_scales, plot_sweeps
+
+    history, _, _, _ = _review(args)
+    out = Path(args.out)
+    for path in (
+        plot_progress(history, out / "progress.png"),
+        plot_scales(history, out / "scales.png"),
+        plot_sweeps(history, out / "sweeps.png"),
+    ):
+        if path is not None:
+            print(f"wrote {path}")
+    return 0
+
+
+def cmd_pr(args: argparse.Namespace) -> int:
+    """Write a pull-request description (GitHub Markdown) from a journal."""
+    from ..report import render_pr
+
+    history, summary, _, templates = _review(args)
+    text = render_pr(
+        summary, templates, raw={"baseline": history.baseline_log, "final": history.final_log}
+    )
+    if args.out:
+        Path(args.out).write_text(text, encoding="utf-8")
+        print(f"wrote {args.out}")
+    else:
+        print(text, end="")
+    return 0
+
+
+def cmd_ideas(args: argparse.Namespace) -> int:
+    """Bring ideas.md in step with the journal (kept, retry-worthy, closed axes); add, list."""
+    from ..report.ideas import add_idea, backlog, update_ideas
+
+    if args.action in ("add", "list"):
+        config = config_of(args)
+        path = Path(args.file) if args.file else config.ideas_path
+        if args.action == "add":
+            if not args.text:
+                raise UserError("ideas add needs the idea: autoresearch ideas add 'TEXT'")
+            add_idea(path, " ".join(args.text))
+            print(f"added to {path}: {' '.join(args.text)}")
+        else:
+            for line in backlog(path):
+                print(line)
+        return 0
+    if args.text:
+        raise UserError(f"unexpected {args.text[0]!r}: ideas [add TEXT | list]")
+    _, summary, config, _ = _review(args)
+    path = Path(args.file) if args.file else (config.ideas_path if config else Path("ideas.md"))
+    before = path.read_text(encoding="utf-8") if path.exists() else None
+    after = update_ideas(path, summary)
+    if before == after:
+        print(f"{path}: already in step with the journal, unchanged")
+    else:
+        print(
+            f"updated {path}: rewrote the journal's section between its marker lines "
+            f"({summary['experiments']} experiments, {len(summary['wins'])} kept); every other "
+            "line is as it was. It is a file of your checkout: commit it to keep the backlog, or "
+            f"`git checkout {path.name}` to drop the update"
+        )
+    return 0
+
+
+def _review(args: argparse.Namespace, warn: bool = True):
+    """The history to review, and the config when there is one (pi logs come without).
+    Lines skipped as damaged or repeated are said on stderr unless the output says them."""
+    from ..errors import ConfigError
+    from ..report import load_history, summarize
+
+    config = None
+    try:
+        config = config_of(args)
+    except ConfigError:
+        if args.config or not args.journal:
+            raise
+    journal = Path(args.journal) if args.journal else config.journal_path
+    history = load_history(journal, args.session or (config.session.name if config else None))
+    for warning in history.warnings if warn else []:
+        print(f"warning: {warning}", file=sys.stderr)
+    comparison = args.compare or (config.report.comparison if config else "") or None
+    label = args.compare_label or (config.report.comparison_label if config else "") or None
+    templates = args.templates or (
+        str(config.resolve(config.report.templates)) if config and config.report.templates else None
+    )
+    summary = summarize(history, comparison, label)
+    return history, summary, config, Path(templates) if templates else None
+
+
+def _add_review(parser: argparse.ArgumentParser) -> None:
+    add_config_options(parser)
+    parser.add_argument(
+        "--journal",
+        metavar="PATH",
+        help="the journal to read (default: the config's); pi-autoresearch logs work too",
+    )
+    parser.add_argument("--compare", metavar="ENGINE", help="comparison engine, e.g. sqlite")
+    parser.add_argument("--compare-label", metavar="NAME", help="its name in tables, e.g. SQLite")
+    parser.add_argument("--templates", metavar="DIR", help="templates overriding the built-in ones")
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "report": cmd_report,
+    "plot": cmd_plot,
+    "pr": cmd_pr,
+    "ideas": cmd_ideas,
+}
+
+
+def add_parsers(sub) -> None:
+    """This group's subcommands, in the order `--help` lists them."""
+    report = sub.add_parser("report", help=doc(cmd_report), description=doc(cmd_report))
+    _add_review(report)
+    report.add_argument("--format", choices=["text", "markdown", "json"], default="text")
+
+    plot = sub.add_parser("plot", help=doc(cmd_plot), description=doc(cmd_plot))
+    _add_review(plot)
+    plot.add_argument("--out", default=".", metavar="DIR", help="where the PNGs go (default: .)")
+
+    pr = sub.add_parser("pr", help=doc(cmd_pr), description=doc(cmd_pr))
+    _add_review(pr)
+    pr.add_argument("--out", metavar="FILE", help="write here instead of to stdout")
+
+    ideas = sub.add_parser("ideas", help=doc(cmd_ideas), description=doc(cmd_ideas))
+    _add_review(ideas)
+    ideas.add_argument(
+        "action",
+        nargs="?",
+        choices=["sync", "add", "list"],
+        default="sync",
+        help="sync (default): rewrite the journal's section; add TEXT: append an idea to the "
+        "backlog; list: print the backlog",
+    )
+    ideas.add_argument("text", nargs="*", help="the idea, for add")
+    ideas.add_argument("--file", metavar="PATH", help="the ideas file (default: the config's)")

@@ -1,0 +1,317 @@
+"""The session's commands: run it, check it, confirm it, see where it stands, tidy it."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from ..config import check_session_name
+from ..errors import UserError
+from .common import EXIT_FAILED, add_config_options, add_env_option, config_of, doc
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Run the experiment loop on the session in the config (resumes where it stopped)."""
+    from ..loop.driver import run_session
+    from ..loop.session import RunOptions
+    from ..progress import Progress
+
+    options = RunOptions(
+        max_experiments=args.max_experiments,
+        max_hours=args.max_hours,
+        stop_after_no_keep=args.stop_after_no_keep,
+        confirm=False if args.no_confirm else None,
+        env=dict(args.env),
+        accept_noise=args.accept_noise,
+    )
+    config = config_of(args)
+    scheduler = args.cluster if args.cluster is not None else config.cluster.scheduler
+    if scheduler:
+        from ..cluster import run_cluster_session
+        from ..config import check_scheduler
+
+        check_scheduler(scheduler, "--cluster")
+        outcome = run_cluster_session(config, scheduler, options, Progress(quiet=args.quiet))
+    else:
+        outcome = run_session(config, options, Progress(quiet=args.quiet))
+    print(
+        f"session {outcome.session}: {outcome.ran} experiments this run, {outcome.kept} kept; "
+        f"stopped: {outcome.stop_reason}"
+    )
+    if outcome.confirmed_change_pct is not None:
+        print(f"confirmed change from the session's baseline: {outcome.confirmed_change_pct:+.2f}%")
+    return EXIT_FAILED if outcome.interrupted else 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Pre-flight: build, bench once and run the checks on the session's best; list every metric."""
+    from ..loop.preflight import check_repository
+
+    config = config_of(args)
+    result = check_repository(config, dict(args.env), lambda line: print(line, file=sys.stderr))
+    if result.interrupted:
+        return EXIT_FAILED
+    for line in result.lines(config):
+        print(line)
+    for problem in result.problems:
+        print(f"problem: {problem}")
+    if result.ok:
+        print("ready: every configured metric printed, the checks pass on the unmodified code")
+    return 0 if result.ok else 1
+
+
+def cmd_confirm(args: argparse.Namespace) -> int:
+    """Measure the session's baseline against its final tip, alternating, and journal it."""
+    from ..loop.confirm import confirm
+    from ..loop.session import RunOptions
+    from ..progress import Progress
+
+    record = confirm(
+        config_of(args), RunOptions(env=dict(args.env)), Progress(quiet=args.quiet), args.runs
+    )
+    if record is None:
+        print("confirmation interrupted")
+        return EXIT_FAILED
+    if record.change_pct is None:
+        print(f"confirmation: {record.metric} could not be compared")
+        return EXIT_FAILED
+    print(
+        f"confirmed: {record.metric} {record.change_pct:+.2f}% "
+        f"(95% CI [{record.ci_low_pct:+.2f}%, {record.ci_high_pct:+.2f}%], "
+        f"p={record.p_value:.2g}, {record.runs_per_arm} runs each)"
+    )
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    """Show where a session stands: experiments by status, baseline vs best, the one in flight."""
+    from ..loop.status import format_status, session_status
+
+    status = session_status(config_of(args))
+    print(json.dumps(status, indent=2) if args.json else format_status(status))
+    return 0
+
+
+def cmd_retry(args: argparse.Namespace) -> int:
+    """Queue experiments to be measured again on the next run (any status)."""
+    from ..journal.store import Journal
+    from ..loop.second_look import request_retries
+    from ..loop.session import session_paths
+
+    config = config_of(args)
+    known = {r.id: r for r in Journal(config.journal_path, config.session.name).read().experiments}
+    missing = [i for i in args.ids if i not in known]
+    if missing:
+        raise UserError(
+            f"no experiment {', '.join(missing)} in session '{config.session.name}' of "
+            f"{config.journal_path} (ids look like {config.session.name}-0003)"
+        )
+    queued = request_retries(session_paths(config), args.ids)
+    for exp_id in args.ids:
+        print(f"queued {exp_id} ({known[exp_id].title!r}, was {known[exp_id].status})")
+    print(f"{len(queued)} experiment(s) will be measured again when the queue is empty")
+    return 0
+
+
+def cmd_prune(args: argparse.Namespace) -> int:
+    """Remove old bench logs: keep those of kept and of the last N experiments."""
+    from ..journal.store import Journal
+    from ..loop.retention import prune_logs
+    from ..loop.session import session_paths
+
+    config = config_of(args)
+    keep = args.keep if args.keep is not None else config.session.keep_logs
+    if keep < 0:
+        raise UserError(f"--keep must be >= 0, got {keep}")
+    if args.keep is None and keep == 0:
+        print("session.keep_logs = 0 keeps every log; pass --keep N to prune anyway")
+        return 0
+    history = Journal(config.journal_path, config.session.name).read()
+    result = prune_logs(session_paths(config), history, keep, dry_run=args.dry_run)
+    verb = "would remove" if args.dry_run else "removed"
+    for path in result.removed:
+        print(f"{verb} {path}")
+    print(
+        f"{verb} {len(result.removed)} log directories ({result.freed_bytes / 1e6:.1f} MB); "
+        f"kept {result.kept}"
+    )
+    return 0
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    """List the repository's sessions: branch, experiments, state size, last activity."""
+    from ..loop.sessions import format_sessions, list_sessions
+
+    config = config_of(args)
+    print(format_sessions(list_sessions(config), config.session.name))
+    return 0
+
+
+def cmd_clean(args: argparse.Namespace) -> int:
+    """Remove a session's worktrees and state (logs, patches); its branch only with --branch."""
+    from ..loop.sessions import clean_session
+
+    config = config_of(args)
+    name = check_session_name(args.name, "SESSION")
+    config = dataclasses.replace(config, session=dataclasses.replace(config.session, name=name))
+    for line in clean_session(config, delete_branch=args.branch):
+        print(line)
+    return 0
+
+
+def cmd_init(args: argparse.Namespace) -> int:
+    """Scaffold a session in a repository: config, bench and checks scripts, ideas file; or,
+    with --from-pi, turn a pi-autoresearch session into one whose journal holds its runs."""
+    from ..init.scaffold import scaffold
+
+    directory = Path(args.directory).resolve()
+    if args.from_pi is not None:
+        from ..init.pi_import import import_pi
+
+        lines = import_pi(
+            directory,
+            log=Path(args.from_pi) if args.from_pi else None,
+            session=args.session,
+            metric=args.metric,
+            direction=args.direction,
+            unit=args.unit,
+            scope=args.scope,
+            force=args.force,
+        )
+        print("\n".join(lines))
+        return 0
+    written = scaffold(
+        directory,
+        session=args.session,
+        metric=args.metric or "bench_ms",
+        direction=args.direction or "lower",
+        unit=args.unit if args.unit is not None else "ms",
+        scope=args.scope or ["src/**"],
+        force=args.force,
+    )
+    for path in written:
+        print(f"wrote {path.relative_to(directory)}")
+    print(
+        "next: edit autoresearch.sh to print your METRIC lines, set [scope] in "
+        "autoresearch.toml, commit the scripts, put patches in hypotheses/, then `autoresearch run`"
+    )
+    return 0
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
+    "run": cmd_run,
+    "check": cmd_check,
+    "confirm": cmd_confirm,
+    "status": cmd_status,
+    "retry": cmd_retry,
+    "prune": cmd_prune,
+    "sessions": cmd_sessions,
+    "clean": cmd_clean,
+    "init": cmd_init,
+}
+
+
+def add_parsers(sub) -> None:
+    """This group's subcommands, in the order `--help` lists them."""
+    _add_loop_parsers(sub)
+    _add_housekeeping_parsers(sub)
+
+
+def _add_loop_parsers(sub) -> None:
+    run = sub.add_parser("run", help=doc(cmd_run), description=doc(cmd_run))
+    add_config_options(run)
+    run.add_argument("--max-experiments", type=int, metavar="N", help="override budget")
+    run.add_argument("--max-hours", type=float, metavar="H", help="override budget (this run)")
+    run.add_argument(
+        "--stop-after-no-keep",
+        type=int,
+        metavar="N",
+        help="stop after N experiments without a keep",
+    )
+    add_env_option(run)
+    run.add_argument("--quiet", action="store_true", help="no progress lines")
+    run.add_argument(
+        "--no-confirm", action="store_true", help="skip the confirmation at the end of the run"
+    )
+    run.add_argument(
+        "--accept-noise",
+        action="store_true",
+        help="go on when the calibration says the bench is too noisy for the effect asked",
+    )
+    run.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="measure on the bench hosts of this Dask scheduler (tcp://host:8786), or on N "
+        "local workers (local:N); overrides [cluster] scheduler, '' runs here",
+    )
+
+    check = sub.add_parser("check", help=doc(cmd_check), description=doc(cmd_check))
+    add_config_options(check)
+    add_env_option(check)
+
+    confirm = sub.add_parser("confirm", help=doc(cmd_confirm), description=doc(cmd_confirm))
+    add_config_options(confirm)
+    confirm.add_argument(
+        "--runs", type=int, metavar="N", help="runs per arm (default: decision.confirm_runs)"
+    )
+    add_env_option(confirm)
+    confirm.add_argument("--quiet", action="store_true", help="no progress lines")
+
+    status = sub.add_parser("status", help=doc(cmd_status), description=doc(cmd_status))
+    add_config_options(status)
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _add_housekeeping_parsers(sub) -> None:
+    sessions = sub.add_parser("sessions", help=doc(cmd_sessions), description=doc(cmd_sessions))
+    add_config_options(sessions)
+
+    clean = sub.add_parser("clean", help=doc(cmd_clean), description=doc(cmd_clean))
+    clean.add_argument("name", metavar="SESSION", help="the session to remove")
+    clean.add_argument("--config", metavar="PATH", help="session config (for the repository)")
+    clean.add_argument(
+        "--branch", action="store_true", help="delete the session branch too (its kept commits)"
+    )
+
+    retry = sub.add_parser("retry", help=doc(cmd_retry), description=doc(cmd_retry))
+    add_config_options(retry)
+    retry.add_argument("ids", nargs="+", metavar="ID", help="experiment ids, e.g. main-0003")
+
+    prune = sub.add_parser("prune", help=doc(cmd_prune), description=doc(cmd_prune))
+    add_config_options(prune)
+    prune.add_argument(
+        "--keep",
+        type=int,
+        metavar="N",
+        help="keep the logs of the last N experiments (default: session.keep_logs; 0 keeps "
+        "only those of kept experiments, the first and last calibration, the last confirmation)",
+    )
+    prune.add_argument("--dry-run", action="store_true", help="list what would be removed")
+
+    init = sub.add_parser("init", help=doc(cmd_init), description=doc(cmd_init))
+    init.add_argument("directory", nargs="?", default=".", help="the repository (default: .)")
+    init.add_argument("--session", default="main", help="session name (default: main)")
+    init.add_argument(
+        "--metric", help="primary metric name (default: bench_ms, or the pi session's)"
+    )
+    init.add_argument(
+        "--direction", choices=["lower", "higher"], help="default: lower, or the pi session's"
+    )
+    init.add_argument("--unit", help="primary metric unit (default: ms, or the pi session's)")
+    init.add_argument(
+        "--scope", action="append", metavar="GLOB", help="what patches may touch (repeatable)"
+    )
+    init.add_argument("--force", action="store_true", help="overwrite existing files")
+    init.add_argument(
+        "--from-pi",
+        nargs="?",
+        const="",
+        metavar="LOG",
+        help="import a pi-autoresearch session: its bench and checks scripts, ideas and log "
+        "(autoresearch.jsonl or .auto/log.jsonl, found in DIRECTORY unless LOG names it) "
+        "become this session's, its runs the journal's history",
+    )
