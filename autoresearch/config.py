@@ -6,18 +6,15 @@ Every key is checked: an unknown key or a wrong type is a ConfigError naming the
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 import shlex
 import shutil
-import tomllib
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
+from .tables import build, read_toml
 
 __all__ = [
     "CONFIG_NAMES",
@@ -258,7 +255,7 @@ class Config:
         path = Path(data.get("path") or "autoresearch.toml")
         if isinstance(data.get("proposer"), dict):  # journals written before proposer chains
             data = {**data, "proposer": [data["proposer"]]}
-        return _build(cls, {**data, "path": path}, path, "", strict=False)
+        return build(cls, {**data, "path": path}, path, "", strict=False)
 
 
 def check_session_name(name: str, where: str) -> str:
@@ -306,7 +303,7 @@ def find_config(start: Path) -> Path:
         if not candidate.is_file():
             continue
         if name == "pyproject.toml":
-            data = _read_toml(candidate)
+            data = read_toml(candidate)
             if "autoresearch" not in data.get("tool", {}):
                 continue
         return candidate
@@ -321,7 +318,7 @@ def load_config(path: Path) -> Config:
     path = path.resolve()
     if not path.is_file():
         raise ConfigError(f"{path}: config file not found")
-    data = _read_toml(path)
+    data = read_toml(path)
     if path.name == "pyproject.toml":
         data = data.get("tool", {}).get("autoresearch")
         if data is None:
@@ -330,83 +327,9 @@ def load_config(path: Path) -> Config:
         raise ConfigError(f"{path}: missing [metric] section (the primary metric: name, direction)")
     if isinstance(data.get("proposer"), dict):  # one `[proposer]` table: a chain of one
         data = {**data, "proposer": [data["proposer"]]}
-    config = _build(Config, {**data, "path": path}, path, "")
+    config = build(Config, {**data, "path": path}, path, "")
     _check_semantics(config)
     return config
-
-
-def _read_toml(path: Path) -> dict:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-
-
-def _build(cls: type, table: object, path: Path, where: str, strict: bool = True):
-    """Build dataclass `cls` from a TOML table, naming the file and key on every mistake."""
-    if not isinstance(table, dict):
-        raise ConfigError(f"{path}: [{where}] must be a table, got {type(table).__name__}")
-    hints = typing.get_type_hints(cls)
-    known = {f.name: f for f in dataclasses.fields(cls)}
-    unknown = sorted(set(table) - set(known))
-    if not strict:
-        table = {k: v for k, v in table.items() if k in known}
-    elif unknown:
-        options = ", ".join(sorted(k for k in known if k != "path"))
-        key = f"{where}.{unknown[0]}" if where else unknown[0]
-        raise ConfigError(f"{path}: unknown key '{key}' (known here: {options})")
-    kwargs = {}
-    for name, value in table.items():
-        key = f"{where}.{name}" if where else name
-        kwargs[name] = value if name == "path" else _coerce(hints[name], value, path, key, strict)
-    missing = [
-        f.name
-        for f in known.values()
-        if f.name not in kwargs
-        and f.default is dataclasses.MISSING
-        and f.default_factory is dataclasses.MISSING
-    ]
-    if missing:
-        key = f"{where}.{missing[0]}" if where else missing[0]
-        raise ConfigError(f"{path}: missing required key '{key}'")
-    return cls(**kwargs)
-
-
-def _coerce(hint, value, path: Path, key: str, strict: bool = True):
-    origin = typing.get_origin(hint)
-    if dataclasses.is_dataclass(hint):
-        return _build(hint, value, path, key, strict)
-    if origin is list:
-        (item,) = typing.get_args(hint)
-        if not isinstance(value, list):
-            raise ConfigError(f"{path}: '{key}' must be a list, got {_toml_type(value)}")
-        return [_coerce(item, v, path, f"{key}[{i}]", strict) for i, v in enumerate(value)]
-    if origin is dict and typing.get_args(hint)[1] is Any:
-        if not isinstance(value, dict):
-            raise ConfigError(f"{path}: '{key}' must be a table, got {_toml_type(value)}")
-        return dict(value)
-    if origin is dict:
-        if not isinstance(value, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-        ):
-            raise ConfigError(f"{path}: '{key}' must be a table of strings")
-        return dict(value)
-    if origin in (typing.Union, types.UnionType):
-        return _coerce(
-            next(a for a in typing.get_args(hint) if a is not type(None)), value, path, key
-        )
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if hint is float and isinstance(value, float) and not math.isfinite(value):
-        # TOML reads `nan` and `inf`; no budget, timeout or threshold means anything with them.
-        raise ConfigError(f"{path}: '{key}' must be a finite number, got {value}")
-    if hint in (str, int, float, bool) and (
-        isinstance(value, hint) and not (hint is int and isinstance(value, bool))
-    ):
-        return value
-    raise ConfigError(f"{path}: '{key}' must be {hint.__name__}, got {_toml_type(value)}")
 
 
 def _check_proposers(config: Config) -> None:
@@ -424,13 +347,17 @@ def _check_proposers(config: Config) -> None:
         proposer_class(kind, where).check_options(options, config, where)
 
 
-def _toml_type(value) -> str:
-    return {bool: "boolean", int: "integer", float: "float", str: "string", list: "array"}.get(
-        type(value), "table"
-    )
-
-
 def _check_semantics(config: Config) -> None:
+    """What the types cannot say: ranges, choices, and names that must exist."""
+    _check_metrics(config)
+    _check_bench(config)
+    _check_numbers(config)
+    _check_decision(config)
+    _check_proposers(config)
+    check_session_name(config.session.name, f"{config.path}: 'session.name'")
+
+
+def _check_metrics(config: Config) -> None:
     path = config.path
     specs = [("metric", config.metric)]
     specs += [(f"secondary[{i}]", s) for i, s in enumerate(config.secondary)]
@@ -445,6 +372,12 @@ def _check_semantics(config: Config) -> None:
     for i, sentinel in enumerate(config.sentinel):
         if sentinel.budget_pct < 0:
             raise ConfigError(f"{path}: 'sentinel[{i}].budget_pct' must be >= 0")
+
+
+def _check_bench(config: Config) -> None:
+    path = config.path
+    if not config.bench.command.strip():
+        raise ConfigError(f"{path}: 'bench.command' is empty")
     if config.bench.aggregate not in AGGREGATES:
         raise ConfigError(f"{path}: 'bench.aggregate' must be one of {', '.join(AGGREGATES)}")
     if config.bench.warmup_runs < 0 or config.bench.repeat < 1:
@@ -458,6 +391,10 @@ def _check_semantics(config: Config) -> None:
         raise ConfigError(f"{path}: 'bench.cpus' needs taskset (util-linux), not found on PATH")
     if config.checks.when not in CHECKS_WHEN:
         raise ConfigError(f"{path}: 'checks.when' must be one of {', '.join(CHECKS_WHEN)}")
+
+
+def _check_numbers(config: Config) -> None:
+    path = config.path
     positive = {
         "bench.timeout_s": config.bench.timeout_s,
         "bench.calibration_runs": config.bench.calibration_runs,
@@ -481,6 +418,10 @@ def _check_semantics(config: Config) -> None:
         raise ConfigError(f"{path}: 'session.keep_logs' must be >= 0 (0 keeps every log)")
     if config.bench.calibration_runs < 4:
         raise ConfigError(f"{path}: 'bench.calibration_runs' must be >= 4 to measure noise")
+
+
+def _check_decision(config: Config) -> None:
+    path = config.path
     decision = config.decision
     if not 2 <= decision.min_runs <= decision.max_runs:
         raise ConfigError(
@@ -502,7 +443,3 @@ def _check_semantics(config: Config) -> None:
                 f"{path}: 'decision.agree_with[{i}]' names '{name}', which is not a "
                 "secondary or sentinel metric"
             )
-    _check_proposers(config)
-    check_session_name(config.session.name, f"{path}: 'session.name'")
-    if not config.bench.command.strip():
-        raise ConfigError(f"{path}: 'bench.command' is empty")

@@ -1,0 +1,250 @@
+"""The driver's half after a bench host measured: replay the rule on the host's runs, re-measure
+a win whose best has moved, run the checks here, keep or not, journal. As loop/experiment.py
+ends an experiment, on the driver."""
+
+from __future__ import annotations
+
+from concurrent.futures import CancelledError
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..bench.measure import BASELINE, CANDIDATE
+from ..decide.calibration import Calibration
+from ..decide.rule import Decision
+from ..errors import UserError
+from ..journal.draft import Draft
+from ..journal.records import CalibrationRecord, ExperimentRecord
+from ..loop.driver import account, adopt_calibration
+from ..loop.experiment import keep, run_checks, wants_checks
+from ..loop.session import Session
+from ..proposers import Hypothesis
+from ..statuses import Status
+
+__all__ = ["Flight", "Landing", "host_name"]
+
+MAX_WORKER_LOSSES = 3  # hosts lost under one experiment before it is recorded as a crash
+
+
+@dataclass
+class Flight:
+    """An experiment out on a bench host, and what it needs to land."""
+
+    hypothesis: Hypothesis
+    draft: Draft
+    patch_file: Path
+    paths: list[str]
+    parent: str
+    future: Any = None
+    losses: int = 0  # hosts that died under it
+    stale: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def exp_id(self) -> str:
+        return self.draft.fields["id"]
+
+
+class Landing:
+    """What a result needs to land; mixed into the driver, whose session and queue it uses."""
+
+    run: Session
+    again: Any  # deque[Flight]: sent again before the proposers are asked for more
+    _bundle: Any  # the scattered bundle of the best: dropped when a host is lost with it
+
+    def land(self, flight: Flight) -> None:
+        from distributed import KilledWorker
+
+        run = self.run
+        self._ask = True
+        run.progress.about(flight.draft.fields["n"], flight.draft.started_at)
+        try:
+            result = flight.future.result()
+        except (KilledWorker, CancelledError) as exc:
+            # The host died under it (Dask already ran it again elsewhere, up to its limit), or
+            # took the only copy of the bundle with it: send it again, with a fresh bundle.
+            self._bundle = None
+            flight.losses += 1
+            if flight.losses < MAX_WORKER_LOSSES:
+                run.progress.warn(
+                    f"{flight.exp_id}: lost with the bench host running it "
+                    f"({type(exc).__name__}: {exc}); sending it again"
+                )
+                self.again.appendleft(flight)
+                return
+            why = f"{flight.losses} bench hosts died running it: {exc}"
+            self.record(flight.draft, flight.draft.finish(Status.CRASH, why, error=why))
+            return
+        except Exception as exc:  # the job itself broke on the host: undecided, runs again
+            why = f"the bench host could not run it: {type(exc).__name__}: {exc}"
+            self.record(flight.draft, flight.draft.finish(Status.INTERRUPTED, why, error=why))
+            return
+        host = host_name(result)
+        calibration = result.get("calibration") or {}
+        if result.get("calibration_new") or self.unadopted(calibration.get("commit")):
+            self.journal_calibration(result, host)
+        flight.draft.note(
+            cluster={
+                "patch": str(flight.patch_file),
+                "host": host,
+                "worker": result.get("worker"),
+                "environment": result.get("environment"),
+                "started_at": result.get("started_at"),
+                "ended_at": result.get("ended_at"),
+                "stale": flight.stale,
+            }
+        )
+        measured = self.copy_logs(flight.exp_id, result)
+        if result.get("failure"):
+            status = result["failure"]  # mapped on the host, as the loop maps it
+            why = f"on {host}: {result['detail']}"
+            self.record(flight.draft, flight.draft.finish(status, why, error=why, **measured))
+            return
+        decision = self.replay(result)
+        measured |= {"decision": decision.to_dict(), "sentinels": decision.sentinels}
+        flight.draft.note(asi={"result": decision.reason})
+        if decision.status == Status.KEEP and flight.parent != run.ws.tip():
+            self.measure_again(flight, decision, host, measured)
+            return
+        self.finish(flight, decision, measured)
+
+    def replay(self, result: dict[str, Any]) -> Decision:
+        """The decision rule on the host's samples, with the host's own calibration: the
+        decision is the driver's."""
+        config = self.run.config
+        record = CalibrationRecord.from_dict(result["calibration"])
+        judge = Calibration.from_record(record, config.metric.name).judge(config)
+        decision = judge.replay(result[BASELINE]["samples"], result[CANDIDATE]["samples"])
+        if decision is None:  # the host stopped before a look: only with a bug; say so
+            raise UserError("the host's runs end before any look of the rule")
+        return decision
+
+    def measure_again(self, flight: Flight, decision: Decision, host: str, measured) -> None:
+        """A win against a best that has moved: never kept on that evidence."""
+        run = self.run
+        primary = decision.metrics[run.config.metric.name]
+        flight.stale.append(
+            {
+                "parent": flight.parent,
+                "host": host,
+                "change_pct": primary.get("change_pct"),
+                "ci_pct": [primary.get("ci_low_pct"), primary.get("ci_high_pct")],
+            }
+        )
+        tip = run.ws.tip()
+        applied = run.ws.apply(flight.patch_file)
+        run.ws.revert()
+        if not applied.ok:
+            why = (
+                f"it won against {flight.parent[:10]}, but does not apply to the new best "
+                f"{tip[:10]}: {applied.message}"
+            )
+            self.record(
+                flight.draft, flight.draft.finish(Status.APPLY_FAILED, why, error=why, **measured)
+            )
+            return
+        if len(flight.stale) > run.config.cluster.remeasure:
+            why = (
+                f"it won {len(flight.stale)} times against a best that had moved by the time "
+                f"it landed (cluster.remeasure = {run.config.cluster.remeasure}); undecided"
+            )
+            self.record(flight.draft, flight.draft.finish(Status.INCONCLUSIVE, why, **measured))
+            return
+        run.progress.info(
+            f"{flight.exp_id} won against {flight.parent[:10]}, but the best is now "
+            f"{tip[:10]}: measuring it again there before it may be kept"
+        )
+        flight.parent = tip
+        self.again.appendleft(flight)
+
+    def finish(self, flight: Flight, decision: Decision, measured: dict[str, Any]) -> None:
+        """Checks, keep or not, the record: as loop.run_experiment ends, on the driver."""
+        run, draft = self.run, flight.draft
+        applied = False
+        if wants_checks(run.config, decision) and flight.parent == run.ws.tip():
+            if not self.apply(flight, measured):
+                return
+            applied = True
+            draft.phase("checks")
+            checks = run_checks(run, flight.exp_id, draft)
+            measured["checks"] = checks.to_dict()
+            if not checks.ok:
+                run.ws.revert()
+                status = Status.INTERRUPTED if checks.interrupted else Status.CHECKS_FAILED
+                why = f"checks {checks.describe()}; log: {checks.log_path}"
+                self.record(draft, draft.finish(status, why, **measured))
+                return
+        if decision.status != Status.KEEP:
+            if applied:
+                run.ws.revert()
+            self.record(draft, draft.finish(decision.status, decision.reason, **measured))
+            return
+        if not applied and not self.apply(flight, measured):
+            return
+        draft.phase("commit")
+        record = keep(run, draft, flight.hypothesis, decision, flight.paths, measured)
+        self.record(draft, record)
+        if record.status == Status.KEEP:
+            host = (record.cluster or {}).get("host")
+            run.progress.info(
+                f"kept {record.id} (measured on {host}); new best {record.kept_commit[:10]}"
+            )
+
+    def apply(self, flight: Flight, measured: dict[str, Any]) -> bool:
+        """The patch in the driver's worktree, on the best it was measured against."""
+        applied = self.run.ws.apply(flight.patch_file)
+        if not applied.ok:
+            why = f"measured on a bench host, but does not apply here: {applied.message}"
+            self.record(flight.draft, flight.draft.finish(Status.APPLY_FAILED, why, **measured))
+        return applied.ok
+
+    def record(self, draft: Draft, record: ExperimentRecord) -> None:
+        """Journal it, then forget its marker: in that order, so that nothing is lost."""
+        self.run.progress.about(record.n, draft.started_at)
+        account(self.run, record)
+        draft.marker.unlink(missing_ok=True)
+
+    def unadopted(self, commit: str | None) -> bool:
+        """A host's calibration of the best that this driver has not taken up: one a host
+        measured for a driver that died before it landed."""
+        run = self.run
+        current = run.calibration.commit if run.calibration is not None else None
+        return commit is not None and commit == run.ws.tip() and commit != current
+
+    def journal_calibration(self, result: dict[str, Any], host: str) -> None:
+        run = self.run
+        record = CalibrationRecord.from_dict({**result["calibration"], "host": host})
+        run.journal.append(record)
+        noise = record.noise_pct.get(run.config.metric.name) or 0.0
+        run.progress.info(
+            f"calibrated {record.commit[:10]} on {host}: noise {noise:.2f}%, "
+            f"threshold {record.threshold_pct or 0:.2f}%"
+        )
+        for warning in record.warnings:
+            run.progress.warn(f"{host}: {warning}")
+        if record.commit == run.ws.tip():
+            adopt_calibration(run, record)
+        if run.baseline is None and record.commit == run.base_commit:
+            run.baseline = run.best_median
+
+    def copy_logs(self, exp_id: str, result: dict[str, Any]) -> dict[str, Any]:
+        """The host's log tails under the session's logs; the record's fields for them."""
+        run = self.run
+        for name, text in (result.get("logs") or {}).items():
+            path = run.paths.log(exp_id, Path(name).stem)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        arms = [result.get(BASELINE) or {}, result.get(CANDIDATE) or {}]
+        return {
+            "bench_logs": [
+                str(run.paths.log(exp_id, Path(name).stem))
+                for arm in arms
+                for name in arm.get("logs", [])
+            ],
+            "bench_durations_s": [d for arm in arms for d in arm.get("durations", [])],
+            "bench_tail": arms[1].get("tail"),
+        }
+
+
+def host_name(result: dict[str, Any]) -> str:
+    worker = result.get("worker") or ""
+    return f"{result.get('host')} ({worker})" if worker else str(result.get("host"))

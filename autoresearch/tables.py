@@ -1,0 +1,96 @@
+"""TOML tables -> typed dataclasses: every key checked against the dataclass's type hints, every
+mistake a ConfigError naming the file and the key (`bench.timeout_s`, `sentinel[1].name`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import tomllib
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = ["build", "read_toml"]
+
+
+def read_toml(path: Path) -> dict:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
+
+
+def build(cls: type, table: object, path: Path, where: str, strict: bool = True):
+    """Build dataclass `cls` from a TOML table, naming the file and key on every mistake."""
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [{where}] must be a table, got {type(table).__name__}")
+    hints = typing.get_type_hints(cls)
+    known = {f.name: f for f in dataclasses.fields(cls)}
+    unknown = sorted(set(table) - set(known))
+    if not strict:
+        table = {k: v for k, v in table.items() if k in known}
+    elif unknown:
+        options = ", ".join(sorted(k for k in known if k != "path"))
+        key = f"{where}.{unknown[0]}" if where else unknown[0]
+        raise ConfigError(f"{path}: unknown key '{key}' (known here: {options})")
+    kwargs = {}
+    for name, value in table.items():
+        key = f"{where}.{name}" if where else name
+        kwargs[name] = value if name == "path" else _coerce(hints[name], value, path, key, strict)
+    missing = [
+        f.name
+        for f in known.values()
+        if f.name not in kwargs
+        and f.default is dataclasses.MISSING
+        and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        key = f"{where}.{missing[0]}" if where else missing[0]
+        raise ConfigError(f"{path}: missing required key '{key}'")
+    return cls(**kwargs)
+
+
+def _coerce(hint, value, path: Path, key: str, strict: bool = True):
+    origin = typing.get_origin(hint)
+    if dataclasses.is_dataclass(hint):
+        return build(hint, value, path, key, strict)
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        if not isinstance(value, list):
+            raise ConfigError(f"{path}: '{key}' must be a list, got {_toml_type(value)}")
+        return [_coerce(item, v, path, f"{key}[{i}]", strict) for i, v in enumerate(value)]
+    if origin is dict and typing.get_args(hint)[1] is Any:
+        if not isinstance(value, dict):
+            raise ConfigError(f"{path}: '{key}' must be a table, got {_toml_type(value)}")
+        return dict(value)
+    if origin is dict:
+        if not isinstance(value, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+        ):
+            raise ConfigError(f"{path}: '{key}' must be a table of strings")
+        return dict(value)
+    if origin in (typing.Union, types.UnionType):
+        return _coerce(
+            next(a for a in typing.get_args(hint) if a is not type(None)), value, path, key
+        )
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    if hint is float and isinstance(value, float) and not math.isfinite(value):
+        # TOML reads `nan` and `inf`; no budget, timeout or threshold means anything with them.
+        raise ConfigError(f"{path}: '{key}' must be a finite number, got {value}")
+    if hint in (str, int, float, bool) and (
+        isinstance(value, hint) and not (hint is int and isinstance(value, bool))
+    ):
+        return value
+    raise ConfigError(f"{path}: '{key}' must be {hint.__name__}, got {_toml_type(value)}")
+
+
+def _toml_type(value) -> str:
+    return {bool: "boolean", int: "integer", float: "float", str: "string", list: "array"}.get(
+        type(value), "table"
+    )

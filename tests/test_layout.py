@@ -1,0 +1,71 @@
+"""The shape of the package: what the README's architecture section says, no import cycle, and
+processes started in one place."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "autoresearch"
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """The autoresearch modules `path` imports when it runs (not those for type checking)."""
+    tree = ast.parse(path.read_text())
+    tree.body = [n for n in tree.body if not isinstance(n, ast.If)]  # `if TYPE_CHECKING:`
+    here = _module(path).split(".")
+    package = here if path.name == "__init__.py" else here[:-1]
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            base = package[: len(package) - node.level + 1]
+            target = [*base, *(node.module.split(".") if node.module else [])]
+            if node.module:  # `from . import x` imports x, not the package itself
+                found.add(".".join(target))
+            found.update(".".join([*target, a.name]) for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("autoresearch"):
+            found.add(node.module)
+    return found
+
+
+def test_the_readme_architecture_table_names_every_folder_of_the_package():
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Architecture", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"^\| `(\w+)/` \|", section, re.M))
+    folders = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert named == folders
+
+
+def test_no_import_cycle():
+    modules = {_module(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {name: _imports(path) & set(modules) for name, path in modules.items()}
+
+    def reaches(start: str) -> set[str]:
+        seen, todo = set(), list(graph[start])
+        while todo:
+            name = todo.pop()
+            if name not in seen:
+                seen.add(name)
+                todo.extend(graph[name])
+        return seen
+
+    cycles = sorted(name for name in graph if name in reaches(name))
+    assert cycles == []
+
+
+def test_processes_start_in_one_module():
+    """Every process goes through bench/proc.py (runners, `capture`) or GitPython: one place
+    that gives each a timeout and a process group."""
+    starting = [
+        str(p.relative_to(ROOT))
+        for p in PACKAGE.rglob("*.py")
+        if re.search(r"^\s*import subprocess|subprocess\.(run|Popen)", p.read_text(), re.M)
+    ]
+    assert starting == ["autoresearch/bench/proc.py"]
