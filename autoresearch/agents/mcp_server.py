@@ -35,13 +35,19 @@ def build_server(config: Config):
             f"the MCP server needs the mcp SDK: pip install 'autoresearch[mcp]' ({exc})"
         ) from None
 
-    from ..loop.status import session_status
-    from ..report.ideas import add_idea, backlog
-    from .tries import history_rows, read_result, start_detached
-
     server = MCPServer(name="autoresearch", instructions=INSTRUCTIONS)
     reads = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+    _session_tools(server, config, reads, writes)
+    _try_tools(server, config, reads, writes)
+    return server
+
+
+def _session_tools(server, config: Config, reads, writes) -> None:
+    """The session as it stands: state, history, the ideas backlog, the review."""
+    from ..loop.status import session_status
+    from ..report.ideas import add_idea, backlog
+    from .tries import history_rows
 
     @server.tool(annotations=reads)
     def state() -> dict[str, Any]:
@@ -65,6 +71,21 @@ def build_server(config: Config):
         """Add one idea to the backlog in ideas.md (changes that file); the backlog after it."""
         add_idea(config.ideas_path, text)
         return backlog(config.ideas_path)
+
+    @server.tool(annotations=reads)
+    def report() -> str:
+        """The session's review: counts, baseline to best, wins, what did not work and why."""
+        from ..report import load_history, render_text, summarize
+
+        reviewed = load_history(config.journal_path, config.session.name)
+        report = config.report
+        summary = summarize(reviewed, report.comparison or None, report.comparison_label or None)
+        return render_text(summary)
+
+
+def _try_tools(server, config: Config, reads, writes) -> None:
+    """A change judged as one experiment, in the background, and its outcome."""
+    from .tries import read_result, start_detached
 
     @server.tool(annotations=writes)
     def try_start(
@@ -102,18 +123,6 @@ def build_server(config: Config):
         """A started try's outcome (status, change, interval, rule, reason, what was refused
         and why, next-action hint), or status `running`; waits up to `wait_s` seconds."""
         return read_result(config, id, min(max(wait_s, 0.0), 600.0))
-
-    @server.tool(annotations=reads)
-    def report() -> str:
-        """The session's review: counts, baseline to best, wins, what did not work and why."""
-        from ..report import load_history, render_text, summarize
-
-        reviewed = load_history(config.journal_path, config.session.name)
-        report = config.report
-        summary = summarize(reviewed, report.comparison or None, report.comparison_label or None)
-        return render_text(summary)
-
-    return server
 
 
 def serve(config: Config) -> None:

@@ -138,40 +138,22 @@ def run(
     finds its processes by group and token only, never as "any new child of this process".
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    full_env = {**os.environ, **(env or {})}
-    if token:
-        full_env[TOKEN_ENV] = token
+    full_env = {**os.environ, **(env or {}), **({TOKEN_ENV: token} if token else {})}
     started = time.monotonic()
-    timed_out = interrupted = False
     before = None if concurrent else _children(os.getpid())
     with open(log_path, "wb") as log:
+        argv = [*(["taskset", "-c", cpus] if cpus else []), "bash", "-c", command]
         proc = subprocess.Popen(
-            [*(["taskset", "-c", cpus] if cpus else []), "bash", "-c", command],
-            cwd=cwd,
-            env=full_env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+            argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
         if concurrent:
             with _CONCURRENT_LOCK:
                 _CONCURRENT[proc.pid] = token
         try:
             if on_start is not None:
                 on_start(proc.pid)
-            while True:
-                try:
-                    proc.wait(timeout=POLL_S)
-                    break
-                except subprocess.TimeoutExpired:
-                    pass
-                if time.monotonic() - started > timeout_s:
-                    timed_out = True
-                    break
-                if stop is not None and stop.is_set():
-                    interrupted = True
-                    break
+            timed_out, interrupted = _wait(proc, started + timeout_s, stop)
         finally:
             # Also reached on KeyboardInterrupt or any error here: never leave the tree running.
             try:
@@ -179,17 +161,31 @@ def run(
             finally:
                 with _CONCURRENT_LOCK:
                     _CONCURRENT.pop(proc.pid, None)
-    duration = time.monotonic() - started
-    exit_code = proc.returncode
     return RunResult(
         command=command,
-        exit_code=exit_code,
+        exit_code=proc.returncode,
         timed_out=timed_out,
         interrupted=interrupted,
-        duration_s=duration,
+        duration_s=time.monotonic() - started,
         log_path=str(log_path),
         tail=tail_text(read_log(log_path)),
     )
+
+
+def _wait(
+    proc: subprocess.Popen, deadline: float, stop: threading.Event | None
+) -> tuple[bool, bool]:
+    """Until the command exits, its deadline passes or `stop` is set: (timed out, stopped)."""
+    while True:
+        try:
+            proc.wait(timeout=POLL_S)
+            return False, False
+        except subprocess.TimeoutExpired:
+            pass
+        if time.monotonic() > deadline:
+            return True, False
+        if stop is not None and stop.is_set():
+            return False, True
 
 
 @dataclass(frozen=True)

@@ -114,35 +114,14 @@ def import_pi(
 ) -> list[str]:
     """Write the session's config and ideas and import the log into its journal; the lines
     returned say what was done and what to do next."""
-    pi = find_pi_session(directory, log)
-    if pi.root != directory:
-        raise UserError(
-            f"{pi.log}: the session's files are in {pi.root}; run init there "
-            f"(autoresearch init {pi.root} --from-pi)"
-        )
-    if pi.bench is None:
-        bench_name = LAYOUTS[pi.layout]["bench"]
-        raise UserError(
-            f"{directory}: no {bench_name} beside {pi.log.name}: pi-autoresearch benches with "
-            f"whatever command its agent ran; write that command into {bench_name} (it must "
-            "print the METRIC lines) and run init again"
-        )
+    pi = _usable_session(directory, log)
     objects, warnings = read_pi_log(pi.log)
     config = pi_config(objects)
     history = pi_history(objects, str(pi.log), warnings)  # refuses a log with no runs
-    metric = metric or config.get("metricName")
-    if not metric:
-        raise UserError(f"{pi.log}: no config line names the metric; pass --metric NAME")
-    direction = direction or config.get("bestDirection") or "lower"
-    unit = unit if unit is not None else config.get("metricUnit", "")
+    metric, direction, unit = _metric(pi.log, config, metric, direction, unit)
     journal = directory / "experiments.jsonl"
     digest = hashlib.sha256(pi.log.read_bytes()).hexdigest()
-    already = any(r.source_sha256 == digest for r in read_journal(journal).imports)
-    if already and not force:
-        raise UserError(
-            f"{journal}: {pi.log.name} is already imported; pass --force to write the config "
-            "and ideas again (the runs stay imported once)"
-        )
+    already = _imported_before(journal, pi.log, digest, force)
     repo = open_repo(directory)
     scope, scope_note = _scope(repo, history, scope)
     kept = history.experiments[history.experiments["status"] == Status.KEEP]
@@ -163,28 +142,11 @@ def import_pi(
         ideas=_ideas(directory, pi),
     )
     if not already:
-        append_record(
-            journal,
-            ImportRecord(
-                session=session,
-                at=datetime.now(UTC).isoformat(timespec="seconds"),
-                format="pi-autoresearch",
-                source=os.path.relpath(pi.log, directory),
-                source_sha256=digest,
-                lines=objects,
-                warnings=warnings,
-            ),
-        )
-    counts = history.experiments["status"].value_counts()
+        source = os.path.relpath(pi.log, directory)
+        append_record(journal, _import_record(session, source, digest, objects, warnings))
     lines = [f"wrote {p.relative_to(directory)}" for p in written]
-    imported = (
-        f"imported {len(history.experiments)} runs of '{history.name}' into {journal.name} "
-        f"({', '.join(f'{s} {n}' for s, n in counts.items())})"
-    )
-    if warnings:
-        imported += f"; {len(warnings)} line(s) of the log skipped: {warnings[0]}"
     lines += [
-        imported,
+        _imported_line(history, journal, warnings),
         f"metric {metric} ({direction} is better, {unit or 'no unit'}); bench "
         f"{_command(directory, pi.bench)}; checks "
         f"{_command(directory, pi.checks) if pi.checks else 'none (checks.when = never)'}",
@@ -194,6 +156,68 @@ def import_pi(
         "or `autoresearch run` for a night; `autoresearch report` shows the imported runs",
     ]
     return lines
+
+
+def _imported_before(journal: Path, log: Path, digest: str, force: bool) -> bool:
+    """Whether the journal already holds this log; refused unless `force` rewrites the config."""
+    already = any(r.source_sha256 == digest for r in read_journal(journal).imports)
+    if already and not force:
+        raise UserError(
+            f"{journal}: {log.name} is already imported; pass --force to write the config "
+            "and ideas again (the runs stay imported once)"
+        )
+    return already
+
+
+def _import_record(session: str, source: str, digest: str, objects, warnings) -> ImportRecord:
+    return ImportRecord(
+        session=session,
+        at=datetime.now(UTC).isoformat(timespec="seconds"),
+        format="pi-autoresearch",
+        source=source,
+        source_sha256=digest,
+        lines=objects,
+        warnings=warnings,
+    )
+
+
+def _metric(log: Path, config: dict, metric, direction, unit) -> tuple[str, str, str]:
+    """The primary metric, its direction and unit: as given, else as the log's config says."""
+    metric = metric or config.get("metricName")
+    if not metric:
+        raise UserError(f"{log}: no config line names the metric; pass --metric NAME")
+    direction = direction or config.get("bestDirection") or "lower"
+    unit = unit if unit is not None else config.get("metricUnit", "")
+    return metric, direction, unit
+
+
+def _usable_session(directory: Path, log: Path | None):
+    """The pi session in `directory`, refused with the fix when init cannot take it."""
+    pi = find_pi_session(directory, log)
+    if pi.root != directory:
+        raise UserError(
+            f"{pi.log}: the session's files are in {pi.root}; run init there "
+            f"(autoresearch init {pi.root} --from-pi)"
+        )
+    if pi.bench is None:
+        bench_name = LAYOUTS[pi.layout]["bench"]
+        raise UserError(
+            f"{directory}: no {bench_name} beside {pi.log.name}: pi-autoresearch benches with "
+            f"whatever command its agent ran; write that command into {bench_name} (it must "
+            "print the METRIC lines) and run init again"
+        )
+    return pi
+
+
+def _imported_line(history, journal: Path, warnings: list[str]) -> str:
+    counts = history.experiments["status"].value_counts()
+    imported = (
+        f"imported {len(history.experiments)} runs of '{history.name}' into {journal.name} "
+        f"({', '.join(f'{s} {n}' for s, n in counts.items())})"
+    )
+    if warnings:
+        imported += f"; {len(warnings)} line(s) of the log skipped: {warnings[0]}"
+    return imported
 
 
 def _command(directory: Path, script: Path) -> str:

@@ -42,18 +42,7 @@ def session_status(config: Config) -> dict[str, Any]:
         }
     elif baseline is not None:
         best = {"value": baseline, "commit": None, "id": None, "title": "baseline"}
-    marker = read_inflight(paths.inflight)
     running = SessionLock(paths.lock).is_held_elsewhere()
-    in_flight = None
-    if marker:
-        fields = marker.get("fields") or {}
-        in_flight = {
-            "id": fields.get("id"),
-            "title": fields.get("title"),
-            "phase": marker.get("phase"),
-            "since": marker.get("updated_at"),
-            "orphaned": not running,
-        }
     return {
         "session": config.session.name,
         "branch": config.branch,
@@ -78,10 +67,24 @@ def session_status(config: Config) -> dict[str, Any]:
             "experiments_left": max(0, config.budget.max_experiments - len(history.experiments)),
             "max_hours_per_run": config.budget.max_hours,
         },
-        "in_flight": in_flight,
+        "in_flight": _in_flight(read_inflight(paths.inflight), running),
         "confirmation": _last_confirmation(history),
         "agent": _agent_spend(history.experiments),
         "warnings": history.warnings,
+    }
+
+
+def _in_flight(marker: dict[str, Any] | None, running: bool) -> dict[str, Any] | None:
+    """The experiment in flight, from its marker; orphaned when no loop holds the session."""
+    if not marker:
+        return None
+    fields = marker.get("fields") or {}
+    return {
+        "id": fields.get("id"),
+        "title": fields.get("title"),
+        "phase": marker.get("phase"),
+        "since": marker.get("updated_at"),
+        "orphaned": not running,
     }
 
 

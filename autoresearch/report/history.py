@@ -152,45 +152,8 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
     kept_commits = [r["commit"] for r in rows if r["status"] == Status.KEEP and r["commit"]]
     tip = kept_commits[-1] if kept_commits else sessions[0]["base_commit"]
     head = headline(calibrations, confirmations, tip, metric["name"], sessions[0]["base_commit"])
-    first = baseline_calibration(calibrations, sessions[0]["base_commit"])
-    baseline = {
-        "value": head["baseline"],
-        "metrics": head["baseline_metrics"],
-        "label": head["baseline_label"],
-        "why": (
-            f"{head['note']}"
-            if head["source"] == "confirmation"
-            else f"the median of {len(first['samples'].get(metric['name'], []))} calibration "
-            "runs of the session's base commit, before any experiment"
-            if first
-            else "no calibration was recorded"
-        ),
-        "commit": sessions[0]["base_commit"],
-    }
-    final = {
-        "value": head["best"],
-        "metrics": head["best_metrics"],
-        "label": head["best_label"],
-        "commit": tip,
-        "note": head["note"],
-    }
-    confirmation = None
-    if confirmations:
-        c = confirmations[-1]
-        confirmation = {
-            key: c[key]
-            for key in (
-                "change_pct",
-                "ci_low_pct",
-                "ci_high_pct",
-                "p_value",
-                "runs_per_arm",
-                "base_commit",
-                "tip_commit",
-                "metrics",
-                "at",
-            )
-        }
+    baseline, final = _ends(head, calibrations, sessions[0]["base_commit"], metric["name"], tip)
+    confirmation = _confirmation(confirmations[-1]) if confirmations else None
     return History(
         source=str(path),
         format="autoresearch",
@@ -209,6 +172,50 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
         warnings=index.warnings,
         imported=[_imported(i) for i in index.imports],
     )
+
+
+def _ends(head: dict, calibrations, base: str, metric: str, tip: str) -> tuple[dict, dict]:
+    """The baseline and the final best as the review shows them, with where each comes from."""
+    first = baseline_calibration(calibrations, base)
+    baseline = {
+        "value": head["baseline"],
+        "metrics": head["baseline_metrics"],
+        "label": head["baseline_label"],
+        "why": (
+            f"{head['note']}"
+            if head["source"] == "confirmation"
+            else f"the median of {len(first['samples'].get(metric, []))} calibration "
+            "runs of the session's base commit, before any experiment"
+            if first
+            else "no calibration was recorded"
+        ),
+        "commit": base,
+    }
+    final = {
+        "value": head["best"],
+        "metrics": head["best_metrics"],
+        "label": head["best_label"],
+        "commit": tip,
+        "note": head["note"],
+    }
+    return baseline, final
+
+
+CONFIRMATION_FIELDS = (
+    "change_pct",
+    "ci_low_pct",
+    "ci_high_pct",
+    "p_value",
+    "runs_per_arm",
+    "base_commit",
+    "tip_commit",
+    "metrics",
+    "at",
+)
+
+
+def _confirmation(record: dict[str, Any]) -> dict[str, Any]:
+    return {key: record[key] for key in CONFIRMATION_FIELDS}
 
 
 def _imported(record: dict[str, Any]) -> History:

@@ -154,6 +154,18 @@ def _head(text: str) -> str | None:
 def render_text(summary: dict) -> str:
     """The terminal report."""
     s = summary
+    out = _text_head(s)
+    out += _text_outcomes(s)
+    out += _text_searches(s)
+    out += _text_runs(s)
+    for i in s.get("imported", []):
+        out += _text_imported(i)
+    out += [f"warning: {w}" for w in s["warnings"]]
+    return "\n".join(out) + "\n"
+
+
+def _text_head(s: dict) -> list[str]:
+    """The session, its counts, baseline and best, the confirmation, the metrics table."""
     counts = ", ".join(f"{k} {v}" for k, v in s["by_status"].items())
     out = [
         f"{s['name']}  ({s['format']} journal {s['source']}; --session NAME shows another)",
@@ -175,7 +187,12 @@ def render_text(summary: dict) -> str:
             f"{m['name']:<{width}}  {_num(m['baseline'], m['unit']):>14}  "
             f"{_num(m['final'], m['unit']):>14}  {_pct(m['change_pct']):>8}"
         )
-    out += ["", f"kept ({len(s['wins'])}):"]
+    return out
+
+
+def _text_outcomes(s: dict) -> list[str]:
+    """What was kept, and what was not and why."""
+    out = ["", f"kept ({len(s['wins'])}):"]
     for w in s["wins"]:
         earlier = f" ({w['earlier']})" if w.get("earlier") else ""
         out.append(f"  #{w['n']:<4} {_pct(w['change_pct']):>8}  {w['title']}{earlier}")
@@ -188,6 +205,12 @@ def render_text(summary: dict) -> str:
             why = f": {e['why']}" if e["why"] else ""
             title = e["title"] + (f" ({e['earlier']})" if e.get("earlier") else "")
             out.append(_shorten(f"    #{e['n']:<4} {_pct(e['change_pct']):>8}  {title}{why}"))
+    return out
+
+
+def _text_searches(s: dict) -> list[str]:
+    """Each knob sweep and joint search, step by step."""
+    out = []
     for k in s.get("sweeps", []):
         out += ["", f"sweep {k['line']} ({k['experiments']} experiments, {k['kept']} kept):"]
         for row in k["rows"]:
@@ -204,6 +227,11 @@ def render_text(summary: dict) -> str:
                     f"{row['moves']}"
                 )
             )
+    return out
+
+
+def _text_runs(s: dict) -> list[str]:
+    """What the night cost in bench runs and time, and where its hypotheses came from."""
     r = s["runs"]
     runs = f"bench runs: {r['bench_runs']}"
     if r["per_decision"]:
@@ -212,21 +240,24 @@ def render_text(summary: dict) -> str:
         runs += f"; {_duration(r['bench_s'])} benching"
     if r["checks_s"]:
         runs += f", {_duration(r['checks_s'])} in checks"
-    out += ["", runs]
+    out = ["", runs]
     if s.get("proposers"):
         out.append("hypotheses from: " + "; ".join(p["line"] for p in s["proposers"]))
-    for i in s.get("imported", []):
-        counts = ", ".join(f"{k} {v}" for k, v in i["by_status"].items())
-        out += [
-            "",
-            f"before this session: {i['name']} ({i['format']}, imported from {i['source']})",
-            f"  {i['experiments']} runs ({counts}); {i['metric']} "
-            f"{_num(i['baseline']['value'], i['unit'])} -> {_num(i['final']['value'], i['unit'])}"
-            f" ({_pct(i['cumulative_change_pct'])}) as it measured it, one run per change",
-        ]
-        out += [
-            _shorten(f"  run {w['n']:<4} {_pct(w['change_pct']):>8}  kept: {w['title']}")
-            for w in i["wins"]
-        ]
-    out += [f"warning: {w}" for w in s["warnings"]]
-    return "\n".join(out) + "\n"
+    return out
+
+
+def _text_imported(i: dict) -> list[str]:
+    """A session imported from pi-autoresearch, as it measured itself."""
+    counts = ", ".join(f"{k} {v}" for k, v in i["by_status"].items())
+    out = [
+        "",
+        f"before this session: {i['name']} ({i['format']}, imported from {i['source']})",
+        f"  {i['experiments']} runs ({counts}); {i['metric']} "
+        f"{_num(i['baseline']['value'], i['unit'])} -> {_num(i['final']['value'], i['unit'])}"
+        f" ({_pct(i['cumulative_change_pct'])}) as it measured it, one run per change",
+    ]
+    out += [
+        _shorten(f"  run {w['n']:<4} {_pct(w['change_pct']):>8}  kept: {w['title']}")
+        for w in i["wins"]
+    ]
+    return out

@@ -23,6 +23,7 @@ from ...config import Config
 from ...repo.gitrepo import Repo
 from ...repo.patchcheck import check_paths, patch_paths
 from ...repo.workspace import BaselineTree
+from ...statuses import Status
 from ..base import Hypothesis, ProposalContext, patch_sha256
 from .cli import Usage
 from .prompt import closed_axes
@@ -119,31 +120,51 @@ def guard(
         "source": f"agent:{settings.preset}",
     }
 
-    def unbenched(kind: str, why: str, status: str = "refused") -> Hypothesis:
+    failed = _failure(proposal)
+    if failed is not None:
+        kind, why = failed
         return Hypothesis(
-            **made, problem=why, problem_status=status, agent={**agent, "refusal": kind}
+            **made,
+            problem=why,
+            problem_status=Status.AGENT_FAILED,
+            agent={**agent, "refusal": kind},
         )
+    refused = _refusal(proposal, context, config, settings, made)
+    if refused is not None:
+        kind, why = refused
+        return Hypothesis(
+            **made, problem=why, problem_status=Status.REFUSED, agent={**agent, "refusal": kind}
+        )
+    return Hypothesis(**made, agent=agent)
 
+
+def _failure(proposal: Proposal) -> tuple[str, str] | None:
+    """How the agent failed before proposing anything: (kind, why), or None."""
     result = proposal.result
     if result.interrupted:
-        return unbenched(
-            "interrupted", "the agent was stopped: the night was asked to stop", "agent_failed"
-        )
+        return "interrupted", "the agent was stopped: the night was asked to stop"
     if result.timed_out:
-        return unbenched("timeout", f"the agent {result.describe()}", "agent_failed")
+        return "timeout", f"the agent {result.describe()}"
     if result.exit_code != 0:
         last = _last_line(result.tail)
-        why = f"the agent failed ({result.describe()})" + (f": {last}" if last else "")
-        return unbenched("crash", why, "agent_failed")
+        return "crash", f"the agent failed ({result.describe()})" + (f": {last}" if last else "")
     if proposal.usage.error:
-        return unbenched(
-            "error", f"the agent reported an error: {proposal.usage.error}", "agent_failed"
-        )
+        return "error", f"the agent reported an error: {proposal.usage.error}"
+    return None
+
+
+def _refusal(
+    proposal: Proposal,
+    context: ProposalContext,
+    config: Config,
+    settings: AgentSettings,
+    made: dict[str, Any],
+) -> tuple[str, str] | None:
+    """The first rule the proposal breaks before any bench time is spent: (kind, why)."""
     if proposal.branch_moved:
-        why = "the agent moved the session branch (put back): it may only edit files"
-        return unbenched("branch", why)
+        return "branch", "the agent moved the session branch (put back): it may only edit files"
     if not proposal.patch.strip():
-        return unbenched("empty", "the agent changed no file")
+        return "empty", "the agent changed no file"
     patch_text = proposal.patch.decode("utf-8", errors="surrogateescape")
     problem = check_paths(
         patch_text,
@@ -154,30 +175,33 @@ def guard(
         allow_binary=config.scope.allow_binary,
     )
     if problem is not None:
-        return unbenched("scope", problem.message)
+        return "scope", problem.message
     if len(proposal.patch) > settings.max_patch_kib * 1024:
         size = len(proposal.patch) / 1024
-        why = f"the diff is {size:.0f} KiB (max_patch_kib = {settings.max_patch_kib})"
-        return unbenched("size", why)
+        return "size", f"the diff is {size:.0f} KiB (max_patch_kib = {settings.max_patch_kib})"
     if proposal.stale:
-        return unbenched("stale", proposal.stale)
+        return "stale", proposal.stale
     if proposal.hypothesis_problem:
-        return unbenched("hypothesis_file", proposal.hypothesis_problem)
+        return "hypothesis_file", proposal.hypothesis_problem
+    return _repeat(proposal, context, made)
+
+
+def _repeat(proposal: Proposal, context: ProposalContext, made: dict[str, Any]):
+    """A patch tried before, or the same idea as a closed axis."""
     sha = patch_sha256(proposal.patch)
     earlier = next((r for r in context.records if r.patch_sha256 == sha), None)
     if earlier is not None or sha in context.tried:
         what = (
             f"#{earlier.n} {earlier.title!r} ({earlier.status})" if earlier else "an earlier patch"
         )
-        return unbenched("duplicate", f"the diff is identical to {what}")
+        return "duplicate", f"the diff is identical to {what}"
     for record in closed_axes(context.records):
         if same_idea(made["title"], made["family"], record.title, record.family):
-            why = (
+            return "closed_axis", (
                 f"the same idea as #{record.n} {record.title!r} [{record.family}], a closed axis "
                 f"({record.status}): propose something structurally different"
             )
-            return unbenched("closed_axis", why)
-    return Hypothesis(**made, agent=agent)
+    return None
 
 
 def same_idea(title: str, family: str | None, other_title: str, other_family: str | None) -> bool:

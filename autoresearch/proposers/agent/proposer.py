@@ -164,17 +164,7 @@ class AgentProposer:
         handoff.mkdir(exist_ok=True)
         prompt_path, hypothesis_path = handoff / "prompt.md", handoff / "hypothesis.json"
         pivot = self._pivot(context.records)
-        prompt = render_prompt(
-            context,
-            self.config,
-            recent=s.recent,
-            budget_chars=s.prompt_chars,
-            pivot=pivot,
-            hypothesis_path=hypothesis_path,
-            max_patch_kib=s.max_patch_kib,
-            template=s.template,
-            measuring=measuring,
-        )
+        prompt = self._prompt(context, hypothesis_path, pivot, measuring)
         prompt_path.write_text(prompt, encoding="utf-8")
         log_dir = fresh_dir(SessionPaths(context.state_dir).logs, f"agent-{k:04d}")
         (log_dir / "prompt.md").write_text(prompt, encoding="utf-8")
@@ -193,34 +183,18 @@ class AgentProposer:
             + (" (a structurally different idea asked)" if pivot else "")
             + (f", while {measuring.title!r} is measured" if measuring is not None else ""),
         )
-        runner = context.runner or LocalRunner()
-        result = runner.run(
-            command,
-            cwd=scratch.path,
-            log_path=log_dir / "agent.log",
-            timeout_s=s.timeout_s,
-            env={
-                **s.env,
-                "AUTORESEARCH_PROMPT": str(prompt_path),
-                "AUTORESEARCH_HYPOTHESIS": str(hypothesis_path),
-                "AUTORESEARCH_SESSION": self.config.session.name,
-                "AUTORESEARCH_PROPOSAL": str(k),
-            },
-            stop=context.stop,
-            token=f"{context.token}-agent" if context.token else None,
-            on_start=None,
-            concurrent=s.prepare_ahead,
-        )
+        env = {
+            "AUTORESEARCH_PROMPT": str(prompt_path),
+            "AUTORESEARCH_HYPOTHESIS": str(hypothesis_path),
+            "AUTORESEARCH_SESSION": self.config.session.name,
+            "AUTORESEARCH_PROPOSAL": str(k),
+        }
+        result = self._run(command, context, scratch.path, log_dir / "agent.log", env)
         hypothesis_data, hypothesis_problem = read_hypothesis_file(hypothesis_path)
         usage = read_usage(s.output, read_log(result.log_path), hypothesis_data)
         cost = f"${usage.cost_usd:.2f}" if usage.cost_usd is not None else "cost unknown"
         _say(context, f"agent #{k}: {result.describe()} after {result.duration_s:.0f} s, {cost}")
-        # The hand-off files count even when an agent committed them: never part of the patch.
-        leave_out = [HANDOFF, f"{HANDOFF}/**", *s.ignore]
-        patch = tree_patch(scratch.path, context.tip, lambda p: bool(matches_any(p, leave_out)))
-        (log_dir / "proposal.patch").write_bytes(patch)
-        if hypothesis_path.exists():
-            (log_dir / "hypothesis.json").write_bytes(hypothesis_path.read_bytes())
+        patch = self._patch(context, scratch.path, log_dir, hypothesis_path)
         branch_moved = False
         if branch_before is not None:
             now = source.resolve(f"refs/heads/{context.branch}")
@@ -236,6 +210,56 @@ class AgentProposer:
             agent=self._agent_record(command, result, usage, log_dir, prompt, pivot),
             tip=context.tip,
             branch_moved=branch_moved,
+        )
+
+    def _patch(
+        self, context: ProposalContext, scratch: Path, log_dir: Path, hypothesis_path: Path
+    ) -> bytes:
+        """What the agent changed, as one patch (kept beside its log with its hypothesis)."""
+        # The hand-off files count even when an agent committed them: never part of the patch.
+        leave_out = [HANDOFF, f"{HANDOFF}/**", *self.settings.ignore]
+        patch = tree_patch(scratch, context.tip, lambda p: bool(matches_any(p, leave_out)))
+        (log_dir / "proposal.patch").write_bytes(patch)
+        if hypothesis_path.exists():
+            (log_dir / "hypothesis.json").write_bytes(hypothesis_path.read_bytes())
+        return patch
+
+    def _prompt(
+        self,
+        context: ProposalContext,
+        hypothesis_path: Path,
+        pivot,
+        measuring: Hypothesis | None,
+    ) -> str:
+        s = self.settings
+        return render_prompt(
+            context,
+            self.config,
+            recent=s.recent,
+            budget_chars=s.prompt_chars,
+            pivot=pivot,
+            hypothesis_path=hypothesis_path,
+            max_patch_kib=s.max_patch_kib,
+            template=s.template,
+            measuring=measuring,
+        )
+
+    def _run(
+        self, command: str, context: ProposalContext, cwd: Path, log: Path, env: dict[str, str]
+    ) -> RunResult:
+        """The agent CLI, through the session's runner, beside the bench when it prepares
+        ahead."""
+        s = self.settings
+        return (context.runner or LocalRunner()).run(
+            command,
+            cwd=cwd,
+            log_path=log,
+            timeout_s=s.timeout_s,
+            env={**s.env, **env},
+            stop=context.stop,
+            token=f"{context.token}-agent" if context.token else None,
+            on_start=None,
+            concurrent=s.prepare_ahead,
         )
 
     def _agent_record(
