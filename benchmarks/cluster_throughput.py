@@ -78,7 +78,7 @@ def main() -> int:
                 threads_per_worker=1,
                 processes=True,
                 resources={"bench": 1},
-                dashboard_address=None,
+                dashboard_address=":0",
                 local_directory=str(Path(tmp) / f"dask-{workers}"),
             ) as cluster:
                 took = timed(

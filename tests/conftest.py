@@ -121,15 +121,19 @@ def gone(pid: int) -> bool:
 
 
 def wait_for_candidate(target, started):
-    """Wait until the in-flight marker shows the candidate's bench is running."""
-    marker = session_paths(target.load()).inflight
+    """Wait until the candidate's bench is running: the in-flight marker in its bench phase, and
+    the pid the bench wrote to `started` alive in the candidate's worktree (the baseline's
+    quick runs write it too)."""
+    paths = session_paths(target.load())
 
     def benching() -> bool:
-        try:  # the loop replaces or removes the marker at any moment
-            data = json.loads(marker.read_text())
+        try:  # the loop replaces or removes the marker, the bench rewrites its pid, any moment
+            data = json.loads(paths.inflight.read_text())
+            pid = int(started.read_text())
+            cwd = Path(os.readlink(f"/proc/{pid}/cwd")).resolve()
         except (OSError, ValueError):
-            data = {}
-        return started.exists() and data.get("phase") == "bench"
+            return False
+        return data.get("phase") == "bench" and cwd == paths.worktree.resolve() and alive(pid)
 
     eventually(benching, what="the candidate's bench to start")
 

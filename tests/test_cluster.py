@@ -29,7 +29,7 @@ def cluster(tmp_path):
         threads_per_worker=1,
         processes=True,
         resources={"bench": 1},
-        dashboard_address=None,
+        dashboard_address=":0",
         local_directory=str(tmp_path / "workers"),
     ) as local:
         yield local
@@ -192,7 +192,7 @@ def test_a_killed_driver_sends_its_experiments_again_on_restart(target, tmp_path
 def test_a_session_without_bench_workers_is_refused_with_the_fix(target, tmp_path):
     env = sleepy(target, tmp_path)
     with LocalCluster(
-        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=None
+        n_workers=1, threads_per_worker=1, processes=False, dashboard_address=":0"
     ) as plain:
         from autoresearch.errors import UserError
 

@@ -92,7 +92,7 @@ def connect(config: Config, scheduler: str, progress: Progress) -> Iterator[Any]
                     threads_per_worker=1,
                     processes=True,
                     resources={resource: 1},
-                    dashboard_address=None,
+                    dashboard_address=":0",
                 )
             )
             address = cluster.scheduler_address
