@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["EXIT_CODES", "FAILED_STATUSES", "STATUSES", "Status"]
+__all__ = ["EXIT_CODES", "FAILED_STATUSES", "STATUSES", "Rule", "Status"]
 
 
 class Status(StrEnum):
@@ -48,6 +48,32 @@ class Status(StrEnum):
     def measured(self) -> bool:
         """The rule reached a verdict on bench runs."""
         return self in (Status.KEEP, Status.DISCARD, Status.INCONCLUSIVE)
+
+
+class Rule(StrEnum):
+    """Which part of the decision rule decided: the record's `decision.rule`."""
+
+    SIGNIFICANT_WIN = "significant_win"
+    SIGNIFICANT_LOSS = "significant_loss"
+    BELOW_THRESHOLD = "below_threshold"
+    BELOW_NOISE_THRESHOLD = "below_noise_threshold"
+    NOT_PROMISING = "not_promising"
+    MAX_RUNS = "max_runs"
+    SENTINEL_BUDGET = "sentinel_budget"
+    SENTINEL_UNRESOLVED = "sentinel_unresolved"
+    CROSS_SCALE_DISAGREEMENT = "cross_scale_disagreement"
+    UNKNOWN_COMPARISON = "unknown_comparison"
+
+    @property
+    def closes_axis(self) -> bool:
+        """Not kept for a reason more runs will not change: not to be retried without a new
+        idea (an agent's prompt lists these; ideas.md files them as closed)."""
+        return self in (Rule.SIGNIFICANT_LOSS, Rule.BELOW_THRESHOLD, Rule.SENTINEL_BUDGET)
+
+    @property
+    def is_loss(self) -> bool:
+        """Shown worse (the primary metric, or a sentinel over its budget)."""
+        return self in (Rule.SIGNIFICANT_LOSS, Rule.SENTINEL_BUDGET)
 
 
 _EXIT = {

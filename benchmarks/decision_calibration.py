@@ -1,8 +1,8 @@
 """The decision machinery on simulated benches with known truth, beside two simple rules.
 
-The sequential rule runs through the real code: `calibrate` and `Harness.interleave` with the
-real `Judge`, the bench runs made by a simulated runner (the seam where bench commands run)
-that writes `METRIC t_ms=...` output drawn from a noise model into each run's log. For each
+The sequential rule runs through the real code: `calibrate` and `measure_pair` with the real
+`Judge`, the bench runs made by the package's `SimulatedRunner` (the seam where bench commands
+run), which writes `METRIC t_ms=...` output drawn from a noise model into each run's log. For each
 kind of noise it draws null patches, true wins of 2, 5 and 10% and true losses of 2, 5 and
 10%, and decides with:
 - paired (the default): within-pair log ratios, looks from min_runs to the cap;

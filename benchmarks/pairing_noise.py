@@ -22,7 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from autoresearch.bench.measure import Harness
+from autoresearch.bench.measure import Harness, measure_pair
 from autoresearch.config import load_config
 from autoresearch.decide.stats import compare, compare_paired, robust_cv_pct
 
@@ -43,12 +43,8 @@ def busy_core() -> subprocess.Popen:
 
 def measure(config, pairs: int, tmp: Path) -> dict[str, list[float]]:
     harness = Harness(config, env={}, stop=None)
-    pair = harness.interleave(
-        baseline_dir=ROOT,
-        candidate_dir=ROOT,
-        log_for=lambda arm, i: tmp / f"{arm}-{i}.log",
-        max_pairs=pairs,
-    )
+    logs = lambda name: tmp / f"{name}.log"  # noqa: E731
+    pair = measure_pair(harness, (ROOT, ROOT), logs, build=False, pairs=pairs)
     if pair.failure:
         raise SystemExit(f"bench failed: {pair.detail}")
     return {"baseline": pair.baseline.samples, "candidate": pair.candidate.samples}

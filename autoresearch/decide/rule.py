@@ -37,7 +37,7 @@ from scipy.stats import norm
 from scipy.stats import t as student
 
 from ..config import Config, MetricSpec, SentinelSpec
-from ..statuses import Status
+from ..statuses import Rule, Status
 from .design import budget_runs, cap_runs, look_alphas
 from .stats import Comparison, compare, compare_paired
 
@@ -228,7 +228,7 @@ class Judge:
                     "shown within budget"
                     if status == Status.KEEP
                     else "shown over budget"
-                    if rule == "sentinel_budget"
+                    if rule == Rule.SENTINEL_BUDGET
                     else "still unresolved"
                 ),
                 "verdicts": {k: v["verdict"] for k, v in at.sentinels.items()},
@@ -242,7 +242,7 @@ class Judge:
         if ev["improvement_pct"] is None:
             why = f"{primary.name} not compared"
             return (
-                self._decided(at, Status.INCONCLUSIVE, "unknown_comparison", why)
+                self._decided(at, Status.INCONCLUSIVE, Rule.UNKNOWN_COMPARISON, why)
                 if at.final
                 else None
             )
@@ -259,13 +259,13 @@ class Judge:
             return self._win_at(at, gain, reason)
         if ev["p_worse"] < self.alpha_worse:
             why = f"{said}, worse with p={ev['p_worse']:.2g}"
-            return self._decided(at, Status.DISCARD, "significant_loss", why)
+            return self._decided(at, Status.DISCARD, Rule.SIGNIFICANT_LOSS, why)
         if self._futile(primary, baseline, candidate):
             by_noise = self.threshold > self.config.decision.min_effect_pct
             return self._decided(
                 at,
                 Status.DISCARD,
-                "below_noise_threshold" if by_noise else "below_threshold",
+                Rule.BELOW_NOISE_THRESHOLD if by_noise else Rule.BELOW_THRESHOLD,
                 f"{said}: the gain is below the "
                 f"{'threshold the noise set' if by_noise else 'floor'} {self.threshold:.2f}% "
                 f"with {(1 + FUTILITY_CONFIDENCE) / 2:.0%} confidence",
@@ -276,24 +276,24 @@ class Judge:
                 return self._decided(
                     at,
                     Status.DISCARD,
-                    "not_promising",
+                    Rule.NOT_PROMISING,
                     f"{said} at {n} runs per arm: even at one standard error better, a keep "
                     f"by {self.cap} runs per arm is {chance:.0%} likely; not worth the runs",
                 )
             return None
         why = f"{said}, p={p_better:.2g}: not decided after {n} runs per arm"
-        return self._decided(at, Status.INCONCLUSIVE, "max_runs", why)
+        return self._decided(at, Status.INCONCLUSIVE, Rule.MAX_RUNS, why)
 
     def _win_at(self, at: _Look, gain: float, reason: str) -> Decision | None:
         """A significant win: kept unless a secondary or sentinel blocks it; an unresolved
         sentinel at the cap lets the sentinels run on while the win stands."""
         blocked = self._keep_blockers(at.metrics, at.sentinels, gain)
         if blocked is None:
-            return self._decided(at, Status.KEEP, "significant_win", reason)
+            return self._decided(at, Status.KEEP, Rule.SIGNIFICANT_WIN, reason)
         status, rule, why = blocked
         if status == Status.DISCARD:
             return self._decided(at, status, rule, why)
-        if rule == "sentinel_unresolved" and at.final and not at.out_of_runs:
+        if rule == Rule.SENTINEL_UNRESOLVED and at.final and not at.out_of_runs:
             self._win = (at.n, at.metrics, reason)  # the win stands; the sentinels run on
             return None
         return self._decided(at, Status.INCONCLUSIVE, rule, why) if at.final else None
@@ -304,25 +304,25 @@ class Judge:
         over = [s for s in at.sentinels.values() if s["verdict"] == "over"]
         if over:
             why = "; ".join(s["reason"] for s in over)
-            return self._decided(at, Status.DISCARD, "sentinel_budget", why)
+            return self._decided(at, Status.DISCARD, Rule.SENTINEL_BUDGET, why)
         unresolved = [s for s in at.sentinels.values() if s["verdict"] == "unresolved"]
         if not unresolved:
             why = f"{self._win[2]}; sentinels shown within budget with more runs"
-            return self._decided(at, Status.KEEP, "significant_win", why)
+            return self._decided(at, Status.KEEP, Rule.SIGNIFICANT_WIN, why)
         if at.out_of_runs:
             why = "; ".join(s["reason"] for s in unresolved)
-            return self._decided(at, Status.INCONCLUSIVE, "sentinel_unresolved", why)
+            return self._decided(at, Status.INCONCLUSIVE, Rule.SENTINEL_UNRESOLVED, why)
         return None
 
     def _keep_blockers(self, metrics, sentinels, gain) -> tuple[str, str, str] | None:
         over = [s for s in sentinels.values() if s["verdict"] == "over"]
         if over:
-            return Status.DISCARD, "sentinel_budget", "; ".join(s["reason"] for s in over)
+            return Status.DISCARD, Rule.SENTINEL_BUDGET, "; ".join(s["reason"] for s in over)
         unresolved = [s for s in sentinels.values() if s["verdict"] == "unresolved"]
         if unresolved:
             return (
                 Status.INCONCLUSIVE,
-                "sentinel_unresolved",
+                Rule.SENTINEL_UNRESOLVED,
                 "; ".join(s["reason"] for s in unresolved),
             )
         if gain < SMALL_WIN_FACTOR * self.threshold:
@@ -334,7 +334,7 @@ class Judge:
             if disagree:
                 return (
                     Status.INCONCLUSIVE,
-                    "cross_scale_disagreement",
+                    Rule.CROSS_SCALE_DISAGREEMENT,
                     f"a small win that {', '.join(disagree)} does not confirm in direction",
                 )
         return None

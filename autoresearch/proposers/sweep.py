@@ -33,7 +33,7 @@ import math
 from ..config import Config
 from ..errors import ConfigError
 from ..journal.records import ExperimentRecord
-from ..statuses import Status
+from ..statuses import Rule, Status
 from .base import Hypothesis, ProposalContext, ProposerError
 from .joint import JointSearch
 from .knobs import Knob, knob_from_table, patch_of
@@ -41,7 +41,7 @@ from .knobs import Knob, knob_from_table, patch_of
 __all__ = ["SweepProposer", "knob_history"]
 
 # Rules that show a value worse: nothing better is expected past it.
-LOSSES = ("significant_loss", "sentinel_budget")
+LOSSES = tuple(rule.value for rule in Rule if rule.is_loss)
 OPTIONS = ("knob", "search", "sampler", "trials", "seed")
 SEARCHES = ("coordinate", "joint")
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..loop.session_dir import write_text_atomic
+from ..statuses import Rule, Status
 from .summary import REASONS
 
 __all__ = ["BACKLOG", "BEGIN", "END", "add_idea", "backlog", "render_ideas", "update_ideas"]
@@ -17,13 +18,12 @@ __all__ = ["BACKLOG", "BEGIN", "END", "add_idea", "backlog", "render_ideas", "up
 BEGIN = "<!-- autoresearch:begin: written by `autoresearch ideas`, edits in here are replaced -->"
 END = "<!-- autoresearch:end -->"
 BACKLOG = "## Backlog"  # the person's (or agent's) ideas: `autoresearch ideas add`
-# Not kept for a reason that more runs will not change: do not retry without a new idea.
+# Not kept for a reason that more runs will not change: do not retry without a new idea. The
+# rules that close an axis, the statuses that do, and the words older journals and pi's logs use.
 CLOSED_RULES = {
-    "significant_loss",
-    "below_threshold",
-    "sentinel_budget",
-    "checks_failed",
-    "tampered",
+    *(rule.value for rule in Rule if rule.closes_axis),
+    Status.CHECKS_FAILED.value,
+    Status.TAMPERED.value,
     "discard",
     "worse_beyond_noise",
 }
