@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 import pytest
-from conftest import experiments, git, run, run_cli
+from conftest import experiment_record, experiments, git, run, run_cli
 
 from autoresearch.config import load_config
 from autoresearch.errors import ConfigError
@@ -382,7 +382,8 @@ def test_the_sweep_looks_one_step_past_a_plateau(target, monkeypatch):
 def _measured(value, change, rule):
     """What the search reads of an experiment at a value: its status, rule and change."""
     metrics = {"t_ms": {"change_pct": change, "threshold_pct": 3.0}}
-    return SimpleNamespace(
+    return experiment_record(
+        value,
         status="keep" if rule == "significant_win" else "discard",
         decision={"rule": rule, "threshold_pct": 3.0, "metrics": metrics},
         proposal={"value": value},

@@ -122,9 +122,13 @@ def try_change(
 
 def outcome(record: ExperimentRecord, config: Config) -> dict[str, Any]:
     """What an agent needs of a try: one JSON object."""
-    decision = record.decision or {}
-    evidence = (decision.get("metrics") or {}).get(config.metric.name) or {}
-    refused = record.status in ("scope_violation", "apply_failed", "refused", "tampered")
+    evidence = record.evidence(config.metric.name)
+    refused = record.status in (
+        Status.SCOPE_VIOLATION,
+        Status.APPLY_FAILED,
+        Status.REFUSED,
+        Status.TAMPERED,
+    )
     return {
         "id": record.id,
         "n": record.n,
@@ -132,13 +136,13 @@ def outcome(record: ExperimentRecord, config: Config) -> dict[str, Any]:
         "exit_code": EXIT_CODES.get(record.status, 1),
         "title": record.title,
         "metric": config.metric.name,
-        "change_pct": evidence.get("change_pct"),
-        "ci_low_pct": evidence.get("ci_low_pct"),
-        "ci_high_pct": evidence.get("ci_high_pct"),
-        "baseline_median": evidence.get("baseline_median"),
-        "candidate_median": evidence.get("candidate_median"),
-        "rule": decision.get("rule"),
-        "reason": decision.get("reason") or record.error,
+        "change_pct": evidence.change_pct,
+        "ci_low_pct": evidence.ci_low_pct,
+        "ci_high_pct": evidence.ci_high_pct,
+        "baseline_median": evidence.baseline_median,
+        "candidate_median": evidence.candidate_median,
+        "rule": record.rule,
+        "reason": record.reason,
         "refused": record.error if refused else None,
         "sentinels": {
             name: {"ok": s.get("ok"), "change_pct": s.get("change_pct")}

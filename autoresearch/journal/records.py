@@ -21,6 +21,7 @@ __all__ = [
     "Asi",
     "CalibrationRecord",
     "ConfirmationRecord",
+    "Evidence",
     "ExperimentRecord",
     "ImportRecord",
     "SessionRecord",
@@ -164,6 +165,23 @@ class CalibrationRecord(_Record):
 
 
 @dataclass(frozen=True)
+class Evidence:
+    """One metric's measured change in a decision, as read back from a record."""
+
+    change_pct: float | None = None
+    ci_low_pct: float | None = None
+    ci_high_pct: float | None = None
+    baseline_median: float | None = None
+    candidate_median: float | None = None
+    threshold_pct: float | None = None
+
+    @classmethod
+    def of(cls, evidence: dict[str, Any] | None) -> Evidence:
+        found = evidence or {}
+        return cls(**{f.name: found.get(f.name) for f in dataclasses.fields(cls)})
+
+
+@dataclass(frozen=True)
 class ExperimentRecord(_Record):
     """One hypothesis tried: what, how it was measured, what was decided and why."""
 
@@ -198,6 +216,24 @@ class ExperimentRecord(_Record):
     # On a cluster: the host and worker that measured it, and measurements against a best that
     # moved before the keep (each measured again on the new best).
     cluster: dict[str, Any] | None = None
+
+    @property
+    def rule(self) -> str | None:
+        """The part of the decision rule that decided; None when nothing was measured."""
+        return (self.decision or {}).get("rule")
+
+    @property
+    def reason(self) -> str | None:
+        """Why it ended as it did: the decision's reason, else the error."""
+        return (self.decision or {}).get("reason") or self.error
+
+    def evidence(self, metric: str | None = None) -> Evidence:
+        """A metric's evidence; by default the primary's (the one the rule's floor applies to).
+        Empty when nothing was measured."""
+        metrics = (self.decision or {}).get("metrics") or {}
+        if metric is not None:
+            return Evidence.of(metrics.get(metric))
+        return Evidence.of(next((m for m in metrics.values() if "threshold_pct" in m), None))
 
     def _nested(self) -> list[tuple[str, Any, Any]]:
         found: list[tuple[str, Any, Any]] = [

@@ -39,9 +39,7 @@ FAILED = ("crash", "timeout", "checks_failed", "apply_failed")
 
 def change_of(record: ExperimentRecord) -> float | None:
     """The primary metric's measured change in percent, or None when nothing was measured."""
-    metrics = (record.decision or {}).get("metrics") or {}
-    primary = next((m for m in metrics.values() if "threshold_pct" in m), None)
-    return (primary or {}).get("change_pct")
+    return record.evidence().change_pct
 
 
 @dataclass

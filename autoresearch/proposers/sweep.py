@@ -241,7 +241,7 @@ def _flat(record: ExperimentRecord | None) -> float | None:
     """The change a value measured when it was neither kept nor shown worse than the floor
     (a plateau, or too little evidence either way); None otherwise."""
     change = _change(record)
-    if change is None or record.status == Status.KEEP or record.decision.get("rule") in LOSSES:
+    if change is None or record.status == Status.KEEP or record.rule in LOSSES:
         return None
     floor = record.decision.get("threshold_pct") or 0.0
     return change if abs(change) < floor else None
@@ -274,11 +274,7 @@ def _closed(knob: Knob, history: list[ExperimentRecord], tip: str) -> bool:
 
 
 def _change(record: ExperimentRecord | None) -> float | None:
-    if record is None or not record.decision:
-        return None
-    metrics = record.decision.get("metrics") or {}
-    primary = next((m for m in metrics.values() if "threshold_pct" in m), None)
-    return (primary or {}).get("change_pct")
+    return None if record is None else record.evidence().change_pct
 
 
 def _learned(knob: Knob, here: dict[float, ExperimentRecord]) -> str:

@@ -131,31 +131,24 @@ def _pct(value: float | None) -> str:
 
 
 def _row(record: ExperimentRecord) -> dict[str, Any]:
-    decision = record.decision or {}
-    evidence = (decision.get("metrics") or {}).get(_primary(record)) or {}
-    change = evidence.get("change_pct")
-    low, high = evidence.get("ci_low_pct"), evidence.get("ci_high_pct")
+    evidence = record.evidence()
+    change, low, high = evidence.change_pct, evidence.ci_low_pct, evidence.ci_high_pct
     text = ""
     if change is not None:
         text = f"{change:+.1f}%"
         if low is not None and high is not None:
             text += f" [95% CI {low:+.1f}%, {high:+.1f}%]"
-    why = record.asi.rollback_reason or record.error or decision.get("reason") or ""
+    why = record.asi.rollback_reason or record.error or (record.decision or {}).get("reason") or ""
     return {
         "n": record.n,
         "status": record.status,
         "title": record.title,
         "family": record.family,
         "change": text,
-        "rule": decision.get("rule"),
+        "rule": record.rule,
         "why": _one_line(why, 240),
         "mechanism": _one_line(record.asi.mechanism or "", 200),
     }
-
-
-def _primary(record: ExperimentRecord) -> str | None:
-    metrics = (record.decision or {}).get("metrics") or {}
-    return next(iter(metrics), None)
 
 
 def _older(records: list[ExperimentRecord], detail: int) -> str:
