@@ -74,7 +74,7 @@ def try_change(
     progress: Progress,
 ) -> ExperimentRecord:
     """One experiment of the session, for a change an agent made."""
-    with open_session(config, options, progress) as run:
+    with open_session(config, options, progress) as session:
         if patch_file is not None:
             found = parse_patch_file(patch_file)
             patch = found.patch
@@ -88,7 +88,7 @@ def try_change(
         else:
             journal = config.journal_path
             own = [journal, index_path(journal), config.ideas_path, config.path]
-            patch = worktree_patch(worktree or Path.cwd(), run.ws.tip(), own)
+            patch = worktree_patch(worktree or Path.cwd(), session.ws.tip(), own)
             given, source = {}, f"worktree:{worktree or Path.cwd()}"
         given |= {k: v for k, v in fields.items() if v}
         if not patch.strip():
@@ -107,16 +107,16 @@ def try_change(
             source=source,
             proposer="try",
         )
-        if run.baseline is None and config.session.preflight and not preflight_base(run):
+        if session.baseline is None and config.session.preflight and not preflight_base(session):
             raise UserError("interrupted during the pre-flight")
-        if not restore_calibration(run) and not calibrate_best(run):
+        if not restore_calibration(session) and not calibrate_best(session):
             raise UserError("interrupted during the calibration of the best")
-        record = run_experiment(run, hypothesis)
-        account(run, record)
+        record = run_experiment(session, hypothesis)
+        account(session, record)
         # The next try is measured against the new best's own runs.
-        if record.status == Status.KEEP and not run.stop.is_set():
-            calibrate_best(run)
-        prune_session_logs(run)
+        if record.status == Status.KEEP and not session.stop.is_set():
+            calibrate_best(session)
+        prune_session_logs(session)
         return record
 
 

@@ -59,16 +59,18 @@ def run_cluster_session(
     progress = progress or Progress()
     with (
         connect(config, scheduler, progress) as client,
-        open_session(config, options, progress) as run,
+        open_session(config, options, progress) as session,
     ):
-        driver = Driver(run, client)
+        driver = Driver(session, client)
         try:
             reason = driver.loop()
         finally:
             driver.cancel()
-            run.proposer.close()
-        run.progress.info(f"stopped: {reason}")
-        return session_outcome(run, reason, driver.confirm() if confirm_wanted(run) else None)
+            session.proposer.close()
+        session.progress.info(f"stopped: {reason}")
+        return session_outcome(
+            session, reason, driver.confirm() if confirm_wanted(session) else None
+        )
 
 
 @contextlib.contextmanager
@@ -129,24 +131,24 @@ def bench_workers(client, resource: str) -> list[str]:
 class Driver(Landing):
     """Sends experiments to bench hosts and lands their results, one keep at a time."""
 
-    def __init__(self, run: Session, client):
-        self.run = run
+    def __init__(self, session: Session, client):
+        self.session = session
         self.client = client
         self.flights: list[Flight] = []
         self.again: deque[Flight] = deque()  # to send before asking the proposers for more
         self._bundle: tuple[str, Any] | None = None  # (tip, scattered bundle)
         # What the proposers say changes only when a result lands: no asking again till then.
         self._ask = True
-        run.paths.flights.mkdir(parents=True, exist_ok=True)
+        session.paths.flights.mkdir(parents=True, exist_ok=True)
 
     # -- the loop ----------------------------------------------------------------------------
 
     def loop(self) -> str:
-        run = self.run
+        session = self.session
         self.resume_flights()
         reason = None
         while True:
-            reason = reason or stop_reason(run)
+            reason = reason or stop_reason(session)
             if reason is None:
                 self.fill()
             if not self.flights:
@@ -155,31 +157,33 @@ class Driver(Landing):
                     "at again"
                 )
             self.land_some()
-            if run.stop.is_set():
+            if session.stop.is_set():
                 return "interrupted by a signal (the experiments in flight run again on resume)"
 
     def fill(self) -> None:
         """Send experiments until every bench host has one."""
-        run = self.run
+        session = self.session
         # Asked last: the hosts are counted (a scheduler round trip) only when there is
         # something to send.
         while (
-            not run.stop.is_set() and (self.again or self._ask) and len(self.flights) < self.slots()
+            not session.stop.is_set()
+            and (self.again or self._ask)
+            and len(self.flights) < self.slots()
         ):
             if self.again:
                 self.send(self.again.popleft())
                 continue
-            cap = run.config.budget.max_experiments
-            if run.tally.done + len(self.flights) >= cap or not self._ask:
+            cap = session.config.budget.max_experiments
+            if session.tally.done + len(self.flights) >= cap or not self._ask:
                 return
-            context = proposal_context(run)
+            context = proposal_context(session)
             flying = {f.hypothesis.sha256 for f in self.flights}
-            context.tried = run.tried | flying
-            hypothesis = run.proposer.next(context)
+            context.tried = session.tried | flying
+            hypothesis = session.proposer.next(context)
             if hypothesis is None and not self.flights:
-                hypothesis = second_look_hypothesis(run)
+                hypothesis = second_look_hypothesis(session)
             for note in context.notes:
-                run.progress.warn(note)
+                session.progress.warn(note)
             # A proposer that learns from each result (a sweep) proposes the next point only
             # once the last has landed: wait for it.
             if hypothesis is None or hypothesis.sha256 in flying:
@@ -190,43 +194,43 @@ class Driver(Landing):
                 self.send(flight)
 
     def slots(self) -> int:
-        return max(1, len(bench_workers(self.client, self.run.config.cluster.resource)))
+        return max(1, len(bench_workers(self.client, self.session.config.cluster.resource)))
 
     def start(self, hypothesis: Hypothesis) -> Flight | None:
         """The driver's half before the bench: number, draft, patch checks. None when the
         hypothesis ended here (its record is written)."""
-        run = self.run
-        n = run.tally.next_n
-        run.tally.next_n += 1
-        draft = new_draft(run, hypothesis, n, run.paths.flights / f"{n:04d}.json")
-        run.progress.experiment(n, None, hypothesis.title)
+        session = self.session
+        n = session.tally.next_n
+        session.tally.next_n += 1
+        draft = new_draft(session, hypothesis, n, session.paths.flights / f"{n:04d}.json")
+        session.progress.experiment(n, None, hypothesis.title)
         draft.phase("apply")
         if hypothesis.problem is not None:
             self.record(draft, draft.finish(hypothesis.problem_status, hypothesis.problem))
             return None
-        patch_file = save_patch(run, n, hypothesis)
+        patch_file = save_patch(session, n, hypothesis)
         # Scope and protection here; whether it applies, the host finds (three-way included).
-        paths, problem = check_patch(run, hypothesis, patch_file)
+        paths, problem = check_patch(session, hypothesis, patch_file)
         draft.note(touched_files=paths)
         if problem is not None:
             self.record(draft, draft.finish(problem.kind, problem.message, error=problem.message))
             return None
         draft.note(cluster={"patch": str(patch_file)})
         draft.phase("bench")
-        return Flight(hypothesis, draft, patch_file, paths, parent=run.ws.tip())
+        return Flight(hypothesis, draft, patch_file, paths, parent=session.ws.tip())
 
     def send(self, flight: Flight) -> None:
-        run = self.run
+        session = self.session
         flight.draft.note(parent_commit=flight.parent)
         flight.draft.save()
         job = Job(
             kind="experiment",
             exp_id=flight.exp_id,
-            config=run.config,
-            branch=run.ws.branch,
+            config=session.config,
+            branch=session.ws.branch,
             parent=flight.parent,
             patch=flight.hypothesis.patch,
-            env=harness_env(run, flight.exp_id),
+            env=harness_env(session, flight.exp_id),
         )
         flight.future = self.submit(job, f"{flight.exp_id}-{len(flight.stale)}-{flight.losses}")
         self.flights.append(flight)
@@ -237,7 +241,7 @@ class Driver(Landing):
             job,
             self.bundle(),
             key=f"autoresearch-{key}-{time.time_ns()}",
-            resources={self.run.config.cluster.resource: 1},
+            resources={self.session.config.cluster.resource: 1},
             pure=False,
             retries=0,
         )
@@ -245,14 +249,14 @@ class Driver(Landing):
     def bundle(self):
         """The session branch as a git bundle, sent through Dask once per tip; None when the
         hosts fetch from `cluster.remote`."""
-        run = self.run
-        if run.config.cluster.remote:
+        session = self.session
+        if session.config.cluster.remote:
             return None
-        tip = run.ws.tip()
+        tip = session.ws.tip()
         if self._bundle is None or self._bundle[0] != tip:
-            path = run.paths.root / "session.bundle"
-            run.ws.source.must(
-                "bundle", "create", "--quiet", str(path), f"refs/heads/{run.ws.branch}"
+            path = session.paths.root / "session.bundle"
+            session.ws.source.must(
+                "bundle", "create", "--quiet", str(path), f"refs/heads/{session.ws.branch}"
             )
             data = path.read_bytes()
             path.unlink()
@@ -277,9 +281,9 @@ class Driver(Landing):
 
     def resume_flights(self) -> None:
         """Experiments a dead driver left in flight: sent again, under their own numbers."""
-        run = self.run
-        recorded = {r.id for records in run.attempts.values() for r in records}
-        for path in sorted(run.paths.flights.glob("*.json")):
+        session = self.session
+        recorded = {r.id for records in session.attempts.values() for r in records}
+        for path in sorted(session.paths.flights.glob("*.json")):
             marker = read_inflight(path) or {}
             fields = marker.get("fields") or {}
             patch = Path((fields.get("cluster") or {}).get("patch") or "")
@@ -297,16 +301,16 @@ class Driver(Landing):
                 proposal=fields.get("proposal"),
                 family=fields.get("family"),
             )
-            if hypothesis.sha256 in run.tried:
+            if hypothesis.sha256 in session.tried:
                 path.unlink()
                 continue
             draft = Draft(marker=path, fields=fields, phases=marker.get("phases") or {})
-            run.progress.info(
+            session.progress.info(
                 f"{fields['id']} was in flight when the driver stopped: sending it again"
             )
-            run.tally.next_n = max(run.tally.next_n, int(fields.get("n", 0)) + 1)
+            session.tally.next_n = max(session.tally.next_n, int(fields.get("n", 0)) + 1)
             flight = Flight(
-                hypothesis, draft, patch, fields.get("touched_files") or [], parent=run.ws.tip()
+                hypothesis, draft, patch, fields.get("touched_files") or [], parent=session.ws.tip()
             )
             self.again.append(flight)
 
@@ -318,37 +322,37 @@ class Driver(Landing):
 
     def confirm(self) -> float | None:
         """The session's base against its tip on one bench host."""
-        run = self.run
-        base, tip = run.base_commit, run.ws.tip()
-        runs = run.config.decision.confirm_runs
-        run.progress.info(
+        session = self.session
+        base, tip = session.base_commit, session.ws.tip()
+        runs = session.config.decision.confirm_runs
+        session.progress.info(
             f"confirming on a bench host: {base[:10]} against {tip[:10]}, {runs} runs each"
         )
         job = Job(
             kind="confirm",
             exp_id=f"confirmation-{tip[:12]}",
-            config=run.config,
-            branch=run.ws.branch,
+            config=session.config,
+            branch=session.ws.branch,
             parent=base,
             tip=tip,
             runs=runs,
-            env=harness_env(run, "confirmation"),
+            env=harness_env(session, "confirmation"),
         )
         try:
             result = self.submit(job, "confirm").result()
         except Exception as exc:  # a lost host: the headline waits for `autoresearch confirm`
-            run.progress.warn(
+            session.progress.warn(
                 f"confirmation lost with its bench host ({type(exc).__name__}: {exc}); "
                 "run `autoresearch confirm` for the headline"
             )
             return None
         host = host_name(result)
         if result.get("failure"):
-            run.progress.warn(f"confirmation failed on {host}: {result['detail']}")
+            session.progress.warn(f"confirmation failed on {host}: {result['detail']}")
             return None
         measured = self.copy_logs(job.exp_id, result)
         record = confirmation_record(
-            run.config,
+            session.config,
             base,
             tip,
             runs,
@@ -356,6 +360,6 @@ class Driver(Landing):
             measured["bench_logs"],
             host=host,
         )
-        run.journal.append(record)
-        announce(run.config, record, run.progress)
+        session.journal.append(record)
+        announce(session.config, record, session.progress)
         return record.change_pct

@@ -47,16 +47,16 @@ class Flight:
 class Landing:
     """What a result needs to land; mixed into the driver, whose session and queue it uses."""
 
-    run: Session
+    session: Session
     again: Any  # deque[Flight]: sent again before the proposers are asked for more
     _bundle: Any  # the scattered bundle of the best: dropped when a host is lost with it
 
     def land(self, flight: Flight) -> None:
         from distributed import KilledWorker
 
-        run = self.run
+        session = self.session
         self._ask = True
-        run.progress.about(flight.draft.fields["n"], flight.draft.started_at)
+        session.progress.about(flight.draft.fields["n"], flight.draft.started_at)
         try:
             result = flight.future.result()
         except (KilledWorker, CancelledError) as exc:
@@ -65,7 +65,7 @@ class Landing:
             self._bundle = None
             flight.losses += 1
             if flight.losses < MAX_WORKER_LOSSES:
-                run.progress.warn(
+                session.progress.warn(
                     f"{flight.exp_id}: lost with the bench host running it "
                     f"({type(exc).__name__}: {exc}); sending it again"
                 )
@@ -102,7 +102,7 @@ class Landing:
         decision = self.replay(result)
         measured |= {"decision": decision.to_dict(), "sentinels": decision.sentinels}
         flight.draft.note(asi={"result": decision.reason})
-        if decision.status == Status.KEEP and flight.parent != run.ws.tip():
+        if decision.status == Status.KEEP and flight.parent != session.ws.tip():
             self.measure_again(flight, decision, host, measured)
             return
         self.finish(flight, decision, measured)
@@ -110,7 +110,7 @@ class Landing:
     def replay(self, result: dict[str, Any]) -> Decision:
         """The decision rule on the host's samples, with the host's own calibration: the
         decision is the driver's."""
-        config = self.run.config
+        config = self.session.config
         record = CalibrationRecord.from_dict(result["calibration"])
         judge = Calibration.from_record(record, config.metric.name).judge(config)
         decision = judge.replay(result[BASELINE]["samples"], result[CANDIDATE]["samples"])
@@ -120,8 +120,8 @@ class Landing:
 
     def measure_again(self, flight: Flight, decision: Decision, host: str, measured) -> None:
         """A win against a best that has moved: never kept on that evidence."""
-        run = self.run
-        primary = decision.metrics[run.config.metric.name]
+        session = self.session
+        primary = decision.metrics[session.config.metric.name]
         flight.stale.append(
             {
                 "parent": flight.parent,
@@ -130,9 +130,9 @@ class Landing:
                 "ci_pct": [primary.get("ci_low_pct"), primary.get("ci_high_pct")],
             }
         )
-        tip = run.ws.tip()
-        applied = run.ws.apply(flight.patch_file)
-        run.ws.revert()
+        tip = session.ws.tip()
+        applied = session.ws.apply(flight.patch_file)
+        session.ws.revert()
         if not applied.ok:
             why = (
                 f"it won against {flight.parent[:10]}, but does not apply to the new best "
@@ -142,14 +142,14 @@ class Landing:
                 flight.draft, flight.draft.finish(Status.APPLY_FAILED, why, error=why, **measured)
             )
             return
-        if len(flight.stale) > run.config.cluster.remeasure:
+        if len(flight.stale) > session.config.cluster.remeasure:
             why = (
                 f"it won {len(flight.stale)} times against a best that had moved by the time "
-                f"it landed (cluster.remeasure = {run.config.cluster.remeasure}); undecided"
+                f"it landed (cluster.remeasure = {session.config.cluster.remeasure}); undecided"
             )
             self.record(flight.draft, flight.draft.finish(Status.INCONCLUSIVE, why, **measured))
             return
-        run.progress.info(
+        session.progress.info(
             f"{flight.exp_id} won against {flight.parent[:10]}, but the best is now "
             f"{tip[:10]}: measuring it again there before it may be kept"
         )
@@ -158,40 +158,40 @@ class Landing:
 
     def finish(self, flight: Flight, decision: Decision, measured: dict[str, Any]) -> None:
         """Checks, keep or not, the record: as loop.run_experiment ends, on the driver."""
-        run, draft = self.run, flight.draft
+        session, draft = self.session, flight.draft
         applied = False
-        if wants_checks(run.config, decision) and flight.parent == run.ws.tip():
+        if wants_checks(session.config, decision) and flight.parent == session.ws.tip():
             if not self.apply(flight, measured):
                 return
             applied = True
             draft.phase("checks")
-            checks = run_checks(run, flight.exp_id, draft)
+            checks = run_checks(session, flight.exp_id, draft)
             measured["checks"] = checks.to_dict()
             if not checks.ok:
-                run.ws.revert()
+                session.ws.revert()
                 status = Status.INTERRUPTED if checks.interrupted else Status.CHECKS_FAILED
                 why = f"checks {checks.describe()}; log: {checks.log_path}"
                 self.record(draft, draft.finish(status, why, **measured))
                 return
         if decision.status != Status.KEEP:
             if applied:
-                run.ws.revert()
+                session.ws.revert()
             self.record(draft, draft.finish(decision.status, decision.reason, **measured))
             return
         if not applied and not self.apply(flight, measured):
             return
         draft.phase("commit")
-        record = keep(run, draft, flight.hypothesis, decision, flight.paths, measured)
+        record = keep(session, draft, flight.hypothesis, decision, flight.paths, measured)
         self.record(draft, record)
         if record.status == Status.KEEP:
             host = (record.cluster or {}).get("host")
-            run.progress.info(
+            session.progress.info(
                 f"kept {record.id} (measured on {host}); new best {record.kept_commit[:10]}"
             )
 
     def apply(self, flight: Flight, measured: dict[str, Any]) -> bool:
         """The patch in the driver's worktree, on the best it was measured against."""
-        applied = self.run.ws.apply(flight.patch_file)
+        applied = self.session.ws.apply(flight.patch_file)
         if not applied.ok:
             why = f"measured on a bench host, but does not apply here: {applied.message}"
             self.record(flight.draft, flight.draft.finish(Status.APPLY_FAILED, why, **measured))
@@ -199,44 +199,44 @@ class Landing:
 
     def record(self, draft: Draft, record: ExperimentRecord) -> None:
         """Journal it, then forget its marker: in that order, so that nothing is lost."""
-        self.run.progress.about(record.n, draft.started_at)
-        account(self.run, record)
+        self.session.progress.about(record.n, draft.started_at)
+        account(self.session, record)
         draft.marker.unlink(missing_ok=True)
 
     def unadopted(self, commit: str | None) -> bool:
         """A host's calibration of the best that this driver has not taken up: one a host
         measured for a driver that died before it landed."""
-        run = self.run
-        current = run.calibration.commit if run.calibration is not None else None
-        return commit is not None and commit == run.ws.tip() and commit != current
+        session = self.session
+        current = session.calibration.commit if session.calibration is not None else None
+        return commit is not None and commit == session.ws.tip() and commit != current
 
     def journal_calibration(self, result: dict[str, Any], host: str) -> None:
-        run = self.run
+        session = self.session
         record = CalibrationRecord.from_dict({**result["calibration"], "host": host})
-        run.journal.append(record)
-        noise = record.noise_pct.get(run.config.metric.name) or 0.0
-        run.progress.info(
+        session.journal.append(record)
+        noise = record.noise_pct.get(session.config.metric.name) or 0.0
+        session.progress.info(
             f"calibrated {record.commit[:10]} on {host}: noise {noise:.2f}%, "
             f"threshold {record.threshold_pct or 0:.2f}%"
         )
         for warning in record.warnings:
-            run.progress.warn(f"{host}: {warning}")
-        if record.commit == run.ws.tip():
-            adopt_calibration(run, record)
-        if run.baseline is None and record.commit == run.base_commit:
-            run.baseline = run.best_median
+            session.progress.warn(f"{host}: {warning}")
+        if record.commit == session.ws.tip():
+            adopt_calibration(session, record)
+        if session.baseline is None and record.commit == session.base_commit:
+            session.baseline = session.best_median
 
     def copy_logs(self, exp_id: str, result: dict[str, Any]) -> dict[str, Any]:
         """The host's log tails under the session's logs; the record's fields for them."""
-        run = self.run
+        session = self.session
         for name, text in (result.get("logs") or {}).items():
-            path = run.paths.log(exp_id, Path(name).stem)
+            path = session.paths.log(exp_id, Path(name).stem)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
         arms = [result.get(BASELINE) or {}, result.get(CANDIDATE) or {}]
         return {
             "bench_logs": [
-                str(run.paths.log(exp_id, Path(name).stem))
+                str(session.paths.log(exp_id, Path(name).stem))
                 for arm in arms
                 for name in arm.get("logs", [])
             ],

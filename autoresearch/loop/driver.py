@@ -70,83 +70,91 @@ def run_session(
     config: Config, options: RunOptions | None = None, progress: Progress | None = None
 ) -> SessionOutcome:
     """Run the session's loop until a stop condition; resumes where a previous run ended."""
-    with open_session(config, options, progress) as run:
+    with open_session(config, options, progress) as session:
         try:
-            reason = _loop(run)
+            reason = _loop(session)
         except StopRequested as exc:
             reason = f"interrupted by a signal: {exc}"
-            run.ws.revert()
-            run.paths.inflight.unlink(missing_ok=True)
+            session.ws.revert()
+            session.paths.inflight.unlink(missing_ok=True)
         finally:
-            run.proposer.close()
-        run.progress.info(f"stopped: {reason}")
-        return session_outcome(run, reason, _confirm_at_end(run))
+            session.proposer.close()
+        session.progress.info(f"stopped: {reason}")
+        return session_outcome(session, reason, _confirm_at_end(session))
 
 
-def session_outcome(run: Session, reason: str, confirmed: float | None) -> SessionOutcome:
+def session_outcome(session: Session, reason: str, confirmed: float | None) -> SessionOutcome:
     """The end of a run: its logs pruned, what it did and why it stopped."""
-    prune_session_logs(run)
+    prune_session_logs(session)
     return SessionOutcome(
-        session=run.config.session.name,
+        session=session.config.session.name,
         stop_reason=reason,
-        ran=run.tally.ran,
-        kept=run.tally.kept,
-        baseline=run.baseline,
-        best=run.best_median,
-        interrupted=run.stop.is_set() or run.stop_error is not None,
+        ran=session.tally.ran,
+        kept=session.tally.kept,
+        baseline=session.baseline,
+        best=session.best_median,
+        interrupted=session.stop.is_set() or session.stop_error is not None,
         confirmed_change_pct=confirmed,
     )
 
 
-def _loop(run: Session) -> str:
+def _loop(session: Session) -> str:
     """Experiments until a stop condition; returns why it stopped."""
-    if run.baseline is None and run.config.session.preflight and not preflight_base(run):
+    if (
+        session.baseline is None
+        and session.config.session.preflight
+        and not preflight_base(session)
+    ):
         return "interrupted by a signal during the pre-flight"
-    reason = None if calibrate_best(run) else "interrupted by a signal during calibration"
-    if reason is None and not run.options.accept_noise:
-        _refuse_noise(run)
-    while reason is None and (reason := stop_reason(run)) is None:
-        context = proposal_context(run)
-        hypothesis = run.proposer.next(context) or second_look_hypothesis(run)
+    reason = None if calibrate_best(session) else "interrupted by a signal during calibration"
+    if reason is None and not session.options.accept_noise:
+        _refuse_noise(session)
+    while reason is None and (reason := stop_reason(session)) is None:
+        context = proposal_context(session)
+        hypothesis = session.proposer.next(context) or second_look_hypothesis(session)
         for note in context.notes:
-            run.progress.warn(note)
+            session.progress.warn(note)
         if hypothesis is None:
             reason = (
                 "no hypotheses left: the proposers have none, and none undecided to look at again"
             )
             break
-        record = run_experiment(run, hypothesis)
-        account(run, record)
+        record = run_experiment(session, hypothesis)
+        account(session, record)
         # The kept commit is the new best: measure it afresh for the noise and threshold.
-        if record.status == Status.KEEP and not run.stop.is_set() and not calibrate_best(run):
+        if (
+            record.status == Status.KEEP
+            and not session.stop.is_set()
+            and not calibrate_best(session)
+        ):
             reason = "interrupted by a signal during calibration"
     return reason
 
 
-def preflight_base(run: Session) -> bool:
+def preflight_base(session: Session) -> bool:
     """Build, bench once and run the checks on the base: refuse a night they say is wasted."""
-    tip = run.ws.tip()
-    run.progress.info(f"pre-flight on {tip[:10]}: build, one bench run, the checks")
-    log_dir = run.paths.log(log_label(run, "preflight"), "x").parent
-    harness = run.harness("preflight", marker(run, "preflight"))
+    tip = session.ws.tip()
+    session.progress.info(f"pre-flight on {tip[:10]}: build, one bench run, the checks")
+    log_dir = session.paths.log(log_label(session, "preflight"), "x").parent
+    harness = session.harness("preflight", marker(session, "preflight"))
     try:
-        result = run_preflight(run.config, run.ws.path, tip, log_dir, harness)
+        result = run_preflight(session.config, session.ws.path, tip, log_dir, harness)
     finally:
-        run.ws.revert()
-        run.paths.inflight.unlink(missing_ok=True)
+        session.ws.revert()
+        session.paths.inflight.unlink(missing_ok=True)
     if result.interrupted:
         return False
-    for line in result.lines(run.config):
-        run.progress.info(line)
+    for line in result.lines(session.config):
+        session.progress.info(line)
     if not result.ok:
         raise PreflightError("pre-flight: " + "; ".join(result.problems))
     return True
 
 
-def _refuse_noise(run: Session) -> None:
+def _refuse_noise(session: Session) -> None:
     """Stop before the night when the calibration says the effect asked for cannot be seen."""
-    detectable = run.calibration.detectable_pct if run.calibration else None
-    target = run.config.decision.target_effect_pct
+    detectable = session.calibration.detectable_pct if session.calibration else None
+    target = session.config.decision.target_effect_pct
     if detectable is not None and detectable > target:
         raise PreflightError(
             f"the bench is too noisy for the effect asked for: it detects {detectable:.1f}%, "
@@ -156,144 +164,146 @@ def _refuse_noise(run: Session) -> None:
         )
 
 
-def calibrate_best(run: Session) -> bool:
+def calibrate_best(session: Session) -> bool:
     """Measure the current best repeatedly: its samples and noise set the threshold."""
-    tip = run.ws.tip()
-    label = log_label(run, "calibration")
-    pairs = run.config.bench.calibration_runs // 2
-    run.progress.info(f"calibrating on {tip[:10]}: {pairs} runs in each arm, alternating")
-    prepare_best(run, tip, label)
+    tip = session.ws.tip()
+    label = log_label(session, "calibration")
+    pairs = session.config.bench.calibration_runs // 2
+    session.progress.info(f"calibrating on {tip[:10]}: {pairs} runs in each arm, alternating")
+    prepare_best(session, tip, label)
     # The worktree is clean at the tip here: recovery and keep both end with a revert.
     try:
         record = calibrate(
-            run.config,
-            run.harness("calibration", marker(run, "calibration")),
-            arms=(run.baseline_tree.path, run.ws.path),
+            session.config,
+            session.harness("calibration", marker(session, "calibration")),
+            arms=(session.baseline_tree.path, session.ws.path),
             commit=tip,
-            logs=lambda name: run.paths.log(label, name),
+            logs=lambda name: session.paths.log(label, name),
             on_run=lambda arm, i: (
-                run.progress.info(f"calibration pair {i}/{pairs}") if arm == "baseline" else None
+                session.progress.info(f"calibration pair {i}/{pairs}")
+                if arm == "baseline"
+                else None
             ),
         )
     finally:
-        run.ws.revert()
-        run.paths.inflight.unlink(missing_ok=True)
+        session.ws.revert()
+        session.paths.inflight.unlink(missing_ok=True)
     if record is None:
         return False
-    run.journal.append(record)
-    _announce_calibration(run, record)
+    session.journal.append(record)
+    _announce_calibration(session, record)
     return True
 
 
-def _announce_calibration(run: Session, record: CalibrationRecord) -> None:
+def _announce_calibration(session: Session, record: CalibrationRecord) -> None:
     """Adopt a fresh calibration and say what it found."""
-    first = run.baseline is None
-    moved = run.calibration is not None and run.calibration.commit != record.commit
-    adopt_calibration(run, record)
-    if first or record.commit == run.base_commit:  # the base measured again: the night goes on
-        run.baseline = run.best_median
-    primary = run.config.metric
-    calibration = run.calibration
+    first = session.baseline is None
+    moved = session.calibration is not None and session.calibration.commit != record.commit
+    adopt_calibration(session, record)
+    if first or record.commit == session.base_commit:  # the base measured again: the night goes on
+        session.baseline = session.best_median
+    primary = session.config.metric
+    calibration = session.calibration
     assert calibration is not None
     noise = calibration.noise_pct or 0.0
-    run.progress.info(
+    session.progress.info(
         f"{'baseline' if first else 'new best' if moved else 'best (unchanged)'} {primary.name} = "
-        f"{format_value(run.best_median, primary.unit)}, noise {noise:.2f}%, "
+        f"{format_value(session.best_median, primary.unit)}, noise {noise:.2f}%, "
         f"threshold {calibration.threshold:.2f}%"
     )
     for warning in record.warnings:
-        run.progress.warn(warning)
+        session.progress.warn(warning)
     aa = record.aa or {}
     if first and aa and not aa.get("can_fail", True):
-        run.progress.info(
+        session.progress.info(
             f"the A/A check cannot fail with {aa['n_per_arm']} runs per arm (the smallest p "
             f"it can reach is {aa['smallest_p']:.2g}); bench.calibration_runs = 10 or more "
             "lets it catch a harness that favours an arm"
         )
 
 
-def restore_calibration(run: Session) -> bool:
+def restore_calibration(session: Session) -> bool:
     """The best's last calibration, when it measured the current tip: a `try` in a new process
     need not measure the same commit again (the experiment still runs both arms side by side)."""
-    last = run.calibration  # the journal's last, as the session opened
+    last = session.calibration  # the journal's last, as the session opened
     return (
         last is not None
-        and last.commit == run.ws.tip()
-        and last.median(run.config.metric.name) is not None
+        and last.commit == session.ws.tip()
+        and last.median(session.config.metric.name) is not None
     )
 
 
-def adopt_calibration(run: Session, record: CalibrationRecord) -> None:
+def adopt_calibration(session: Session, record: CalibrationRecord) -> None:
     """A calibration of the current best stands for it (one just measured; a journaled one for
     a `try` in a new process; on a cluster, a host's)."""
-    run.calibration = Calibration.from_record(record, run.config.metric.name)
+    session.calibration = Calibration.from_record(record, session.config.metric.name)
 
 
-def account(run: Session, record: ExperimentRecord) -> None:
+def account(session: Session, record: ExperimentRecord) -> None:
     """Write the record, then forget the in-flight marker: in that order, so nothing is lost."""
-    run.journal.append(record)
-    run.paths.inflight.unlink(missing_ok=True)
-    attempts = run.attempts.setdefault(record.patch_sha256, [])
+    session.journal.append(record)
+    session.paths.inflight.unlink(missing_ok=True)
+    attempts = session.attempts.setdefault(record.patch_sha256, [])
     attempts.append(record)
-    if not may_run_again(attempts, run.config.budget.retries):
-        run.tried.add(record.patch_sha256)
+    if not may_run_again(attempts, session.config.budget.retries):
+        session.tried.add(record.patch_sha256)
     if record.retry_of:
-        forget_request(run.paths, record.retry_of)
-    run.tally.add(record)
+        forget_request(session.paths, record.retry_of)
+    session.tally.add(record)
     # What ended it: the checks' failure rather than the bench verdict that came before it.
     reason = record.asi.rollback_reason or (record.decision or {}).get("reason") or ""
-    run.progress.outcome(record.status, reason, _best_text(run))
+    session.progress.outcome(record.status, reason, _best_text(session))
 
 
-def _best_text(run: Session) -> str:
-    unit = run.config.metric.unit
-    best, base = run.best_median, run.baseline
+def _best_text(session: Session) -> str:
+    unit = session.config.metric.unit
+    best, base = session.best_median, session.baseline
     if best is None or not base:
         return format_value(best, unit)
     return f"{format_value(best, unit)} ({change_pct(base, best):+.2f}% vs baseline)"
 
 
-def second_look_hypothesis(run: Session) -> Hypothesis | None:
+def second_look_hypothesis(session: Session) -> Hypothesis | None:
     """With the proposers done: an undecided hypothesis (or one `retry` asked for), again."""
-    found = second_look(run.paths, run.attempts, run.config.budget.retries)
+    found = second_look(session.paths, session.attempts, session.config.budget.retries)
     if found is None:
         return None
     hypothesis, earlier = found
-    run.progress.info(
+    session.progress.info(
         f"second look at {earlier.id} {earlier.title!r} (was {earlier.status}): "
         "measuring it again against the current best"
     )
     return hypothesis
 
 
-def _confirm_at_end(run: Session) -> float | None:
+def _confirm_at_end(session: Session) -> float | None:
     """The honest headline: the session's baseline against its tip, when anything was kept."""
-    if not confirm_wanted(run):
+    if not confirm_wanted(session):
         return None
-    record = confirm_session(run)
+    record = confirm_session(session)
     return None if record is None else record.change_pct
 
 
-def confirm_wanted(run: Session) -> bool:
+def confirm_wanted(session: Session) -> bool:
     """A confirmation at the end: asked for, not stopped by a signal, and something kept."""
     return (
-        bool(run.config.decision.confirm)
-        and not run.stop.is_set()
-        and run.ws.tip() != run.base_commit
+        bool(session.config.decision.confirm)
+        and not session.stop.is_set()
+        and session.ws.tip() != session.base_commit
     )
 
 
-def stop_reason(run: Session) -> str | None:
-    budget, tally = run.config.budget, run.tally
-    if run.stop_error:
-        return run.stop_error
-    if run.stop.is_set():
+def stop_reason(session: Session) -> str | None:
+    budget, tally = session.config.budget, session.tally
+    if session.stop_error:
+        return session.stop_error
+    if session.stop.is_set():
         return "interrupted by a signal"
     if tally.done >= budget.max_experiments:
         return (
             f"budget reached: {tally.done} experiments (max_experiments = {budget.max_experiments})"
         )
-    hours = (time.monotonic() - run.started) / 3600
+    hours = (time.monotonic() - session.started) / 3600
     if hours >= budget.max_hours:
         return f"budget reached: {hours:.2f} h (max_hours = {budget.max_hours})"
     if budget.stop_after_no_keep and tally.no_keep_streak >= budget.stop_after_no_keep:

@@ -35,118 +35,118 @@ __all__ = [
 ]
 
 
-def run_experiment(run: Session, hypothesis: Hypothesis) -> ExperimentRecord:
+def run_experiment(session: Session, hypothesis: Hypothesis) -> ExperimentRecord:
     """One hypothesis against the current best."""
-    n = run.tally.next_n
-    _announce(run, hypothesis, n)
-    draft = new_draft(run, hypothesis, n, run.paths.inflight)
+    n = session.tally.next_n
+    _announce(session, hypothesis, n)
+    draft = new_draft(session, hypothesis, n, session.paths.inflight)
     draft.phase("apply")
     if hypothesis.problem is not None:
         return draft.finish(hypothesis.problem_status, hypothesis.problem, error=hypothesis.problem)
-    patch_file = save_patch(run, n, hypothesis)
-    paths, problem = check_patch(run, hypothesis, patch_file)
+    patch_file = save_patch(session, n, hypothesis)
+    paths, problem = check_patch(session, hypothesis, patch_file)
     draft.note(touched_files=paths)
     if problem:
         return draft.finish(problem.kind, problem.message, error=problem.message)
-    applied = run.ws.apply(patch_file)
+    applied = session.ws.apply(patch_file)
     if not applied.ok:
         why = applied.message
-        if run.attempts.get(hypothesis.sha256):
-            why = f"no longer applies to the current best {run.ws.tip()[:10]}: {why}"
+        if session.attempts.get(hypothesis.sha256):
+            why = f"no longer applies to the current best {session.ws.tip()[:10]}: {why}"
         return draft.finish(Status.APPLY_FAILED, why, error=why)
     draft.phase("bench")
     try:
-        prepare_best(run, run.ws.tip(), experiment_id(run, n))
+        prepare_best(session, session.ws.tip(), experiment_id(session, n))
     except StopRequested as exc:
-        run.ws.revert()
+        session.ws.revert()
         return draft.finish(Status.INTERRUPTED, str(exc), error=str(exc))
-    return _judge(run, hypothesis, draft, paths)
+    return _judge(session, hypothesis, draft, paths)
 
 
-def _announce(run: Session, hypothesis: Hypothesis, n: int) -> None:
+def _announce(session: Session, hypothesis: Hypothesis, n: int) -> None:
     """Experiment n of N: this one, what the proposers still have, and what the second look
     would take up, within the budget."""
-    ahead = run.proposer.pending(proposal_context(run)) + second_look_count(
-        run.paths, run.attempts, run.config.budget.retries
+    ahead = session.proposer.pending(proposal_context(session)) + second_look_count(
+        session.paths, session.attempts, session.config.budget.retries
     )
-    remaining = max(1, min(ahead, run.config.budget.max_experiments - run.tally.done))
-    run.progress.experiment(n, n - 1 + remaining, hypothesis.title)
+    remaining = max(1, min(ahead, session.config.budget.max_experiments - session.tally.done))
+    session.progress.experiment(n, n - 1 + remaining, hypothesis.title)
 
 
-def _judge(run: Session, hypothesis: Hypothesis, draft: Draft, paths: list[str]):
+def _judge(session: Session, hypothesis: Hypothesis, draft: Draft, paths: list[str]):
     """Measure the applied candidate, gate it, and keep or revert it."""
     guard = TreeGuard(
-        candidate=run.ws.tree,
-        branch=run.ws.branch,
-        baseline=run.baseline_tree.path,
-        checkout=run.ws.source,
+        candidate=session.ws.tree,
+        branch=session.ws.branch,
+        baseline=session.baseline_tree.path,
+        checkout=session.ws.source,
         patch_paths=paths,
-        hooks=run.config.target.git_hooks,
+        hooks=session.config.target.git_hooks,
     )
-    pair = measure_candidate(run, draft, guard)
+    pair = measure_candidate(session, draft, guard)
     measured = {
         "bench_logs": pair.logs,
         "bench_durations_s": pair.baseline.durations + pair.candidate.durations,
         "bench_tail": pair.candidate.tail,
     }
     if pair.status == Status.TAMPERED:
-        return _tampered(run, guard, draft, pair.detail, measured)
+        return _tampered(session, guard, draft, pair.detail, measured)
     if pair.status is not None:
-        run.ws.revert()
+        session.ws.revert()
         return draft.finish(pair.status, pair.detail, error=pair.detail, **measured)
     decision = pair.decision
     assert decision is not None  # the judge always decides at the last look
     measured |= {"decision": decision.to_dict(), "sentinels": decision.sentinels}
     draft.note(asi={"result": decision.reason})
-    if wants_checks(run.config, decision):
+    if wants_checks(session.config, decision):
         draft.phase("checks")
-        checks = run_checks(run, draft.fields["id"], draft)
+        checks = run_checks(session, draft.fields["id"], draft)
         measured["checks"] = checks.to_dict()
         tampered = guard.violation()
         if tampered is not None:
-            return _tampered(run, guard, draft, f"checks: {tampered}", measured)
+            return _tampered(session, guard, draft, f"checks: {tampered}", measured)
         if not checks.ok:
             require_space(Path(checks.log_path), "the checks' output")
-            run.ws.revert()
+            session.ws.revert()
             status = Status.INTERRUPTED if checks.interrupted else Status.CHECKS_FAILED
             why = f"checks {checks.describe()}; log: {checks.log_path}"
             return draft.finish(status, why, **measured)
     if decision.status != Status.KEEP:
-        run.ws.revert()
+        session.ws.revert()
         return draft.finish(decision.status, decision.reason, **measured)
     draft.phase("commit")
-    return keep(run, draft, hypothesis, decision, paths, measured)
+    return keep(session, draft, hypothesis, decision, paths, measured)
 
 
-def measure_candidate(run: Session, draft: Draft, guard: TreeGuard) -> PairMeasurement:
+def measure_candidate(session: Session, draft: Draft, guard: TreeGuard) -> PairMeasurement:
     """Build the candidate, then run it against the best, alternating, until the rule decides."""
     exp_id = draft.fields["id"]
-    harness = run.harness(exp_id, draft.running)
+    harness = session.harness(exp_id, draft.running)
     harness.verify = guard.violation
-    assert run.calibration is not None  # calibrated before the first experiment
-    judge = run.calibration.judge(run.config)
+    assert session.calibration is not None  # calibrated before the first experiment
+    judge = session.calibration.judge(session.config)
 
     def progress(arm: str, i: int) -> None:
         if arm == "baseline":
-            run.progress.phase(f"bench pair {i} (decides by {judge.cap})")
+            session.progress.phase(f"bench pair {i} (decides by {judge.cap})")
 
     return measure_pair(
         harness,
-        (run.baseline_tree.path, run.ws.path),
-        lambda name: run.paths.log(exp_id, name),
+        (session.baseline_tree.path, session.ws.path),
+        lambda name: session.paths.log(exp_id, name),
         judge=judge,
         on_run=progress,
     )
 
 
-def new_draft(run: Session, hypothesis: Hypothesis, n: int, marker_path: Path) -> Draft:
+def new_draft(session: Session, hypothesis: Hypothesis, n: int, marker_path: Path) -> Draft:
     """The record of experiment `n` as it starts, mirrored to `marker_path`."""
-    earlier = run.attempts.get(hypothesis.sha256)
+    earlier = session.attempts.get(hypothesis.sha256)
     return Draft(
         marker=marker_path,
         fields={
-            "session": run.config.session.name,
-            "id": experiment_id(run, n),
+            "session": session.config.session.name,
+            "id": experiment_id(session, n),
             "n": n,
             "title": hypothesis.title,
             "proposer": hypothesis.proposer or "queue",
@@ -156,7 +156,7 @@ def new_draft(run: Session, hypothesis: Hypothesis, n: int, marker_path: Path) -
             "source": hypothesis.source,
             "patch_sha256": hypothesis.sha256,
             "touched_files": [],
-            "parent_commit": run.ws.tip(),
+            "parent_commit": session.ws.tip(),
             "kept_commit": None,
             "started_at": now_iso(),
             "retry_of": earlier[-1].id if earlier else None,
@@ -169,22 +169,22 @@ def new_draft(run: Session, hypothesis: Hypothesis, n: int, marker_path: Path) -
     )
 
 
-def experiment_id(run: Session, n: int) -> str:
-    return f"{run.config.session.name}-{n:04d}"
+def experiment_id(session: Session, n: int) -> str:
+    return f"{session.config.session.name}-{n:04d}"
 
 
 def check_patch(
-    run: Session, hypothesis: Hypothesis, patch_file: Path
+    session: Session, hypothesis: Hypothesis, patch_file: Path
 ) -> tuple[list[str], PatchProblem | None]:
     """The paths the patch touches, and the first reason it may not be applied."""
-    config = run.config
+    config = session.config
     named = patch_paths(hypothesis.text)
-    touched = run.ws.touched_paths(patch_file)
+    touched = session.ws.touched_paths(patch_file)
     paths = list(dict.fromkeys([*named, *(touched or [])]))
     problem = check_paths(
         hypothesis.text,
         paths,
-        worktree=run.ws.path,
+        worktree=session.ws.path,
         include=config.scope.include,
         protect=config.protected_globs(),
         allow_binary=config.scope.allow_binary,
@@ -196,14 +196,14 @@ def check_patch(
     return paths, problem
 
 
-def run_checks(run: Session, exp_id: str, draft: Draft) -> RunResult:
-    run.progress.phase("checks")
-    harness = run.harness(exp_id, draft.running)
-    return harness.checks(run.ws.path, run.paths.log(exp_id, "checks"))
+def run_checks(session: Session, exp_id: str, draft: Draft) -> RunResult:
+    session.progress.phase("checks")
+    harness = session.harness(exp_id, draft.running)
+    return harness.checks(session.ws.path, session.paths.log(exp_id, "checks"))
 
 
 def keep(
-    run: Session,
+    session: Session,
     draft: Draft,
     hypothesis: Hypothesis,
     decision: Decision,
@@ -211,10 +211,10 @@ def keep(
     measured: dict,
 ) -> ExperimentRecord:
     """Commit the patch on the session branch; the pending record survives a crash mid-commit."""
-    primary = decision.metrics[run.config.metric.name]
+    primary = decision.metrics[session.config.metric.name]
     summary = {
         "status": "keep",
-        "metric": run.config.metric.name,
+        "metric": session.config.metric.name,
         "baseline": primary["baseline_median"],
         "candidate": primary["candidate_median"],
         "change_pct": primary["change_pct"],
@@ -225,20 +225,20 @@ def keep(
     }
     record = draft.finish(Status.KEEP, None, **measured)
     draft.save(pending=record.to_dict())
-    message = _commit_message(hypothesis, decision, record.id, summary, run.config)
+    message = _commit_message(hypothesis, decision, record.id, summary, session.config)
     try:
-        sha = run.ws.keep(paths, message)
+        sha = session.ws.keep(paths, message)
     except WorkspaceError as exc:
         # A full disk, a broken repository: the win is not lost (it runs again once on the
         # next run), the tree is clean, and the night stops with the reason.
-        run.ws.revert()
-        run.stop_error = f"the keep commit of {record.id} failed: {exc}"
-        why = f"{run.stop_error}; it runs again on the next run"
+        session.ws.revert()
+        session.stop_error = f"the keep commit of {record.id} failed: {exc}"
+        why = f"{session.stop_error}; it runs again on the next run"
         return draft.finish(Status.INTERRUPTED, why, error=why, **measured)
     # Until the recalibration measures it, the kept candidate's own runs stand for the best.
     samples = {name: ev["candidate_samples"] for name, ev in decision.metrics.items()}
-    if run.calibration is not None:
-        run.calibration = run.calibration.kept(samples)
+    if session.calibration is not None:
+        session.calibration = session.calibration.kept(samples)
     return ExperimentRecord.from_dict({**record.to_dict(), "kept_commit": sha})
 
 
@@ -262,14 +262,14 @@ def _commit_message(hypothesis, decision: Decision, exp_id: str, summary, config
 
 
 def _tampered(
-    run: Session, guard: TreeGuard, draft: Draft, why: str, measured: dict
+    session: Session, guard: TreeGuard, draft: Draft, why: str, measured: dict
 ) -> ExperimentRecord:
     """Never a keep: undo what the candidate did to the branch and both trees, and say what."""
-    if run.ws.tree.resolve(f"refs/heads/{run.ws.branch}") != guard.expected.branch_tip:
+    if session.ws.tree.resolve(f"refs/heads/{session.ws.branch}") != guard.expected.branch_tip:
         guard.restore_branch()
-    run.ws.revert()
-    run.baseline_tree.mark_built(None)  # its files were touched: check it out and build afresh
-    run.progress.warn(f"tampering detected: {why}")
+    session.ws.revert()
+    session.baseline_tree.mark_built(None)  # its files were touched: check it out and build afresh
+    session.progress.warn(f"tampering detected: {why}")
     return draft.finish(Status.TAMPERED, why, error=why, **measured)
 
 
@@ -278,8 +278,8 @@ def wants_checks(config: Config, decision: Decision) -> bool:
     return when == "always" or (when == "keep" and decision.status == Status.KEEP)
 
 
-def save_patch(run: Session, n: int, hypothesis: Hypothesis) -> Path:
-    path = run.paths.patches / f"{n:04d}-{hypothesis.sha256[:12]}.patch"
+def save_patch(session: Session, n: int, hypothesis: Hypothesis) -> Path:
+    path = session.paths.patches / f"{n:04d}-{hypothesis.sha256[:12]}.patch"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(hypothesis.patch)
     return path

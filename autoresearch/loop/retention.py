@@ -70,13 +70,13 @@ def _in_flight(entry: Path, history: JournalContents) -> bool:
     return not entry.name.startswith(("calibration-", "confirmation-")) and entry.name not in known
 
 
-def prune_session_logs(run) -> None:  # run: an open session.Session
+def prune_session_logs(session) -> None:  # run: an open session.Session
     """Apply the log retention rule ([session] keep_logs) once the run is over."""
-    keep = run.config.session.keep_logs
+    keep = session.config.session.keep_logs
     if keep:
-        result = prune_logs(run.paths, run.journal.read(), keep)
+        result = prune_logs(session.paths, session.journal.read(), keep)
         if result.removed:
-            run.progress.info(
+            session.progress.info(
                 f"pruned the logs of {len(result.removed)} experiment(s), "
                 f"{result.freed_bytes / 1e6:.1f} MB (session.keep_logs = {keep})"
             )

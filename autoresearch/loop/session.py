@@ -222,14 +222,14 @@ def _baseline_value(config: Config, history, commits: list[KeptCommit]) -> float
     return None
 
 
-def prepare_best(run: Session, commit: str, label: str) -> None:
+def prepare_best(session: Session, commit: str, label: str) -> None:
     """The baseline worktree at `commit`, built there once: a commit the session already trusts
     (the best, the base), so a failed build ends the run."""
     failed = prepare_baseline(
-        run.harness("build", marker(run, "build")),
-        run.baseline_tree,
+        session.harness("build", marker(session, "build")),
+        session.baseline_tree,
         commit,
-        run.paths.log(label, "build-baseline"),
+        session.paths.log(label, "build-baseline"),
     )
     if failed is not None and failed.failure == Status.INTERRUPTED:
         raise StopRequested(f"the build of {commit[:10]} was stopped by a signal")
@@ -237,26 +237,26 @@ def prepare_best(run: Session, commit: str, label: str) -> None:
         raise UserError(failed.detail)
 
 
-def proposal_context(run: Session) -> ProposalContext:
+def proposal_context(session: Session) -> ProposalContext:
     """What the proposers see: the session so far and the current best, checked out."""
-    calibration = run.calibration
+    calibration = session.calibration
     context = ProposalContext(
-        tried=run.tried,
-        records=[r for records in run.attempts.values() for r in records],
-        tip=run.ws.tip(),
-        worktree=run.ws.path,
-        metric=run.config.metric.name,
-        direction=run.config.metric.direction,
-        base=run.base_commit,
-        baseline=run.baseline,
-        best=run.best_median,
+        tried=session.tried,
+        records=[r for records in session.attempts.values() for r in records],
+        tip=session.ws.tip(),
+        worktree=session.ws.path,
+        metric=session.config.metric.name,
+        direction=session.config.metric.direction,
+        base=session.base_commit,
+        baseline=session.baseline,
+        best=session.best_median,
         noise_pct=calibration.noise_pct if calibration else None,
         threshold_pct=calibration.threshold if calibration else 0.0,
-        state_dir=run.paths.root,
-        branch=run.ws.branch,
-        stop=run.stop,
-        token=run.token,
-        say=run.progress.info,
+        state_dir=session.paths.root,
+        branch=session.ws.branch,
+        stop=session.stop,
+        token=session.token,
+        say=session.progress.info,
         runner=LocalRunner(),
     )
     context.records.sort(key=lambda r: r.n)
@@ -268,24 +268,24 @@ class StopRequested(Exception):
     the run stops cleanly, as it does between experiments."""
 
 
-def log_label(run: Session, kind: str) -> str:
+def log_label(session: Session, kind: str) -> str:
     """A fresh log directory name for a calibration or confirmation."""
-    return fresh_name(run.paths.logs, kind)
+    return fresh_name(session.paths.logs, kind)
 
 
-def harness_env(run: Session, experiment: str) -> dict[str, str]:
+def harness_env(session: Session, experiment: str) -> dict[str, str]:
     """What the bench and checks are told: the session, its base commit, the experiment."""
     return {
-        "AUTORESEARCH_SESSION": run.config.session.name,
-        "AUTORESEARCH_BASE_COMMIT": run.base_commit,
+        "AUTORESEARCH_SESSION": session.config.session.name,
+        "AUTORESEARCH_BASE_COMMIT": session.base_commit,
         "AUTORESEARCH_EXPERIMENT": experiment,
-        **run.options.env,
+        **session.options.env,
     }
 
 
-def marker(run: Session, phase: str):
+def marker(session: Session, phase: str):
     """An on_start callback noting a process group outside any experiment, for recovery."""
-    return lambda pgid: write_json_atomic(run.paths.inflight, {"phase": phase, "pgid": pgid})
+    return lambda pgid: write_json_atomic(session.paths.inflight, {"phase": phase, "pgid": pgid})
 
 
 def require_scripts(config: Config, ws: Workspace) -> None:
