@@ -25,6 +25,7 @@ __all__ = [
     "DecisionConfig",
     "MetricSpec",
     "ReportConfig",
+    "SandboxConfig",
     "ScopeConfig",
     "SentinelSpec",
     "SessionConfig",
@@ -39,6 +40,7 @@ CONFIG_NAMES = ("autoresearch.toml", "pyproject.toml")
 DIRECTIONS = ("lower", "higher")
 CHECKS_WHEN = ("keep", "always", "never")
 AGGREGATES = ("best", "median")
+SANDBOX_MODES = ("auto", "bwrap", "off")
 _SCHEDULER = re.compile(r"local:\d+|([a-z]+://)?[A-Za-z0-9_.\-\[\]:]+:\d+")
 _SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # Never patchable, whatever the user's protect list says: the harness that judges the patch.
@@ -181,6 +183,22 @@ class ReportConfig:
 
 
 @dataclass(frozen=True)
+class SandboxConfig:
+    # "auto": confine each run of the target's code with bubblewrap when this machine can,
+    # else warn and run unconfined; "bwrap": always (refuse without it); "off": never.
+    mode: str = "auto"
+    required: bool = False  # refuse to run unconfined (as mode = "bwrap")
+    network: bool = False  # bench, build and checks may reach the network
+    writable: list[str] = field(default_factory=list)  # shared by both arms (relative: config)
+    # Caches a toolchain writes, one directory per arm: env var -> directory name, e.g.
+    # { GOCACHE = "go-build" } gives each arm GOCACHE=<state>/caches/<arm>/go-build.
+    caches: dict[str, str] = field(default_factory=dict)
+    # Where an arm's cache starts from the first time: env var -> a directory copied (never
+    # linked: a run may rewrite what it finds), e.g. { GOCACHE = "~/.cache/go-build" }.
+    cache_seeds: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Config:
     """A validated session config; paths are absolute."""
 
@@ -202,6 +220,7 @@ class Config:
     )
     report: ReportConfig = field(default_factory=ReportConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    sandbox: SandboxConfig = field(default_factory=SandboxConfig)
 
     @property
     def base_dir(self) -> Path:
@@ -353,6 +372,7 @@ def _check_semantics(config: Config) -> None:
     _check_bench(config)
     _check_numbers(config)
     _check_decision(config)
+    _check_sandbox(config)
     _check_proposers(config)
     check_session_name(config.session.name, f"{config.path}: 'session.name'")
 
@@ -442,4 +462,16 @@ def _check_decision(config: Config) -> None:
             raise ConfigError(
                 f"{path}: 'decision.agree_with[{i}]' names '{name}', which is not a "
                 "secondary or sentinel metric"
+            )
+
+
+def _check_sandbox(config: Config) -> None:
+    path, sandbox = config.path, config.sandbox
+    if sandbox.mode not in SANDBOX_MODES:
+        raise ConfigError(f"{path}: 'sandbox.mode' must be one of {', '.join(SANDBOX_MODES)}")
+    for name in sandbox.cache_seeds:
+        if name not in sandbox.caches:
+            raise ConfigError(
+                f"{path}: 'sandbox.cache_seeds.{name}' seeds no cache: add it to "
+                "'sandbox.caches' (the per-arm directory it starts)"
             )

@@ -25,6 +25,7 @@ from ..statuses import Status
 from .metrics import parse_output
 from .proc import RunResult, read_log
 from .runners import LocalRunner, Runner
+from .sandbox import sandbox_for
 
 __all__ = [
     "BASELINE",
@@ -110,7 +111,8 @@ class Harness:
         runner: Runner | None = None,
     ):
         self.config = config
-        self.runner = runner or LocalRunner(config.bench.cpus)
+        sandbox, self.unconfined = (None, None) if runner else sandbox_for(config)
+        self.runner = runner or LocalRunner(config.bench.cpus, sandbox)
         # The metrics whose least disturbed run is the highest, for `aggregate = "best"`.
         self._higher = {m.name for m in config.all_metrics() if m.direction == "higher"}
         self.env = {**config.bench.env, **env}
@@ -126,6 +128,12 @@ class Harness:
         if not self.config.bench.build:
             return None
         return self._run(self.config.bench.build, cwd, log)
+
+    def confinement(self, cwd: Path) -> dict:
+        """How this harness's runs in `cwd` are confined, for the record."""
+        describe = getattr(self.runner, "confinement", None)
+        found = describe(cwd) if describe is not None else None
+        return found or {"tool": "none", "why": self.unconfined or "not a local run"}
 
     def checks(self, cwd: Path, log: Path, on_start: Callable[[int], None] | None = None):
         """One run of the checks in `cwd`, with their own timeout and environment."""

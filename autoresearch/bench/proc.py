@@ -124,9 +124,11 @@ def run(
     token: str | None = None,
     concurrent: bool = False,
     cpus: str = "",
+    wrapper: list[str] | None = None,
 ) -> RunResult:
     """Run `command` with bash in its own process group; stdout and stderr go to `log_path`.
-    `cpus` (a taskset list such as "1" or "2-3") pins the whole tree to those CPUs.
+    `cpus` (a taskset list such as "1" or "2-3") pins the whole tree to those CPUs; `wrapper`
+    (a sandbox's argv) runs bash inside it.
 
     On timeout or when `stop` is set the whole tree gets SIGTERM, then SIGKILL after a grace
     period (none when the stop is urgent), so grandchildren (a bench binary under a script) die
@@ -142,7 +144,7 @@ def run(
     started = time.monotonic()
     before = None if concurrent else _children(os.getpid())
     with open(log_path, "wb") as log:
-        argv = [*(["taskset", "-c", cpus] if cpus else []), "bash", "-c", command]
+        argv = [*(["taskset", "-c", cpus] if cpus else []), *(wrapper or []), "bash", "-c", command]
         proc = subprocess.Popen(
             argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=log,
             stderr=subprocess.STDOUT, start_new_session=True,

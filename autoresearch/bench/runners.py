@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from .proc import RunResult, run
+from .sandbox import Sandbox
 
 # What a simulated bench prints for one run: metric -> value, given the arm's directory and
 # the number of the run (0, 1, ...) since the runner was made or reset.
@@ -45,13 +46,22 @@ class Runner(Protocol):
 
 
 class LocalRunner:
-    """This machine, pinned to `cpus` (a taskset list) when given."""
+    """This machine, pinned to `cpus` (a taskset list) when given; each run confined to its
+    own tree by `sandbox` when given (sandbox.py)."""
 
-    def __init__(self, cpus: str = ""):
+    def __init__(self, cpus: str = "", sandbox: Sandbox | None = None):
         self.cpus = cpus
+        self.sandbox = sandbox
 
-    def run(self, command: str, **kwargs) -> RunResult:
-        return run(command, cpus=self.cpus, **kwargs)
+    def run(self, command: str, *, cwd: Path, env: dict[str, str], **kwargs) -> RunResult:
+        wrapper: list[str] = []
+        if self.sandbox is not None:
+            wrapper, env = self.sandbox.wrap(cwd, env)
+        return run(command, cwd=cwd, env=env, cpus=self.cpus, wrapper=wrapper, **kwargs)
+
+    def confinement(self, cwd: Path) -> dict | None:
+        """How a run in `cwd` is confined; None when it is not."""
+        return self.sandbox.describe(cwd) if self.sandbox is not None else None
 
 
 class SimulatedRunner:

@@ -216,6 +216,9 @@ class ExperimentRecord(_Record):
     # On a cluster: the host and worker that measured it, and measurements against a best that
     # moved before the keep (each measured again on the new best).
     cluster: dict[str, Any] | None = None
+    # How the candidate's build, bench and checks were confined (bench/sandbox.py): the tool,
+    # what they could write, network; {"tool": "none", "why": ...} when they ran unconfined.
+    confinement: dict[str, Any] | None = None
 
     @property
     def rule(self) -> str | None:

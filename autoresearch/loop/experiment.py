@@ -123,6 +123,7 @@ def measure_candidate(session: Session, draft: Draft, guard: TreeGuard) -> PairM
     exp_id = draft.fields["id"]
     harness = session.harness(exp_id, draft.running)
     harness.verify = guard.violation
+    draft.note(confinement=harness.confinement(session.ws.path))
     assert session.calibration is not None  # calibrated before the first experiment
     judge = session.calibration.judge(session.config)
 

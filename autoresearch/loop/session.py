@@ -13,6 +13,7 @@ from ..bench.fingerprint import environment
 from ..bench.measure import Harness, prepare_baseline
 from ..bench.proc import StopFlag, process_token
 from ..bench.runners import LocalRunner
+from ..bench.sandbox import sandbox_for, unconfined_warning
 from ..config import Config, script_path
 from ..decide.calibration import Calibration
 from ..decide.headline import baseline_calibration
@@ -170,6 +171,9 @@ def open_session(
         )
         journal = Journal(config.journal_path, config.session.name)
         require_scripts(config, ws)
+        _, unconfined = sandbox_for(config)  # refuses here when confinement is required
+        if unconfined is not None:
+            progress.warn(unconfined_warning(unconfined))
         recover(ws, journal, paths, progress, process_token(paths.root))
         commits = kept_commits(ws, config.session.name)
         reconcile_branch(ws, journal, config.session.name, progress)

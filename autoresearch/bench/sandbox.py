@@ -1,0 +1,173 @@
+"""Confinement of the target's code: each build, bench, sentinel and checks run of an arm inside
+a bubblewrap sandbox where only that arm's own worktree, its own caches and a private /tmp can
+be written.
+
+What a candidate could otherwise do with the user's full rights (write into the baseline's tree
+so that the best measures slow, leave a daemon behind, change the repository's hooks or config,
+rewrite the journal) it cannot do here: the rest of the file system is mounted read-only, the
+run has its own pid namespace (nothing it starts outlives it: bwrap is the namespace's init and
+dies with the run's process group), and no network unless `[sandbox] network = true`. The
+guard (repo/guard.py) still inspects afterwards what it can see; confinement is the first line.
+
+Caches a toolchain needs to write (`[sandbox] caches`, e.g. `GOCACHE = "go-build"`) are one
+directory per arm, beside the arm's tree (`<state>/caches/<arm>/<name>`), so that a candidate's
+build cannot leave an entry the baseline's build would pick up.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UserError
+from .proc import capture
+
+if TYPE_CHECKING:
+    from ..config import Config
+
+__all__ = ["BWRAP_ENV", "Sandbox", "bwrap_problem", "sandbox_for", "unconfined_warning"]
+
+BWRAP_ENV = "AUTORESEARCH_BWRAP"
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """How runs are confined: `[sandbox]` in the config, resolved against this machine."""
+
+    network: bool = False
+    writable: tuple[Path, ...] = ()  # shared by both arms: only what the user chose to share
+    caches: dict[str, str] = field(default_factory=dict)  # env var -> per-arm directory name
+    seeds: dict[str, Path] = field(default_factory=dict)  # env var -> what a new cache copies
+
+    def wrap(self, cwd: Path, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+        """The bwrap argv that runs a command confined to `cwd`, and the environment the
+        command needs in there (its per-arm caches, a private TMPDIR)."""
+        cwd = cwd.resolve()
+        argv = [bwrap(), "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+        if not self.network:
+            argv.append("--unshare-net")
+        argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        # What lived under /tmp and the run needs, mounted again over the private /tmp: the
+        # repository the tree belongs to (read-only: git works), then the tree itself.
+        common = _git_common_dir(cwd)
+        if common is not None and _under(common, Path("/tmp")):
+            argv += ["--ro-bind", str(common.parent), str(common.parent)]
+        extra = {"TMPDIR": "/tmp"}
+        binds = [cwd, *(p.resolve() for p in self.writable if p.exists())]
+        for name, directory in self.caches.items():
+            path = cache_dir(cwd, directory)
+            _make_cache(path, self.seeds.get(name))
+            binds.append(path)
+            extra[name] = str(path)
+        for path in binds:
+            argv += ["--bind", str(path), str(path)]
+        argv += ["--chdir", str(cwd), "--"]
+        return argv, {**env, **extra}
+
+    def describe(self, cwd: Path) -> dict[str, Any]:
+        """How a run in `cwd` was confined, for the record."""
+        cwd = cwd.resolve()
+        return {
+            "tool": "bwrap",
+            "writable": [
+                str(cwd),
+                "/tmp (private)",
+                *(str(p) for p in self.writable),
+                *(str(cache_dir(cwd, d)) for d in self.caches.values()),
+            ],
+            "network": self.network,
+            "pid_namespace": True,
+        }
+
+
+def _make_cache(path: Path, seed: Path | None) -> None:
+    """An arm's cache, the first time: a copy of `seed` (a warm start), or empty."""
+    if path.exists():
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if seed is not None and seed.is_dir():
+        partial = path.with_name(path.name + ".copying")
+        shutil.rmtree(partial, ignore_errors=True)
+        shutil.copytree(seed, partial, symlinks=True)
+        partial.rename(path)  # whole or not at all: a copy cut short is made again
+    else:
+        path.mkdir()
+
+
+def cache_dir(cwd: Path, name: str) -> Path:
+    """An arm's own cache directory: beside its tree, never shared with the other arm."""
+    return cwd.parent / "caches" / cwd.name / name
+
+
+def bwrap() -> str:
+    """The bubblewrap binary: `AUTORESEARCH_BWRAP` when set (another install), else `bwrap`."""
+    return os.environ.get(BWRAP_ENV) or "bwrap"
+
+
+@functools.cache
+def bwrap_problem() -> str | None:
+    """Why bubblewrap cannot confine runs on this machine, or None when it can."""
+    if shutil.which(bwrap()) is None:
+        return f"{bwrap()} is not installed (the Debian package `bubblewrap`)"
+    probe = [bwrap(), "--die-with-parent", "--unshare-pid", "--unshare-net"]
+    probe += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"]
+    done = capture(probe, cwd=Path("/"), timeout_s=30)
+    if not done.ok:
+        return f"bwrap cannot make a sandbox here ({done.why()}; are user namespaces off?)"
+    return None
+
+
+def unconfined_warning(why: str) -> str:
+    """What the user is told once per run when the target's code runs unconfined."""
+    return (
+        f"runs are not confined: {why}. The candidate's build, bench and checks run with your "
+        "rights beside the baseline: it could write into the baseline's tree, your repository's "
+        "git directory (hooks, config, refs) and the journal, and leave processes behind; the "
+        "tamper guard inspects afterwards what it can see. Install bubblewrap, or set "
+        "[sandbox] required = true to refuse to run unconfined"
+    )
+
+
+def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
+    """The sandbox runs of this config get, and why they are unconfined when they are; a
+    UserError when they must be confined and cannot be."""
+    s = config.sandbox
+    if s.mode == "off":
+        return None, '[sandbox] mode = "off"'
+    problem = bwrap_problem()
+    if problem is not None:
+        if s.required or s.mode == "bwrap":
+            why = "required = true" if s.required else 'mode = "bwrap"'
+            raise UserError(
+                f"{config.path}: runs must be confined ([sandbox] {why}), but {problem}"
+            )
+        return None, problem
+    writable = tuple(config.resolve(os.path.expanduser(p)) for p in s.writable)
+    seeds = {k: config.resolve(os.path.expanduser(v)) for k, v in s.cache_seeds.items()}
+    sandbox = Sandbox(network=s.network, writable=writable, caches=dict(s.caches), seeds=seeds)
+    return sandbox, None
+
+
+def _git_common_dir(cwd: Path) -> Path | None:
+    """The .git directory a worktree's `.git` file points to (or the tree's own `.git`)."""
+    dotgit = cwd / ".git"
+    if dotgit.is_dir():
+        return dotgit
+    try:
+        text = dotgit.read_text().strip()
+    except OSError:
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    gitdir = Path(text.removeprefix("gitdir:").strip())
+    gitdir = gitdir if gitdir.is_absolute() else (cwd / gitdir)
+    # <common>/worktrees/<name>: the common directory is two levels up.
+    return gitdir.resolve().parent.parent
+
+
+def _under(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents

@@ -1,0 +1,190 @@
+"""The judge out of the candidate's reach: runs confined by bubblewrap, and the unconfined path
+said plainly."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from conftest import experiments, git, run, run_cli
+
+from autoresearch.bench.runners import LocalRunner
+from autoresearch.bench.sandbox import BWRAP_ENV, Sandbox, bwrap_problem
+from autoresearch.errors import UserError
+from autoresearch.journal.store import read_journal
+from autoresearch.loop.session import session_paths
+
+
+def test_this_machine_can_confine_runs():
+    """The README's set-up and .ci/run install bubblewrap: every test here runs confined."""
+    assert bwrap_problem() is None
+
+
+def confine(target, **options: str) -> None:
+    """The target's config with a [sandbox] table (mode auto: bwrap here)."""
+    lines = "".join(f"{key} = {value}\n" for key, value in options.items())
+    text = target.config_path.read_text()
+    target.config_path.write_text(text + f'\n[sandbox]\nmode = "auto"\n{lines}')
+    git(target.root, "commit", "-qam", "confined runs")
+
+
+def test_a_candidate_cannot_write_into_the_baseline_tree_and_is_never_kept(target):
+    """The candidate's bench writes `v=1000` into the baseline's tree (so that the best would
+    measure slow): confined, the write fails and the baseline stays as it was."""
+    confine(target)
+    target.add_hypothesis("01-tamper", {"src/mode.txt": "tamper-baseline\n"})
+    target.add_hypothesis("02-win", {"src/value.txt": "80\n"})
+
+    run(target)
+
+    first, second = experiments(target)
+    assert first.status == "crash", (first.status, first.error)
+    assert first.kept_commit is None
+    assert first.confinement["tool"] == "bwrap" and first.confinement["network"] is False
+    assert "Read-only file system" in Path(first.bench_logs[-1]).read_text()
+    paths = session_paths(target.load())
+    assert git(paths.baseline, "status", "--porcelain") == ""
+    # The honest win after it measured against an intact best.
+    assert second.status == "keep"
+    assert second.decision["metrics"]["time_ms"]["baseline_median"] == pytest.approx(100)
+
+
+def test_the_repository_and_the_journal_are_read_only_to_a_run(target, tmp_path):
+    """A build step that writes a hook, the repository's config and the journal: each write
+    fails inside the sandbox, and the user's repository is as it was."""
+    build = target.root / "evil_build.py"
+    build.write_text(
+        "#!/usr/bin/env python3\n"
+        "import pathlib, subprocess, sys\n"
+        "common = pathlib.Path(subprocess.run(['git', 'rev-parse', '--path-format=absolute',\n"
+        "    '--git-common-dir'], capture_output=True, text=True).stdout.strip())\n"
+        "failed = []\n"
+        "for path, text in ((common / 'hooks' / 'pre-commit', '#!/bin/sh\\n'),\n"
+        "                   (common / 'config', '[core]\\n\\tfsmonitor = evil\\n'),\n"
+        "                   (common.parent / 'experiments.jsonl', '')):\n"
+        "    try:\n"
+        "        path.write_text(text)\n"
+        "    except OSError as exc:\n"
+        "        failed.append(f'{path.name}: {exc.strerror}')\n"
+        "print('\\n'.join(failed))\n"
+        "sys.exit(0 if len(failed) == 3 else 1)\n"
+    )
+    build.chmod(0o755)
+    target.configure(build="./evil_build.py")
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "a build that reaches for the repository")
+    confine(target)
+    config_before = (target.root / ".git" / "config").read_text()
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+
+    run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "keep", (record.status, record.error)
+    assert not (target.root / ".git" / "hooks" / "pre-commit").exists()
+    assert (target.root / ".git" / "config").read_text() == config_before
+    journal = read_journal(target.journal)  # not emptied: the session and its calibrations
+    assert len(journal.sessions) == 1 and journal.calibrations
+
+
+def test_nothing_a_confined_run_starts_outlives_it(tmp_path):
+    """A daemon that leaves the run's process group and session, with no token to find it by:
+    unconfined it survives the run; confined, the pid namespace ends with the run."""
+    command = "setsid sleep 300 < /dev/null > /dev/null 2>&1 & sleep 0.2"
+    (tmp_path / "tree").mkdir()
+    survivors = {}
+    for name, sandbox in (("unconfined", None), ("confined", Sandbox())):
+        mark = uuid.uuid4().hex
+        result = LocalRunner(sandbox=sandbox).run(
+            command,
+            cwd=tmp_path / "tree",
+            env={"DAEMON_MARK": mark},
+            log_path=tmp_path / f"{name}.log",
+            timeout_s=60,
+            stop=None,
+            on_start=None,
+            token=None,
+            concurrent=True,  # no sweep of this process's new children: only the namespace
+        )
+        assert result.ok, result.tail
+        survivors[name] = _marked(mark)
+    for pid in survivors["unconfined"]:
+        os.kill(pid, 9)
+    assert survivors["unconfined"], "the unconfined daemon should have survived its run"
+    assert survivors["confined"] == []
+
+
+def test_a_confined_run_reaches_no_network_unless_allowed(tmp_path):
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    (tmp_path / "tree").mkdir()
+    connect = f"import socket; socket.create_connection(('127.0.0.1', {port}), 5)"
+    probe = f'{sys.executable} -c "{connect}"'
+    try:
+        outcomes = {}
+        for network in (False, True):
+            result = LocalRunner(sandbox=Sandbox(network=network)).run(
+                probe,
+                cwd=tmp_path / "tree",
+                env={},
+                log_path=tmp_path / f"net-{network}.log",
+                timeout_s=60,
+                stop=None,
+                on_start=None,
+                token=None,
+            )
+            outcomes[network] = result.ok
+    finally:
+        server.close()
+    assert outcomes == {False: False, True: True}
+
+
+def test_unconfined_runs_are_said_once_and_recorded(target):
+    target.config_path.write_text(target.config_path.read_text() + '\n[sandbox]\nmode = "off"\n')
+    git(target.root, "commit", "-qam", "unconfined")
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+
+    done = run_cli("run", cwd=target.root)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("runs are not confined") == 1
+    assert "write into the baseline's tree" in done.stderr
+    (record,) = experiments(target)
+    assert record.confinement == {"tool": "none", "why": '[sandbox] mode = "off"'}
+
+
+def test_required_confinement_refuses_a_machine_without_it(target, monkeypatch):
+    text = target.config_path.read_text()
+    target.config_path.write_text(text + "\n[sandbox]\nrequired = true\n")
+    git(target.root, "commit", "-qam", "confinement required")
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+
+    done = run_cli("run", cwd=target.root, env={BWRAP_ENV: "/nonexistent/bwrap"})
+
+    assert done.returncode == 1
+    assert "runs must be confined ([sandbox] required = true)" in done.stderr
+    assert "/nonexistent/bwrap is not installed" in done.stderr
+    assert experiments(target) == []
+    target.config_path.write_text(text + '\n[sandbox]\nmode = "sometimes"\n')
+    with pytest.raises(UserError, match=r"'sandbox\.mode' must be one of auto, bwrap, off"):
+        target.load()
+
+
+def _marked(mark: str) -> list[int]:
+    """Live processes whose environment carries `mark`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environ = (entry / "environ").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if f"DAEMON_MARK={mark}".encode() in environ and state != "Z":
+            found.append(int(entry.name))
+    return found
