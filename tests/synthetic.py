@@ -219,6 +219,12 @@ looks = {looks}
 confirm = {confirm}
 confirm_runs = 4
 
+# The synthetic benches talk to their tests through files beside the repository (pids, spans,
+# counters), and many of them misbehave on purpose to test the guard and process control:
+# they run unconfined here; tests/test_sandbox.py turns confinement on.
+[sandbox]
+mode = "{sandbox}"
+
 [proposer]
 dir = "hypotheses"
 """
@@ -280,6 +286,7 @@ class Target:
             "checks_when": "keep",
             "max_experiments": 50,
             "stop_after_no_keep": 0,
+            "sandbox": "off",
             **overrides,
         }
         self.config_path.write_text(CONFIG.format(**values))

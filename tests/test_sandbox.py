@@ -24,12 +24,15 @@ def test_this_machine_can_confine_runs():
     assert bwrap_problem() is None
 
 
-def confine(target, **options: str) -> None:
-    """The target's config with a [sandbox] table (mode auto: bwrap here)."""
+def confine(target, mode: str = "auto", **options: str) -> str:
+    """The target's config with its [sandbox] table set (auto: bwrap here); the text before."""
     lines = "".join(f"{key} = {value}\n" for key, value in options.items())
     text = target.config_path.read_text()
-    target.config_path.write_text(text + f'\n[sandbox]\nmode = "auto"\n{lines}')
-    git(target.root, "commit", "-qam", "confined runs")
+    unconfined = '[sandbox]\nmode = "off"\n'
+    assert unconfined in text
+    target.config_path.write_text(text.replace(unconfined, f'[sandbox]\nmode = "{mode}"\n{lines}'))
+    git(target.root, "commit", "-qam", "sandbox settings")
+    return text
 
 
 def test_a_candidate_cannot_write_into_the_baseline_tree_and_is_never_kept(target):
@@ -144,8 +147,7 @@ def test_a_confined_run_reaches_no_network_unless_allowed(tmp_path):
 
 
 def test_unconfined_runs_are_said_once_and_recorded(target):
-    target.config_path.write_text(target.config_path.read_text() + '\n[sandbox]\nmode = "off"\n')
-    git(target.root, "commit", "-qam", "unconfined")
+    # The synthetic target's own setting: [sandbox] mode = "off".
     target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
 
     done = run_cli("run", cwd=target.root)
@@ -158,9 +160,7 @@ def test_unconfined_runs_are_said_once_and_recorded(target):
 
 
 def test_required_confinement_refuses_a_machine_without_it(target, monkeypatch):
-    text = target.config_path.read_text()
-    target.config_path.write_text(text + "\n[sandbox]\nrequired = true\n")
-    git(target.root, "commit", "-qam", "confinement required")
+    text = confine(target, required="true")
     target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
 
     done = run_cli("run", cwd=target.root, env={BWRAP_ENV: "/nonexistent/bwrap"})
@@ -169,7 +169,7 @@ def test_required_confinement_refuses_a_machine_without_it(target, monkeypatch):
     assert "runs must be confined ([sandbox] required = true)" in done.stderr
     assert "/nonexistent/bwrap is not installed" in done.stderr
     assert experiments(target) == []
-    target.config_path.write_text(text + '\n[sandbox]\nmode = "sometimes"\n')
+    target.config_path.write_text(text.replace('mode = "off"', 'mode = "sometimes"'))
     with pytest.raises(UserError, match=r"'sandbox\.mode' must be one of auto, bwrap, off"):
         target.load()
 
