@@ -165,6 +165,8 @@ def test_warmup_runs_are_dropped_repeats_make_one_sample_and_cpus_pin(tmp_path):
         f'[metric]\nname = "t_ms"\n[[secondary]]\nname = "ops"\ndirection = "higher"\n'
         f'[bench]\ncommand = "{sys.executable} {tmp_path / "bench.py"}"\ncpus = "0"\n'
         'warmup_runs = 1\nrepeat = 3\naggregate = "best"\n'
+        # The bench script lives beside the arms, not in them: out of a confined run's sight.
+        '[sandbox]\nmode = "off"\n'
     )
     config = load_config(tmp_path / "autoresearch.toml")
     arms = [tmp_path / "b", tmp_path / "c"]
