@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 __all__ = ["BWRAP_ENV", "Sandbox", "bwrap_problem", "sandbox_for", "unconfined_warning"]
 
 BWRAP_ENV = "AUTORESEARCH_BWRAP"
+# Every confined run gets a cache directory of its arm's own as XDG_CACHE_HOME: the toolchains
+# that follow it (go's build cache, pip, ...) work confined without a setting, cold at first.
+DEFAULT_CACHE_ENV, DEFAULT_CACHE = "XDG_CACHE_HOME", "xdg"
 
 
 @dataclass(frozen=True)
@@ -53,12 +56,13 @@ class Sandbox:
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
         # What lived under /tmp and the run needs, mounted again over the private /tmp: the
         # repository the tree belongs to (read-only: git works), then the tree itself.
-        common = _git_common_dir(cwd)
-        if common is not None and _under(common, Path("/tmp")):
-            argv += ["--ro-bind", str(common.parent), str(common.parent)]
+        for shown in _repository_paths(cwd):
+            if _under(shown, Path("/tmp")):
+                argv += ["--ro-bind", str(shown), str(shown)]
         extra = {"TMPDIR": "/tmp"}
         binds = [cwd, *(p.resolve() for p in self.writable if p.exists())]
-        for name, directory in self.caches.items():
+        caches = {DEFAULT_CACHE_ENV: DEFAULT_CACHE, **self.caches}
+        for name, directory in caches.items():
             path = cache_dir(cwd, directory)
             _make_cache(path, self.seeds.get(name))
             binds.append(path)
@@ -77,6 +81,7 @@ class Sandbox:
                 str(cwd),
                 "/tmp (private)",
                 *(str(p) for p in self.writable),
+                str(cache_dir(cwd, DEFAULT_CACHE)),
                 *(str(cache_dir(cwd, d)) for d in self.caches.values()),
             ],
             "network": self.network,
@@ -167,6 +172,26 @@ def _git_common_dir(cwd: Path) -> Path | None:
     gitdir = gitdir if gitdir.is_absolute() else (cwd / gitdir)
     # <common>/worktrees/<name>: the common directory is two levels up.
     return gitdir.resolve().parent.parent
+
+
+def _repository_paths(cwd: Path) -> list[Path]:
+    """What git needs to read in a run's tree: the repository the tree belongs to, and the
+    object stores it borrows from (`objects/info/alternates`: a `git clone --shared`)."""
+    common = _git_common_dir(cwd)
+    if common is None:
+        return []
+    found = [common.parent]
+    try:
+        lines = (common / "objects" / "info" / "alternates").read_text().splitlines()
+    except OSError:
+        lines = []
+    for line in lines:
+        if line.strip() and not line.startswith("#"):
+            store = Path(line.strip())
+            store = store if store.is_absolute() else (common / "objects" / store)
+            if store.exists():
+                found.append(store.resolve())
+    return found
 
 
 def _under(path: Path, root: Path) -> bool:
