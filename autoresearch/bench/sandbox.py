@@ -53,7 +53,13 @@ class Sandbox:
         argv = [bwrap(), "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         if not self.network:
             argv.append("--unshare-net")
-        argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+        # A private /tmp on the same disk as before (a tmpfs would move a storage bench's files
+        # into memory and change what it measures), emptied for each run.
+        private = private_tmp(cwd)
+        shutil.rmtree(private, ignore_errors=True)
+        private.mkdir(parents=True)
+        argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        argv += ["--bind", str(private), "/tmp"]
         # What lived under /tmp and the run needs, mounted again over the private /tmp: the
         # repository the tree belongs to (read-only: git works), then the tree itself.
         for shown in _repository_paths(cwd):
@@ -79,7 +85,7 @@ class Sandbox:
             "tool": "bwrap",
             "writable": [
                 str(cwd),
-                "/tmp (private)",
+                f"/tmp (private: {private_tmp(cwd)})",
                 *(str(p) for p in self.writable),
                 str(cache_dir(cwd, DEFAULT_CACHE)),
                 *(str(cache_dir(cwd, d)) for d in self.caches.values()),
@@ -101,6 +107,11 @@ def _make_cache(path: Path, seed: Path | None) -> None:
         partial.rename(path)  # whole or not at all: a copy cut short is made again
     else:
         path.mkdir()
+
+
+def private_tmp(cwd: Path) -> Path:
+    """Where a run in `cwd` sees /tmp: beside its tree, its arm's own."""
+    return cwd.parent / "tmp" / cwd.name
 
 
 def cache_dir(cwd: Path, name: str) -> Path:
