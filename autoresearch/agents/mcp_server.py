@@ -1,6 +1,6 @@
 """`autoresearch mcp`: the session served to an agent over the Model Context Protocol (stdio).
 
-The tools are the commands an agent driving its own session uses (judge.py): where the session
+The tools are the commands an agent driving its own session uses (tries.py): where the session
 stands, its history, the ideas backlog, trying a change (long-running: `try_start` returns an id,
 `try_result` polls it) and the report. No tool takes a shell command; the two that change the
 repository (`try_start` can commit on the session branch, `ideas_add` edits ideas.md) say so in

@@ -157,7 +157,7 @@ class Landing:
         self.again.appendleft(flight)
 
     def finish(self, flight: Flight, decision: Decision, measured: dict[str, Any]) -> None:
-        """Checks, keep or not, the record: as loop.run_experiment ends, on the driver."""
+        """Checks, keep or not, the record: as loop/experiment.py ends one, on the driver."""
         session, draft = self.session, flight.draft
         applied = False
         if wants_checks(session.config, decision) and flight.parent == session.ws.tip():

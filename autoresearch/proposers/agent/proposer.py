@@ -1,10 +1,10 @@
 """A coding agent proposes, the loop decides.
 
 For each proposal a fresh agent process runs in a scratch worktree at the current best (never
-one of the measurement worktrees), with a prompt built from the journal (agent_prompt.py). Its
+one of the measurement worktrees), with a prompt built from the journal (prompt.py). Its
 edit, taken as the scratch tree's binary-safe diff, is the patch; the hypothesis it writes to
 `$AUTORESEARCH_HYPOTHESIS` is the reasoning. Before any bench time is spent the proposal is
-checked (agent_guard.py); a refused proposal, or an agent that crashed or timed out, is a
+checked (guard.py); a refused proposal, or an agent that crashed or timed out, is a
 record with its reason, shown to the next prompt, and the night goes on.
 
     [[proposer]]
@@ -62,7 +62,7 @@ def agent_spend(records: list[ExperimentRecord], proposer: str = "agent") -> dic
 
 
 class AgentProposer:
-    """Options: see agent_settings.py and the README's "Agent proposer" section."""
+    """Options: see settings.py and the README's "Agent proposer" section."""
 
     name = "agent"
 

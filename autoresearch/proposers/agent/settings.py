@@ -17,7 +17,7 @@ class AgentSettings:
     preset: str
     command: str | None = None  # the preset's command replaced (a wrapper), or `command`'s own
     model: str | None = None
-    output: str = "none"  # how its output reports usage (agent_cli.OUTPUTS)
+    output: str = "none"  # how its output reports usage (cli.OUTPUTS)
     timeout_s: float = 900.0  # per proposal, wall clock
     max_turns: int = 30  # per proposal, where the CLI takes it (Claude Code)
     max_usd: float | None = None  # per proposal, where the CLI takes it (Claude Code)
