@@ -112,6 +112,39 @@ if mode.startswith("tamper-"):  # a candidate that reaches outside its own patch
     elif what == "checkout":
         common = git("rev-parse", "--path-format=absolute", "--git-common-dir").stdout.strip()
         (Path(common).parent / "README").write_text("written into your checkout")
+    else:  # reach into the repository, the user's checkout and the journal (tests/test_seal.py)
+        common = Path(git("rev-parse", "--path-format=absolute", "--git-common-dir").stdout.strip())
+        checkout = common.parent
+        mine = lambda *a: subprocess.run(["git", "-C", str(checkout), *a], capture_output=True)
+        if what == "baseline-untracked":  # a file the baseline's bench reads: the best slows
+            (root.parent / "baseline" / "src" / "override.txt").write_text("200\n")
+        elif what == "hook":
+            (common / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+        elif what == "fsmonitor":
+            git("config", "core.fsmonitor", f"touch {common.parent / 'fsmonitor-ran'}")
+        elif what == "hookspath":
+            git("config", "core.hooksPath", "/tmp/elsewhere")
+        elif what == "email":
+            git("config", "user.email", "someone@else")
+        elif what == "exclude":
+            with open(common / "info" / "exclude", "a") as handle:
+                handle.write("*.secret\n")
+        elif what == "branch":
+            mine("checkout", "-q", "-b", "elsewhere")
+        elif what == "untracked":
+            (checkout / "dropped.txt").write_text("left in your checkout")
+        elif what == "stash":
+            mine("stash", "-q")
+        elif what == "replace":
+            mine("replace", "-f", "HEAD", "HEAD")
+        elif what == "journal-forge":
+            with open(checkout / "experiments.jsonl", "a") as handle:
+                handle.write('{"kind": "experiment", "status": "keep", "kept_commit": "f00d"}\n')
+        elif what == "journal-wipe":
+            (checkout / "experiments.jsonl").write_text("")
+override = root / "src" / "override.txt"  # untracked: what a tampering candidate writes
+if override.exists():
+    value = float(override.read_text())
 factor = 1 + random.gauss(0, noise)
 factors = os.environ.get("BENCH_FACTORS")
 if factors:  # a fixed sequence of noise factors, one per run, for exact expectations

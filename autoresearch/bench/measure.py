@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from ..config import Config
 from ..decide.rule import Decision, Judge
@@ -96,6 +97,14 @@ class PairMeasurement:
         return self.baseline.logs + self.candidate.logs
 
 
+class Guard(Protocol):
+    """What checks that a run changed nothing it may not (repo/guard.py's TreeGuard)."""
+
+    def before_run(self) -> None: ...
+
+    def violation(self, checkout: bool = True) -> str | None: ...
+
+
 class Harness:
     """Runs a config's build and bench commands, with logs, timeouts and the stop signal."""
 
@@ -107,7 +116,7 @@ class Harness:
         stop: threading.Event | None,
         on_start: Callable[[int], None] | None = None,
         token: str | None = None,
-        verify: Callable[[bool], str | None] | None = None,
+        guard: Guard | None = None,
         runner: Runner | None = None,
     ):
         self.config = config
@@ -119,9 +128,10 @@ class Harness:
         self.stop = stop
         self.on_start = on_start
         self.token = token
-        # What changed that a run may not change (see guard.py): called with False after every
-        # run of the candidate (the worktrees only), with True at every look and at the end.
-        self.verify = verify
+        # What changed that a run may not change (see repo/guard.py): told before every run of
+        # the candidate, asked after it (`violation(False)`: the cheap part), and whole at
+        # every look and at the end.
+        self.guard = guard
 
     def build(self, cwd: Path, log: Path) -> RunResult | None:
         """Run the build command once in `cwd`; None when the config has none."""
@@ -189,10 +199,13 @@ class Harness:
     def _bench_values(
         self, cwd: Path, log: Path, into: Measurement, check: bool, sentinels_only: bool = False
     ) -> dict[str, float] | None:
+        guard = self.guard if check else None
+        if guard is not None:
+            guard.before_run()
         outcome = self.bench(cwd, log, sentinels_only)
         into.runs.append(outcome)
         failure, detail = run_failure(outcome, "bench")
-        tampered = self.verify(False) if self.verify is not None and check else None
+        tampered = guard.violation(False) if guard is not None else None
         if tampered is not None:
             failure, detail = Status.TAMPERED, tampered
         if failure is None:
@@ -273,7 +286,7 @@ class Harness:
 
     def _verified(self, pair: PairMeasurement) -> PairMeasurement:
         """The whole check (your checkout too): a violation makes the measurement tampered."""
-        tampered = self.verify(True) if self.verify is not None else None
+        tampered = self.guard.violation(True) if self.guard is not None else None
         if tampered is not None and pair.failure != Status.TAMPERED:
             pair.failure, pair.decision, pair.detail = Status.TAMPERED, None, tampered
         return pair
@@ -339,11 +352,13 @@ def measure_pair(
     output goes ("build", "baseline-3", ...). A failure is in the result (`failure`,
     `failed_arm`, `status`), never raised."""
     pair = PairMeasurement()
+    if build and harness.guard is not None:
+        harness.guard.before_run()
     built = harness.build(arms[1], logs("build")) if build else None
     if built is not None:
         pair.builds.append(built)
         failure, detail = run_failure(built, "build")
-        tampered = harness.verify(True) if harness.verify is not None else None
+        tampered = harness.guard.violation(True) if harness.guard is not None else None
         if tampered is not None:
             failure, detail = Status.TAMPERED, f"build: {tampered}"
         if failure is not None:

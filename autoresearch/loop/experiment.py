@@ -18,6 +18,7 @@ from ..progress import format_value
 from ..proposers import Hypothesis
 from ..repo.guard import TreeGuard
 from ..repo.patchcheck import PatchProblem, check_paths, patch_paths
+from ..repo.seal import RepoSeal
 from ..statuses import Status
 from .second_look import second_look_count
 from .session import Session, StopRequested, prepare_best, proposal_context
@@ -82,6 +83,12 @@ def _judge(session: Session, hypothesis: Hypothesis, draft: Draft, paths: list[s
         checkout=session.ws.source,
         patch_paths=paths,
         hooks=session.config.target.git_hooks,
+        seal=RepoSeal(
+            session.ws.source,
+            session.config.journal_path,
+            mirror=session.paths.root / "journal.copy",
+            own=session.paths.root,
+        ),
     )
     pair = measure_candidate(session, draft, guard)
     measured = {
@@ -100,6 +107,7 @@ def _judge(session: Session, hypothesis: Hypothesis, draft: Draft, paths: list[s
     draft.note(asi={"result": decision.reason})
     if wants_checks(session.config, decision):
         draft.phase("checks")
+        guard.before_run()
         checks = run_checks(session, draft.fields["id"], draft)
         measured["checks"] = checks.to_dict()
         tampered = guard.violation()
@@ -122,7 +130,7 @@ def measure_candidate(session: Session, draft: Draft, guard: TreeGuard) -> PairM
     """Build the candidate, then run it against the best, alternating, until the rule decides."""
     exp_id = draft.fields["id"]
     harness = session.harness(exp_id, draft.running)
-    harness.verify = guard.violation
+    harness.guard = guard
     draft.note(confinement=harness.confinement(session.ws.path))
     assert session.calibration is not None  # calibrated before the first experiment
     judge = session.calibration.judge(session.config)
@@ -265,11 +273,13 @@ def _commit_message(hypothesis, decision: Decision, exp_id: str, summary, config
 def _tampered(
     session: Session, guard: TreeGuard, draft: Draft, why: str, measured: dict
 ) -> ExperimentRecord:
-    """Never a keep: undo what the candidate did to the branch and both trees, and say what."""
-    if session.ws.tree.resolve(f"refs/heads/{session.ws.branch}") != guard.expected.branch_tip:
-        guard.restore_branch()
+    """Never a keep: undo what the candidate did to the branch, both trees and the repository,
+    and say what (and what could not be put back)."""
+    left = guard.restore()
     session.ws.revert()
     session.baseline_tree.mark_built(None)  # its files were touched: check it out and build afresh
+    if left:
+        why = f"{why}; NOT put back: {'; '.join(left)}"
     session.progress.warn(f"tampering detected: {why}")
     return draft.finish(Status.TAMPERED, why, error=why, **measured)
 

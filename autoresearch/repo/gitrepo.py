@@ -29,6 +29,12 @@ ISOLATION = (
     "-c", "commit.gpgSign=false",
     "-c", "tag.gpgSign=false",
 )  # fmt: skip
+# Whatever a run may have left in the repository before the seal (repo/seal.py) puts it back,
+# the loop's own git calls do not follow it: a `core.fsmonitor` command would run inside each of
+# them, outside every timeout, and a replace ref (`git replace -f HEAD HEAD`) would make every
+# object read fail.
+HARDENED = ("-c", "core.fsmonitor=false")
+HARDENED_ENV = {"GIT_NO_REPLACE_OBJECTS": "1"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +57,7 @@ class Repo:
             self._repo = git.Repo(path)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
             raise WorkspaceError(f"{path}: not a git repository") from None
+        self._repo.git.update_environment(**HARDENED_ENV)  # its object reads too
         self.path = Path(self._repo.working_tree_dir or path)
 
     # -- reads ---------------------------------------------------------------------------------
@@ -108,11 +115,11 @@ class Repo:
     def run(self, *args: str, env: dict[str, str] | None = None) -> GitResult:
         """Run `git <args>` in this tree; never raises on a non-zero exit."""
         code, out, err = self._repo.git.execute(
-            ["git", *([] if self.hooks else ISOLATION), *args],
+            ["git", *HARDENED, *([] if self.hooks else ISOLATION), *args],
             with_extended_output=True,
             with_exceptions=False,
             strip_newline_in_stdout=False,
-            env=env,
+            env={**HARDENED_ENV, **(env or {})},
             kill_after_timeout=GIT_TIMEOUT_S,
         )
         return GitResult(code, out, err)

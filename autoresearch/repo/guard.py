@@ -14,15 +14,24 @@ best), everything after the build, at every look of the decision rule, at the en
 measurement and after the checks. Your checkout is read by neither arm, so a write into it
 cannot sway a measurement: finding it before any decision is enough, and it saves a walk of
 your whole tree per run. Untracked build output is not a change: `revert` removes it.
+
+An untracked file written into the baseline's tree is: the baseline's bench may read it (a
+`v=200` its script sources makes the best measure slow and a loss look like a win). The baseline
+runs write there too, so what counts is a write between `before_run()` and the check after a
+run of the candidate. Beyond the worktrees, the seal (seal.py) covers the repository's git
+directory, your checkout's branch and untracked files, and the journal.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from .gitrepo import Repo
+from .seal import RepoSeal
 from .watch import TreeWatch
 
 __all__ = ["TreeGuard"]
@@ -51,7 +60,9 @@ class TreeGuard:
         checkout: Repo,
         patch_paths: list[str],
         hooks: bool = False,
+        seal: RepoSeal | None = None,
     ):
+        self.seal = seal
         self.candidate = candidate
         self.branch = branch
         self.baseline = Repo(baseline, hooks) if baseline is not None else None
@@ -61,6 +72,36 @@ class TreeGuard:
         self.watch = TreeWatch(trees)
         self.expected = self._snapshot()
         self.watch.changed()  # the snapshot's own reads are not the candidate's writes
+        # Writes into the baseline's tree while the candidate runs (see the module's text).
+        self._baseline_watch = TreeWatch([self.baseline.path]) if self.baseline else None
+        self._baseline_files: frozenset | None = None
+        self._armed = False
+
+    def before_run(self) -> None:
+        """A run of the candidate (its build, a bench run, the checks) starts now: what is
+        written into the baseline's tree from here to the next check is the candidate's."""
+        if self._baseline_watch is None:
+            return
+        if self._baseline_watch.fd is None:  # no inotify here: list the tree instead
+            self._baseline_files = _all_files(self.baseline)
+        else:
+            self._baseline_watch.changed()
+        self._armed = True
+
+    def _baseline_written(self) -> str | None:
+        if not self._armed or self._baseline_watch is None or self.baseline is None:
+            return None
+        self._armed = False
+        if self._baseline_watch.fd is None:
+            written = _all_files(self.baseline) != self._baseline_files
+        else:
+            written = self._baseline_watch.changed()
+        if not written:
+            return None
+        return (
+            "the baseline worktree was written to during the candidate's run "
+            "(files its bench could read)"
+        )
 
     def violation(self, checkout: bool = True) -> str | None:
         """What changed outside the candidate's patch since the guard was made, or None;
@@ -91,16 +132,28 @@ class TreeGuard:
                 "the baseline worktree was written to during the run: "
                 f"{self._changed(self.baseline)}"
             )
-        if not checkout:
-            return None
-        if now.checkout_head != was.checkout_head:
-            return f"your checkout {self.checkout.path} moved to another commit during the run"
-        if now.checkout_changes != was.checkout_changes:
-            return (
-                f"tracked files of your checkout {self.checkout.path} changed during the run: "
-                f"{self._changed(self.checkout)}"
-            )
+        written = self._baseline_written()
+        if written is not None:
+            return written
+        if checkout:
+            if now.checkout_head != was.checkout_head:
+                return f"your checkout {self.checkout.path} moved to another commit during the run"
+            if now.checkout_changes != was.checkout_changes:
+                return (
+                    f"tracked files of your checkout {self.checkout.path} changed during the "
+                    f"run: {self._changed(self.checkout)}"
+                )
+        changes = self.seal.changes(checkout) if self.seal is not None else []
+        if changes:
+            return f"the repository was changed during the run: {'; '.join(changes)}"
         return None
+
+    def restore(self) -> list[str]:
+        """Put back what the candidate changed: the session branch, and what the seal covers.
+        Returns what could not be put back, for the user."""
+        if self.candidate.resolve(f"refs/heads/{self.branch}") != self.expected.branch_tip:
+            self.restore_branch()
+        return self.seal.restore() if self.seal is not None else []
 
     def restore_branch(self) -> None:
         """Put the session branch back where it was: a commit the candidate made is not a keep."""
@@ -156,6 +209,19 @@ def _fingerprint(repo: Repo, files: list[str], stamps: bool = False) -> str:
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             digest.update(b"<missing>")
     return digest.hexdigest()
+
+
+def _all_files(repo: Repo) -> frozenset:
+    """Every file of a tree but its .git, with size and write time: the fallback when inotify
+    cannot watch it."""
+    found = set()
+    for directory, subdirs, files in os.walk(repo.path):
+        subdirs[:] = [d for d in subdirs if d != ".git"]
+        for name in files:
+            with contextlib.suppress(OSError):
+                stat = os.lstat(os.path.join(directory, name))
+                found.add((directory, name, stat.st_size, stat.st_mtime_ns))
+    return frozenset(found)
 
 
 def _tracked(repo: Repo, path: str) -> bool:

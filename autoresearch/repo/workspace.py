@@ -134,7 +134,9 @@ class BaselineTree:
             self.source.must("worktree", "add", "--quiet", "--detach", str(self.path), commit)
             return True
         tree = Repo(self.path, self.source.hooks)
-        if tree.head() == commit and not tree.is_dirty():
+        # Unknown build output (a new session, or a run wrote into the tree) is cleaned too:
+        # an ignored file planted there is as good as a changed one to the baseline's bench.
+        if tree.head() == commit and not tree.is_dirty() and self.built_at is not None:
             return False
         tree.must("checkout", "--quiet", "--force", "--detach", commit)
         tree.must("clean", "-ffdxq")

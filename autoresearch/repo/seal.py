@@ -1,0 +1,403 @@
+"""What no run may change outside the two worktrees: the repository's git directory, your
+checkout and the journal. Taken before an experiment's runs, compared after them, and put back.
+
+The sandbox makes these read-only to a confined run; this is the guard where confinement cannot
+reach (bwrap missing, `[sandbox] mode = "off"`, a daemon left by an unconfined build). What it
+fingerprints:
+- the git directory: `config` (a `core.fsmonitor` there runs a command inside every git call),
+  the worktrees' `config.worktree`, `info/exclude`, `info/attributes`, `info/grafts`,
+  `objects/info/alternates`, `shallow`, and every hook file;
+- every ref, replace refs and the stash included (`git replace -f HEAD HEAD` makes the
+  repository unusable; a stash takes your uncommitted work out of your checkout);
+- your checkout: the branch it is on and its untracked files (the tree guard has its HEAD and
+  tracked changes);
+- the journal: its length and the hash of its last bytes (a forged `keep` line appended, or the
+  file emptied).
+
+`restore()` puts back what can be put back exactly: the files' bytes, the refs, your checkout's
+branch, a stash taken from it, the journal (cut back to its length, or copied back from the
+mirror kept beside the session's state). It never deletes a file from your checkout: new
+untracked files there are named, and left for you.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..journal.index import index_path
+from .gitrepo import Repo
+
+__all__ = ["JournalMirror", "RepoSeal"]
+
+GIT_FILES = (
+    "config",
+    "config.worktree",
+    "info/exclude",
+    "info/attributes",
+    "info/grafts",
+    "objects/info/alternates",
+    "shallow",
+)
+MAX_KEPT_BYTES = 4 * 1024 * 1024  # a bigger file there is not config: compared by hash only
+TAIL_BYTES = 4096
+
+
+@dataclass(frozen=True)
+class _FileState:
+    size: int
+    digest: str
+    data: bytes | None  # what to write back; None when too big to keep
+
+
+def _file_state(path: Path) -> _FileState | None:
+    try:
+        if path.is_symlink():
+            target = os.readlink(path)
+            return _FileState(-1, f"symlink:{target}", None)
+        size = path.stat().st_size
+        if size > MAX_KEPT_BYTES:
+            digest = hashlib.sha256()
+            with path.open("rb") as f:
+                while chunk := f.read(1 << 20):
+                    digest.update(chunk)
+            return _FileState(size, digest.hexdigest(), None)
+        data = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    except OSError:
+        return _FileState(-2, "unreadable", None)
+    return _FileState(len(data), hashlib.sha256(data).hexdigest(), data)
+
+
+class JournalMirror:
+    """A copy of the journal beside the session's state, brought up to date by appending what
+    is new (the journal only grows): what a journal emptied or rewritten by a run is put back
+    from. O(new bytes) per experiment."""
+
+    def __init__(self, journal: Path, copy: Path):
+        self.journal = journal
+        self.copy = copy
+
+    def sync(self) -> None:
+        try:
+            size = self.journal.stat().st_size
+        except FileNotFoundError:
+            return
+        have = self.copy.stat().st_size if self.copy.exists() else -1
+        if 0 <= have <= size and _tail(self.copy, have) == _tail(self.journal, have):
+            if have < size:
+                with self.journal.open("rb") as src, self.copy.open("ab") as dst:
+                    src.seek(have)
+                    shutil.copyfileobj(src, dst)
+            return
+        self.copy.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.copy.with_name(self.copy.name + ".partial")
+        shutil.copyfile(self.journal, partial)
+        partial.replace(self.copy)
+
+    def restore(self, size: int) -> bool:
+        """Put the journal back as it was at `size` bytes, from the mirror; False if the
+        mirror cannot (it is shorter, or gone)."""
+        if not self.copy.exists() or self.copy.stat().st_size < size:
+            return False
+        partial = self.journal.with_name(self.journal.name + ".restoring")
+        with self.copy.open("rb") as src, partial.open("wb") as dst:
+            remaining = size
+            while remaining:
+                chunk = src.read(min(remaining, 1 << 20))
+                if not chunk:
+                    return False
+                dst.write(chunk)
+                remaining -= len(chunk)
+            dst.flush()
+            os.fsync(dst.fileno())
+        partial.replace(self.journal)
+        return True
+
+
+def _tail(path: Path, size: int) -> str:
+    """The hash of the bytes of `path` just before offset `size`."""
+    digest = hashlib.sha256()
+    if size <= 0:
+        return digest.hexdigest()
+    try:
+        with path.open("rb") as f:
+            f.seek(max(0, size - TAIL_BYTES))
+            digest.update(f.read(min(size, TAIL_BYTES)))
+    except OSError:
+        return "unreadable"
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class _State:
+    files: dict[str, _FileState | None]
+    refs: dict[str, str]
+    checkout_branch: str
+    untracked: frozenset[tuple[str, int, int]]
+    journal_size: int
+    journal_tail: str
+
+
+class RepoSeal:
+    """A fingerprint of the repository, your checkout and the journal; `changes()` names what
+    differs now, `restore()` puts it back."""
+
+    def __init__(
+        self, checkout: Repo, journal: Path, mirror: Path | None = None, own: Path | None = None
+    ):
+        """`own`: the session's state directory, whose files the loop itself writes (it sits
+        in the git directory by default, or wherever `[session] state_dir` puts it)."""
+        self.checkout = checkout
+        self.common = checkout.common_dir
+        self.journal = journal.resolve()
+        mine = [journal, index_path(journal), *([own] if own is not None else [])]
+        self._skip = [rel for rel in map(self._relative, mine) if rel]
+        self.mirror = JournalMirror(self.journal, mirror) if mirror is not None else None
+        if self.mirror is not None:
+            self.mirror.sync()
+        self.expected = self._state(untracked=True)
+
+    # -- what changed ----------------------------------------------------------------------------
+
+    def changes(self, checkout: bool = True) -> list[str]:
+        """What differs from the seal; `checkout=False` leaves out the walk of your checkout's
+        untracked files (the rest costs a few small reads and one git call)."""
+        was, now = self.expected, self._state(untracked=checkout)
+        found: list[str] = []
+        if (now.journal_size, now.journal_tail) != (was.journal_size, was.journal_tail):
+            how = "emptied" if now.journal_size == 0 else "rewritten"
+            if now.journal_size > was.journal_size and self._journal_prefix_intact():
+                how = f"appended to ({now.journal_size - was.journal_size} bytes)"
+            found.append(f"the journal {self.journal} was {how}")
+        for name in sorted(set(was.files) | set(now.files)):
+            if _differs(was.files.get(name), now.files.get(name)):
+                found.append(
+                    f"{self._git_path(name)} was {_how(was.files.get(name), now.files.get(name))}"
+                )
+        for ref in sorted(set(was.refs) | set(now.refs)):
+            old, new = was.refs.get(ref), now.refs.get(ref)
+            if old != new:
+                how = "added" if old is None else "deleted" if new is None else "moved"
+                found.append(f"ref {ref} was {how}")
+        if now.checkout_branch != was.checkout_branch:
+            found.append(
+                f"your checkout was switched from {_branch(was.checkout_branch)} to "
+                f"{_branch(now.checkout_branch)}"
+            )
+        if checkout and now.untracked != was.untracked:
+            new = sorted({p for p, *_ in now.untracked} - {p for p, *_ in was.untracked})
+            changed = sorted({p for p, *_ in now.untracked ^ was.untracked} - set(new))
+            if new:
+                found.append(f"untracked files appeared in your checkout: {_names(new)}")
+            if changed:
+                found.append(f"untracked files of your checkout changed: {_names(changed)}")
+        return found
+
+    # -- putting back ----------------------------------------------------------------------------
+
+    def restore(self) -> list[str]:
+        """Put back what can be put back; returns what could not be (for the user)."""
+        was = self.expected
+        left: list[str] = []
+        # The files first: a `core.fsmonitor` or `core.hooksPath` in the config would run in
+        # every git call made to put the rest back.
+        for name in sorted(set(was.files) | set(self._files())):
+            old = was.files.get(name)
+            if not _differs(old, _file_state(self.common / name)):
+                continue
+            if not self._put_file(name, old):
+                left.append(
+                    f"{self._git_path(name)} could not be put back (it was too big to keep)"
+                )
+        now = self._state(untracked=False)
+        if now.checkout_branch != was.checkout_branch:
+            self._restore_branch(was.checkout_branch, left)
+        stash_was, stash_now = was.refs.get("refs/stash"), now.refs.get("refs/stash")
+        if stash_now is not None and stash_now != stash_was:
+            popped = self.checkout.run("stash", "pop", "--index", "--quiet")
+            if not popped.ok:
+                left.append(
+                    f"a stash was taken from your checkout and could not be popped back "
+                    f"(`git stash pop` in {self.checkout.path}): {popped.err.strip()[:200]}"
+                )
+            now = self._state(untracked=False)
+        for ref in sorted(set(was.refs) | set(now.refs)):
+            old, new = was.refs.get(ref), now.refs.get(ref)
+            if old == new:
+                continue
+            result = (
+                self.checkout.run("update-ref", "-d", ref)
+                if old is None
+                else self.checkout.run("update-ref", ref, old)
+            )
+            if not result.ok:
+                left.append(f"ref {ref} could not be put back: {result.err.strip()[:200]}")
+        self._restore_journal(left)
+        return left
+
+    def _put_file(self, name: str, old: _FileState | None) -> bool:
+        path = self.common / name
+        if old is None:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+            return True
+        if old.data is None:
+            return False
+        with contextlib.suppress(FileNotFoundError):
+            if path.is_symlink() or path.is_dir():
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(old.data)
+        return True
+
+    def _restore_branch(self, branch: str, left: list[str]) -> None:
+        if branch.startswith("refs/"):
+            result = self.checkout.run("symbolic-ref", "HEAD", branch)
+        else:  # it was detached at a commit
+            result = self.checkout.run("update-ref", "--no-deref", "HEAD", branch)
+        if not result.ok:
+            left.append(
+                f"your checkout could not be put back on {_branch(branch)}: "
+                f"{result.err.strip()[:200]}"
+            )
+
+    def _restore_journal(self, left: list[str]) -> None:
+        was = self.expected
+        size, tail = self._journal_state()
+        if (size, tail) == (was.journal_size, was.journal_tail):
+            return
+        if was.journal_size < 0:  # there was none: the run made it
+            self.journal.unlink(missing_ok=True)
+            return
+        if size > was.journal_size and self._journal_prefix_intact():
+            with self.journal.open("r+b") as f:  # lines appended by the run: cut off
+                f.truncate(was.journal_size)
+                os.fsync(f.fileno())
+            return
+        if self.mirror is None or not self.mirror.restore(was.journal_size):
+            left.append(
+                f"the journal {self.journal} could not be put back (no copy of it): restore "
+                "it from a backup before the next run"
+            )
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    def _state(self, untracked: bool) -> _State:
+        size, tail = self._journal_state()
+        return _State(
+            files={name: _file_state(self.common / name) for name in self._files()},
+            refs=self._refs(),
+            checkout_branch=self._checkout_branch(),
+            untracked=self._untracked() if untracked else self.expected.untracked,
+            journal_size=size,
+            journal_tail=tail,
+        )
+
+    def _files(self) -> list[str]:
+        names = [
+            n for n in GIT_FILES if (self.common / n).exists() or (self.common / n).is_symlink()
+        ]
+        for directory in ("hooks", "worktrees"):
+            root = self.common / directory
+            if not root.is_dir():
+                continue
+            for dirpath, dirnames, filenames in os.walk(root):
+                here = Path(dirpath)
+                if directory == "worktrees":
+                    # Only each worktree's own config: its index and HEAD move with its work.
+                    names += [
+                        str((here / f).relative_to(self.common))
+                        for f in filenames
+                        if f == "config.worktree"
+                    ]
+                    continue
+                names += [str((here / f).relative_to(self.common)) for f in filenames]
+                names += [
+                    str((here / d).relative_to(self.common))
+                    for d in dirnames
+                    if (here / d).is_symlink()
+                ]
+        # The ones the seal was taken with, even if gone now: a deleted hook is a change.
+        expected = getattr(self, "expected", None)
+        if expected is not None:
+            names += [n for n in expected.files if n not in names]
+        return sorted(set(names))
+
+    def _refs(self) -> dict[str, str]:
+        out = self.checkout.run("for-each-ref", "--format=%(refname)%00%(objectname)").out
+        refs = {}
+        for line in out.splitlines():
+            name, _, sha = line.partition("\0")
+            if name:
+                refs[name] = sha
+        return refs
+
+    def _checkout_branch(self) -> str:
+        head = self.checkout.run("symbolic-ref", "-q", "HEAD")
+        if head.ok:
+            return head.out.strip()
+        return self.checkout.run("rev-parse", "HEAD").out.strip()  # detached: the commit
+
+    def _untracked(self) -> frozenset[tuple[str, int, int]]:
+        out = self.checkout.run("ls-files", "--others", "--exclude-standard", "-z").out
+        found = set()
+        for rel in filter(None, out.split("\0")):
+            if any(rel == s or rel.startswith(s) for s in self._skip):
+                continue  # the journal and its index (compared on their own), the loop's state
+            path = self.checkout.path / rel
+            try:
+                stat = path.lstat()
+            except OSError:
+                continue
+            found.add((rel, stat.st_size, stat.st_mtime_ns))
+        return frozenset(found)
+
+    def _journal_state(self) -> tuple[int, str]:
+        try:
+            size = self.journal.stat().st_size
+        except FileNotFoundError:
+            return -1, ""
+        return size, _tail(self.journal, size)
+
+    def _journal_prefix_intact(self) -> bool:
+        return _tail(self.journal, self.expected.journal_size) == self.expected.journal_tail
+
+    def _relative(self, path: Path) -> str | None:
+        """`path` as `ls-files` names it (a prefix of the journal's own files, or a folder's
+        with its slash); None outside the checkout."""
+        try:
+            rel = path.resolve().relative_to(self.checkout.path.resolve())
+        except ValueError:
+            return None
+        return f"{rel}/" if path.is_dir() else str(rel)
+
+    def _git_path(self, name: str) -> str:
+        return str(self.common / name)
+
+
+def _differs(old: _FileState | None, new: _FileState | None) -> bool:
+    if old is None or new is None:
+        return old is not new
+    return (old.size, old.digest) != (new.size, new.digest)
+
+
+def _how(old: _FileState | None, new: _FileState | None) -> str:
+    return "added" if old is None else "deleted" if new is None else "changed"
+
+
+def _branch(ref: str) -> str:
+    return ref.removeprefix("refs/heads/") if ref.startswith("refs/") else f"a detached {ref[:10]}"
+
+
+def _names(paths: list[str]) -> str:
+    shown = ", ".join(paths[:5])
+    return shown + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")

@@ -1,0 +1,118 @@
+"""Where confinement cannot reach (these targets run unconfined: `[sandbox] mode = "off"`): a
+candidate that changes the repository, your checkout or the journal is `tampered`, never kept,
+and what it changed is put back."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+from conftest import experiments, git, run
+
+from autoresearch.journal.store import read_journal
+from autoresearch.loop.session import session_paths
+
+# what the candidate's bench does -> what the record says
+CASES = {
+    "hook": "hooks/pre-commit was added",
+    "fsmonitor": "config was changed",
+    "hookspath": "config was changed",
+    "email": "config was changed",
+    "exclude": "info/exclude was changed",
+    "branch": "your checkout was switched from main to elsewhere",
+    "untracked": "untracked files appeared in your checkout: dropped.txt",
+    "replace": "ref refs/replace/",
+    "journal-forge": "was appended to",
+    "journal-wipe": "was emptied",
+}
+
+
+def repository_state(root: Path) -> dict:
+    """What the user would check the next morning: the git directory's files, refs, branch,
+    untracked files, the journal's bytes."""
+    common = root / ".git"
+    files = {}
+    for rel in (
+        "config",
+        "info/exclude",
+        *(f"hooks/{p.name}" for p in (common / "hooks").iterdir()),
+    ):
+        path = common / rel
+        files[rel] = hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+    refs = git(root, "for-each-ref", "--format=%(refname) %(objectname)")
+    return {
+        "files": files,
+        "refs": "\n".join(r for r in refs.splitlines() if "autoresearch/" not in r),
+        "branch": git(root, "symbolic-ref", "HEAD"),
+        "status": "\n".join(
+            line
+            for line in git(root, "status", "--porcelain", "--untracked-files=all").splitlines()
+            if ".experiments.jsonl.index" not in line  # the loop's own
+        ),
+    }
+
+
+@pytest.mark.parametrize("what", list(CASES))
+def test_a_candidate_that_changes_the_repository_is_tampered_and_put_back(target, what):
+    # A real 20% win besides: without the seal, each of these would be kept.
+    target.add_hypothesis(
+        "01-tamper", {"src/mode.txt": f"tamper-{what}\n", "src/value.txt": "80\n"}
+    )
+    target.add_hypothesis("02-win", {"src/value.txt": "80\n"})
+    target.load()  # the session is opened by the run; the state the user had before it:
+    before = repository_state(target.root)
+
+    run(target)
+
+    first, second = experiments(target)
+    assert first.status == "tampered", (first.status, first.error)
+    assert CASES[what] in first.error, first.error
+    assert "NOT put back" not in first.error
+    assert first.kept_commit is None
+    after = repository_state(target.root)
+    if what == "untracked":  # named, never deleted from your checkout
+        assert (target.root / "dropped.txt").exists()
+        (target.root / "dropped.txt").unlink()
+        after = repository_state(target.root)
+    assert after == {**before, "status": after["status"]}
+    assert after["status"] == before["status"] or what == "untracked"
+    assert not (target.root / "fsmonitor-ran").exists()  # never ran inside the loop's git
+    # The journal holds what the loop wrote, nothing forged or lost; the next one was measured.
+    journal = read_journal(target.journal)
+    assert [r.status for r in journal.experiments] == ["tampered", second.status]
+    assert not journal.warnings
+    assert second.status == "keep"
+    assert target.branch_log() == ["02-win", "synthetic target"]
+
+
+def test_a_stash_taken_from_your_checkout_is_popped_back(target):
+    (target.root / "README").write_text("your uncommitted work\n")
+    target.add_hypothesis("01-tamper", {"src/mode.txt": "tamper-stash\n", "src/value.txt": "80\n"})
+
+    run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "tampered"
+    assert "NOT put back" not in record.error
+    assert (target.root / "README").read_text() == "your uncommitted work\n"
+    assert git(target.root, "stash", "list") == ""
+
+
+def test_an_untracked_file_written_into_the_baseline_never_gets_a_loss_kept(target):
+    """The candidate is 10% slower and writes `200` where the baseline's bench reads it: the
+    best would measure at 200 and the loss would look like a 45% win."""
+    target.add_hypothesis(
+        "01-loss", {"src/mode.txt": "tamper-baseline-untracked\n", "src/value.txt": "110\n"}
+    )
+    target.add_hypothesis("02-win", {"src/value.txt": "80\n"})
+
+    run(target)
+
+    first, second = experiments(target)
+    assert first.status == "tampered", (first.status, first.error)
+    assert "the baseline worktree was written to during the candidate's run" in first.error
+    paths = session_paths(target.load())
+    assert not (paths.baseline / "src" / "override.txt").exists()
+    assert second.status == "keep"
+    assert second.decision["metrics"]["time_ms"]["baseline_median"] == pytest.approx(100)
