@@ -56,6 +56,10 @@ class SessionConfig:
     ideas: str = "ideas.md"
     # Logs of kept experiments and of the last this-many are kept; 0 keeps every log.
     keep_logs: int = 50
+    # One run's log keeps its first and last halves of this (the cut said); all of a
+    # session's logs past the second, and the oldest the retention rule allows go mid-run.
+    max_run_log_mb: float = 8.0
+    max_logs_mb: float = 2048.0
     # A new session first builds, benches once and runs the checks on its base commit, and
     # refuses the night when a configured metric is missing or the checks fail there.
     preflight: bool = True
@@ -436,6 +440,10 @@ def _check_numbers(config: Config) -> None:
         )
     if config.session.keep_logs < 0:
         raise ConfigError(f"{path}: 'session.keep_logs' must be >= 0 (0 keeps every log)")
+    if not config.session.max_run_log_mb >= 0.125 or not config.session.max_logs_mb >= 1:
+        raise ConfigError(
+            f"{path}: 'session.max_run_log_mb' must be >= 0.125 and 'session.max_logs_mb' >= 1"
+        )
     if config.bench.calibration_runs < 4:
         raise ConfigError(f"{path}: 'bench.calibration_runs' must be >= 4 to measure noise")
 

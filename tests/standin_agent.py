@@ -14,7 +14,9 @@ list; the Nth call plays step N, the last step repeats). Steps:
     {"do": "crash"} | {"do": "hang"} | {"do": "error"} (the CLI reports an API error, exit 0)
 and the modifiers "no_hypothesis": true (no hypothesis file), "hypothesis_text": "..." (written
 as is), "commit": true (commits its edit), "move_branch": "<ref>" (moves a branch to HEAD),
-"cost_usd", "turns". Each call copies the prompt and its arguments to $STANDIN_TRANSCRIPT.
+"cost_usd", "turns", "break_git": true (deletes its tree's .git), "hypothesis_special":
+"fifo"|"zero" (the hypothesis file made a FIFO, or a link to /dev/zero). Each call copies
+the prompt and its arguments to $STANDIN_TRANSCRIPT.
 """
 
 from __future__ import annotations
@@ -138,6 +140,8 @@ def play(step: dict) -> dict:
         subprocess.run(["git", "commit", "-qm", "agent commit", "--no-verify"], check=True)
     if step.get("move_branch"):
         subprocess.run(["git", "update-ref", step["move_branch"], "HEAD"], check=True)
+    if step.get("break_git"):
+        Path(".git").unlink()
     return idea
 
 
@@ -208,7 +212,11 @@ def main() -> None:
         Path(transcript, f"argv-{n}.json").write_text(json.dumps([kind, *argv]))
     idea = play(step)
     target = Path(os.environ["AUTORESEARCH_HYPOTHESIS"])
-    if "hypothesis_text" in step:
+    if step.get("hypothesis_special") == "fifo":
+        os.mkfifo(target)
+    elif step.get("hypothesis_special") == "zero":
+        target.symlink_to("/dev/zero")
+    elif "hypothesis_text" in step:
         target.write_text(step["hypothesis_text"])
     elif not step.get("no_hypothesis") and step.get("do") != "error":
         if kind == "command" and "cost_usd" in step:

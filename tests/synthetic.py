@@ -3,7 +3,7 @@
 src/value.txt    the primary metric (time_ms); a patch that lowers it is a true win
 src/sentinel.txt the sentinel metric (sentinel_ms)
 src/mode.txt     ok | crash | hang | garbage | nometric | slow | writes | tamper-<what> |
-                 daemon-<how> | echo (prints src/output.txt)
+                 daemon-<how> | echo (prints src/output.txt) | loud (BENCH_LOUD_MB of output)
 BENCH_SLEEP_S and BUILD_SLEEP_S make every bench run or build take that long.
 BENCH_SPANS names a file each run appends "<the directory holding its tree> <start> <end>" to.
 BENCH_SENTINEL_NOISE_PCT sets the sentinel's own noise (default: BENCH_NOISE_PCT).
@@ -87,6 +87,9 @@ if mode == "hang":
     time.sleep(600)
 if mode == "slow":
     time.sleep(float(os.environ.get("BENCH_SLOW_S", "30")))
+if mode == "loud":  # megabytes of output before its numbers
+    line = "x" * 1023 + "\n"
+    sys.stdout.write(line * (1024 * int(os.environ.get("BENCH_LOUD_MB", "3"))))
 if mode == "garbage":
     print("METRIC time_ms=fast")
     sys.exit(0)

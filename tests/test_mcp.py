@@ -72,3 +72,44 @@ def test_a_small_session_driven_over_mcp(target):
     assert "kept (1)" in report and "Faster" in report
     assert [r.status for r in experiments(target)] == ["keep", "discard"]
     assert git(target.root, "show", "autoresearch/t:src/value.txt") == "80\n"
+
+
+def test_odd_tool_arguments_get_a_one_line_error(target):
+    """What a confused agent sends: each answer is an error result naming the problem (the
+    SDK's generic "Error executing tool" alone would mean a crash, its traceback on stderr)."""
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "autoresearch.cli", "mcp"],
+        cwd=str(target.root),
+        env=dict(os.environ),
+    )
+    win = unified_patch("src/value.txt", "100\n", "80\n")
+    odd = [
+        ("try_result", {"id": "try-../x"}, "is not a try id"),
+        ("try_result", {"id": "try-\0"}, "NUL byte"),
+        ("try_result", {"id": "try-20260101T000000"}, "no try try-20260101T000000"),
+        ("try_result", {"id": "x", "wait_s": "NaN"}, "nan is not a number"),
+        ("try_start", {"title": "t", "patch": win, "worktree": "."}, "not both"),
+        ("try_start", {"title": "a\0b", "patch": win}, "NUL byte"),
+        ("ideas_add", {"text": "\0"}, "NUL byte"),
+        ("history", {"last": "many"}, "valid integer"),  # the SDK's schema check
+    ]
+
+    async def session():
+        answers = []
+        async with Client(server, read_timeout_seconds=120) as client:
+            for name, arguments, _ in odd:
+                answers.append(await client.call_tool(name, arguments))
+            state = await client.call_tool("state", {})  # still serving
+        return answers, state
+
+    answers, state = asyncio.run(session())
+    for (name, _, expected), answer in zip(odd, answers, strict=True):
+        assert answer.is_error, (name, answer.content)
+        text = answer.content[0].text
+        assert expected in text, (name, text)
+        assert "Traceback" not in text
+        if name != "history":
+            assert "\n" not in text, text
+    assert not state.is_error
+    assert experiments(target) == []

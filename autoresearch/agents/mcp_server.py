@@ -9,6 +9,9 @@ their annotations. Needs the `mcp` SDK (`pip install 'autoresearch[mcp]'`).
 
 from __future__ import annotations
 
+import functools
+import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +38,46 @@ def build_server(config: Config):
             f"the MCP server needs the mcp SDK: pip install 'autoresearch[mcp]' ({exc})"
         ) from None
 
-    server = MCPServer(name="autoresearch", instructions=INSTRUCTIONS)
+    server = _Answering(MCPServer(name="autoresearch", instructions=INSTRUCTIONS))
     reads = ToolAnnotations(read_only_hint=True, destructive_hint=False, open_world_hint=False)
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
     _session_tools(server, config, reads, writes)
     _try_tools(server, config, reads, writes)
     return server
+
+
+class _Answering:
+    """The server, whose every tool answers an odd argument (a NUL byte, a path in an id,
+    "NaN", both of two exclusive ones) with a one-line error result, never a traceback: the
+    SDK logs and hides anything but its own ToolError."""
+
+    def __init__(self, server):
+        self.server = server
+
+    def tool(self, **options):
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        register = self.server.tool(**options)
+
+        def decorate(fn: Callable) -> Callable:
+            @functools.wraps(fn)
+            def answering(*args, **kwargs):
+                for value in (*args, *kwargs.values()):
+                    if isinstance(value, str) and "\0" in value:
+                        raise ToolError("an argument holds a NUL byte")
+                    if isinstance(value, float) and not math.isfinite(value):
+                        raise ToolError(f"{value} is not a number this tool takes")
+                try:
+                    return fn(*args, **kwargs)
+                except (UserError, OSError, ValueError) as exc:
+                    raise ToolError(str(exc).splitlines()[0] if str(exc) else repr(exc)) from None
+
+            return register(answering)
+
+        return decorate
+
+    def run(self, transport: str) -> None:
+        self.server.run(transport)
 
 
 def _session_tools(server, config: Config, reads, writes) -> None:

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from ..bench.proc import running, spawn_detached
+from ..bench.proc import process_started, running, spawn_detached
 from ..config import Config
 from ..errors import UserError
+from ..files import read_bounded
 from ..journal.draft import NEXT_ACTION
 from ..journal.index import index_path
 from ..journal.records import EXIT_CODES, ExperimentRecord
@@ -199,29 +201,62 @@ def start_detached(
     pid = spawn_detached(
         command, cwd=cwd, stdout=tries / f"{label}.json", stderr=tries / f"{label}.log"
     )
-    (tries / f"{label}.pid").write_text(str(pid))
+    (tries / f"{label}.pid").write_text(f"{pid} {process_started(pid) or ''}".strip())
     return {"id": label, "status": "running", "log": str(tries / f"{label}.log")}
 
 
+TRY_ID = re.compile(r"try-[A-Za-z0-9_-]{1,80}")
+
+
 def read_result(config: Config, try_id: str, wait_s: float = 0.0) -> dict[str, Any]:
-    """A detached try's outcome; `running` while it runs (waiting up to `wait_s` for it)."""
-    if not try_id.startswith("try-") or "/" in try_id:
+    """A detached try's outcome; `running` while it runs (waiting up to `wait_s` for it).
+    Whatever is on disk (a pid file gone or garbled, an outcome that is not a JSON object, a
+    pid the system gave to another process since) is an answer, never a traceback."""
+    if not isinstance(try_id, str) or not TRY_ID.fullmatch(try_id):
         raise UserError(f"{try_id!r} is not a try id (they look like try-20260101T120000)")
     tries = session_paths(config).root / "tries"
-    if not (tries / f"{try_id}.log").exists():
+    log = tries / f"{try_id}.log"
+    if not log.exists():
         raise UserError(f"no try {try_id} in session '{config.session.name}' ({tries})")
-    pid = int((tries / f"{try_id}.pid").read_text() or 0)
+    pid, started = _try_pid(tries / f"{try_id}.pid")
     deadline = time.monotonic() + wait_s
     while True:
         # Asked before reading: the outcome of a try that had ended is complete when read.
-        ended = not running(pid)
-        text = (tries / f"{try_id}.json").read_text(encoding="utf-8", errors="replace")
+        ended = pid is None or not running(pid, started)
+        text = _read_text(tries / f"{try_id}.json")
         if text.strip():
-            with contextlib.suppress(ValueError):  # still being written
-                return json.loads(text)
+            try:
+                found = json.loads(text)
+            except ValueError:
+                found = None  # still being written, or garbled (said below once it ended)
+            if isinstance(found, dict) and isinstance(found.get("status"), str):
+                return found
+            if ended:
+                what = "not JSON" if found is None else "not a try's outcome"
+                return {"id": try_id, "status": "error", "error": f"its outcome file is {what}"}
         if ended:
-            tail = (tries / f"{try_id}.log").read_text(errors="replace").strip().splitlines()
-            return {"id": try_id, "status": "error", "error": tail[-1] if tail else "it died"}
+            tail = _read_text(log).strip().splitlines()
+            why = tail[-1] if tail else "it ended without an outcome"
+            return {"id": try_id, "status": "error", "error": why}
         if time.monotonic() >= deadline:
-            return {"id": try_id, "status": "running", "log": str(tries / f"{try_id}.log")}
+            return {"id": try_id, "status": "running", "log": str(log)}
         time.sleep(0.2)
+
+
+def _try_pid(path: Path) -> tuple[int | None, int | None]:
+    """The detached try's pid and start time, from its pid file; (None, None) when it has
+    none that can be read (the try is then taken as ended)."""
+    parts = _read_text(path).split()
+    try:
+        pid = int(parts[0]) if parts else None
+        started = int(parts[1]) if len(parts) > 1 else None
+    except ValueError:
+        return None, None
+    return (pid if pid and pid > 0 else None), started
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return read_bounded(path, what="try file").decode("utf-8", errors="replace")
+    except UserError:
+        return ""

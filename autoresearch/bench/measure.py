@@ -121,7 +121,9 @@ class Harness:
     ):
         self.config = config
         sandbox, self.unconfined = (None, None) if runner else sandbox_for(config)
-        self.runner = runner or LocalRunner(config.bench.cpus, sandbox)
+        self.runner = runner or LocalRunner(
+            config.bench.cpus, sandbox, int(config.session.max_run_log_mb * 1024 * 1024)
+        )
         # The metrics whose least disturbed run is the highest, for `aggregate = "best"`.
         self._higher = {m.name for m in config.all_metrics() if m.direction == "higher"}
         self.env = {**config.bench.env, **env}

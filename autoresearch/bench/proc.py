@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .logcap import DEFAULT_CAP, CappedLog
+
 __all__ = [
     "TOKEN_ENV",
     "Captured",
@@ -30,6 +32,7 @@ __all__ = [
     "capture",
     "find_processes",
     "kill_processes",
+    "process_started",
     "process_token",
     "read_log",
     "run",
@@ -125,8 +128,10 @@ def run(
     concurrent: bool = False,
     cpus: str = "",
     wrapper: list[str] | None = None,
+    max_log_bytes: int = DEFAULT_CAP,
 ) -> RunResult:
-    """Run `command` with bash in its own process group; stdout and stderr go to `log_path`.
+    """Run `command` with bash in its own process group; stdout and stderr go to `log_path`,
+    capped at `max_log_bytes` (logcap.py: the head and the tail kept, the cut said).
     `cpus` (a taskset list such as "1" or "2-3") pins the whole tree to those CPUs; `wrapper`
     (a sandbox's argv) runs bash inside it.
 
@@ -143,12 +148,21 @@ def run(
     full_env = {**os.environ, **(env or {}), **({TOKEN_ENV: token} if token else {})}
     started = time.monotonic()
     before = None if concurrent else _children(os.getpid())
-    with open(log_path, "wb") as log:
+    log = CappedLog(log_path, max_log_bytes)
+    read_end, write_end = os.pipe()
+    try:
         argv = [*(["taskset", "-c", cpus] if cpus else []), *(wrapper or []), "bash", "-c", command]
-        proc = subprocess.Popen(
-            argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=log,
-            stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+        try:
+            proc = subprocess.Popen(
+                argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=write_end,
+                stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        except BaseException:
+            os.close(read_end)
+            raise
+        finally:
+            os.close(write_end)  # the run's processes hold the only writers now
+        log.start(read_end)
         if concurrent:
             with _CONCURRENT_LOCK:
                 _CONCURRENT[proc.pid] = token
@@ -163,6 +177,8 @@ def run(
             finally:
                 with _CONCURRENT_LOCK:
                     _CONCURRENT.pop(proc.pid, None)
+    finally:
+        log.finish()
     return RunResult(
         command=command,
         exit_code=proc.returncode,
@@ -322,9 +338,13 @@ def kill_processes(
     return len(killed)
 
 
-def running(pid: int) -> bool:
-    """Whether `pid` is a live process (a zombie is not; one of ours is reaped on the way)."""
+def running(pid: int, started: int | None = None) -> bool:
+    """Whether `pid` is a live process (a zombie is not; one of ours is reaped on the way);
+    with `started` (what `process_started` said of it), the same process and not a later one
+    that was given its number."""
     stat = _stat(pid) if pid > 0 else None
+    if stat is not None and started is not None and process_started(pid) != started:
+        return False
     if stat is not None and stat[0] == "Z":
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, os.WNOHANG)
@@ -340,6 +360,18 @@ def _spared(pid: int, pgrp: int, sid: int, spared: dict[int, str | None], token)
     return any(
         t and t != token and f"{TOKEN_ENV}={t}\0".encode() in environ for t in spared.values()
     )
+
+
+def process_started(pid: int) -> int | None:
+    """When `pid` started (clock ticks after boot, /proc/<pid>/stat): with the pid, a name
+    for one process that a reused pid does not take over. None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2 :].split()
+    return int(fields[19]) if len(fields) > 19 else None
 
 
 def _stat(pid: int) -> tuple[str, int, int, int] | None:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from .logcap import DEFAULT_CAP
 from .proc import RunResult, run
 from .sandbox import Sandbox
 
@@ -49,15 +50,26 @@ class LocalRunner:
     """This machine, pinned to `cpus` (a taskset list) when given; each run confined to its
     own tree by `sandbox` when given (sandbox.py)."""
 
-    def __init__(self, cpus: str = "", sandbox: Sandbox | None = None):
+    def __init__(
+        self, cpus: str = "", sandbox: Sandbox | None = None, max_log_bytes: int = DEFAULT_CAP
+    ):
         self.cpus = cpus
         self.sandbox = sandbox
+        self.max_log_bytes = max_log_bytes
 
     def run(self, command: str, *, cwd: Path, env: dict[str, str], **kwargs) -> RunResult:
         wrapper: list[str] = []
         if self.sandbox is not None:
             wrapper, env = self.sandbox.wrap(cwd, env)
-        return run(command, cwd=cwd, env=env, cpus=self.cpus, wrapper=wrapper, **kwargs)
+        return run(
+            command,
+            cwd=cwd,
+            env=env,
+            cpus=self.cpus,
+            wrapper=wrapper,
+            max_log_bytes=self.max_log_bytes,
+            **kwargs,
+        )
 
     def confinement(self, cwd: Path) -> dict | None:
         """How a run in `cwd` is confined; None when it is not."""

@@ -54,7 +54,8 @@ def cmd_result(args: argparse.Namespace) -> int:
     print(json.dumps(result, indent=2))
     if result["status"] == "running":
         return 0
-    return result.get("exit_code", EXIT_USER_ERROR)
+    code = result.get("exit_code")
+    return code if isinstance(code, int) and 0 <= code < 256 else EXIT_USER_ERROR
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:

@@ -23,7 +23,7 @@ from .calibrate import calibrate
 from .confirm import confirm_session
 from .experiment import run_experiment
 from .preflight import run_preflight
-from .retention import prune_session_logs
+from .retention import enforce_log_budget, prune_session_logs
 from .second_look import forget_request, second_look
 from .session import (
     RunOptions,
@@ -121,6 +121,7 @@ def _loop(session: Session) -> str:
             break
         record = run_experiment(session, hypothesis)
         account(session, record)
+        enforce_log_budget(session)
         # The kept commit is the new best: measure it afresh for the noise and threshold.
         if (
             record.status == Status.KEEP

@@ -9,6 +9,7 @@ keep their tails, so a pruned log costs the full output, never the record's evid
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import time
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from ..journal.store import JournalContents
 from ..statuses import Status
 from .session_dir import SessionPaths
 
-__all__ = ["PruneResult", "prune_logs", "prune_session_logs"]
+__all__ = ["PruneResult", "enforce_log_budget", "logs_bytes", "prune_logs", "prune_session_logs"]
 
 RECENT_S = 3600.0
 
@@ -80,3 +81,35 @@ def prune_session_logs(session) -> None:  # run: an open session.Session
                 f"pruned the logs of {len(result.removed)} experiment(s), "
                 f"{result.freed_bytes / 1e6:.1f} MB (session.keep_logs = {keep})"
             )
+
+
+def logs_bytes(paths: SessionPaths) -> int:
+    """What the session's logs take on disk."""
+    if not paths.logs.is_dir():
+        return 0
+    total = 0
+    for entry in paths.logs.rglob("*"):
+        with contextlib.suppress(OSError):
+            if entry.is_file():
+                total += entry.stat().st_size
+    return total
+
+
+def enforce_log_budget(session) -> None:  # session: an open session.Session
+    """Between experiments: when the logs pass `session.max_logs_mb`, the retention rule runs
+    now instead of at the end of the run, keeping fewer recent experiments until they fit."""
+    budget = session.config.session.max_logs_mb * 1e6
+    if logs_bytes(session.paths) <= budget:
+        return
+    history = session.journal.read()
+    for keep in dict.fromkeys((session.config.session.keep_logs or 50, 10, 1)):
+        result = prune_logs(session.paths, history, keep)
+        if result.removed:
+            session.progress.warn(
+                f"the session's logs passed session.max_logs_mb = "
+                f"{session.config.session.max_logs_mb:g}: pruned the logs of "
+                f"{len(result.removed)} experiment(s) ({result.freed_bytes / 1e6:.1f} MB), "
+                f"keeping the last {keep} and every keep"
+            )
+        if logs_bytes(session.paths) <= budget:
+            return

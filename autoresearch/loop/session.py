@@ -27,7 +27,7 @@ from ..repo.gitrepo import open_repo
 from ..repo.workspace import BaselineTree, Workspace, open_workspace
 from ..statuses import Status
 from .recovery import KeptCommit, kept_commits, next_experiment_number, reconcile_branch, recover
-from .session_dir import SessionLock, SessionPaths, fresh_name, write_json_atomic
+from .session_dir import SessionLock, SessionPaths, fresh_name, read_inflight, write_json_atomic
 from .signals import stop_on_signals
 
 __all__ = [
@@ -186,29 +186,52 @@ def open_session(
         for warning in history.warnings:
             progress.warn(warning)
         base = _start_session(config, ws, journal, history, commits, progress, purpose)
-        yield Session(
-            config=config,
-            options=options,
-            progress=progress,
-            paths=paths,
-            ws=ws,
-            baseline_tree=BaselineTree(ws.source, paths.baseline),
-            journal=journal,
-            proposer=make_proposer(config),
-            stop=stop,
-            base_commit=base,
-            baseline=_baseline_value(config, history, commits),
-            tried=tried_patches(history.experiments, config.budget.retries),
-            attempts=attempts_by_patch(history.experiments),
-            tally=Tally(
-                done=len(history.experiments),
-                next_n=next_experiment_number(paths, [r.n for r in history.experiments], commits),
-                no_keep_streak=no_keep_streak(history.experiments),
-            ),
-            calibration=Calibration.from_record(history.calibrations[-1], config.metric.name)
-            if history.calibrations
-            else None,
-        )
+        with _no_phase_marker_left(paths):
+            yield _session(
+                config, options, progress, paths, ws, journal, stop, base, history, commits
+            )
+
+
+@contextlib.contextmanager
+def _no_phase_marker_left(paths: SessionPaths) -> Iterator[None]:
+    """However the run ends short of dying (done, or an `error:` such as a failed calibration),
+    the marker of a phase outside any experiment goes: its processes were stopped with it, and
+    a marker left behind would read as a run that died. An experiment's draft stays, for the
+    recovery of its record (a journal that could not be written)."""
+    try:
+        yield
+    finally:
+        with contextlib.suppress(UserError):  # a garbled marker is recovery's to report
+            marker = read_inflight(paths.inflight)
+            if marker is not None and "fields" not in marker:
+                paths.inflight.unlink(missing_ok=True)
+
+
+def _session(config, options, progress, paths, ws, journal, stop, base, history, commits):
+    """The Session value of a run opening with this history."""
+    return Session(
+        config=config,
+        options=options,
+        progress=progress,
+        paths=paths,
+        ws=ws,
+        baseline_tree=BaselineTree(ws.source, paths.baseline),
+        journal=journal,
+        proposer=make_proposer(config),
+        stop=stop,
+        base_commit=base,
+        baseline=_baseline_value(config, history, commits),
+        tried=tried_patches(history.experiments, config.budget.retries),
+        attempts=attempts_by_patch(history.experiments),
+        tally=Tally(
+            done=len(history.experiments),
+            next_n=next_experiment_number(paths, [r.n for r in history.experiments], commits),
+            no_keep_streak=no_keep_streak(history.experiments),
+        ),
+        calibration=Calibration.from_record(history.calibrations[-1], config.metric.name)
+        if history.calibrations
+        else None,
+    )
 
 
 def _baseline_value(config: Config, history, commits: list[KeptCommit]) -> float | None:

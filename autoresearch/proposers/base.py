@@ -17,7 +17,29 @@ from ..statuses import Status
 if TYPE_CHECKING:  # at run time records would import config, which imports the proposers
     from ..journal.records import ExperimentRecord
 
-__all__ = ["Hypothesis", "ProposalContext", "Proposer", "ProposerError", "patch_sha256"]
+__all__ = [
+    "Hypothesis",
+    "ProposalContext",
+    "Proposer",
+    "ProposerError",
+    "bounded_title",
+    "patch_sha256",
+]
+
+
+MAX_TITLE_CHARS = 200
+MAX_REASONING_CHARS = 4000
+
+
+def bounded_title(title: object) -> str:
+    """A title as records and commits carry it: its first line, at most MAX_TITLE_CHARS."""
+    lines = str(title).strip().splitlines()
+    return _bounded(lines[0].strip() if lines else "", MAX_TITLE_CHARS) or "(untitled)"
+
+
+def _bounded(text: str, limit: int) -> str:
+    text = text.replace("\0", "")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def patch_sha256(patch: bytes) -> str:
@@ -54,6 +76,15 @@ class Hypothesis:
     # it ("refused") or failed to make it ("agent_failed") rather than the patch not applying.
     problem_status: str = Status.APPLY_FAILED
     agent: dict[str, Any] | None = None  # an agent's run: preset, usage, log, prompt
+
+    def __post_init__(self) -> None:
+        # Whoever wrote them (a queue file, an agent), the title and the reasoning go into
+        # commit messages, prompts and reports: one line of a bounded length, and bounded prose.
+        object.__setattr__(self, "title", bounded_title(self.title))
+        for name in ("hypothesis", "mechanism", "expected_effect"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, _bounded(str(value), MAX_REASONING_CHARS))
 
     @property
     def sha256(self) -> str:

@@ -24,16 +24,23 @@ class ProposerChain:
         self.errors = {id(p): 0 for p in proposers}
 
     def next(self, context: ProposalContext) -> Hypothesis | None:
-        for proposer in self._active():
-            try:
-                hypothesis = proposer.next(context)
-            except Exception as exc:  # a plug-in's bug must not end the night
-                self._failed(proposer, context, exc)
-                continue
-            self.errors[id(proposer)] = 0
-            if hypothesis is not None:
-                named = hypothesis.proposer or proposer.name
-                return dataclasses.replace(hypothesis, proposer=named)
+        asking = self._active()
+        while asking:
+            failed = []
+            for proposer in asking:
+                try:
+                    hypothesis = proposer.next(context)
+                except Exception as exc:  # a plug-in's bug must not end the night
+                    self._failed(proposer, context, exc)
+                    failed.append(proposer)
+                    continue
+                self.errors[id(proposer)] = 0
+                if hypothesis is not None:
+                    named = hypothesis.proposer or proposer.name
+                    return dataclasses.replace(hypothesis, proposer=named)
+            # Nobody had one: "nothing left" would end the night, so the ones that failed are
+            # asked again until they answer or are set aside (MAX_ERRORS in a row).
+            asking = [p for p in failed if self.errors[id(p)] < MAX_ERRORS]
         return None
 
     def pending(self, context: ProposalContext) -> int:

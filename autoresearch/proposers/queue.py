@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..config import Config
 from ..errors import ConfigError, UserError
+from ..files import read_bounded
 from .base import Hypothesis, ProposalContext
 
 __all__ = ["QueueProposer", "parse_patch_file", "read_hypothesis"]
@@ -106,30 +107,24 @@ def read_hypothesis(path: Path) -> Hypothesis:
         return parse_patch_file(path)
     except UserError as exc:
         raw = b""
-        with contextlib.suppress(OSError):
-            raw = path.read_bytes()
+        with contextlib.suppress(UserError):
+            raw = read_bounded(path, what="patch file")
         return Hypothesis(title=path.stem, patch=raw, source=str(path), problem=str(exc))
 
 
 def parse_patch_file(path: Path) -> Hypothesis:
     """A hypothesis from a patch file and its header block or sidecar JSON."""
-    if path.is_symlink() and not path.exists():
-        raise UserError(f"{path}: a symbolic link to nothing")
-    if not path.is_file():
-        raise UserError(f"{path}: not a regular file")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read: {exc.strerror}") from None
+    data = read_bounded(path, what="patch file")
     match = _DIFF_START.search(data)
     header, patch = (data[: match.start()], data[match.start() :]) if match else (data, b"")
     # The reasoning is prose: a stray byte in it costs a replacement character, not the patch.
     fields = _parse_header(header.decode("utf-8", errors="replace"))
     sidecar = path.with_suffix(".json")
-    if sidecar.is_file():
+    if sidecar.exists() or sidecar.is_symlink():
+        raw = read_bounded(sidecar, limit=1024 * 1024, what="sidecar")
         try:
-            extra = json.loads(sidecar.read_bytes().decode("utf-8-sig"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            extra = json.loads(raw.decode("utf-8-sig"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise UserError(f"{sidecar}: not valid JSON: {exc}") from None
         if not isinstance(extra, dict):
             raise UserError(f"{sidecar}: must hold a JSON object")

@@ -155,7 +155,11 @@ def tree_patch(
     untracked ones git does not ignore, and whatever was committed there since `base`; paths
     `leave_out` names stay as they are at `base`. Staged through `index` when given (a scratch
     index file, leaving the tree's own untouched), else through the tree's own index."""
-    env = {"GIT_INDEX_FILE": str(index)} if index is not None else None
+    if not (path / ".git").exists():  # git would find, and stage into, a repository above
+        raise WorkspaceError(f"{path}: not a git worktree any more (its .git is gone)")
+    env = {"GIT_CEILING_DIRECTORIES": str(path.parent)}
+    if index is not None:
+        env["GIT_INDEX_FILE"] = str(index)
 
     def git(*args: str) -> bytes:
         done = capture(["git", *args], cwd=path, env=env)

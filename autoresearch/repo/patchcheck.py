@@ -58,7 +58,8 @@ def check_paths(
         )
     if _SYMLINK_MODE.search(patch):
         return PatchProblem(Status.SCOPE_VIOLATION, "the patch creates or changes a symbolic link")
-    if not allow_binary and _BINARY.search(patch):
+    if not allow_binary and (_BINARY.search(patch) or "\0" in patch):
+        # A NUL byte in a text hunk is binary content all the same: git applies it as it is.
         return PatchProblem(Status.SCOPE_VIOLATION, "the patch carries binary content")
     for path in paths:
         problem = _check_one(path, worktree, include, protect)

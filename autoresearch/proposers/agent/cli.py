@@ -26,6 +26,7 @@ so that the agent edits files and nothing else asks a question:
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 from dataclasses import asdict, dataclass
@@ -145,10 +146,17 @@ def _json_objects(text: str) -> list[dict]:
     return found
 
 
+MAX_COUNT = 1e15  # tokens, turns, dollars: a larger number is not a measurement
+
+
 def _number(value: Any) -> float | None:
+    """A count the agent reported, or None (unknown) when it is not a finite, non-negative
+    number within reason: `1e400` (infinity in JSON) or -5 is not a cost."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    if isinstance(value, int):
+        return float(value) if 0 <= value <= MAX_COUNT else None
+    return value if math.isfinite(value) and 0 <= value <= MAX_COUNT else None
 
 
 def _int(value: Any) -> int | None:
@@ -248,9 +256,9 @@ def _opencode(text: str) -> Usage:
                 cost = (cost or 0.0) + float(part["cost"])
             tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
             if _int(tokens.get("input")) is not None:
-                tokens_in = (tokens_in or 0) + int(tokens["input"])
+                tokens_in = (tokens_in or 0) + (_int(tokens["input"]) or 0)
             if _int(tokens.get("output")) is not None:
-                tokens_out = (tokens_out or 0) + int(tokens["output"])
+                tokens_out = (tokens_out or 0) + (_int(tokens["output"]) or 0)
         elif event.get("type") == "error":
             detail = event.get("error")
             error = str(detail.get("message", detail) if isinstance(detail, dict) else detail)

@@ -14,12 +14,15 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...bench.proc import RunResult, capture
 from ...config import Config
+from ...errors import UserError, WorkspaceError
+from ...files import read_bounded
 from ...repo.gitrepo import Repo
 from ...repo.patchcheck import check_paths, patch_paths
 from ...repo.workspace import BaselineTree
@@ -39,6 +42,7 @@ __all__ = [
     "same_idea",
 ]
 
+MAX_HYPOTHESIS_BYTES = 1024 * 1024  # reasoning, not a novel: its fields are cut shorter still
 REQUIRED = ("title", "hypothesis", "family")
 OPTIONAL = ("mechanism", "expected_effect")
 SIMILAR = 0.85  # normalized titles at least this alike (difflib ratio), same family: one idea
@@ -63,8 +67,16 @@ def fresh_scratch(source: Repo, path: Path, tip: str) -> Repo:
     """The scratch worktree at `tip`, with nothing left of the last proposal (ignored files
     included: a build the agent ran is not part of the next one's start)."""
     tree = BaselineTree(source, path)
-    moved = tree.ensure(tip)  # checks out, and cleans, whenever anything differs from `tip`
-    scratch = Repo(tree.path, source.hooks)
+    try:
+        moved = tree.ensure(tip)  # checks out, and cleans, whenever anything differs from `tip`
+        scratch = Repo(tree.path, source.hooks)
+    except WorkspaceError:
+        # The agent broke it (deleted or corrupted its `.git`): the tree is the loop's own
+        # scratch space, so it is made again rather than ending the proposer.
+        shutil.rmtree(path, ignore_errors=True)
+        source.run("worktree", "prune")
+        moved = tree.ensure(tip)
+        scratch = Repo(tree.path, source.hooks)
     if not moved:
         scratch.must("clean", "-ffdxq")
     return scratch
@@ -78,12 +90,15 @@ def applies_at(tree: Repo, patch: bytes) -> str | None:
 
 def read_hypothesis_file(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     """The agent's hypothesis (what it holds, even when malformed) and what is wrong with it."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists() and not path.is_symlink():
         return None, "the agent wrote no hypothesis file ($AUTORESEARCH_HYPOTHESIS)"
-    except (OSError, UnicodeDecodeError) as exc:
+    try:
+        # A FIFO, a link to /dev/zero, a huge file: refused without reading.
+        text = read_bounded(path, MAX_HYPOTHESIS_BYTES, "hypothesis file").decode("utf-8")
+    except UserError as exc:
         return None, f"the hypothesis file cannot be read: {exc}"
+    except UnicodeDecodeError as exc:
+        return None, f"the hypothesis file is not UTF-8: {exc}"
     try:
         data = json.loads(text)
     except ValueError as exc:

@@ -23,6 +23,7 @@ idea; after `max_pivots` such requests the proposer stops and says why.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -30,13 +31,22 @@ from pathlib import Path
 from ...bench.proc import RunResult, read_log
 from ...bench.runners import LocalRunner
 from ...config import Config
+from ...errors import UserError
+from ...files import read_bounded
 from ...journal.records import ExperimentRecord, no_keep_streak
 from ...loop.session_dir import SessionPaths, fresh_dir
 from ...repo.gitrepo import Repo, open_repo, tree_patch
 from ...repo.globs import matches_any
 from ..base import Hypothesis, ProposalContext, ProposerError
 from .cli import Usage, preset_command, read_usage
-from .guard import Proposal, applies_at, fresh_scratch, guard, read_hypothesis_file
+from .guard import (
+    MAX_HYPOTHESIS_BYTES,
+    Proposal,
+    applies_at,
+    fresh_scratch,
+    guard,
+    read_hypothesis_file,
+)
 from .prompt import render_prompt
 from .settings import AgentSettings, agent_settings
 
@@ -220,8 +230,9 @@ class AgentProposer:
         leave_out = [HANDOFF, f"{HANDOFF}/**", *self.settings.ignore]
         patch = tree_patch(scratch, context.tip, lambda p: bool(matches_any(p, leave_out)))
         (log_dir / "proposal.patch").write_bytes(patch)
-        if hypothesis_path.exists():
-            (log_dir / "hypothesis.json").write_bytes(hypothesis_path.read_bytes())
+        with contextlib.suppress(UserError):  # not a file, or too big: said by the guard
+            kept = read_bounded(hypothesis_path, MAX_HYPOTHESIS_BYTES, "hypothesis file")
+            (log_dir / "hypothesis.json").write_bytes(kept)
         return patch
 
     def _prompt(

@@ -1,0 +1,65 @@
+"""Reading a file someone else made (a queued patch, an agent's hypothesis file, a try's
+result): a regular file of bounded size, or a one-line reason why not, never a hang.
+
+`open()` on a FIFO blocks until a writer comes; a link to /dev/zero reads forever; a 20 GB file
+fills memory. The file is opened without blocking, looked at through its own descriptor (so
+that what is checked is what is read), and read only when it is a regular file within `limit`.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+from .errors import UserError
+
+__all__ = ["MAX_HANDED_BYTES", "read_bounded"]
+
+MAX_HANDED_BYTES = 64 * 1024 * 1024  # no patch or hypothesis of a real night comes near it
+
+
+def read_bounded(path: Path, limit: int = MAX_HANDED_BYTES, what: str = "file") -> bytes:
+    """The bytes of `path`; a UserError naming the path when it is not a regular file, is
+    bigger than `limit`, or cannot be read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except FileNotFoundError:
+        if path.is_symlink():
+            raise UserError(f"{path}: a symbolic link to nothing") from None
+        raise UserError(f"{path}: no such {what}") from None
+    except OSError as exc:
+        raise UserError(f"{path}: cannot open the {what}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise UserError(f"{path}: not a regular file ({_kind(info.st_mode)}); not read")
+        if info.st_size > limit:
+            raise UserError(
+                f"{path}: {info.st_size:,} bytes, more than the {limit:,} a {what} may have; "
+                "not read"
+            )
+        chunks, total = [], 0
+        while chunk := os.read(fd, 1 << 20):
+            total += len(chunk)
+            if total > limit:  # it grew while being read
+                raise UserError(f"{path}: grew past {limit:,} bytes while read; not read")
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the {what}: {exc.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return name
+    return "not a file"

@@ -1,0 +1,221 @@
+"""What a careless user, a misbehaving agent or a hostile candidate hands the loop: each is a
+record or a one-line answer, and the night goes on."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import experiments, git, run, run_cli, unified_patch
+from test_agent import edit, use_agent
+
+from autoresearch.bench.proc import process_started
+from autoresearch.loop.session import session_paths
+from autoresearch.proposers.base import MAX_TITLE_CHARS
+
+
+def test_queue_entries_that_are_not_bounded_regular_files_are_refused_unread(target):
+    queue = target.queue
+    os.mkfifo(queue / "01-fifo.patch")  # opening it to read would wait for a writer forever
+    (queue / "02-zero.patch").symlink_to("/dev/zero")  # reading it would fill the memory
+    with open(queue / "03-huge.patch", "wb") as handle:  # sparse: 65 MB on paper only
+        handle.truncate(65 * 1024 * 1024)
+    (queue / "04-dir.patch").mkdir()
+    target.add_hypothesis("05-win", {"src/value.txt": "80\n"})
+
+    run(target)
+
+    records = experiments(target)
+    assert [r.status for r in records] == ["apply_failed"] * 4 + ["keep"]
+    errors = [r.error for r in records[:4]]
+    assert "not a regular file (a FIFO); not read" in errors[0]
+    assert "not a regular file (a character device); not read" in errors[1]
+    assert "68,157,440 bytes, more than the 67,108,864 a patch file may have" in errors[2]
+    assert "not a regular file (a directory)" in errors[3]
+
+
+def test_a_nul_byte_in_a_text_hunk_is_binary_content(target):
+    patch = unified_patch("src/value.txt", "100\n", "80\n").replace("+80", "+8\0" + "0")
+    (target.queue / "01-nul.patch").write_text("Title: a NUL byte\n\n" + patch)
+
+    run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "scope_violation"
+    assert record.error == "the patch carries binary content"
+
+
+def test_a_20_mb_title_is_cut_and_the_keep_commits(target):
+    title = "faster " * (3 * 1024 * 1024)  # 21 MB on one header line
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"}, title=title)
+
+    run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "keep", record.error
+    assert len(record.title) == MAX_TITLE_CHARS and record.title.endswith("…")
+    assert target.branch_log()[0] == record.title
+    assert git(session_paths(target.load()).worktree, "status", "--porcelain") == ""
+
+
+def test_a_bench_that_prints_without_end_keeps_a_capped_log(target):
+    text = target.config_path.read_text()
+    target.config_path.write_text(
+        text.replace("preflight = false", "preflight = false\nmax_run_log_mb = 1")
+    )
+    git(target.root, "commit", "-qam", "logs capped at 1 MB a run")
+    target.add_hypothesis("01-loud-win", {"src/mode.txt": "loud\n", "src/value.txt": "80\n"})
+
+    run(target, env={"BENCH_LOUD_MB": "5"})
+
+    (record,) = experiments(target)
+    assert record.status == "keep", record.error  # its METRIC line, printed last, was read
+    log = Path(record.bench_logs[-1])
+    assert log.stat().st_size < 1.1 * 1024 * 1024
+    text = log.read_text()
+    assert "bytes of output cut here" in text
+    assert text.rstrip().splitlines()[-1].startswith("METRIC")
+
+
+def test_a_clean_stop_after_a_failed_calibration_leaves_no_marker(target):
+    git(target.root, "rm", "-q", "bench.py")
+    (target.root / "bench.py").write_text("#!/bin/sh\nexit 3\n")
+    os.chmod(target.root / "bench.py", 0o755)
+    git(target.root, "add", "bench.py")
+    git(target.root, "commit", "-qm", "a bench that fails")
+
+    done = run_cli("run", cwd=target.root)
+
+    assert done.returncode == 1 and "error:" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    assert not session_paths(target.load()).inflight.exists()
+    status = run_cli("status", cwd=target.root)
+    assert "in flight" not in status.stdout and "died" not in status.stdout, status.stdout
+
+
+def _try_files(target, name: str) -> Path:
+    tries = session_paths(target.load()).root / "tries"
+    tries.mkdir(parents=True, exist_ok=True)
+    (tries / f"{name}.log").write_text("try: started\ntry: the last line it printed\n")
+    return tries
+
+
+@pytest.mark.parametrize(
+    ("pid", "outcome", "expected"),
+    [
+        (None, None, "the last line it printed"),  # no pid file
+        ("garbled", None, "the last line it printed"),
+        ("-5", None, "the last line it printed"),
+        ("1", "[1, 2, 3]", "its outcome file is not a try's outcome"),
+        ("1", "{not json", "its outcome file is not JSON"),
+        ("1", '{"exit_code": "x"}', "its outcome file is not a try's outcome"),
+    ],
+)
+def test_result_answers_every_state_of_a_try_file(target, pid, outcome, expected):
+    run_cli("status", cwd=target.root)  # the session's state directory exists
+    name = "try-20260101T000000"
+    tries = _try_files(target, name)
+    if pid is not None:
+        # pid 1 is alive but not the try's (its start time is not the one written): ended.
+        (tries / f"{name}.pid").write_text(f"{pid} 1")
+    if outcome is not None:
+        (tries / f"{name}.json").write_text(outcome)
+
+    done = run_cli("result", name, cwd=target.root, timeout=60)
+
+    assert "Traceback" not in done.stderr, done.stderr
+    answer = json.loads(done.stdout)
+    assert answer["status"] == "error" and expected in answer["error"], answer
+    assert done.returncode == 1
+
+
+def test_result_is_not_fooled_by_a_reused_pid(target):
+    name = "try-20260101T000001"
+    tries = _try_files(target, name)
+    sleeper = subprocess.Popen(["sleep", "60"])
+    try:
+        started = process_started(sleeper.pid)
+        (tries / f"{name}.pid").write_text(f"{sleeper.pid} {started}")
+        alive = json.loads(run_cli("result", name, cwd=target.root).stdout)
+        # The same pid, another start time: the try's process ended and its number was reused.
+        (tries / f"{name}.pid").write_text(f"{sleeper.pid} {started - 1}")
+        reused = json.loads(run_cli("result", name, cwd=target.root).stdout)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert alive["status"] == "running"
+    assert reused["status"] == "error"
+
+
+def test_odd_try_ids_are_named(target):
+    for odd in ("try-../x", "../../etc/passwd", "try-a b"):
+        done = run_cli("result", odd, cwd=target.root)
+        assert done.returncode == 1 and "is not a try id" in done.stderr, done.stderr
+
+
+# -- a misbehaving agent ---------------------------------------------------------------------
+
+
+def test_an_agent_that_breaks_its_scratch_tree_does_not_end_the_night(target, tmp_path):
+    """It deletes its tree's .git: that proposal fails (said, and asked again at once, since
+    nothing else has a hypothesis), the tree is made again, and the next proposal's win is
+    kept."""
+    use_agent(
+        target,
+        tmp_path,
+        [edit("90\n", "breaks its tree", break_git=True), edit("80\n", "a real win")],
+    )
+
+    done = run_cli("run", cwd=target.root, timeout=300)
+
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "not a git worktree any more (its .git is gone)" in done.stderr
+    kept = [r.title for r in experiments(target) if r.status == "keep"]
+    assert kept == ["a real win"]
+    assert target.branch_log()[0] == "a real win"
+
+
+@pytest.mark.parametrize(
+    ("step", "expected"),
+    [
+        ({"hypothesis_special": "fifo"}, "not a regular file (a FIFO)"),
+        ({"hypothesis_special": "zero"}, "not a regular file (a character device)"),
+    ],
+)
+def test_a_hypothesis_file_that_is_not_a_file_is_refused_unread(target, tmp_path, step, expected):
+    use_agent(target, tmp_path, [edit("90\n", "odd file", **step), edit("80\n", "a real win")])
+
+    done = run_cli("run", cwd=target.root, timeout=300)
+
+    assert done.returncode == 0, done.stderr
+    first, *_, last = experiments(target)
+    assert first.status == "refused" and expected in first.error, first.error
+    assert last.status == "keep"
+
+
+def test_an_agent_reporting_infinite_tokens_and_a_huge_title(target, tmp_path):
+    idea = {
+        "title": "t" * 300_000,
+        "hypothesis": "h" * 100_000,
+        "family": "work",
+        "input_tokens": 1e400,  # json.dumps writes Infinity; a hand-written 1e400 reads the same
+        "output_tokens": -3,
+        "cost_usd": 0.01,
+    }
+    step = edit("80\n", "x", hypothesis_text=json.dumps(idea).replace("Infinity", "1e400"))
+    use_agent(target, tmp_path, [step])
+
+    done = run_cli("run", cwd=target.root, timeout=300)
+
+    assert done.returncode == 0, done.stderr
+    (record,) = experiments(target)
+    assert record.status == "keep", record.error
+    assert len(record.title) == MAX_TITLE_CHARS
+    assert len(record.asi.hypothesis) <= 4000
+    usage = record.agent["usage"]
+    assert usage["input_tokens"] is None and usage["output_tokens"] is None
+    assert usage["cost_usd"] == 0.01
