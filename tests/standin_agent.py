@@ -15,7 +15,8 @@ list; the Nth call plays step N, the last step repeats). Steps:
 and the modifiers "no_hypothesis": true (no hypothesis file), "hypothesis_text": "..." (written
 as is), "commit": true (commits its edit), "move_branch": "<ref>" (moves a branch to HEAD),
 "cost_usd", "turns", "break_git": true (deletes its tree's .git), "hypothesis_special":
-"fifo"|"zero" (the hypothesis file made a FIFO, or a link to /dev/zero). Each call copies
+"fifo"|"zero" (the hypothesis file made a FIFO, or a link to /dev/zero), "run": Python
+source it executes after its edit. Each call copies
 the prompt and its arguments to $STANDIN_TRANSCRIPT.
 """
 
@@ -142,6 +143,8 @@ def play(step: dict) -> dict:
         subprocess.run(["git", "update-ref", step["move_branch"], "HEAD"], check=True)
     if step.get("break_git"):
         Path(".git").unlink()
+    if step.get("run"):  # Python source: whatever else a test wants an agent to try
+        exec(step["run"], {"__name__": "standin_step"})
     return idea
 
 

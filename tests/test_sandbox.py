@@ -3,6 +3,7 @@ said plainly."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sys
@@ -188,3 +189,57 @@ def _marked(mark: str) -> list[int]:
         if f"DAEMON_MARK={mark}".encode() in environ and state != "Z":
             found.append(int(entry.name))
     return found
+
+
+def test_a_confined_agent_edits_its_tree_reaches_its_model_and_has_a_home_of_its_own(
+    target, tmp_path
+):
+    """The agent CLI runs confined too: its edit is the proposal, the network is there (its
+    model), your checkout is read-only to it, and it writes a copy of its settings, not yours."""
+    from test_agent import edit, use_agent
+
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    (home / ".claude" / "settings.json").write_text("yours")
+    io = tmp_path / "io"  # the stand-in's script and what it reports: shared with the sandbox
+    io.mkdir()
+    server = socket.create_server(("127.0.0.1", 0))
+    probe = f"""
+import json, os, pathlib, socket, subprocess
+seen = {{}}
+try:
+    pathlib.Path({str(target.root)!r}, "README").write_text("an agent was here")
+    seen["checkout"] = "written"
+except OSError as exc:
+    seen["checkout"] = exc.strerror
+settings = pathlib.Path(os.environ["HOME"], ".claude", "settings.json")
+seen["settings"] = settings.read_text()
+settings.write_text("changed by the agent")
+try:
+    socket.create_connection(("127.0.0.1", {server.getsockname()[1]}), 5).close()
+    seen["network"] = "reached"
+except OSError as exc:
+    seen["network"] = str(exc)
+seen["git"] = subprocess.run(["git", "status", "--porcelain"], capture_output=True).returncode
+pathlib.Path({str(io / "seen.json")!r}).write_text(json.dumps(seen))
+"""
+    use_agent(target, io, [edit("80\n", "a confined win", run=probe)], home=[".claude"])
+    confine(target, writable=f'["{io}"]')
+    try:
+        done = run_cli("run", cwd=target.root, env={"HOME": str(home)}, timeout=300)
+    finally:
+        server.close()
+
+    assert done.returncode == 0, done.stderr
+    seen = json.loads((io / "seen.json").read_text())
+    assert seen == {
+        "checkout": "Read-only file system",
+        "settings": "yours",
+        "network": "reached",
+        "git": 0,
+    }
+    assert (home / ".claude" / "settings.json").read_text() == "yours"
+    assert (target.root / "README").read_text() == "synthetic target\n"
+    (record,) = experiments(target)
+    assert record.status == "keep", record.error
+    assert record.agent["confinement"]["tool"] == "bwrap"

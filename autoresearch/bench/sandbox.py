@@ -29,7 +29,14 @@ from .proc import capture
 if TYPE_CHECKING:
     from ..config import Config
 
-__all__ = ["BWRAP_ENV", "Sandbox", "bwrap_problem", "sandbox_for", "unconfined_warning"]
+__all__ = [
+    "BWRAP_ENV",
+    "Sandbox",
+    "agent_sandbox",
+    "bwrap_problem",
+    "sandbox_for",
+    "unconfined_warning",
+]
 
 BWRAP_ENV = "AUTORESEARCH_BWRAP"
 # Every confined run gets a cache directory of its arm's own as XDG_CACHE_HOME: the toolchains
@@ -168,21 +175,63 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
     return sandbox, None
 
 
-def _git_common_dir(cwd: Path) -> Path | None:
-    """The .git directory a worktree's `.git` file points to (or the tree's own `.git`)."""
-    dotgit = cwd / ".git"
-    if dotgit.is_dir():
-        return dotgit
+def agent_sandbox(config: Config, scratch: Path, home: list[str]) -> Sandbox | None:
+    """How an agent CLI runs when the target's runs are confined: in its scratch tree (and
+    that tree's own git files, so that `git status` and `git diff` work), with the network it
+    needs to reach its model, and a home of its own: a copy of what `home` names of yours (its
+    login and settings), made afresh for each run of the loop, so that nothing it writes there
+    reaches your real one. None when runs are not confined."""
+    sandbox, _ = sandbox_for(config)
+    if sandbox is None:
+        return None
+    admin = _worktree_admin_dir(scratch)
+    return Sandbox(
+        network=True,
+        writable=(*sandbox.writable, *([admin] if admin is not None else [])),
+        caches={"HOME": "home"},
+        seeds={"HOME": _agent_home_seed(scratch, home)},
+    )
+
+
+def _agent_home_seed(scratch: Path, home: list[str]) -> Path:
+    """A copy of the named parts of your home, beside the scratch tree; the agent's home (its
+    cache) is dropped so that it is made from this copy on its next run."""
+    seed = scratch.parent / "agent-home-seed"
+    shutil.rmtree(seed, ignore_errors=True)
+    shutil.rmtree(cache_dir(scratch, "home"), ignore_errors=True)
+    seed.mkdir(parents=True)
+    real = Path.home()
+    for rel in home:
+        source, copy = real / rel, seed / rel
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_dir():
+            shutil.copytree(source, copy, symlinks=True, ignore_dangling_symlinks=True)
+        elif source.is_file():
+            shutil.copy2(source, copy)
+    return seed
+
+
+def _worktree_admin_dir(tree: Path) -> Path | None:
+    """A linked worktree's own directory in the repository (`.git/worktrees/<name>`: its
+    index and HEAD)."""
     try:
-        text = dotgit.read_text().strip()
+        text = (tree / ".git").read_text().strip()
     except OSError:
         return None
     if not text.startswith("gitdir:"):
         return None
     gitdir = Path(text.removeprefix("gitdir:").strip())
-    gitdir = gitdir if gitdir.is_absolute() else (cwd / gitdir)
+    return (gitdir if gitdir.is_absolute() else tree / gitdir).resolve()
+
+
+def _git_common_dir(cwd: Path) -> Path | None:
+    """The .git directory a worktree's `.git` file points to (or the tree's own `.git`)."""
+    dotgit = cwd / ".git"
+    if dotgit.is_dir():
+        return dotgit
+    admin = _worktree_admin_dir(cwd)
     # <common>/worktrees/<name>: the common directory is two levels up.
-    return gitdir.resolve().parent.parent
+    return admin.parent.parent if admin is not None else None
 
 
 def _repository_paths(cwd: Path) -> list[Path]:

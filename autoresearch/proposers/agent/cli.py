@@ -36,6 +36,8 @@ __all__ = ["OUTPUTS", "PRESETS", "Usage", "preset_command", "read_usage"]
 
 PROMPT = '"$(cat "$AUTORESEARCH_PROMPT")"'
 
+# `home`: what of your home directory a confined agent gets a copy of in its own (its login,
+# settings): the CLI's own config and credentials, nothing else of yours.
 PRESETS: dict[str, dict[str, Any]] = {
     "claude": {
         "command": (
@@ -44,11 +46,13 @@ PRESETS: dict[str, dict[str, Any]] = {
         ),
         "output": "claude-json",
         "ignore": [".claude/**"],
+        "home": [".claude", ".claude.json"],
     },
     "codex": {
         "command": f"codex exec --json --sandbox workspace-write{{model}} {PROMPT} < /dev/null",
         "output": "codex-jsonl",
         "ignore": [],
+        "home": [".codex"],
     },
     "aider": {
         "command": (
@@ -58,18 +62,21 @@ PRESETS: dict[str, dict[str, Any]] = {
         ),
         "output": "aider",
         "ignore": [".aider*", ".aider*/**"],
+        "home": [".aider.conf.yml", ".aider"],
     },
     "gemini": {
         "command": f"gemini -p {PROMPT} --output-format json --approval-mode auto_edit{{model}}",
         "output": "gemini-json",
         "ignore": [".gemini/**"],
+        "home": [".gemini"],
     },
     "opencode": {
         "command": f"opencode run --format json{{model}} {PROMPT}",
         "output": "opencode-jsonl",
         "ignore": [".opencode/**"],
+        "home": [".config/opencode", ".local/share/opencode"],
     },
-    "command": {"command": "", "output": "none", "ignore": []},
+    "command": {"command": "", "output": "none", "ignore": [], "home": []},
 }
 OUTPUTS = ("claude-json", "codex-jsonl", "aider", "gemini-json", "opencode-jsonl", "none")
 ALLOWED_TOOLS = "Read,Edit,Write,MultiEdit,Glob,Grep,LS"

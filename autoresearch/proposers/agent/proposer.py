@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ...bench.proc import RunResult, read_log
 from ...bench.runners import LocalRunner
+from ...bench.sandbox import Sandbox, agent_sandbox
 from ...config import Config
 from ...errors import UserError
 from ...files import read_bounded
@@ -90,6 +91,8 @@ class AgentProposer:
         self._said_stop: str | None = None
         self._ahead: _Ahead | None = None
         self._source: Repo | None = None
+        # How its CLI runs: confined like the target's runs (agent_sandbox), False when not.
+        self._sandbox: Sandbox | bool | None = None
 
     # -- the proposer interface -----------------------------------------------------------------
 
@@ -261,7 +264,12 @@ class AgentProposer:
         """The agent CLI, through the session's runner, beside the bench when it prepares
         ahead."""
         s = self.settings
-        return (context.runner or LocalRunner()).run(
+        runner = context.runner or LocalRunner()
+        if self._sandbox is None:  # once a run: its home is copied from yours then
+            self._sandbox = agent_sandbox(self.config, cwd, s.home) or False
+        if self._sandbox:
+            runner = LocalRunner(sandbox=self._sandbox)
+        return runner.run(
             command,
             cwd=cwd,
             log_path=log,
@@ -285,6 +293,11 @@ class AgentProposer:
             "duration_s": round(result.duration_s, 3),
             "usage": usage.to_dict(),
             "log": str(log_dir / "agent.log"),
+            "confinement": (
+                {"tool": "bwrap", "network": True, "home": "its own"}
+                if self._sandbox
+                else {"tool": "none"}
+            ),
             "prompt": str(log_dir / "prompt.md"),
             "prompt_chars": len(prompt),
             "pivot": pivot is not None,

@@ -31,6 +31,7 @@ class AgentSettings:
     template: Path | None = None
     ignore: list[str] = field(default_factory=list)  # agent droppings never part of a patch
     files: list[str] = field(default_factory=list)  # named to the CLI (Aider edits only those)
+    home: list[str] = field(default_factory=list)  # copied from ~ into a confined agent's home
     prepare_ahead: bool = False
     env: dict[str, str] = field(default_factory=dict)
 
@@ -48,7 +49,7 @@ _NUMBERS = {
     "max_patch_kib": (int, 1),
 }
 _STRINGS = ("preset", "command", "model", "output", "template")
-_LISTS = ("ignore", "files")
+_LISTS = ("ignore", "files", "home")
 OPTIONS = (*_STRINGS, *_NUMBERS, *_LISTS, "prepare_ahead", "env")
 
 
@@ -94,6 +95,10 @@ def agent_settings(options: dict, config: Config, where: str) -> AgentSettings:
                 raise ConfigError(f"{where}: '{key}' must be a list of strings")
             values[key] = list(value)
     values["ignore"] = [*PRESETS[preset]["ignore"], *values.get("ignore", [])]
+    values.setdefault("home", list(PRESETS[preset]["home"]))
+    for rel in values["home"]:
+        if rel.startswith(("/", "~")) or ".." in Path(rel).parts:
+            raise ConfigError(f"{where}: 'home' names paths inside your home directory ({rel!r})")
     if "prepare_ahead" in options:
         if not isinstance(options["prepare_ahead"], bool):
             raise ConfigError(f"{where}: 'prepare_ahead' must be true or false")
