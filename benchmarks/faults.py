@@ -30,205 +30,19 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from fault_night import Night, Tally, standard_queue  # noqa: E402
+from fault_trust import TRUST_CATEGORIES  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from synthetic import Target, git, make_target, unified_patch  # noqa: E402
+from synthetic import git, unified_patch  # noqa: E402
 
-from autoresearch.bench.proc import find_processes, process_token  # noqa: E402
 from autoresearch.journal.store import read_journal  # noqa: E402
-from autoresearch.loop.recovery import kept_commits  # noqa: E402
-from autoresearch.loop.session import open_session, session_paths  # noqa: E402
-from autoresearch.progress import Progress  # noqa: E402
-from autoresearch.proposers.queue import read_hypothesis  # noqa: E402
-from autoresearch.repo.workspace import open_workspace  # noqa: E402
-
-EXIT_CODES = {0, 1, 3}  # done, a one-line error, ran but interrupted
-
-
-@dataclass
-class Tally:
-    """What one category injected and what held."""
-
-    name: str
-    faults: int = 0
-    survived: int = 0
-    records_lost: int = 0
-    records_duplicated: int = 0
-    commits_unrecorded: int = 0
-    dirty_trees: int = 0
-    processes_left: int = 0
-    tracebacks: int = 0
-    notes: list[str] = field(default_factory=list)
-
-    def add(self, problems: dict[str, int], note: str) -> None:
-        self.faults += 1
-        for key, value in problems.items():
-            setattr(self, key, getattr(self, key) + value)
-        if any(problems.values()):
-            self.notes.append(f"{note}: {problems}")
-        else:
-            self.survived += 1
-
-
-class Night:
-    """A synthetic target with a queue, and the CLI driven as a user drives it."""
-
-    def __init__(self, root: Path, config: dict | None = None):
-        self.target: Target = make_target(root / "repo")
-        self.target.configure(
-            **{"max_runs": 6, "min_runs": 4, "max_experiments": 1000, **(config or {})}
-        )
-        git(self.target.root, "commit", "-qam", "night config")
-        self.stderr: list[str] = []
-        self.pid_dir = root / "daemons"
-        self.pid_dir.mkdir()
-        self.checkout = self._checkout_state()
-
-    @property
-    def root(self) -> Path:
-        return self.target.root
-
-    def queue(self, name: str, changes: dict[str, str]) -> None:
-        self.target.add_hypothesis(name, changes)
-
-    def queue_raw(self, name: str, data: bytes) -> None:
-        (self.target.queue / f"{name}.patch").write_bytes(data)
-
-    def env(self, extra: dict | None = None) -> dict[str, str]:
-        return {**os.environ, "BENCH_DAEMON_DIR": str(self.pid_dir), **(extra or {})}
-
-    def cli(self, *args: str, env: dict | None = None, timeout: float = 300) -> int:
-        done = subprocess.run(
-            [sys.executable, "-m", "autoresearch.cli", *args],
-            cwd=self.root,
-            env=self.env(env),
-            capture_output=True,
-            encoding="utf-8",
-            errors="replace",  # a path in a message may hold any bytes, as in a terminal
-            timeout=timeout,
-        )
-        self._saw(done.returncode, done.stderr)
-        return done.returncode
-
-    def spawn(self, env: dict | None = None) -> subprocess.Popen:
-        return subprocess.Popen(
-            [sys.executable, "-m", "autoresearch.cli", "run", "--quiet"],
-            cwd=self.root,
-            env=self.env(env),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            encoding="utf-8",
-            errors="replace",
-        )
-
-    def reap(self, proc: subprocess.Popen, sent: int, timeout: float = 120) -> int:
-        _, err = proc.communicate(timeout=timeout)
-        # Killed by the signal sent (kill -9; or a second signal that landed while Python was
-        # already exiting, after its handlers were gone): no exit code of its own to judge.
-        # Its output still counts, and so do the invariants after the next run's recovery.
-        self._saw(0 if proc.returncode == -sent else proc.returncode, err)
-        return proc.returncode
-
-    def recover(self) -> None:
-        """What the next run does first (stop leftovers, record, revert), without running on."""
-        with open_session(self.target.load(), progress=Progress(quiet=True)):
-            pass
-
-    def commit(self, message: str) -> None:
-        """Commit a change of the target's own (its config): the checkout's new normal."""
-        git(self.root, "commit", "-qam", message)
-        self.checkout = self._checkout_state()
-
-    def finish(self, env: dict | None = None) -> None:
-        """Run to the end with no fault: what a user does in the morning."""
-        self.cli("run", "--quiet", env=env)
-
-    def phase(self) -> str | None:
-        marker = session_paths(self.target.load()).inflight
-        try:
-            return json.loads(marker.read_text()).get("phase") or "calibration"
-        except (OSError, ValueError):
-            return None
-
-    def check(self, finished: bool = True) -> dict[str, int]:
-        """The invariants; counts of what broke."""
-        problems = dict.fromkeys(
-            [
-                "records_lost",
-                "records_duplicated",
-                "commits_unrecorded",
-                "dirty_trees",
-                "processes_left",
-                "tracebacks",
-            ],
-            0,
-        )
-        # What the commands said since the last check: each fault is judged on its own output.
-        problems["tracebacks"] = sum(1 for err in self.stderr if "Traceback" in err)
-        self.stderr = []
-        contents = read_journal(self.target.journal)
-        ids = [r.id for r in contents.experiments]
-        problems["records_duplicated"] = len(ids) - len(set(ids))
-        if finished:
-            # By identity, as the loop counts them: the same patch twice is one hypothesis.
-            tried = {r.patch_sha256 for r in contents.experiments}
-            queued = {
-                read_hypothesis(p).sha256
-                for p in self.target.queue.iterdir()
-                if p.suffix == ".patch"
-            }
-            problems["records_lost"] = len(queued - tried)
-        config = self.target.load()
-        paths = session_paths(config)
-        if paths.worktree.exists():
-            ws = open_workspace(config.repo_path, config.branch, paths.worktree, "HEAD")
-            keeps = {r.kept_commit for r in contents.experiments if r.status == "keep"}
-            problems["commits_unrecorded"] = sum(
-                1 for c in kept_commits(ws, config.session.name) if c.sha not in keeps
-            )
-            for tree in (paths.worktree, paths.baseline):
-                if tree.exists() and git(tree, "status", "--porcelain"):
-                    problems["dirty_trees"] += 1
-        if self._checkout_state() != self.checkout:
-            problems["dirty_trees"] += 1
-        time.sleep(0.1)
-        alive = find_processes(process_token(paths.root))
-        alive += [int(p.name) for p in self.pid_dir.iterdir() if _alive(int(p.name))]
-        problems["processes_left"] = len(set(alive))
-        return problems
-
-    def _checkout_state(self) -> tuple[str, str]:
-        status = git(self.root, "status", "--porcelain", "--untracked-files=no")
-        return git(self.root, "rev-parse", "HEAD"), status
-
-    def _saw(self, code: int, err: str) -> None:
-        self.stderr.append(err)
-        lines = [line for line in err.splitlines() if not line.startswith("warning: ")]
-        if code not in EXIT_CODES or (code == 1 and not (lines and lines[-1].startswith("error:"))):
-            self.stderr.append(f"Traceback-like: exit {code}: {err[-500:]}")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _standard_queue(night: Night) -> None:
-    night.queue("01-win", {"src/value.txt": "80\n"})
-    night.queue("02-loss", {"src/sentinel.txt": "70\n"})
-    night.queue("03-checks", {"src/value.txt": "100\n\n", "src/checks_sleep.txt": "0.4\n"})
-    night.queue("04-crash", {"src/mode.txt": "crash\n"})
-    night.queue("05-small", {"src/sentinel.txt": "49\n"})
-
 
 # -- categories --------------------------------------------------------------------------------
 
@@ -239,7 +53,7 @@ def kill_at_random(tally: Tally, trials: int, sig: int, twice: bool = False) -> 
     phases: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
         night = Night(Path(tmp), {"build": "./build.py"})
-        _standard_queue(night)
+        standard_queue(night)
         env = {"BENCH_SLEEP_S": "0.03", "BUILD_SLEEP_S": "0.1"}
         for trial in range(trials):
             # Always more work queued, so that a fault lands in a night, not after its end.
@@ -286,7 +100,7 @@ def disk_full(tally: Tally, trials: int) -> None:
                 night.target.config_path.write_text(text)
                 night.commit("state on the small disk")
                 night.target.journal = mount / "experiments.jsonl"
-                _standard_queue(night)
+                standard_queue(night)
                 # Leave a different amount free each time, so the disk fills at another step.
                 free = 200 * 1024 + i * 173 * 1024
                 (mount / "filler").write_bytes(b"\0" * (size - free))
@@ -519,6 +333,7 @@ CATEGORIES: dict[str, tuple[str, Callable[[Tally, int], None], int, int]] = {
     "patches": ("hostile and fuzzed patches", hostile_patches, 60, 12),
     "tamper": ("tampering candidates", tampering, 10, 5),
     "journal": ("damaged journals", damaged_journals, 18, 9),
+    **TRUST_CATEGORIES,
 }
 
 

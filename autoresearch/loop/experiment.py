@@ -277,7 +277,10 @@ def _tampered(
     and say what (and what could not be put back)."""
     left = guard.restore()
     session.ws.revert()
-    session.baseline_tree.mark_built(None)  # its files were touched: check it out and build afresh
+    # Its files may have been touched: checked out and cleaned now (nothing planted there
+    # stays behind), built afresh before its next run.
+    session.baseline_tree.mark_built(None)
+    session.baseline_tree.ensure(session.ws.tip())
     if left:
         why = f"{why}; NOT put back: {'; '.join(left)}"
     session.progress.warn(f"tampering detected: {why}")

@@ -1,0 +1,231 @@
+"""The fault suite's categories for trust (see faults.py): a candidate that reaches for the
+repository, the checkout or the journal, unconfined (the seal) and confined (the sandbox); a
+misbehaving coding agent; odd input to `try` and `result`.
+
+Each fault is judged on the night's invariants (fault_night.py) and on its own promise: a
+tampering candidate is never kept, the repository (config, hooks, refs, the checkout's branch)
+is exactly as before, and every answer is a record or a one-line error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from fault_night import ROOT, Night, Tally
+from synthetic import git
+
+from autoresearch.bench.sandbox import bwrap_problem
+from autoresearch.journal.store import read_journal
+from autoresearch.loop.session import session_paths
+
+__all__ = ["TRUST_CATEGORIES"]
+
+# What a candidate's bench does to the repository, the checkout or the journal (synthetic.py).
+REACHES = [
+    "hook",
+    "fsmonitor",
+    "hookspath",
+    "email",
+    "exclude",
+    "branch",
+    "untracked",
+    "replace",
+    "journal-forge",
+    "journal-wipe",
+    "baseline-untracked",
+    "stash",
+]
+
+
+def repository_state(root: Path) -> dict:
+    """What the user would look at in the morning: the git directory's files, the refs but the
+    session's own, the checkout's branch."""
+    common = root / ".git"
+    files = {}
+    for path in sorted(
+        [common / "config", common / "info" / "exclude", *(common / "hooks").iterdir()]
+    ):
+        data = path.read_bytes() if path.is_file() else b""
+        files[path.name] = hashlib.sha256(data).hexdigest()
+    refs = git(root, "for-each-ref", "--format=%(refname) %(objectname)")
+    return {
+        "files": files,
+        "refs": [r for r in refs.splitlines() if "refs/heads/autoresearch/" not in r],
+        "branch": git(root, "symbolic-ref", "-q", "HEAD").strip(),
+        "stash": git(root, "stash", "list"),
+    }
+
+
+def _reaching_night(tally: Tally, trials: int, confined: bool) -> None:
+    """Each reach in a night of its own (a kept one would move the best under the next):
+    queued as a 20% win, run to the end, judged."""
+    outcomes: dict[str, list[str]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(trials):
+            what = REACHES[i % len(REACHES)]
+            home = Path(tmp) / f"{i:02d}"
+            home.mkdir()
+            night = Night(home, {"sandbox": "bwrap" if confined else "off"})
+            (night.root / "README").write_text("your uncommitted work\n")  # what a stash takes
+            night.checkout = night._checkout_state()
+            before = repository_state(night.root)
+            night.queue(
+                f"01-reach-{what}", {"src/mode.txt": f"tamper-{what}\n", "src/value.txt": "80\n"}
+            )
+            night.finish()
+            problems = night.check()
+            if repository_state(night.root) != before:
+                problems["dirty_trees"] += 1
+            (record,) = read_journal(night.target.journal).experiments
+            if confined:
+                # Confined, the reach fails: a crash when the bench trips over the read-only
+                # file system, a keep when it shrugs (a git call that failed): then nothing
+                # changed, which the repository's state above says. Never a slowed best.
+                held = record.status in ("crash", "keep", "tampered")
+                held = held and not (what == "baseline-untracked" and record.status == "keep")
+            else:
+                held = record.status == "tampered" and "NOT put back" not in (record.error or "")
+            problems["commits_unrecorded"] += 0 if held else 1
+            tally.add(problems, f"{what}: {record.status} {record.error or ''}"[:300])
+            outcomes.setdefault(record.status, []).append(what)
+    tally.notes.append("; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(outcomes.items())))
+
+
+def unconfined_reaches(tally: Tally, trials: int) -> None:
+    """The seal: every reach is caught, called tampered, and put back."""
+    _reaching_night(tally, trials, confined=False)
+
+
+def confined_reaches(tally: Tally, trials: int) -> None:
+    """The sandbox: every reach fails, and the repository is as it was."""
+    problem = bwrap_problem()
+    if problem is not None:
+        tally.notes.append(f"not run: {problem}")
+        return
+    _reaching_night(tally, trials, confined=True)
+
+
+# -- a misbehaving agent -----------------------------------------------------------------------
+
+STANDIN = ROOT / "tests" / "standin_agent.py"
+AGENT_STEPS = [
+    {"hypothesis_special": "fifo"},
+    {"hypothesis_special": "zero"},
+    {"hypothesis_text": '{"title": "t", "hypothesis": "h", "family": "f", "input_tokens": 1e400}'},
+    {"title": "t" * 400_000},
+    {"break_git": True},
+    {"do": "crash"},
+    {"do": "hang"},
+    {"move_branch": "refs/heads/autoresearch/t"},
+    {"commit": True},
+    {"do": "error"},
+]
+
+
+def misbehaving_agents(tally: Tally, trials: int) -> None:
+    """Each misbehaviour, then an honest proposal: the night goes on to it and keeps it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        night = Night(Path(tmp), {})
+        steps = []
+        for i in range(trials):
+            bad = AGENT_STEPS[i % len(AGENT_STEPS)]
+            edit = {"do": "edit", "files": {"src/value.txt": f"{90 - i}\n"}, "family": f"f{i}"}
+            steps.append({**edit, "title": f"misbehaves {i}", **bad})
+        steps.append({"do": "edit", "files": {"src/value.txt": "50\n"}, "title": "honest"})
+        script = Path(tmp) / "script.json"
+        script.write_text(json.dumps(steps))
+        text = night.target.config_path.read_text().replace('[proposer]\ndir = "hypotheses"\n', "")
+        night.target.config_path.write_text(
+            text + '\n[[proposer]]\nkind = "agent"\npreset = "command"\n'
+            f'command = "{sys.executable} {STANDIN}"\ntimeout_s = 5\n'
+            f"max_proposals = {len(steps) + 2}\n"
+            f'[proposer.env]\nSTANDIN_SCRIPT = "{script}"\n'
+        )
+        night.commit("an agent proposes")
+        code = night.cli("run", "--quiet")
+        problems = night.check(finished=False)
+        records = read_journal(night.target.journal).experiments
+        kept_honest = any(r.title == "honest" and r.status == "keep" for r in records)
+        for i in range(trials):
+            one = dict(problems) if i == 0 else dict.fromkeys(problems, 0)
+            one["records_lost"] += 0 if (code == 0 and kept_honest) else 1
+            tally.add(one, f"{next(iter(AGENT_STEPS[i % len(AGENT_STEPS)]))}: exit {code}")
+
+
+# -- try and result --------------------------------------------------------------------------
+
+
+def odd_inputs(tally: Tally, trials: int) -> None:
+    """`try` and `result` given what a confused agent gives: a one-line answer each."""
+    with tempfile.TemporaryDirectory() as tmp:
+        night = Night(Path(tmp), {})
+        night.cli("status")
+        tries = session_paths(night.target.load()).root / "tries"
+        tries.mkdir(parents=True, exist_ok=True)
+        fifo = Path(tmp) / "fifo.patch"
+        os.mkfifo(fifo)
+        cases: list[tuple[str, Callable[[], list[str]]]] = [
+            ("try --patch a FIFO", lambda: ["try", "--patch", str(fifo), "--title", "x"]),
+            ("try --patch /dev/zero", lambda: ["try", "--patch", "/dev/zero", "--title", "x"]),
+            ("try --patch a directory", lambda: ["try", "--patch", tmp, "--title", "x"]),
+            ("result of a path", lambda: ["result", "try-../../x"]),
+            ("result of nothing", lambda: ["result", "try-20990101T000000"]),
+        ]
+        for n, (pid, outcome) in enumerate(
+            [(None, None), ("x", None), ("1 1", "[1]"), ("1 1", "{"), ("1 1", '{"status": 3}')]
+        ):
+            name = f"try-20260101T00000{n}"
+            (tries / f"{name}.log").write_text("the last line\n")
+            if pid is not None:
+                (tries / f"{name}.pid").write_text(pid)
+            if outcome is not None:
+                (tries / f"{name}.json").write_text(outcome)
+            cases.append(
+                (
+                    f"result with pid {pid!r}, outcome {outcome!r}",
+                    lambda n=n: ["result", f"try-20260101T00000{n}"],
+                )
+            )
+        for i in range(trials):
+            label, args = cases[i % len(cases)]
+            code, answered = _answer(night, args())
+            problems = night.check(finished=False)
+            problems["tracebacks"] += 0 if answered else 1
+            tally.add(problems, f"{label}: exit {code}")
+
+
+def _answer(night: Night, args: list[str]) -> tuple[int, bool]:
+    """Run one command; whether it answered as promised: a one-line `error:`, or (`result`)
+    a JSON answer on stdout, and never a traceback."""
+    done = subprocess.run(
+        [sys.executable, "-m", "autoresearch.cli", *args],
+        cwd=night.root,
+        env=night.env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    if "Traceback" in done.stderr or done.returncode not in (0, 1):
+        return done.returncode, False
+    lines = done.stderr.strip().splitlines()
+    if lines and lines[-1].startswith("error:"):
+        return done.returncode, True
+    try:
+        return done.returncode, isinstance(json.loads(done.stdout).get("status"), str)
+    except (ValueError, AttributeError):
+        return done.returncode, False
+
+
+TRUST_CATEGORIES: dict[str, tuple[str, Callable[[Tally, int], None], int, int]] = {
+    "seal": ("repository reaches, unconfined (the seal)", unconfined_reaches, 12, 12),
+    "sandbox": ("repository reaches, confined (bubblewrap)", confined_reaches, 12, 12),
+    "agents": ("misbehaving agents", misbehaving_agents, 10, 10),
+    "inputs": ("odd try and result input", odd_inputs, 10, 10),
+}
