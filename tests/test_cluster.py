@@ -212,3 +212,26 @@ def test_a_bad_scheduler_address_is_named_before_anything_runs(target):
     done = run_cli("run", cwd=target.root)
     assert "'cluster.scheduler': local:N needs at least one worker" in done.stderr
     assert not target.journal.exists()
+
+
+def test_a_host_stops_what_a_killed_worker_left_running_before_it_measures(target, tmp_path):
+    """A worker killed mid-run leaves its bench running, orphaned; the next job on that host
+    (its clone, its token) stops it before measuring, so the two never overlap."""
+    from autoresearch.bench.proc import TOKEN_ENV, process_token
+    from autoresearch.cluster.host import Job, run_job
+
+    config = target.load()
+    root = tmp_path / "hosts" / "autoresearch" / config.session.name / "local"
+    root.mkdir(parents=True)
+    orphan = subprocess.Popen(
+        ["sleep", "300"],
+        env={**os.environ, TOKEN_ENV: process_token(root)},
+        start_new_session=True,
+    )
+    job = Job("experiment", "t-0001", config, "autoresearch/t", "0" * 40)  # nothing to fetch
+
+    out = run_job(job, None, str(tmp_path / "hosts"))
+
+    assert out["leftovers_stopped"] == 1
+    orphan.wait(timeout=10)  # gone (reaped by the host's kill, so no exit status of its own)
+    assert out["failure"] == "interrupted" and "could not fetch" in out["detail"]

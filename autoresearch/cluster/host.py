@@ -31,7 +31,7 @@ from ..bench.measure import (
     measure_pair,
     prepare_baseline,
 )
-from ..bench.proc import RunResult, capture, read_log
+from ..bench.proc import RunResult, capture, kill_processes, process_token, read_log
 from ..config import Config
 from ..decide.calibration import Calibration
 from ..decide.rule import Judge
@@ -79,7 +79,13 @@ def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -
         "detail": "",
         "logs": {},
     }
-    harness = Harness(job.config, env=job.env, stop=None)
+    # Every process a job starts carries this host's token: what a worker killed mid-job left
+    # running (its bench goes on, orphaned) is found and stopped before this job measures.
+    token = process_token(host.root)
+    left = kill_processes(token)
+    if left:
+        out["leftovers_stopped"] = left
+    harness = Harness(job.config, env=job.env, stop=None, token=token)
     try:
         host.fetch(job, bundle)
         pair = host.prepare_baseline(job, harness)
