@@ -149,34 +149,12 @@ def run(
     started = time.monotonic()
     before = None if concurrent else _children(os.getpid())
     log = CappedLog(log_path, max_log_bytes)
-    read_end, write_end = os.pipe()
     try:
         argv = [*(["taskset", "-c", cpus] if cpus else []), *(wrapper or []), "bash", "-c", command]
-        try:
-            proc = subprocess.Popen(
-                argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL, stdout=write_end,
-                stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
-        except BaseException:
-            os.close(read_end)
-            raise
-        finally:
-            os.close(write_end)  # the run's processes hold the only writers now
-        log.start(read_end)
-        if concurrent:
-            with _CONCURRENT_LOCK:
-                _CONCURRENT[proc.pid] = token
-        try:
-            if on_start is not None:
-                on_start(proc.pid)
-            timed_out, interrupted = _wait(proc, started + timeout_s, stop)
-        finally:
-            # Also reached on KeyboardInterrupt or any error here: never leave the tree running.
-            try:
-                _kill_tree(proc, token, before, urgent=getattr(stop, "urgent", False))
-            finally:
-                with _CONCURRENT_LOCK:
-                    _CONCURRENT.pop(proc.pid, None)
+        proc = _start(argv, cwd, full_env, log)
+        timed_out, interrupted = _supervise(
+            proc, started + timeout_s, stop, on_start, token, before, concurrent
+        )
     finally:
         log.finish()
     return RunResult(
@@ -188,6 +166,49 @@ def run(
         log_path=str(log_path),
         tail=tail_text(read_log(log_path)),
     )
+
+
+def _start(argv: list[str], cwd: Path, env: dict[str, str], log: CappedLog) -> subprocess.Popen:
+    """Start `argv` in a session of its own, its output (both streams) relayed into `log`."""
+    read_end, write_end = os.pipe()
+    try:
+        proc = subprocess.Popen(
+            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=write_end,
+            stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    except BaseException:
+        os.close(read_end)
+        raise
+    finally:
+        os.close(write_end)  # the run's processes hold the only writers now
+    log.start(read_end)
+    return proc
+
+
+def _supervise(
+    proc: subprocess.Popen,
+    deadline: float,
+    stop: threading.Event | None,
+    on_start: Callable[[int], None] | None,
+    token: str | None,
+    before: set[int] | None,
+    concurrent: bool,
+) -> tuple[bool, bool]:
+    """Wait for the run (see `_wait`), then stop everything it started, whatever happened."""
+    if concurrent:
+        with _CONCURRENT_LOCK:
+            _CONCURRENT[proc.pid] = token
+    try:
+        if on_start is not None:
+            on_start(proc.pid)
+        return _wait(proc, deadline, stop)
+    finally:
+        # Also reached on KeyboardInterrupt or any error here: never leave the tree running.
+        try:
+            _kill_tree(proc, token, before, urgent=getattr(stop, "urgent", False))
+        finally:
+            with _CONCURRENT_LOCK:
+                _CONCURRENT.pop(proc.pid, None)
 
 
 def _wait(

@@ -95,10 +95,7 @@ def agent_settings(options: dict, config: Config, where: str) -> AgentSettings:
                 raise ConfigError(f"{where}: '{key}' must be a list of strings")
             values[key] = list(value)
     values["ignore"] = [*PRESETS[preset]["ignore"], *values.get("ignore", [])]
-    values.setdefault("home", list(PRESETS[preset]["home"]))
-    for rel in values["home"]:
-        if rel.startswith(("/", "~")) or ".." in Path(rel).parts:
-            raise ConfigError(f"{where}: 'home' names paths inside your home directory ({rel!r})")
+    values["home"] = _home(values.get("home", PRESETS[preset]["home"]), where)
     if "prepare_ahead" in options:
         if not isinstance(options["prepare_ahead"], bool):
             raise ConfigError(f"{where}: 'prepare_ahead' must be true or false")
@@ -114,3 +111,11 @@ def agent_settings(options: dict, config: Config, where: str) -> AgentSettings:
             raise ConfigError(f"{where}: template {template} not found")
         values["template"] = template
     return AgentSettings(**values)
+
+
+def _home(paths: list[str], where: str) -> list[str]:
+    """What of your home a confined agent's own home is copied from: paths inside it."""
+    for rel in paths:
+        if rel.startswith(("/", "~")) or ".." in Path(rel).parts:
+            raise ConfigError(f"{where}: 'home' names paths inside your home directory ({rel!r})")
+    return list(paths)
