@@ -219,3 +219,20 @@ def test_an_agent_reporting_infinite_tokens_and_a_huge_title(target, tmp_path):
     usage = record.agent["usage"]
     assert usage["input_tokens"] is None and usage["output_tokens"] is None
     assert usage["cost_usd"] == 0.01
+
+
+def test_a_session_s_logs_past_their_budget_are_pruned_between_experiments(target):
+    text = target.config_path.read_text()
+    capped = "preflight = false\nmax_run_log_mb = 0.25\nmax_logs_mb = 1"
+    target.config_path.write_text(text.replace("preflight = false", capped))
+    git(target.root, "commit", "-qam", "a small log budget")
+    for i in range(3):  # losses: nothing the retention rule keeps for their own sake
+        target.add_hypothesis(f"0{i}-loud", {"src/mode.txt": "loud\n", "src/value.txt": f"12{i}\n"})
+
+    done = run_cli("run", "--accept-noise", cwd=target.root, env={"BENCH_LOUD_MB": "1"})
+
+    assert done.returncode == 0, done.stderr
+    assert "the session's logs passed session.max_logs_mb = 1" in done.stderr
+    assert [r.status for r in experiments(target)] == ["discard"] * 3
+    logs = session_paths(target.load()).logs
+    assert not (logs / "t-0001").exists() and (logs / "t-0003").exists()
