@@ -236,3 +236,25 @@ def test_a_session_s_logs_past_their_budget_are_pruned_between_experiments(targe
     assert [r.status for r in experiments(target)] == ["discard"] * 3
     logs = session_paths(target.load()).logs
     assert not (logs / "t-0001").exists() and (logs / "t-0003").exists()
+
+
+def test_an_unconfined_agent_that_changes_the_repository_is_refused_and_put_back(target, tmp_path):
+    reach = (
+        "import pathlib, subprocess\n"
+        "common = pathlib.Path(subprocess.run(['git', 'rev-parse', '--path-format=absolute',"
+        " '--git-common-dir'], capture_output=True, text=True).stdout.strip())\n"
+        "(common / 'hooks' / 'post-checkout').write_text('#!/bin/sh\\n')\n"
+        "subprocess.run(['git', 'config', 'core.fsmonitor', 'touch /tmp/owned'])\n"
+    )
+    use_agent(target, tmp_path, [edit("90\n", "reaches", run=reach), edit("80\n", "honest")])
+    config_before = (target.root / ".git" / "config").read_text()
+
+    done = run_cli("run", cwd=target.root, timeout=300)
+
+    assert done.returncode == 0, done.stderr
+    first, second = experiments(target)
+    assert first.status == "refused" and first.agent["refusal"] == "reach", first.error
+    assert "hooks/post-checkout was added" in first.error and "(put back)" in first.error
+    assert not (target.root / ".git" / "hooks" / "post-checkout").exists()
+    assert (target.root / ".git" / "config").read_text() == config_before
+    assert second.status == "keep"

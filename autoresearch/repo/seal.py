@@ -149,17 +149,29 @@ class RepoSeal:
     differs now, `restore()` puts it back."""
 
     def __init__(
-        self, checkout: Repo, journal: Path, mirror: Path | None = None, own: Path | None = None
+        self,
+        checkout: Repo,
+        journal: Path,
+        mirror: Path | None = None,
+        own: Path | None = None,
+        *,
+        watch_journal: bool = True,
+        ignore_refs: tuple[str, ...] = (),
     ):
         """`own`: the session's state directory, whose files the loop itself writes (it sits
-        in the git directory by default, or wherever `[session] state_dir` puts it)."""
+        in the git directory by default, or wherever `[session] state_dir` puts it). A seal
+        around a run the loop works beside (an agent preparing the next proposal while an
+        experiment is measured, kept and journaled) leaves out the journal and the refs the
+        loop itself moves (`ignore_refs`)."""
+        self.watch_journal = watch_journal
+        self.ignore_refs = ignore_refs
         self.checkout = checkout
         self.common = checkout.common_dir
         self.journal = journal.resolve()
         mine = [journal, index_path(journal), *([own] if own is not None else [])]
         self._skip = [rel for rel in map(self._relative, mine) if rel]
         self.mirror = JournalMirror(self.journal, mirror) if mirror is not None else None
-        if self.mirror is not None:
+        if self.mirror is not None and watch_journal:
             self.mirror.sync()
         self.expected = self._state(untracked=True)
 
@@ -337,7 +349,7 @@ class RepoSeal:
         refs = {}
         for line in out.splitlines():
             name, _, sha = line.partition("\0")
-            if name:
+            if name and name not in self.ignore_refs:
                 refs[name] = sha
         return refs
 
@@ -362,6 +374,8 @@ class RepoSeal:
         return frozenset(found)
 
     def _journal_state(self) -> tuple[int, str]:
+        if not self.watch_journal:
+            return 0, ""
         try:
             size = self.journal.stat().st_size
         except FileNotFoundError:

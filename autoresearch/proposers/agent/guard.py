@@ -61,6 +61,7 @@ class Proposal:
     tip: str  # the best it was made at
     branch_moved: bool = False
     stale: str | None = None  # made ahead at an older best, and why it cannot be used now
+    reached: str | None = None  # what it changed outside its scratch tree (put back)
 
 
 def fresh_scratch(source: Repo, path: Path, tip: str) -> Repo:
@@ -178,6 +179,8 @@ def _refusal(
     """The first rule the proposal breaks before any bench time is spent: (kind, why)."""
     if proposal.branch_moved:
         return "branch", "the agent moved the session branch (put back): it may only edit files"
+    if proposal.reached:
+        return "reach", f"the agent changed the repository, not only its files: {proposal.reached}"
     if not proposal.patch.strip():
         return "empty", "the agent changed no file"
     patch_text = proposal.patch.decode("utf-8", errors="surrogateescape")

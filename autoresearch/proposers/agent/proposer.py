@@ -38,6 +38,7 @@ from ...journal.records import ExperimentRecord, no_keep_streak
 from ...loop.session_dir import SessionPaths, fresh_dir
 from ...repo.gitrepo import Repo, open_repo, tree_patch
 from ...repo.globs import matches_any
+from ...repo.seal import RepoSeal
 from ..base import Hypothesis, ProposalContext, ProposerError
 from .cli import Usage, preset_command, read_usage
 from .guard import (
@@ -202,18 +203,17 @@ class AgentProposer:
             "AUTORESEARCH_SESSION": self.config.session.name,
             "AUTORESEARCH_PROPOSAL": str(k),
         }
+        # What an unconfined agent could change beyond its tree (hooks, config, refs, your
+        # checkout, the journal): looked at after its run, and put back (repo/seal.py).
+        seal = self._seal(source, context)
         result = self._run(command, context, scratch.path, log_dir / "agent.log", env)
+        reached = _reached(seal)
         hypothesis_data, hypothesis_problem = read_hypothesis_file(hypothesis_path)
         usage = read_usage(s.output, read_log(result.log_path), hypothesis_data)
         cost = f"${usage.cost_usd:.2f}" if usage.cost_usd is not None else "cost unknown"
         _say(context, f"agent #{k}: {result.describe()} after {result.duration_s:.0f} s, {cost}")
         patch = self._patch(context, scratch.path, log_dir, hypothesis_path)
-        branch_moved = False
-        if branch_before is not None:
-            now = source.resolve(f"refs/heads/{context.branch}")
-            if now != branch_before:  # the scratch tree shares refs: put the session back
-                source.must("update-ref", f"refs/heads/{context.branch}", branch_before)
-                branch_moved = True
+        branch_moved = _put_branch_back(source, context.branch, branch_before)
         return Proposal(
             patch=patch,
             hypothesis=hypothesis_data,
@@ -223,6 +223,21 @@ class AgentProposer:
             agent=self._agent_record(command, result, usage, log_dir, prompt, pivot),
             tip=context.tip,
             branch_moved=branch_moved,
+            reached=reached,
+        )
+
+    def _seal(self, source: Repo, context: ProposalContext) -> RepoSeal:
+        """The seal of what an agent's run may not change (repo/seal.py)."""
+        assert context.state_dir is not None
+        return RepoSeal(
+            source,
+            self.config.journal_path,
+            mirror=context.state_dir / "journal.copy",
+            own=context.state_dir,
+            # The loop journals and keeps beside a proposal prepared ahead; the session branch
+            # is put back on its own (_put_branch_back).
+            watch_journal=not self.settings.prepare_ahead,
+            ignore_refs=(f"refs/heads/{context.branch}",),
         )
 
     def _patch(
@@ -366,6 +381,23 @@ class _EitherStop:
     @property
     def urgent(self) -> bool:
         return any(getattr(e, "urgent", False) for e in self.events)
+
+
+def _put_branch_back(source: Repo, branch: str | None, before: str | None) -> bool:
+    """Whether the agent moved the session branch (the scratch tree shares refs); put back."""
+    if branch is None or before is None or source.resolve(f"refs/heads/{branch}") == before:
+        return False
+    source.must("update-ref", f"refs/heads/{branch}", before)
+    return True
+
+
+def _reached(seal: RepoSeal) -> str | None:
+    """What the agent's run changed that the seal covers, put back; None when nothing."""
+    changes = seal.changes()
+    if not changes:
+        return None
+    left = seal.restore()
+    return "; ".join(changes) + (f"; NOT put back: {'; '.join(left)}" if left else " (put back)")
 
 
 def _snapshot(context: ProposalContext, stop) -> ProposalContext:
