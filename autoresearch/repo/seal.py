@@ -100,6 +100,11 @@ class JournalMirror:
         shutil.copyfile(self.journal, partial)
         partial.replace(self.copy)
 
+    def drop(self) -> None:
+        for path in (self.copy, self.copy.with_name(self.copy.name + ".partial")):
+            with contextlib.suppress(OSError):
+                path.unlink()
+
     def restore(self, size: int) -> bool:
         """Put the journal back as it was at `size` bytes, from the mirror; False if the
         mirror cannot (it is shorter, or gone)."""
@@ -172,7 +177,13 @@ class RepoSeal:
         self._skip = [rel for rel in map(self._relative, mine) if rel]
         self.mirror = JournalMirror(self.journal, mirror) if mirror is not None else None
         if self.mirror is not None and watch_journal:
-            self.mirror.sync()
+            try:
+                self.mirror.sync()
+            except OSError:
+                # A full disk: the copy is only a way to put a wiped journal back. Without it
+                # a wipe is still caught, and said to be beyond repair.
+                self.mirror.drop()
+                self.mirror = None
         self.expected = self._state(untracked=True)
 
     # -- what changed ----------------------------------------------------------------------------
@@ -223,7 +234,12 @@ class RepoSeal:
             old = was.files.get(name)
             if not _differs(old, _file_state(self.common / name)):
                 continue
-            if not self._put_file(name, old):
+            try:
+                put = self._put_file(name, old)
+            except OSError as exc:
+                left.append(f"{self._git_path(name)} could not be put back: {exc.strerror}")
+                continue
+            if not put:
                 left.append(
                     f"{self._git_path(name)} could not be put back (it was too big to keep)"
                 )
@@ -250,7 +266,10 @@ class RepoSeal:
             )
             if not result.ok:
                 left.append(f"ref {ref} could not be put back: {result.err.strip()[:200]}")
-        self._restore_journal(left)
+        try:
+            self._restore_journal(left)
+        except OSError as exc:
+            left.append(f"the journal {self.journal} could not be put back: {exc.strerror}")
         return left
 
     def _put_file(self, name: str, old: _FileState | None) -> bool:
