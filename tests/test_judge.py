@@ -145,3 +145,18 @@ def test_a_detached_try_returns_an_id_at_once_and_result_reads_it(target, tmp_pa
     assert result["status"] == "keep" and done.returncode == 0
     missing = run_cli("result", "try-nope", cwd=target.root)
     assert missing.returncode == 1 and "no try try-nope" in missing.stderr
+
+
+def test_try_needs_no_proposer_nor_its_queue(target, tmp_path):
+    """An agent driving its own session has no queue: `try` judges the patch all the same."""
+    text = target.config_path.read_text().replace('[proposer]\ndir = "hypotheses"\n', "")
+    target.config_path.write_text(text)
+    git(target.root, "commit", "-qam", "no proposer table")
+    target.queue.rmdir()
+    patch = tmp_path / "faster.patch"
+    patch.write_text(unified_patch("src/value.txt", "100\n", "80\n"))
+
+    done, out = try_cli(target, "--patch", str(patch), "--title", "Faster, no queue")
+
+    assert done.returncode == 0, done.stderr
+    assert out["status"] == "keep"

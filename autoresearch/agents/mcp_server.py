@@ -151,6 +151,8 @@ def _try_tools(server, config: Config, reads, writes) -> None:
         ):
             if value:
                 args += [flag, value]
+        if patch and not patch.endswith("\n"):
+            patch += "\n"  # how a diff often arrives in a JSON argument: git needs its last newline
         return start_detached(
             config, args, config.base_dir, patch.encode("utf-8") if patch else None
         )

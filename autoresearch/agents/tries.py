@@ -76,7 +76,7 @@ def try_change(
     progress: Progress,
 ) -> ExperimentRecord:
     """One experiment of the session, for a change an agent made."""
-    with open_session(config, options, progress) as session:
+    with open_session(config, options, progress, proposers=False) as session:
         if patch_file is not None:
             found = parse_patch_file(patch_file)
             patch = found.patch

@@ -35,7 +35,7 @@ def confirm(
     runs: int | None = None,
 ) -> ConfirmationRecord | None:
     """`autoresearch confirm`: open the session and confirm it; None if a signal stopped it."""
-    with open_session(config, options, progress, purpose="confirm") as session:
+    with open_session(config, options, progress, purpose="confirm", proposers=False) as session:
         if session.ws.tip() == session.base_commit:
             raise UserError(
                 f"session '{config.session.name}' has kept nothing yet: its tip is its baseline"

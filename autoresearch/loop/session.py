@@ -23,6 +23,7 @@ from ..journal.records import ExperimentRecord, SessionRecord, no_keep_streak
 from ..journal.store import Journal
 from ..progress import Progress
 from ..proposers import ProposalContext, Proposer, make_proposer
+from ..proposers.chain import ProposerChain
 from ..repo.gitrepo import open_repo
 from ..repo.workspace import BaselineTree, Workspace, open_workspace
 from ..statuses import Status
@@ -155,8 +156,11 @@ def open_session(
     options: RunOptions | None = None,
     progress: Progress | None = None,
     purpose: str = "run",
+    proposers: bool = True,
 ) -> Iterator[Session]:
-    """Lock the session, open its worktrees, recover a crash, and write the session line."""
+    """Lock the session, open its worktrees, recover a crash, and write the session line.
+    `proposers=False`: a session that judges a change it is handed (`try`, the confirmation)
+    needs none, and so no queue directory either."""
     options = options or RunOptions()
     config = options.apply(config)
     progress = progress or Progress()
@@ -186,9 +190,20 @@ def open_session(
         for warning in history.warnings:
             progress.warn(warning)
         base = _start_session(config, ws, journal, history, commits, progress, purpose)
+        proposer = make_proposer(config) if proposers else ProposerChain([])
         with _no_phase_marker_left(paths):
             yield _session(
-                config, options, progress, paths, ws, journal, stop, base, history, commits
+                config,
+                options,
+                progress,
+                paths,
+                ws,
+                journal,
+                stop,
+                base,
+                history,
+                commits,
+                proposer,
             )
 
 
@@ -207,7 +222,7 @@ def _no_phase_marker_left(paths: SessionPaths) -> Iterator[None]:
                 paths.inflight.unlink(missing_ok=True)
 
 
-def _session(config, options, progress, paths, ws, journal, stop, base, history, commits):
+def _session(config, options, progress, paths, ws, journal, stop, base, history, commits, proposer):
     """The Session value of a run opening with this history."""
     return Session(
         config=config,
@@ -217,7 +232,7 @@ def _session(config, options, progress, paths, ws, journal, stop, base, history,
         ws=ws,
         baseline_tree=BaselineTree(ws.source, paths.baseline),
         journal=journal,
-        proposer=make_proposer(config),
+        proposer=proposer,
         stop=stop,
         base_commit=base,
         baseline=_baseline_value(config, history, commits),
