@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sys
 import uuid
@@ -223,7 +224,12 @@ except OSError as exc:
 seen["git"] = subprocess.run(["git", "status", "--porcelain"], capture_output=True).returncode
 pathlib.Path({str(io / "seen.json")!r}).write_text(json.dumps(seen))
 """
-    use_agent(target, io, [edit("80\n", "a confined win", run=probe)], home=[".claude"])
+    # A copy of the stand-in where the sandbox shows it: a clone under /tmp (the private /tmp
+    # of a confined run hides it) runs this test too.
+    standin = io / "standin_agent.py"
+    shutil.copy(Path(__file__).with_name("standin_agent.py"), standin)
+    step = edit("80\n", "a confined win", run=probe)
+    use_agent(target, io, [step], home=[".claude"], command=f"{sys.executable} {standin}")
     confine(target, writable=f'["{io}"]')
     try:
         done = run_cli("run", cwd=target.root, env={"HOME": str(home)}, timeout=300)
