@@ -11,7 +11,7 @@ from ..bench.measure import PairMeasurement, measure_pair
 from ..bench.proc import RunResult
 from ..config import Config
 from ..decide.rule import Decision
-from ..errors import WorkspaceError
+from ..errors import StateError, WorkspaceError
 from ..journal.draft import Draft, now_iso, result_trailer
 from ..journal.records import ExperimentRecord
 from ..progress import format_value
@@ -294,6 +294,13 @@ def wants_checks(config: Config, decision: Decision) -> bool:
 
 def save_patch(session: Session, n: int, hypothesis: Hypothesis) -> Path:
     path = session.paths.patches / f"{n:04d}-{hypothesis.sha256[:12]}.patch"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(hypothesis.patch)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(hypothesis.patch)
+    except OSError as exc:
+        path.unlink(missing_ok=True)
+        raise StateError(
+            f"{path}: cannot save the patch ({exc.strerror}): free space (or fix the file "
+            "system) and run again to resume"
+        ) from None
     return path
