@@ -325,3 +325,23 @@ def test_a_user_template_replaces_the_prompt(target, tmp_path):
     run(target)
     (text,) = prompts(transcript)
     assert text == "Make time_ms lower; best 100 ms; kept 0\n"
+
+
+def test_a_keep_made_while_an_agent_prepares_ahead_stays_on_the_branch(target, tmp_path):
+    """The agent takes longer than the measurement beside it: the loop keeps "A win" while
+    the agent still runs, and the agent's branch check must not take that keep for its own
+    doing and move the branch back over it."""
+    steps = [
+        edit("80\n", "A win", family="a"),
+        edit("70\n", "Slow to make", family="b", run="import time; time.sleep(4)"),
+        edit("60\n", "Third", family="c"),
+    ]
+    use_agent(target, tmp_path, steps, prepare_ahead=True)
+
+    run(target, env={"BENCH_SLEEP_S": "0.05"})
+
+    records = experiments(target)
+    assert records[0].status == "keep"
+    assert records[1].agent.get("refusal") != "branch", records[1].error
+    kept = [r.title for r in records if r.status == "keep"]
+    assert target.branch_log() == [*reversed(kept), "synthetic target"]

@@ -34,9 +34,10 @@ from ...bench.sandbox import Sandbox, agent_sandbox
 from ...config import Config
 from ...errors import UserError
 from ...files import read_bounded
+from ...journal.draft import parse_trailers
 from ...journal.records import ExperimentRecord, no_keep_streak
 from ...loop.session_dir import SessionPaths, fresh_dir
-from ...repo.gitrepo import Repo, open_repo, tree_patch
+from ...repo.gitrepo import COMMIT_ENV, Repo, open_repo, tree_patch
 from ...repo.globs import matches_any
 from ...repo.seal import RepoSeal
 from ..base import Hypothesis, ProposalContext, ProposerError
@@ -384,10 +385,28 @@ class _EitherStop:
 
 
 def _put_branch_back(source: Repo, branch: str | None, before: str | None) -> bool:
-    """Whether the agent moved the session branch (the scratch tree shares refs); put back."""
-    if branch is None or before is None or source.resolve(f"refs/heads/{branch}") == before:
+    """Whether the agent moved the session branch (the scratch tree shares refs); put back.
+    The loop keeps beside a proposal prepared ahead: its own commits on top of `before` (a
+    session's `Experiment-Id`, made as autoresearch) are not the agent's, and stay."""
+    if branch is None or before is None:
         return False
-    source.must("update-ref", f"refs/heads/{branch}", before)
+    ref = f"refs/heads/{branch}"
+    now = source.resolve(ref)
+    if now == before:
+        return False
+    keep_to = before
+    log = ["log", "--reverse", "--first-parent", "--format=%H%x00%ae%x00%B%x1e"]
+    made = source.run(*log, f"{before}..{now}").out
+    for entry in filter(str.strip, made.split("\x1e")):
+        sha, email, message = entry.strip("\n").split("\0", 2)
+        if email != COMMIT_ENV["GIT_AUTHOR_EMAIL"] or "Experiment-Id" not in parse_trailers(
+            message
+        ):
+            break
+        keep_to = sha
+    if keep_to == now:
+        return False
+    source.must("update-ref", ref, keep_to)
     return True
 
 
