@@ -62,7 +62,7 @@ def parse(kind: str, argv: list[str]) -> tuple[argparse.Namespace, str]:
             "--no-stream",
             "--no-check-update",
             "--no-show-model-warnings",
-            "--analytics-disable",
+            "--no-analytics",
         ):
             p.add_argument(flag, action="store_true")
         p.add_argument("--model")
@@ -72,6 +72,8 @@ def parse(kind: str, argv: list[str]) -> tuple[argparse.Namespace, str]:
             p.error("a headless run needs --yes-always and --no-auto-commits")
         return args, args.message
     if kind == "gemini":
+        if os.environ.get("GEMINI_CLI_TRUST_WORKSPACE") != "true":  # as the real CLI, headless
+            sys.exit("Gemini CLI is not running in a trusted directory")
         p.add_argument("-p", "--prompt", required=True)
         p.add_argument("--output-format", choices=["text", "json", "stream-json"], required=True)
         p.add_argument("--approval-mode", choices=["default", "auto_edit", "yolo"], required=True)

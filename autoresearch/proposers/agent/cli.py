@@ -58,14 +58,19 @@ PRESETS: dict[str, dict[str, Any]] = {
         "command": (
             f"aider --message {PROMPT} --yes-always --no-auto-commits --no-gitignore "
             "--no-pretty --no-stream --no-check-update --no-show-model-warnings "
-            "--analytics-disable{model} {files}"
+            "--no-analytics{model} {files}"
         ),
         "output": "aider",
         "ignore": [".aider*", ".aider*/**"],
         "home": [".aider.conf.yml", ".aider"],
     },
     "gemini": {
-        "command": f"gemini -p {PROMPT} --output-format json --approval-mode auto_edit{{model}}",
+        # A fresh scratch tree is not a trusted folder: untrusted, Gemini CLI refuses headless
+        # edits (exit 55). The variable trusts the workspace for this run only.
+        "command": (
+            f"GEMINI_CLI_TRUST_WORKSPACE=true gemini -p {PROMPT} --output-format json "
+            "--approval-mode auto_edit{model}"
+        ),
         "output": "gemini-json",
         "ignore": [".gemini/**"],
         "home": [".gemini"],
