@@ -31,6 +31,11 @@ def pytest_configure(config):
     gitconfig.write_text("[user]\n\tname = test\n\temail = test@example.com\n")
     os.environ["GIT_CONFIG_GLOBAL"] = str(gitconfig)
     os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+    # The loop keeps an agent's scratch tree in the user's cache: the tests' own, here. Go's
+    # build cache follows XDG_CACHE_HOME unless pinned: it stays the warm one.
+    user_cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    os.environ.setdefault("GOCACHE", str(Path(user_cache) / "go-build"))
+    os.environ["XDG_CACHE_HOME"] = str(home / "cache")
 
 
 @pytest.fixture

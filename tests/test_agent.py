@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import experiments, git, run
+from conftest import experiments, git, run, run_cli
 
 from autoresearch.journal.store import read_journal
 from autoresearch.proposers.agent.proposer import agent_spend
@@ -345,3 +345,21 @@ def test_a_keep_made_while_an_agent_prepares_ahead_stays_on_the_branch(target, t
     assert records[1].agent.get("refusal") != "branch", records[1].error
     kept = [r.title for r in records if r.status == "keep"]
     assert target.branch_log() == [*reversed(kept), "synthetic target"]
+
+
+def test_the_agent_edits_outside_any_git_directory(target, tmp_path):
+    """Claude Code refuses to edit a file under a `.git` directory, where the session's state
+    lives by default: the agent's scratch tree is elsewhere (the user's cache)."""
+    where = tmp_path / "cwd.txt"
+    probe = f"import os, pathlib; pathlib.Path({str(where)!r}).write_text(os.getcwd())"
+    use_agent(target, tmp_path, [edit("80\n", "a win", run=probe)])
+
+    run(target)
+
+    cwd = Path(where.read_text())
+    assert ".git" not in cwd.parts, cwd
+    assert cwd.is_relative_to(os.environ["XDG_CACHE_HOME"])
+    assert [r.status for r in experiments(target)] == ["keep"]
+    done = run_cli("clean", "t", cwd=target.root)
+    assert done.returncode == 0, done.stderr
+    assert not cwd.parent.exists()  # `clean` takes the scratch tree and its home with it

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import json
 import os
 import socket
@@ -48,8 +49,15 @@ class SessionPaths:
 
     @property
     def agent_scratch(self) -> Path:
-        """Where a coding agent edits: a detached worktree at the best, reset per proposal."""
-        return self.root / "agent-scratch"
+        """Where a coding agent edits: a detached worktree at the best, reset per proposal.
+        Never under a `.git` directory, where the default state directory is: Claude Code
+        refuses every edit of a file there ("a sensitive file"). Then it lives in the user's
+        cache (`$XDG_CACHE_HOME/autoresearch/scratch/<the state directory's hash>`)."""
+        if ".git" not in self.root.parts:
+            return self.root / "agent-scratch"
+        cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        name = hashlib.sha256(str(self.root).encode("utf-8", "surrogateescape")).hexdigest()
+        return Path(cache) / "autoresearch" / "scratch" / name[:16] / "agent-scratch"
 
     @property
     def logs(self) -> Path:

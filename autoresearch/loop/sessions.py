@@ -123,6 +123,10 @@ def clean_session(config: Config, delete_branch: bool = False) -> list[str]:
                     repo.run("worktree", "remove", "--force", str(tree))
                     done.append(f"removed worktree {tree}")
             shutil.rmtree(paths.root)
+            outside = paths.agent_scratch.parent  # with its agent's home and caches
+            if paths.root not in outside.parents and outside.exists():
+                shutil.rmtree(outside)
+                done.append(f"removed {outside}")
         finally:
             lock.release()
         repo.run("worktree", "prune")
