@@ -16,7 +16,8 @@ and the modifiers "no_hypothesis": true (no hypothesis file), "hypothesis_text":
 as is), "commit": true (commits its edit), "move_branch": "<ref>" (moves a branch to HEAD),
 "cost_usd", "turns", "break_git": true (deletes its tree's .git), "hypothesis_special":
 "fifo"|"zero" (the hypothesis file made a FIFO, or a link to /dev/zero), "run": Python
-source it executes after its edit. Each call copies
+source it executes after its edit, and for claude "subtype" and "denials" (its result's
+`subtype` and `permission_denials`). Each call copies
 the prompt and its arguments to $STANDIN_TRANSCRIPT.
 """
 
@@ -156,12 +157,14 @@ def report(kind: str, step: dict, n: int) -> None:
     turns = step.get("turns", 3)
     error = step.get("do") == "error"
     if kind == "claude":
+        subtype = step.get("subtype") or ("error_during_execution" if error else "success")
         print(
             json.dumps(
                 {
                     "type": "result",
-                    "subtype": "error_during_execution" if error else "success",
-                    "is_error": error,
+                    "subtype": subtype,
+                    "is_error": error or subtype != "success",
+                    "permission_denials": step.get("denials", []),
                     "result": "API Error: overloaded" if error else "Edited the files.",
                     "session_id": f"standin-{n}",
                     "total_cost_usd": cost,

@@ -363,3 +363,21 @@ def test_the_agent_edits_outside_any_git_directory(target, tmp_path):
     done = run_cli("clean", "t", cwd=target.root)
     assert done.returncode == 0, done.stderr
     assert not cwd.parent.exists()  # `clean` takes the scratch tree and its home with it
+
+
+def test_what_claude_code_refused_and_why_it_stopped_are_said(target, tmp_path):
+    denial = {"tool_name": "Edit", "tool_input": {"file_path": "/x/.git/src/value.txt"}}
+    steps = [
+        {"do": "nothing", "title": "denied", "denials": [denial]},
+        {"do": "nothing", "title": "out of turns", "subtype": "error_max_turns"},
+    ]
+    use_agent(target, tmp_path, steps, preset="claude")
+
+    run(target)
+
+    denied, stopped = experiments(target)
+    assert denied.status == "refused"
+    assert denied.error == "the agent changed no file; its CLI refused: Edit /x/.git/src/value.txt"
+    assert denied.agent["usage"]["denied"] == ["Edit /x/.git/src/value.txt"]
+    assert stopped.status == "agent_failed"
+    assert "it reached its turn limit (max_turns) before finishing" in stopped.error

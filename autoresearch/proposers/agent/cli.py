@@ -96,6 +96,7 @@ class Usage:
     output_tokens: int | None = None
     turns: int | None = None
     error: str | None = None  # the CLI said it failed (an API error, a turn limit)
+    denied: tuple[str, ...] = ()  # tool calls the CLI refused the model ("Edit src/x.go")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -183,15 +184,41 @@ def _claude(text: str) -> Usage:
     result = results[-1]
     usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
     error = None
-    if result.get("is_error") or str(result.get("subtype", "success")) != "success":
-        error = str(result.get("result") or result.get("subtype") or "the agent reported an error")
+    subtype = str(result.get("subtype", "success"))
+    if result.get("is_error") or subtype != "success":
+        error = CLAUDE_STOPS.get(subtype) or str(
+            result.get("result") or subtype or "the agent reported an error"
+        )
     return Usage(
         cost_usd=_number(result.get("total_cost_usd")),
         input_tokens=_int(usage.get("input_tokens")),
         output_tokens=_int(usage.get("output_tokens")),
         turns=_int(result.get("num_turns")),
         error=error,
+        denied=_denials(result.get("permission_denials")),
     )
+
+
+# Claude Code's result subtypes that are stops the loop set, said as such.
+CLAUDE_STOPS = {
+    "error_max_turns": "it reached its turn limit (max_turns) before finishing",
+    "error_max_budget_usd": "it reached its per-proposal budget (max_usd) before finishing",
+}
+
+
+def _denials(found: Any) -> tuple[str, ...]:
+    """Claude Code's `permission_denials`: each refused tool call as "Tool path"."""
+    if not isinstance(found, list):
+        return ()
+    said = []
+    for denial in found[:20]:
+        if not isinstance(denial, dict):
+            continue
+        tool = str(denial.get("tool_name") or "a tool")[:40]
+        given = denial.get("tool_input") if isinstance(denial.get("tool_input"), dict) else {}
+        target = given.get("file_path") or given.get("path") or given.get("command") or ""
+        said.append(f"{tool} {str(target)[:200]}".strip())
+    return tuple(said)
 
 
 def _codex(text: str) -> Usage:

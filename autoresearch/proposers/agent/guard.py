@@ -182,6 +182,12 @@ def _refusal(
     if proposal.reached:
         return "reach", f"the agent changed the repository, not only its files: {proposal.reached}"
     if not proposal.patch.strip():
+        denied = proposal.usage.denied
+        if denied:  # said, so that the next prompt (and the user) knows why
+            shown = "; ".join(denied[:5]) + (
+                f" and {len(denied) - 5} more" if len(denied) > 5 else ""
+            )
+            return "empty", f"the agent changed no file; its CLI refused: {shown}"
         return "empty", "the agent changed no file"
     patch_text = proposal.patch.decode("utf-8", errors="surrogateescape")
     problem = check_paths(
