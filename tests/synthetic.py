@@ -145,6 +145,13 @@ if mode.startswith("tamper-"):  # a candidate that reaches outside its own patch
                 handle.write('{"kind": "experiment", "status": "keep", "kept_commit": "f00d"}\n')
         elif what == "journal-wipe":
             (checkout / "experiments.jsonl").write_text("")
+        elif what == "other-session":  # not a reach: what another session running beside does
+            import json
+            journal = checkout / "experiments.jsonl"
+            first = json.loads(journal.read_text().splitlines()[0])
+            with open(journal, "a") as handle:
+                handle.write(json.dumps({**first, "session": "other"}) + "\n")
+            mine("branch", "-f", "autoresearch/other", "HEAD")
 override = root / "src" / "override.txt"  # untracked: what a tampering candidate writes
 if override.exists():
     value = float(override.read_text())

@@ -116,3 +116,19 @@ def test_an_untracked_file_written_into_the_baseline_never_gets_a_loss_kept(targ
     assert not (paths.baseline / "src" / "override.txt").exists()
     assert second.status == "keep"
     assert second.decision["metrics"]["time_ms"]["baseline_median"] == pytest.approx(100)
+
+
+def test_another_session_writing_beside_the_run_is_not_tampering(target):
+    """Sessions share the journal and the repository: another one's record and its branch,
+    appearing while this session's candidate runs, are neither flagged nor taken back."""
+    target.add_hypothesis(
+        "01-win", {"src/mode.txt": "tamper-other-session\n", "src/value.txt": "80\n"}
+    )
+
+    run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "keep", record.error
+    journal = read_journal(target.journal)
+    assert sorted({r.session for r in journal.sessions}) == ["other", "t"]
+    assert git(target.root, "rev-parse", "--verify", "-q", "autoresearch/other").strip()

@@ -88,6 +88,8 @@ def _judge(session: Session, hypothesis: Hypothesis, draft: Draft, paths: list[s
             session.config.journal_path,
             mirror=session.paths.root / "journal.copy",
             own=session.paths.root,
+            session=session.config.session.name,
+            skip=(session.config.ideas_path,),
         ),
     )
     pair = measure_candidate(session, draft, guard)

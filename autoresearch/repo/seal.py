@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ GIT_FILES = (
 )
 MAX_KEPT_BYTES = 4 * 1024 * 1024  # a bigger file there is not config: compared by hash only
 TAIL_BYTES = 4096
+SESSION_REFS = "refs/heads/autoresearch/"  # the sessions' branches: each guards its own
 
 
 @dataclass(frozen=True)
@@ -162,18 +164,26 @@ class RepoSeal:
         *,
         watch_journal: bool = True,
         ignore_refs: tuple[str, ...] = (),
+        session: str | None = None,
+        skip: tuple[Path, ...] = (),
     ):
         """`own`: the session's state directory, whose files the loop itself writes (it sits
         in the git directory by default, or wherever `[session] state_dir` puts it). A seal
         around a run the loop works beside (an agent preparing the next proposal while an
         experiment is measured, kept and journaled) leaves out the journal and the refs the
-        loop itself moves (`ignore_refs`)."""
+        loop itself moves (`ignore_refs`).
+
+        Other sessions of the repository may run meanwhile: their branches
+        (`refs/heads/autoresearch/*`; this session's is the tree guard's), their appends to a
+        shared journal (records of another `session`) and `skip` (the ideas file, which
+        `autoresearch ideas` and the MCP tools write) are theirs, not the run's."""
+        self.session = session
         self.watch_journal = watch_journal
         self.ignore_refs = ignore_refs
         self.checkout = checkout
         self.common = checkout.common_dir
         self.journal = journal.resolve()
-        mine = [journal, index_path(journal), *([own] if own is not None else [])]
+        mine = [journal, index_path(journal), *([own] if own is not None else []), *skip]
         self._skip = [rel for rel in map(self._relative, mine) if rel]
         self.mirror = JournalMirror(self.journal, mirror) if mirror is not None else None
         if self.mirror is not None and watch_journal:
@@ -196,8 +206,10 @@ class RepoSeal:
         if (now.journal_size, now.journal_tail) != (was.journal_size, was.journal_tail):
             how = "emptied" if now.journal_size == 0 else "rewritten"
             if now.journal_size > was.journal_size and self._journal_prefix_intact():
-                how = f"appended to ({now.journal_size - was.journal_size} bytes)"
-            found.append(f"the journal {self.journal} was {how}")
+                forged = len(self._appended_here())
+                how = f"appended to ({forged} line(s) of this session)" if forged else ""
+            if how:
+                found.append(f"the journal {self.journal} was {how}")
         for name in sorted(set(was.files) | set(now.files)):
             if _differs(was.files.get(name), now.files.get(name)):
                 found.append(
@@ -310,8 +322,16 @@ class RepoSeal:
             self.journal.unlink(missing_ok=True)
             return
         if size > was.journal_size and self._journal_prefix_intact():
-            with self.journal.open("r+b") as f:  # lines appended by the run: cut off
+            # Lines the run appended as this session's go; another session's appends stay.
+            appended = self._appended()
+            kept = [line for line in appended if not self._of_this_session(line)]
+            if len(kept) == len(appended):
+                return
+            with self.journal.open("r+b") as f:
                 f.truncate(was.journal_size)
+                f.seek(was.journal_size)
+                f.write(b"".join(kept))
+                f.flush()
                 os.fsync(f.fileno())
             return
         if self.mirror is None or not self.mirror.restore(was.journal_size):
@@ -368,7 +388,7 @@ class RepoSeal:
         refs = {}
         for line in out.splitlines():
             name, _, sha = line.partition("\0")
-            if name and name not in self.ignore_refs:
+            if name and name not in self.ignore_refs and not name.startswith(SESSION_REFS):
                 refs[name] = sha
         return refs
 
@@ -400,6 +420,27 @@ class RepoSeal:
         except FileNotFoundError:
             return -1, ""
         return size, _tail(self.journal, size)
+
+    def _appended(self) -> list[bytes]:
+        """The lines the journal gained since the seal (bounded: a run that appends more than
+        64 MiB is read that far, and the rest counts as this session's)."""
+        with self.journal.open("rb") as f:
+            f.seek(max(self.expected.journal_size, 0))
+            data = f.read(64 * 1024 * 1024 + 1)
+        return data.splitlines(keepends=True)
+
+    def _appended_here(self) -> list[bytes]:
+        return [line for line in self._appended() if self._of_this_session(line)]
+
+    def _of_this_session(self, line: bytes) -> bool:
+        """A line that is not another session's well-formed record: this session's, or a
+        forgery of unknown allegiance (both are the run's doing)."""
+        try:
+            found = json.loads(line)
+        except ValueError:
+            return True
+        other = isinstance(found, dict) and isinstance(found.get("session"), str)
+        return not (other and self.session is not None and found["session"] != self.session)
 
     def _journal_prefix_intact(self) -> bool:
         return _tail(self.journal, self.expected.journal_size) == self.expected.journal_tail

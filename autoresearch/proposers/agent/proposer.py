@@ -239,6 +239,8 @@ class AgentProposer:
             # is put back on its own (_put_branch_back).
             watch_journal=not self.settings.prepare_ahead,
             ignore_refs=(f"refs/heads/{context.branch}",),
+            session=self.config.session.name,
+            skip=(self.config.ideas_path,),
         )
 
     def _patch(
