@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -59,7 +60,7 @@ def test_bench_fails_loudly_on_a_bad_profile():
     assert "unknown AUTORESEARCH_PROFILE 'nope'" in done.stderr
 
 
-def _short_night(tmp_path: Path, proposer: list[dict] | None = None):
+def _short_night(tmp_path: Path, proposer: list[dict] | None = None, shared: Path | None = None):
     """A short real session on patches 01 (the big win) and 09 (a negative control)."""
     repo = tmp_path / "repo"
     subprocess.run(["git", "clone", "-q", "--shared", str(ROOT), str(repo)], check=True)
@@ -82,6 +83,9 @@ def _short_night(tmp_path: Path, proposer: list[dict] | None = None):
         secondary=[s for s in config.secondary if "_10k_" not in s.name],
         # The queue alone (no sweeps), or the proposer given.
         proposer=proposer or [p for p in config.proposer if p.get("kind", "queue") == "queue"],
+        sandbox=dataclasses.replace(
+            config.sandbox, writable=[*config.sandbox.writable, *([str(shared)] if shared else [])]
+        ),
     )
     # Six runs per arm cannot see 5% (the night would be refused): this test wants the big win.
     options = RunOptions(env={"GRANTBENCH_SCALES": "100k"}, accept_noise=True)
@@ -115,19 +119,25 @@ def test_loop_on_the_bundled_target(tmp_path):
 def test_a_stand_in_agent_replaying_the_queue_keeps_what_the_queue_keeps(tmp_path):
     """The agent proposer on the real target: a stand-in agent whose "ideas" are the queue's
     patches 01 and 09 ends with the keep the queue's night ends with (the test above)."""
-    queue = ROOT / "targets/pebble/hypotheses"
-    script = tmp_path / "script.json"
-    steps = [{"do": "replay", "patch": str(next(queue.glob(f"{n}-*.patch")))} for n in ("01", "09")]
-    script.write_text(json.dumps(steps))
+    # The agent runs confined like the target (its own tree, a private /tmp): what it reads
+    # (the stand-in, its script, the patches it replays) sits in a directory shared with it.
+    io = tmp_path / "agent-io"
+    io.mkdir()
+    shutil.copy(ROOT / "tests" / "standin_agent.py", io)
+    steps = []
+    for n in ("01", "09"):
+        patch = next((ROOT / "targets/pebble/hypotheses").glob(f"{n}-*.patch"))
+        steps.append({"do": "replay", "patch": str(shutil.copy(patch, io))})
+    (io / "script.json").write_text(json.dumps(steps))
     agent = {
         "kind": "agent",
         "preset": "command",
-        "command": f"{sys.executable} {ROOT / 'tests/standin_agent.py'}",
+        "command": f"{sys.executable} {io / 'standin_agent.py'}",
         "timeout_s": 120,
         "max_proposals": 2,
-        "env": {"STANDIN_SCRIPT": str(script)},
+        "env": {"STANDIN_SCRIPT": str(io / "script.json")},
     }
-    _repo, outcome, records = _short_night(tmp_path, [agent])
+    _repo, outcome, records = _short_night(tmp_path, [agent], shared=io)
 
     # Two proposals; on a busy machine an undecided one is measured again once (a retry).
     assert all(r.proposer == "agent" for r in records)
