@@ -123,6 +123,30 @@ def test_nothing_a_confined_run_starts_outlives_it(tmp_path):
     assert survivors["confined"] == []
 
 
+def test_a_toolchain_cache_pinned_outside_the_sandbox_moves_to_the_arms_own(tmp_path, monkeypatch):
+    """GOCACHE pinned to the user's cache is read-only in the sandbox (go fails with
+    "read-only file system"): the run writes an arm's own instead, the user's is untouched."""
+    pinned = tmp_path / "users-go-build"
+    pinned.mkdir()
+    monkeypatch.setenv("GOCACHE", str(pinned))  # in the user's shell, not the run's own env
+    tree = tmp_path / "arm"
+    tree.mkdir()
+    result = LocalRunner(sandbox=Sandbox()).run(
+        'echo entry > "$GOCACHE/x" && echo "$GOCACHE" > where',
+        cwd=tree,
+        env={},
+        log_path=tmp_path / "pinned.log",
+        timeout_s=60,
+        stop=None,
+        on_start=None,
+        token=None,
+    )
+    assert result.ok, result.tail
+    used = Path((tree / "where").read_text().strip())
+    assert used != pinned and (used / "x").read_text() == "entry\n"
+    assert tree.parent in used.parents and list(pinned.iterdir()) == []
+
+
 def test_a_confined_run_reaches_no_network_unless_allowed(tmp_path):
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]

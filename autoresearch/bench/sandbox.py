@@ -42,6 +42,19 @@ BWRAP_ENV = "AUTORESEARCH_BWRAP"
 # Every confined run gets a cache directory of its arm's own as XDG_CACHE_HOME: the toolchains
 # that follow it (go's build cache, pip, ...) work confined without a setting, cold at first.
 DEFAULT_CACHE_ENV, DEFAULT_CACHE = "XDG_CACHE_HOME", "xdg"
+# Toolchains that take their cache from a variable of their own before XDG_CACHE_HOME: one the
+# user pinned outside the sandbox's writable paths (GOCACHE=~/.cache/go-build) would be read-only
+# in there and fail the build ("read-only file system"), so it moves to the arm's own directory.
+PINNED_CACHES = (
+    "GOCACHE",
+    "GOTMPDIR",
+    "PIP_CACHE_DIR",
+    "CCACHE_DIR",
+    "SCCACHE_DIR",
+    "npm_config_cache",
+    "CARGO_TARGET_DIR",
+    "ZIG_GLOBAL_CACHE_DIR",
+)
 
 
 @dataclass(frozen=True)
@@ -74,7 +87,11 @@ class Sandbox:
                 argv += ["--ro-bind", str(shown), str(shown)]
         extra = {"TMPDIR": "/tmp"}
         binds = [cwd, *(p.resolve() for p in self.writable if p.exists())]
-        caches = {DEFAULT_CACHE_ENV: DEFAULT_CACHE, **self.caches}
+        caches = {
+            DEFAULT_CACHE_ENV: DEFAULT_CACHE,
+            **self._pinned({**os.environ, **env}, binds),
+            **self.caches,
+        }
         for name, directory in caches.items():
             path = cache_dir(cwd, directory)
             _make_cache(path, self.seeds.get(name))
@@ -84,6 +101,18 @@ class Sandbox:
             argv += ["--bind", str(path), str(path)]
         argv += ["--chdir", str(cwd), "--"]
         return argv, {**env, **extra}
+
+    @staticmethod
+    def _pinned(env: dict[str, str], writable: list[Path]) -> dict[str, str]:
+        """The pinned toolchain caches of `env` the run could not write, each to be an arm's
+        own directory instead (`env-<VAR>`)."""
+        moved = {}
+        for name in PINNED_CACHES:
+            value = env.get(name)
+            path = Path(os.path.expanduser(value)).resolve() if value else None
+            if path is not None and not any(_under(path, root) for root in writable):
+                moved[name] = f"env-{name}"
+        return moved
 
     def describe(self, cwd: Path) -> dict[str, Any]:
         """How a run in `cwd` was confined, for the record."""
