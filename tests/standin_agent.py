@@ -40,6 +40,7 @@ def parse(kind: str, argv: list[str]) -> tuple[argparse.Namespace, str]:
         p.add_argument("--output-format", choices=["text", "json", "stream-json"], required=True)
         p.add_argument("--max-turns", type=int, required=True)
         p.add_argument("--permission-mode", choices=["default", "acceptEdits", "plan"])
+        p.add_argument("--tools", required=True)
         p.add_argument("--allowedTools", required=True)
         p.add_argument("--max-budget-usd", type=float)
         p.add_argument("--model")
@@ -211,6 +212,12 @@ def report(kind: str, step: dict, n: int) -> None:
 def main() -> None:
     kind = sys.argv[2] if len(sys.argv) > 2 and sys.argv[1] == "--as" else "command"
     argv = sys.argv[3:] if kind != "command" or sys.argv[1:2] == ["--as"] else sys.argv[1:]
+    if argv == ["--version"]:  # as the real CLIs print it; the tested one unless told
+        from autoresearch.proposers.agent.version import TESTED
+
+        tested = TESTED.get(kind, ("", "0.0.1"))[1]
+        print(f"{os.environ.get('STANDIN_VERSION', tested)} ({kind}, stand-in)")
+        return
     _args, prompt = parse(kind, argv)
     n, step = next_step()
     transcript = os.environ.get("STANDIN_TRANSCRIPT")

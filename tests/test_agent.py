@@ -12,7 +12,11 @@ import pytest
 from conftest import experiments, git, run, run_cli
 
 from autoresearch.journal.store import read_journal
+from autoresearch.loop.driver import run_session
+from autoresearch.loop.session import RunOptions
+from autoresearch.progress import Progress
 from autoresearch.proposers.agent.proposer import agent_spend
+from autoresearch.proposers.agent.version import compatible
 
 STANDIN = Path(__file__).with_name("standin_agent.py")
 PRESETS = ("claude", "codex", "aider", "gemini", "opencode")
@@ -381,3 +385,32 @@ def test_what_claude_code_refused_and_why_it_stopped_are_said(target, tmp_path):
     assert denied.agent["usage"]["denied"] == ["Edit /x/.git/src/value.txt"]
     assert stopped.status == "agent_failed"
     assert "it reached its turn limit (max_turns) before finishing" in stopped.error
+
+
+def test_a_cli_outside_the_tested_series_is_said_and_recorded(target, tmp_path):
+    """Asked once, at the first proposal: an older Claude Code than the preset was tested with
+    is named in the warning and in each record; the tested one is recorded without a note."""
+    steps = [edit("80\n", "a win"), edit("70\n", "another")]
+    use_agent(target, tmp_path, steps, preset="claude", env={"STANDIN_VERSION": "2.0.14"})
+    warnings = []
+    session = target.load()
+
+    class Heard(Progress):
+        def warn(self, line: str) -> None:
+            warnings.append(line)
+
+    run_session(session, RunOptions(accept_noise=True), Heard(quiet=True))
+
+    said = [w for w in warnings if "2.0.14" in w]
+    assert len(said) == 1, warnings
+    assert "outside the series the claude preset was tested with (2.1.197" in said[0]
+    first, second = experiments(target)
+    assert first.agent["cli"]["version"] == second.agent["cli"]["version"] == "2.0.14"
+    assert "outside the series" in first.agent["cli"]["note"]
+
+
+def test_the_tested_series_is_the_same_major_and_for_0x_the_same_minor():
+    assert compatible("2.1.197", "2.1.197") and compatible("2.4.0", "2.1.197")
+    assert not compatible("2.0.99", "2.1.197") and not compatible("3.0.0", "2.1.197")
+    assert compatible("0.169.3", "0.169.0") and not compatible("0.170.0", "0.169.0")
+    assert not compatible("nonsense", "2.1.197")

@@ -7,7 +7,8 @@ Every preset is a bash command run in the scratch worktree, with the prompt's pa
 so that the agent edits files and nothing else asks a question:
 
 - Claude Code: `claude -p` (print mode) with `--output-format json`, `--max-turns`,
-  `--permission-mode acceptEdits` and `--allowedTools` limited to reading and editing files,
+  `--permission-mode acceptEdits`, and `--tools` and `--allowedTools` both limited to reading
+  and editing files (no shell, no web),
   `--max-budget-usd` when a per-proposal limit is set. Its JSON result carries
   `total_cost_usd`, `num_turns` and `usage`.
 - Codex: `codex exec --json --sandbox workspace-write`, stdin closed (it would wait for more
@@ -42,7 +43,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     "claude": {
         "command": (
             f"claude -p {PROMPT} --output-format json --max-turns {{max_turns}} "
-            "--permission-mode acceptEdits --allowedTools {allowed_tools}{max_usd}{model}"
+            "--permission-mode acceptEdits --tools {allowed_tools} --allowedTools {allowed_tools}"
+            "{max_usd}{model}"
         ),
         "output": "claude-json",
         "ignore": [".claude/**"],
@@ -84,7 +86,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     "command": {"command": "", "output": "none", "ignore": [], "home": []},
 }
 OUTPUTS = ("claude-json", "codex-jsonl", "aider", "gemini-json", "opencode-jsonl", "none")
-ALLOWED_TOOLS = "Read,Edit,Write,MultiEdit,Glob,Grep,LS"
+# Claude Code's file tools. `--tools` is the set the model is offered (without it, Bash, WebFetch
+# and twenty more are offered too); `--allowedTools` runs them without asking.
+ALLOWED_TOOLS = "Read,Edit,Write,Glob,Grep"
 
 
 @dataclass(frozen=True)

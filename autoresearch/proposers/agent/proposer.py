@@ -52,6 +52,7 @@ from .guard import (
 )
 from .prompt import render_prompt
 from .settings import AgentSettings, agent_settings
+from .version import CliVersion, cli_version
 
 __all__ = ["AgentProposer", "agent_spend"]
 
@@ -95,6 +96,7 @@ class AgentProposer:
         self._source: Repo | None = None
         # How its CLI runs: confined like the target's runs (agent_sandbox), False when not.
         self._sandbox: Sandbox | bool | None = None
+        self._cli: CliVersion | bool | None = False  # asked at the first proposal
 
     # -- the proposer interface -----------------------------------------------------------------
 
@@ -175,6 +177,7 @@ class AgentProposer:
         scratch = self._scratch(context)
         source = self._source
         assert source is not None
+        self._ask_version(context, scratch.path)
         handoff = scratch.path / HANDOFF
         handoff.mkdir(exist_ok=True)
         prompt_path, hypothesis_path = handoff / "prompt.md", handoff / "hypothesis.json"
@@ -226,6 +229,16 @@ class AgentProposer:
             branch_moved=branch_moved,
             reached=reached,
         )
+
+    def _ask_version(self, context: ProposalContext, cwd: Path) -> None:
+        """The CLI's version, once a run, said when the preset was not tested with it; not
+        asked of a command of the user's own (what it runs is theirs to know)."""
+        if self._cli is not False:
+            return
+        s = self.settings
+        self._cli = None if s.command else cli_version(s.preset, cwd, s.env)
+        if self._cli is not None and self._cli.note:
+            context.notes.append(f"agent: {self._cli.note}")
 
     def _seal(self, source: Repo, context: ProposalContext) -> RepoSeal:
         """The seal of what an agent's run may not change (repo/seal.py)."""
@@ -316,6 +329,7 @@ class AgentProposer:
                 if self._sandbox
                 else {"tool": "none"}
             ),
+            "cli": self._cli.to_dict() if isinstance(self._cli, CliVersion) else None,
             "prompt": str(log_dir / "prompt.md"),
             "prompt_chars": len(prompt),
             "pivot": pivot is not None,

@@ -1,0 +1,219 @@
+"""A scripted model on 127.0.0.1 that speaks a provider's real wire protocol, so that a real
+coding-agent CLI (installed from its registry, tests/agent_clis.py) can be run end to end on a
+machine that reaches no model.
+
+The script is what a competent model would do with the loop's prompt: read the prompt for the
+hypothesis file's path (the scratch tree is the directory above its hand-off directory), then,
+one tool call per turn, read the file it will change, edit it, write the hypothesis file, and
+say it is done. Each provider's adapter turns those steps into that provider's tool calls:
+
+- Anthropic Messages (`POST /v1/messages`, streamed as server-sent events): Claude Code.
+
+Every request body is kept (`requests`), so a test can assert what the CLI offered the model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Change", "ModelServer", "Step"]
+
+INPUT_TOKENS, OUTPUT_TOKENS = 1200, 60  # what every answer says it cost
+HYPOTHESIS_PATH = re.compile(r"(/[^\s()`'\"]+/hypothesis\.json)")
+
+
+@dataclass(frozen=True)
+class Change:
+    """The one edit the scripted model makes, and the hypothesis it hands back."""
+
+    path: str  # relative to the scratch tree
+    old: str
+    new: str
+    hypothesis: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One turn of the script: a tool call (`tool` of read | edit | write) or the last word."""
+
+    tool: str | None
+    path: Path | None = None
+    args: dict[str, str] = field(default_factory=dict)
+    text: str = ""
+
+
+def script(change: Change, prompt: str) -> list[Step]:
+    """The turns that carry out `change`, given the loop's prompt."""
+    found = HYPOTHESIS_PATH.search(prompt)
+    if found is None:
+        return [Step(None, text="The prompt names no hypothesis file: nothing to do.")]
+    hypothesis = Path(found.group(1))
+    target = hypothesis.parent.parent / change.path
+    return [
+        Step("read", target),
+        Step("edit", target, {"old": change.old, "new": change.new}),
+        Step("write", hypothesis, {"content": json.dumps(change.hypothesis)}),
+        Step(None, text="Done: the edit is made and the hypothesis file written."),
+    ]
+
+
+class ModelServer:
+    """The scripted model, serving on 127.0.0.1 in a thread of the test's process."""
+
+    def __init__(self, change: Change):
+        self.change = change
+        self.requests: list[dict[str, Any]] = []
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> ModelServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def agent_requests(self) -> list[dict[str, Any]]:
+        """The requests of the agent's own conversation (those that offered tools)."""
+        return [r for r in self.requests if r.get("tools")]
+
+    def answer(self, path: str, body: dict[str, Any]) -> tuple[str, Any]:
+        """("sse", events) or ("json", body) for one request."""
+        self.requests.append(body)
+        if path.startswith("/v1/messages"):
+            return _anthropic(self.change, body)
+        return "error", {"error": {"message": f"the scripted model does not serve {path}"}}
+
+
+def _handler(model: ModelServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *_: object) -> None:  # the test's output stays the test's
+            pass
+
+        def do_GET(self) -> None:
+            self._send(404, "application/json", b"{}")
+
+        def do_HEAD(self) -> None:
+            self._send(200, "text/plain", b"")
+
+        def do_POST(self) -> None:
+            size = int(self.headers.get("content-length") or 0)
+            try:
+                body = json.loads(self.rfile.read(size) or b"{}")
+            except ValueError:
+                body = {}
+            kind, payload = model.answer(self.path, body)
+            if kind == "sse":
+                data = "".join(
+                    f"event: {name}\ndata: {json.dumps(event)}\n\n" for name, event in payload
+                ).encode()
+                self._send(200, "text/event-stream", data)
+            else:
+                status = 404 if kind == "error" else 200
+                self._send(status, "application/json", json.dumps(payload).encode())
+
+        def _send(self, status: int, kind: str, data: bytes) -> None:
+            self.send_response(status)
+            self.send_header("content-type", kind)
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+def _texts(value: Any) -> list[str]:
+    """Every string in a request's messages: the prompt is in there, however it is wrapped."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _texts(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _texts(v)]
+    return []
+
+
+# Anthropic Messages: tool calls as `tool_use` blocks, the turn counted by the assistant's
+# messages so far; Claude Code's own tools (Read before Edit, absolute paths).
+def _anthropic(change: Change, body: dict[str, Any]) -> tuple[str, Any]:
+    messages = body.get("messages") or []
+    if body.get("tools"):
+        steps = script(change, "\n".join(_texts(messages[:1])))
+        done = sum(1 for m in messages if m.get("role") == "assistant")
+        step = steps[min(done, len(steps) - 1)]
+    else:  # a side request of the CLI's own (a title, a summary): a plain answer
+        step = Step(None, text="ok")
+    if step.tool is None:
+        block = {"type": "text", "text": step.text}
+        stop = "end_turn"
+    else:
+        name, given = {
+            "read": ("Read", {"file_path": str(step.path)}),
+            "edit": (
+                "Edit",
+                {
+                    "file_path": str(step.path),
+                    "old_string": step.args.get("old"),
+                    "new_string": step.args.get("new"),
+                },
+            ),
+            "write": ("Write", {"file_path": str(step.path), "content": step.args.get("content")}),
+        }[step.tool]
+        block = {"type": "tool_use", "id": f"toolu_{len(messages):04d}", "name": name}
+        block["input"] = given
+        stop = "tool_use"
+    message = {
+        "id": f"msg_{len(messages):04d}",
+        "type": "message",
+        "role": "assistant",
+        "model": body.get("model", "claude"),
+        "content": [block],
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {"input_tokens": INPUT_TOKENS, "output_tokens": OUTPUT_TOKENS},
+    }
+    if not body.get("stream"):
+        return "json", message
+    return "sse", _anthropic_events(message, block)
+
+
+def _anthropic_events(message: dict[str, Any], block: dict[str, Any]) -> list[tuple[str, Any]]:
+    start = {**message, "content": [], "stop_reason": None}
+    start["usage"] = {"input_tokens": INPUT_TOKENS, "output_tokens": 1}
+    if block["type"] == "text":
+        opened = {"type": "text", "text": ""}
+        delta = {"type": "text_delta", "text": block["text"]}
+    else:
+        opened = {**block, "input": {}}
+        delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
+    return [
+        ("message_start", {"type": "message_start", "message": start}),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": opened},
+        ),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": message["stop_reason"], "stop_sequence": None},
+                "usage": {"output_tokens": OUTPUT_TOKENS},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
