@@ -19,6 +19,7 @@ from pathlib import Path
 # name -> (registry, package, version, the executable's name)
 PINNED = {
     "claude": ("npm", "@anthropic-ai/claude-code", "2.1.197", "claude"),
+    "codex": ("npm", "@openai/codex", "0.169.0", "codex"),
 }
 
 

@@ -8,6 +8,8 @@ one tool call per turn, read the file it will change, edit it, write the hypothe
 say it is done. Each provider's adapter turns those steps into that provider's tool calls:
 
 - Anthropic Messages (`POST /v1/messages`, streamed as server-sent events): Claude Code.
+- OpenAI Responses (`POST /v1/responses`, streamed): Codex, whose edits are `apply_patch`
+  calls (its own patch format, paths relative to its working directory).
 
 Every request body is kept (`requests`), so a test can assert what the CLI offered the model.
 """
@@ -46,6 +48,11 @@ class Step:
     path: Path | None = None
     args: dict[str, str] = field(default_factory=dict)
     text: str = ""
+
+
+def _step(change: Change, prompt: str, done: int) -> Step:
+    steps = script(change, prompt)
+    return steps[min(done, len(steps) - 1)]
 
 
 def script(change: Change, prompt: str) -> list[Step]:
@@ -93,6 +100,8 @@ class ModelServer:
         self.requests.append(body)
         if path.startswith("/v1/messages"):
             return _anthropic(self.change, body)
+        if path.startswith("/v1/responses"):
+            return _responses(self.change, body)
         return "error", {"error": {"message": f"the scripted model does not serve {path}"}}
 
 
@@ -217,3 +226,77 @@ def _anthropic_events(message: dict[str, Any], block: dict[str, Any]) -> list[tu
         ),
         ("message_stop", {"type": "message_stop"}),
     ]
+
+
+# OpenAI Responses, as Codex uses it: `apply_patch` is a custom (free-form) tool; the turn is
+# counted by the tool outputs sent back. Codex reads no file before it patches one.
+def _responses(change: Change, body: dict[str, Any]) -> tuple[str, Any]:
+    items = body.get("input") or []
+    if isinstance(items, str):
+        items = [{"type": "message", "role": "user", "content": items}]
+    outputs = sum(1 for i in items if str(i.get("type", "")).endswith("call_output"))
+    prompt = "\n".join(_texts([i for i in items if i.get("role") == "user"]))
+    step = _step(change, prompt, outputs + 1) if body.get("tools") else Step(None, text="ok")
+    n = len(items)
+    if step.tool is None:
+        item = {
+            "type": "message",
+            "role": "assistant",
+            "id": f"msg_{n:04d}",
+            "content": [{"type": "output_text", "text": step.text}],
+        }
+    else:
+        assert step.path is not None
+        where = _relative(step.path, prompt)
+        if step.tool == "edit":
+            lines = [
+                f"*** Update File: {where}",
+                "@@",
+                f"-{step.args['old']}",
+                f"+{step.args['new']}",
+            ]
+        else:
+            content = step.args["content"].splitlines()
+            lines = [f"*** Add File: {where}", *(f"+{line}" for line in content)]
+        patch = "\n".join(["*** Begin Patch", *lines, "*** End Patch"]) + "\n"
+        item = {
+            "type": "custom_tool_call",
+            "id": f"ctc_{n:04d}",
+            "call_id": f"call_{n:04d}",
+            "name": "apply_patch",
+            "input": patch,
+            "status": "completed",
+        }
+    usage = {
+        "input_tokens": INPUT_TOKENS,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": OUTPUT_TOKENS,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS,
+    }
+    response = {"id": f"resp_{n:04d}", "object": "response", "status": "completed"}
+    return "sse", [
+        ("response.created", {"type": "response.created", "response": response}),
+        (
+            "response.output_item.added",
+            {"type": "response.output_item.added", "output_index": 0, "item": item},
+        ),
+        (
+            "response.output_item.done",
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+        ),
+        (
+            "response.completed",
+            {
+                "type": "response.completed",
+                "response": {**response, "output": [item], "usage": usage},
+            },
+        ),
+    ]
+
+
+def _relative(path: Path, prompt: str) -> str:
+    """`path` relative to the scratch tree (the directory above the hand-off directory)."""
+    found = HYPOTHESIS_PATH.search(prompt)
+    assert found is not None
+    return str(path.relative_to(Path(found.group(1)).parent.parent))

@@ -50,6 +50,7 @@ def parse(kind: str, argv: list[str]) -> tuple[argparse.Namespace, str]:
         p.add_argument("subcommand", choices=["exec"])
         p.add_argument("--json", action="store_true", required=True)
         p.add_argument("--sandbox", choices=["read-only", "workspace-write"], required=True)
+        p.add_argument("-c", "--config", action="append", default=[])
         p.add_argument("--model")
         p.add_argument("prompt")
         args = p.parse_args(argv)

@@ -9,10 +9,12 @@ Each CLI's home is a temporary directory: nothing reaches your own settings or l
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
-from agent_clis import PINNED, bin_dir
+from agent_clis import PINNED, bin_dir, cache_root
 from conftest import experiments, git, run_cli
 from model_server import Change, ModelServer
 
@@ -31,17 +33,42 @@ WIN = Change(
     },
 )
 
-# What each CLI is told, as its README set-up says: where its provider is, and its key.
+# What each CLI is told, as the README's set-up says: where its provider is, and its key.
 PROVIDER_ENV = {
     "claude": lambda url: {
         "ANTHROPIC_BASE_URL": url,
         "ANTHROPIC_API_KEY": "sk-ant-test",
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     },
+    "codex": lambda url: {"SCRIPTED_API_KEY": "sk-test"},
+}
+
+# The files of each CLI's home that point it at the scripted model (an OpenAI-compatible
+# provider of the user's own, for Codex).
+PROVIDER_HOME = {
+    "codex": lambda url: {
+        ".codex/config.toml": (
+            'model = "gpt-5.5"\nmodel_provider = "scripted"\n\n[model_providers.scripted]\n'
+            f'name = "scripted"\nbase_url = "{url}/v1"\nenv_key = "SCRIPTED_API_KEY"\n'
+            'wire_api = "responses"\n'
+        )
+    },
 }
 
 
-def agent_night(target, tmp_path: Path, preset: str, *, confined: bool) -> ModelServer:
+@pytest.fixture
+def home() -> Path:
+    """The CLI's home (and the user cache the agent's scratch tree lives in) for one test: out
+    of /tmp, as a real home is; Codex will not set up its sandbox's helper under the temporary
+    directory ("Refusing to create helper binaries under temporary dir"), and its edits fail."""
+    base = cache_root() / "homes"
+    base.mkdir(parents=True, exist_ok=True)
+    made = Path(tempfile.mkdtemp(dir=base))
+    yield made
+    shutil.rmtree(made, ignore_errors=True)
+
+
+def agent_night(target, home: Path, preset: str, *, confined: bool) -> ModelServer:
     """Point the target's session at `preset`, its CLI at a scripted model; run the night."""
     text = target.config_path.read_text().replace('[proposer]\ndir = "hypotheses"\n', "")
     if confined:
@@ -49,12 +76,14 @@ def agent_night(target, tmp_path: Path, preset: str, *, confined: bool) -> Model
     proposer = f'\n[[proposer]]\nkind = "agent"\npreset = "{preset}"\nmax_proposals = 1\n'
     target.config_path.write_text(text + proposer + "timeout_s = 300\n")
     git(target.root, "commit", "-qam", f"an agent session with {preset}")
-    home = tmp_path / "home"
-    home.mkdir()
     with ModelServer(WIN) as server:
+        for name, text in PROVIDER_HOME.get(preset, lambda _: {})(server.url).items():
+            (home / name).parent.mkdir(parents=True, exist_ok=True)
+            (home / name).write_text(text)
         env = {
             **PROVIDER_ENV[preset](server.url),
             "HOME": str(home),
+            "XDG_CACHE_HOME": str(home / ".cache"),
             "PATH": f"{bin_dir(preset)}:{os.environ['PATH']}",
         }
         done = run_cli("run", "--accept-noise", cwd=target.root, env=env, timeout=900)
@@ -63,8 +92,8 @@ def agent_night(target, tmp_path: Path, preset: str, *, confined: bool) -> Model
 
 
 @pytest.mark.parametrize("confined", [False, True], ids=["unconfined", "confined"])
-def test_claude_code_keeps_the_win_through_its_own_tools(target, tmp_path, confined):
-    server = agent_night(target, tmp_path, "claude", confined=confined)
+def test_claude_code_keeps_the_win_through_its_own_tools(target, home, confined):
+    server = agent_night(target, home, "claude", confined=confined)
 
     (record,) = experiments(target)
     assert record.status == "keep", (record.status, record.error)
@@ -85,3 +114,22 @@ def test_claude_code_keeps_the_win_through_its_own_tools(target, tmp_path, confi
     # Offered only the file tools: no shell, no web.
     offered = {tool["name"] for tool in agent_turns[0]["tools"]}
     assert offered == {"Read", "Edit", "Write", "Glob", "Grep"}
+
+
+@pytest.mark.parametrize("confined", [False, True], ids=["unconfined", "confined"])
+def test_codex_keeps_the_win_through_apply_patch(target, home, confined):
+    server = agent_night(target, home, "codex", confined=confined)
+
+    (record,) = experiments(target)
+    assert record.status == "keep", (record.status, record.error)
+    assert record.title == WIN.hypothesis["title"] and record.family == "value"
+    assert git(target.root, "show", "autoresearch/t:src/value.txt").strip() == "80"
+    usage = record.agent["usage"]
+    assert usage["turns"] == 1  # one turn of Codex: the edit, the hypothesis, the last word
+    assert usage["input_tokens"] == 3 * 1200 and usage["output_tokens"] == 3 * 60
+    assert usage["cost_usd"] is None  # Codex reports no dollars
+    pinned = PINNED["codex"][2]
+    assert record.agent["cli"] == {"version": pinned, "tested": pinned, "note": None}
+    assert len(server.agent_requests()) == 3
+    offered = {tool.get("name") or tool.get("type") for tool in server.agent_requests()[0]["tools"]}
+    assert "apply_patch" in offered and "web_search" not in offered

@@ -11,8 +11,9 @@ so that the agent edits files and nothing else asks a question:
   and editing files (no shell, no web),
   `--max-budget-usd` when a per-proposal limit is set. Its JSON result carries
   `total_cost_usd`, `num_turns` and `usage`.
-- Codex: `codex exec --json --sandbox workspace-write`, stdin closed (it would wait for more
-  input otherwise). Its JSONL events carry token `usage` on `turn.completed`; no dollars.
+- Codex: `codex exec --json --sandbox workspace-write -c web_search="disabled"`, stdin closed
+  (it would wait for more input otherwise). Its JSONL events carry token `usage` on
+  `turn.completed`; no dollars.
 - Aider: `--message` with `--yes-always`, `--no-auto-commits`, `--no-gitignore`, no colours or
   streaming, and the in-scope files named. It prints `Tokens: 2.3k sent, 450 received. Cost:
   $0.01 message, $0.02 session.`
@@ -51,7 +52,12 @@ PRESETS: dict[str, dict[str, Any]] = {
         "home": [".claude", ".claude.json"],
     },
     "codex": {
-        "command": f"codex exec --json --sandbox workspace-write{{model}} {PROMPT} < /dev/null",
+        # Codex reads through its shell tool (in its own workspace-write sandbox: no network,
+        # writes only in the tree) and edits with apply_patch; its web search is turned off.
+        "command": (
+            "codex exec --json --sandbox workspace-write -c 'web_search=\"disabled\"'"
+            f"{{model}} {PROMPT} < /dev/null"
+        ),
         "output": "codex-jsonl",
         "ignore": [],
         "home": [".codex"],

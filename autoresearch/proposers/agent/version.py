@@ -21,6 +21,7 @@ __all__ = ["TESTED", "CliVersion", "cli_version"]
 # preset -> (its executable, the version the preset was tested with)
 TESTED: dict[str, tuple[str, str]] = {
     "claude": ("claude", "2.1.197"),
+    "codex": ("codex", "0.169.0"),
 }
 
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
