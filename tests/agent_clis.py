@@ -20,6 +20,9 @@ from pathlib import Path
 PINNED = {
     "claude": ("npm", "@anthropic-ai/claude-code", "2.1.197", "claude"),
     "codex": ("npm", "@openai/codex", "0.169.0", "codex"),
+    "gemini": ("npm", "@google/gemini-cli", "0.61.0", "gemini"),
+    "opencode": ("npm", "opencode-ai", "1.18.33", "opencode"),
+    "aider": ("pypi", "aider-chat", "0.86.2", "aider"),
 }
 
 

@@ -10,6 +10,9 @@ say it is done. Each provider's adapter turns those steps into that provider's t
 - Anthropic Messages (`POST /v1/messages`, streamed as server-sent events): Claude Code.
 - OpenAI Responses (`POST /v1/responses`, streamed): Codex, whose edits are `apply_patch`
   calls (its own patch format, paths relative to its working directory).
+- Gemini (`POST /v1beta/models/<model>:streamGenerateContent?alt=sse`): Gemini CLI, and its
+  side requests for JSON of a given schema (the model router's classification) answered with
+  an object of that schema.
 
 Every request body is kept (`requests`), so a test can assert what the CLI offered the model.
 """
@@ -102,6 +105,8 @@ class ModelServer:
             return _anthropic(self.change, body)
         if path.startswith("/v1/responses"):
             return _responses(self.change, body)
+        if path.startswith("/v1beta/models/"):
+            return _gemini(self.change, path, body)
         return "error", {"error": {"message": f"the scripted model does not serve {path}"}}
 
 
@@ -127,7 +132,8 @@ def _handler(model: ModelServer) -> type[BaseHTTPRequestHandler]:
             kind, payload = model.answer(self.path, body)
             if kind == "sse":
                 data = "".join(
-                    f"event: {name}\ndata: {json.dumps(event)}\n\n" for name, event in payload
+                    (f"event: {name}\n" if name else "") + f"data: {json.dumps(event)}\n\n"
+                    for name, event in payload
                 ).encode()
                 self._send(200, "text/event-stream", data)
             else:
@@ -300,3 +306,55 @@ def _relative(path: Path, prompt: str) -> str:
     found = HYPOTHESIS_PATH.search(prompt)
     assert found is not None
     return str(path.relative_to(Path(found.group(1)).parent.parent))
+
+
+# Gemini: tool calls as `functionCall` parts, the turn counted by the `functionResponse` parts
+# sent back; Gemini CLI's own tools (read_file before replace, absolute paths).
+GEMINI_TOOLS = {"read": "read_file", "edit": "replace", "write": "write_file"}
+
+
+def _gemini(change: Change, path: str, body: dict[str, Any]) -> tuple[str, Any]:
+    contents = body.get("contents") or []
+    schema = (body.get("generationConfig") or {}).get("responseJsonSchema")
+    if body.get("tools"):
+        parts = [p for c in contents for p in c.get("parts") or []]
+        answered = sum(1 for p in parts if "functionResponse" in p)
+        step = _step(change, "\n".join(_texts(contents)), answered)
+    else:
+        step = Step(None, text=json.dumps(_instance(schema)) if schema else "ok")
+    if step.tool is None:
+        part: dict[str, Any] = {"text": step.text}
+    else:
+        args: dict[str, Any] = {"file_path": str(step.path)}
+        if step.tool == "edit":
+            args |= {"old_string": step.args["old"], "new_string": step.args["new"]}
+            args["instruction"] = "Change the value as the hypothesis says."
+        elif step.tool == "write":
+            args["content"] = step.args["content"]
+        part = {"functionCall": {"name": GEMINI_TOOLS[step.tool], "args": args}}
+    answer = {
+        "candidates": [
+            {"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}
+        ],
+        "usageMetadata": {
+            "promptTokenCount": INPUT_TOKENS,
+            "candidatesTokenCount": OUTPUT_TOKENS,
+            "totalTokenCount": INPUT_TOKENS + OUTPUT_TOKENS,
+        },
+    }
+    return ("sse", [("", answer)]) if "stream" in path else ("json", answer)
+
+
+def _instance(schema: dict[str, Any]) -> Any:
+    """The plainest value of a JSON schema: what a side request asked for, well-formed."""
+    kind = str(schema.get("type", "object")).lower()
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        return {name: _instance(sub) for name, sub in properties.items()}
+    if kind == "array":
+        return []
+    if kind in ("integer", "number"):
+        return 1
+    if kind == "boolean":
+        return False
+    return schema.get("enum", ["ok"])[0]

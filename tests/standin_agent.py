@@ -80,6 +80,7 @@ def parse(kind: str, argv: list[str]) -> tuple[argparse.Namespace, str]:
         p.add_argument("-p", "--prompt", required=True)
         p.add_argument("--output-format", choices=["text", "json", "stream-json"], required=True)
         p.add_argument("--approval-mode", choices=["default", "auto_edit", "yolo"], required=True)
+        p.add_argument("--policy", action="append", default=[])
         p.add_argument("--model", "-m")
         args = p.parse_args(argv)
         return args, args.prompt

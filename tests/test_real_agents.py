@@ -41,6 +41,7 @@ PROVIDER_ENV = {
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     },
     "codex": lambda url: {"SCRIPTED_API_KEY": "sk-test"},
+    "gemini": lambda url: {"GEMINI_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": url},
 }
 
 # The files of each CLI's home that point it at the scripted model (an OpenAI-compatible
@@ -52,6 +53,9 @@ PROVIDER_HOME = {
             f'name = "scripted"\nbase_url = "{url}/v1"\nenv_key = "SCRIPTED_API_KEY"\n'
             'wire_api = "responses"\n'
         )
+    },
+    "gemini": lambda url: {
+        ".gemini/settings.json": '{"security": {"auth": {"selectedType": "gemini-api-key"}}}\n'
     },
 }
 
@@ -133,3 +137,23 @@ def test_codex_keeps_the_win_through_apply_patch(target, home, confined):
     assert len(server.agent_requests()) == 3
     offered = {tool.get("name") or tool.get("type") for tool in server.agent_requests()[0]["tools"]}
     assert "apply_patch" in offered and "web_search" not in offered
+
+
+@pytest.mark.parametrize("confined", [False, True], ids=["unconfined", "confined"])
+def test_gemini_cli_keeps_the_win_with_the_web_and_shell_denied(target, home, confined):
+    server = agent_night(target, home, "gemini", confined=confined)
+
+    (record,) = experiments(target)
+    assert record.status == "keep", (record.status, record.error)
+    assert record.title == WIN.hypothesis["title"] and record.family == "value"
+    assert git(target.root, "show", "autoresearch/t:src/value.txt").strip() == "80"
+    usage = record.agent["usage"]
+    turns = server.agent_requests()
+    assert len(turns) == 4  # read, replace, write, done
+    assert usage["input_tokens"] >= 4 * 1200 and usage["output_tokens"] >= 4 * 60
+    assert usage["cost_usd"] is None  # Gemini CLI reports no dollars
+    pinned = PINNED["gemini"][2]
+    assert record.agent["cli"] == {"version": pinned, "tested": pinned, "note": None}
+    offered = {d["name"] for t in turns[0]["tools"] for d in t.get("functionDeclarations", [])}
+    assert {"read_file", "replace", "write_file"} <= offered
+    assert not offered & {"run_shell_command", "web_fetch", "google_web_search", "invoke_agent"}

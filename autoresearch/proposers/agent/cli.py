@@ -3,22 +3,23 @@ read what it reports of its cost.
 
 Every preset is a bash command run in the scratch worktree, with the prompt's path in
 `$AUTORESEARCH_PROMPT` and the path of the hypothesis file the agent writes in
-`$AUTORESEARCH_HYPOTHESIS`. The flags are the ones each CLI documents for headless use, chosen
-so that the agent edits files and nothing else asks a question:
+`$AUTORESEARCH_HYPOTHESIS`; a preset's `files` are written beside the prompt first. The flags
+are the ones each CLI documents for headless use, chosen so that the agent edits files and
+nothing else asks a question:
 
 - Claude Code: `claude -p` (print mode) with `--output-format json`, `--max-turns`,
   `--permission-mode acceptEdits`, and `--tools` and `--allowedTools` both limited to reading
-  and editing files (no shell, no web),
-  `--max-budget-usd` when a per-proposal limit is set. Its JSON result carries
-  `total_cost_usd`, `num_turns` and `usage`.
+  and editing files (no shell, no web), `--max-budget-usd` when a per-proposal limit is set.
+  Its JSON result carries `total_cost_usd`, `num_turns` and `usage`.
 - Codex: `codex exec --json --sandbox workspace-write -c web_search="disabled"`, stdin closed
   (it would wait for more input otherwise). Its JSONL events carry token `usage` on
   `turn.completed`; no dollars.
 - Aider: `--message` with `--yes-always`, `--no-auto-commits`, `--no-gitignore`, no colours or
   streaming, and the in-scope files named. It prints `Tokens: 2.3k sent, 450 received. Cost:
   $0.01 message, $0.02 session.`
-- Gemini CLI: `gemini -p` with `--output-format json` and `--approval-mode auto_edit` (edit
-  tools approved, nothing else). Its JSON `stats` carries tokens per model; no dollars.
+- Gemini CLI: `gemini -p` with `--output-format json`, `--approval-mode auto_edit` (edit
+  tools approved) and a `--policy` file that denies the shell, the web and sub-agents. Its
+  JSON `stats` carries tokens per model; no dollars.
 - OpenCode: `opencode run --format json`; its JSONL `step_finish` events carry `cost` and
   `tokens`.
 - `command`: anything else, run as written. It may report its own usage in the hypothesis file
@@ -75,10 +76,21 @@ PRESETS: dict[str, dict[str, Any]] = {
     "gemini": {
         # A fresh scratch tree is not a trusted folder: untrusted, Gemini CLI refuses headless
         # edits (exit 55). The variable trusts the workspace for this run only.
+        # Its policy file (beside the prompt) denies the web, the shell and sub-agents: denied
+        # tools are not offered to the model at all.
         "command": (
             f"GEMINI_CLI_TRUST_WORKSPACE=true gemini -p {PROMPT} --output-format json "
-            "--approval-mode auto_edit{model}"
+            '--approval-mode auto_edit --policy "$(dirname "$AUTORESEARCH_PROMPT")/'
+            'gemini-policy.toml"{model}'
         ),
+        "files": {
+            "gemini-policy.toml": (
+                "[[rule]]\n"
+                'toolName = ["run_shell_command", "web_fetch", "google_web_search", '
+                '"invoke_agent"]\n'
+                'decision = "deny"\npriority = 900\n'
+            )
+        },
         "output": "gemini-json",
         "ignore": [".gemini/**"],
         "home": [".gemini"],

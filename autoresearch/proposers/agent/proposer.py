@@ -41,7 +41,7 @@ from ...repo.gitrepo import COMMIT_ENV, Repo, open_repo, tree_patch
 from ...repo.globs import matches_any
 from ...repo.seal import RepoSeal
 from ..base import Hypothesis, ProposalContext, ProposerError
-from .cli import Usage, preset_command, read_usage
+from .cli import PRESETS, Usage, preset_command, read_usage
 from .guard import (
     MAX_HYPOTHESIS_BYTES,
     Proposal,
@@ -184,6 +184,8 @@ class AgentProposer:
         pivot = self._pivot(context.records)
         prompt = self._prompt(context, hypothesis_path, pivot, measuring)
         prompt_path.write_text(prompt, encoding="utf-8")
+        for name, text in ({} if s.command else PRESETS[s.preset].get("files", {})).items():
+            (handoff / name).write_text(text, encoding="utf-8")  # a preset's own (a policy)
         log_dir = fresh_dir(SessionPaths(context.state_dir).logs, f"agent-{k:04d}")
         (log_dir / "prompt.md").write_text(prompt, encoding="utf-8")
         branch_before = source.resolve(f"refs/heads/{context.branch}") if context.branch else None

@@ -22,6 +22,7 @@ __all__ = ["TESTED", "CliVersion", "cli_version"]
 TESTED: dict[str, tuple[str, str]] = {
     "claude": ("claude", "2.1.197"),
     "codex": ("codex", "0.169.0"),
+    "gemini": ("gemini", "0.61.0"),
 }
 
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
