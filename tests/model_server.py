@@ -10,6 +10,9 @@ say it is done. Each provider's adapter turns those steps into that provider's t
 - Anthropic Messages (`POST /v1/messages`, streamed as server-sent events): Claude Code.
 - OpenAI Responses (`POST /v1/responses`, streamed): Codex, whose edits are `apply_patch`
   calls (its own patch format, paths relative to its working directory).
+- OpenAI chat completions (`POST /v1/chat/completions`, streamed or not): OpenCode (an
+  OpenAI-compatible provider of the user's own) and Aider (which proposes no tool calls: its
+  edits are SEARCH/REPLACE blocks in the answer's text, `aider_text`).
 - Gemini (`POST /v1beta/models/<model>:streamGenerateContent?alt=sse`): Gemini CLI, and its
   side requests for JSON of a given schema (the model router's classification) answered with
   an object of that schema.
@@ -105,6 +108,8 @@ class ModelServer:
             return _anthropic(self.change, body)
         if path.startswith("/v1/responses"):
             return _responses(self.change, body)
+        if path.startswith("/v1/chat/completions"):
+            return _chat(self.change, body)
         if path.startswith("/v1beta/models/"):
             return _gemini(self.change, path, body)
         return "error", {"error": {"message": f"the scripted model does not serve {path}"}}
@@ -132,7 +137,8 @@ def _handler(model: ModelServer) -> type[BaseHTTPRequestHandler]:
             kind, payload = model.answer(self.path, body)
             if kind == "sse":
                 data = "".join(
-                    (f"event: {name}\n" if name else "") + f"data: {json.dumps(event)}\n\n"
+                    (f"event: {name}\n" if name else "")
+                    + f"data: {event if isinstance(event, str) else json.dumps(event)}\n\n"
                     for name, event in payload
                 ).encode()
                 self._send(200, "text/event-stream", data)
@@ -358,3 +364,74 @@ def _instance(schema: dict[str, Any]) -> Any:
     if kind == "boolean":
         return False
     return schema.get("enum", ["ok"])[0]
+
+
+# OpenAI chat completions: tool calls as `tool_calls` of the assistant's message, the turn
+# counted by the `tool` messages sent back; OpenCode's tools (read before edit, camelCase).
+OPENCODE_TOOLS = {"read": "read", "edit": "edit", "write": "write"}
+
+
+def _chat(change: Change, body: dict[str, Any]) -> tuple[str, Any]:
+    messages = body.get("messages") or []
+    prompt = "\n".join(_texts([m for m in messages if m.get("role") == "user"]))
+    if body.get("tools"):
+        answered = sum(1 for m in messages if m.get("role") == "tool")
+        step = _step(change, prompt, answered)
+    elif HYPOTHESIS_PATH.search(prompt):  # the loop's prompt, to a model without tools: Aider
+        step = Step(None, text=aider_text(change, prompt))
+    else:
+        step = Step(None, text="ok")
+    message: dict[str, Any] = {"role": "assistant", "content": step.text or None}
+    if step.tool is not None:
+        args: dict[str, Any] = {"filePath": str(step.path)}
+        if step.tool == "edit":
+            args |= {"oldString": step.args["old"], "newString": step.args["new"]}
+        elif step.tool == "write":
+            args["content"] = step.args["content"]
+        call = {"name": OPENCODE_TOOLS[step.tool], "arguments": json.dumps(args)}
+        message["tool_calls"] = [
+            {"id": f"call_{len(messages):04d}", "type": "function", "function": call}
+        ]
+    finish = "tool_calls" if step.tool else "stop"
+    usage = {
+        "prompt_tokens": INPUT_TOKENS,
+        "completion_tokens": OUTPUT_TOKENS,
+        "total_tokens": INPUT_TOKENS + OUTPUT_TOKENS,
+    }
+    head = {"id": f"chatcmpl-{len(messages)}", "created": 1, "model": body.get("model", "m")}
+    if not body.get("stream"):
+        choice = {"index": 0, "message": message, "finish_reason": finish}
+        return "json", {**head, "object": "chat.completion", "choices": [choice], "usage": usage}
+    delta = dict(message)
+    if "tool_calls" in delta:
+        delta["tool_calls"] = [{"index": 0, **c} for c in delta["tool_calls"]]
+    chunk = {**head, "object": "chat.completion.chunk"}
+    return "sse", [
+        ("", {**chunk, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]}),
+        (
+            "",
+            {
+                **chunk,
+                "choices": [{"index": 0, "delta": {}, "finish_reason": finish}],
+                "usage": usage,
+            },
+        ),
+        ("", "[DONE]"),
+    ]
+
+
+def aider_text(change: Change, prompt: str) -> str:
+    """What a model answers Aider: SEARCH/REPLACE blocks (its `diff` edit format), one for the
+    change and one that creates the hypothesis file, each under the file's path."""
+    found = HYPOTHESIS_PATH.search(prompt)
+    assert found is not None
+    hypothesis = _relative(Path(found.group(1)), prompt)
+    blocks = [
+        (change.path, change.old, change.new),
+        (hypothesis, "", json.dumps(change.hypothesis)),
+    ]
+    return "\n\n".join(
+        f"{path}\n```\n<<<<<<< SEARCH\n{old}{chr(10) if old else ''}=======\n{new}\n"
+        ">>>>>>> REPLACE\n```"
+        for path, old, new in blocks
+    )

@@ -8,6 +8,7 @@ Each CLI's home is a temporary directory: nothing reaches your own settings or l
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -42,6 +43,7 @@ PROVIDER_ENV = {
     },
     "codex": lambda url: {"SCRIPTED_API_KEY": "sk-test"},
     "gemini": lambda url: {"GEMINI_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": url},
+    "opencode": lambda url: {"SCRIPTED_API_KEY": "sk-test"},
 }
 
 # The files of each CLI's home that point it at the scripted model (an OpenAI-compatible
@@ -56,6 +58,23 @@ PROVIDER_HOME = {
     },
     "gemini": lambda url: {
         ".gemini/settings.json": '{"security": {"auth": {"selectedType": "gemini-api-key"}}}\n'
+    },
+    # OpenCode: an OpenAI-compatible provider with a price, so that its cost is computed.
+    "opencode": lambda url: {
+        ".config/opencode/opencode.json": json.dumps(
+            {
+                "$schema": "https://opencode.ai/config.json",
+                "provider": {
+                    "scripted": {
+                        "npm": "@ai-sdk/openai-compatible",
+                        "name": "Scripted",
+                        "options": {"baseURL": f"{url}/v1", "apiKey": "{env:SCRIPTED_API_KEY}"},
+                        "models": {"coder": {"name": "coder", "cost": {"input": 3, "output": 15}}},
+                    }
+                },
+                "model": "scripted/coder",
+            }
+        )
     },
 }
 
@@ -157,3 +176,24 @@ def test_gemini_cli_keeps_the_win_with_the_web_and_shell_denied(target, home, co
     offered = {d["name"] for t in turns[0]["tools"] for d in t.get("functionDeclarations", [])}
     assert {"read_file", "replace", "write_file"} <= offered
     assert not offered & {"run_shell_command", "web_fetch", "google_web_search", "invoke_agent"}
+
+
+@pytest.mark.parametrize("confined", [False, True], ids=["unconfined", "confined"])
+def test_opencode_keeps_the_win_and_its_cost(target, home, confined):
+    server = agent_night(target, home, "opencode", confined=confined)
+
+    (record,) = experiments(target)
+    assert record.status == "keep", (record.status, record.error)
+    assert record.title == WIN.hypothesis["title"] and record.family == "value"
+    assert git(target.root, "show", "autoresearch/t:src/value.txt").strip() == "80"
+    usage = record.agent["usage"]
+    turns = server.agent_requests()
+    assert usage["turns"] == len(turns) == 4  # read, edit, write, done
+    assert usage["input_tokens"] == 4 * 1200 and usage["output_tokens"] == 4 * 60
+    # $3 and $15 a million tokens in and out, as the provider's price says.
+    assert usage["cost_usd"] == pytest.approx(4 * (1200 * 3 + 60 * 15) / 1e6)
+    pinned = PINNED["opencode"][2]
+    assert record.agent["cli"] == {"version": pinned, "tested": pinned, "note": None}
+    offered = {t["function"]["name"] for t in turns[0]["tools"]}
+    assert {"read", "edit", "write"} <= offered
+    assert not offered & {"bash", "webfetch", "websearch", "task"}

@@ -20,8 +20,9 @@ nothing else asks a question:
 - Gemini CLI: `gemini -p` with `--output-format json`, `--approval-mode auto_edit` (edit
   tools approved) and a `--policy` file that denies the shell, the web and sub-agents. Its
   JSON `stats` carries tokens per model; no dollars.
-- OpenCode: `opencode run --format json`; its JSONL `step_finish` events carry `cost` and
-  `tokens`.
+- OpenCode: `opencode run --format json`, with `OPENCODE_CONFIG_CONTENT` (a run's own config,
+  over yours) denying the shell, the web and sub-agents; its JSONL `step_finish` events carry
+  `cost` and `tokens`.
 - `command`: anything else, run as written. It may report its own usage in the hypothesis file
   (`cost_usd`, `input_tokens`, `output_tokens`, `turns`), or name a preset's `output` format.
 """
@@ -38,6 +39,10 @@ from typing import Any
 __all__ = ["OUTPUTS", "PRESETS", "Usage", "preset_command", "read_usage"]
 
 PROMPT = '"$(cat "$AUTORESEARCH_PROMPT")"'
+OPENCODE_DENY = json.dumps(
+    {"permission": {t: "deny" for t in ("bash", "webfetch", "websearch", "task")}},
+    separators=(",", ":"),
+)
 
 # `home`: what of your home directory a confined agent gets a copy of in its own (its login,
 # settings): the CLI's own config and credentials, nothing else of yours.
@@ -96,7 +101,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         "home": [".gemini"],
     },
     "opencode": {
-        "command": f"opencode run --format json{{model}} {PROMPT}",
+        # Its permission rules, given for this run only, deny the shell, the web and
+        # sub-agents: a tool denied outright is not offered to the model.
+        "command": (
+            "OPENCODE_CONFIG_CONTENT="
+            + shlex.quote(OPENCODE_DENY).replace("{", "{{").replace("}", "}}")  # for .format
+            + " "
+            + f"opencode run --format json{{model}} {PROMPT}"
+        ),
         "output": "opencode-jsonl",
         "ignore": [".opencode/**"],
         "home": [".config/opencode", ".local/share/opencode"],

@@ -23,6 +23,7 @@ TESTED: dict[str, tuple[str, str]] = {
     "claude": ("claude", "2.1.197"),
     "codex": ("codex", "0.169.0"),
     "gemini": ("gemini", "0.61.0"),
+    "opencode": ("opencode", "1.18.33"),
 }
 
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
