@@ -378,7 +378,8 @@ def _chat(change: Change, body: dict[str, Any]) -> tuple[str, Any]:
         answered = sum(1 for m in messages if m.get("role") == "tool")
         step = _step(change, prompt, answered)
     elif HYPOTHESIS_PATH.search(prompt):  # the loop's prompt, to a model without tools: Aider
-        step = Step(None, text=aider_text(change, prompt))
+        system = "\n".join(_texts([m for m in messages if m.get("role") == "system"]))
+        step = Step(None, text=aider_text(change, prompt, "SEARCH/REPLACE" in system))
     else:
         step = Step(None, text="ok")
     message: dict[str, Any] = {"role": "assistant", "content": step.text or None}
@@ -420,18 +421,21 @@ def _chat(change: Change, body: dict[str, Any]) -> tuple[str, Any]:
     ]
 
 
-def aider_text(change: Change, prompt: str) -> str:
-    """What a model answers Aider: SEARCH/REPLACE blocks (its `diff` edit format), one for the
-    change and one that creates the hypothesis file, each under the file's path."""
+def aider_text(change: Change, prompt: str, search_replace: bool) -> str:
+    """What a model answers Aider, in the edit format its system prompt asks for: SEARCH/REPLACE
+    blocks (`diff`) or whole files (`whole`, a model Aider knows nothing of), each under the
+    file's path: the change, and the hypothesis file created."""
     found = HYPOTHESIS_PATH.search(prompt)
     assert found is not None
     hypothesis = _relative(Path(found.group(1)), prompt)
-    blocks = [
-        (change.path, change.old, change.new),
-        (hypothesis, "", json.dumps(change.hypothesis)),
-    ]
-    return "\n\n".join(
-        f"{path}\n```\n<<<<<<< SEARCH\n{old}{chr(10) if old else ''}=======\n{new}\n"
-        ">>>>>>> REPLACE\n```"
-        for path, old, new in blocks
-    )
+    # Aider created the hypothesis file empty (it was named to it): SEARCH for nothing.
+    edits = [(change.path, change.old, change.new), (hypothesis, "", json.dumps(change.hypothesis))]
+    if search_replace:
+        blocks = [
+            f"{path}\n```\n<<<<<<< SEARCH\n{old}{chr(10) if old else ''}=======\n{new}\n"
+            ">>>>>>> REPLACE\n```"
+            for path, old, new in edits
+        ]
+    else:  # the whole new content: the scripted change replaces the file's one line
+        blocks = [f"{path}\n```\n{new}\n```" for path, _old, new in edits]
+    return "Here are the changes.\n\n" + "\n\n".join(blocks)

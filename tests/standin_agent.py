@@ -59,6 +59,7 @@ def parse(kind: str, argv: list[str]) -> tuple[argparse.Namespace, str]:
         p.add_argument("--message", required=True)
         for flag in (
             "--yes-always",
+            "--no-git",
             "--no-auto-commits",
             "--no-gitignore",
             "--no-pretty",

@@ -200,7 +200,10 @@ def test_pivots_then_stops_after_experiments_without_a_keep(target, tmp_path):
 @pytest.mark.parametrize("preset", PRESETS)
 def test_each_preset_runs_its_cli_headless_and_reads_its_cost(target, tmp_path, preset):
     steps = [edit("80\n", "Halve the work", cost_usd=0.25)]
-    transcript = use_agent(target, tmp_path, steps, preset=preset, model="m-1", max_usd=0.5)
+    files = {"files": ["src/value.txt"]} if preset == "aider" else {}  # Aider edits those
+    transcript = use_agent(
+        target, tmp_path, steps, preset=preset, model="m-1", max_usd=0.5, **files
+    )
     outcome = run(target)
     assert outcome.kept == 1
     (record,) = experiments(target)
@@ -265,6 +268,10 @@ def test_bad_agent_options_are_named(target, tmp_path):
 
     use_agent(target, tmp_path, [edit("80\n", "x")], preset="claud")
     with pytest.raises(ConfigError, match="unknown preset 'claud'"):
+        target.load()
+    target.configure()
+    use_agent(target, tmp_path, [edit("80\n", "x")], preset="aider")
+    with pytest.raises(ConfigError, match="aider preset edits only the files it is given"):
         target.load()
     target.configure()
     use_agent(target, tmp_path, [edit("80\n", "x")], timeout_s="long")

@@ -44,7 +44,11 @@ PROVIDER_ENV = {
     "codex": lambda url: {"SCRIPTED_API_KEY": "sk-test"},
     "gemini": lambda url: {"GEMINI_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": url},
     "opencode": lambda url: {"SCRIPTED_API_KEY": "sk-test"},
+    "aider": lambda url: {"OPENAI_API_BASE": f"{url}/v1", "OPENAI_API_KEY": "sk-test"},
 }
+
+# What else a preset's table says: Aider edits the files it is given, with the model named.
+PROPOSER_OPTIONS = {"aider": 'model = "openai/coder"\nfiles = ["src/value.txt"]\n'}
 
 # The files of each CLI's home that point it at the scripted model (an OpenAI-compatible
 # provider of the user's own, for Codex).
@@ -97,7 +101,8 @@ def agent_night(target, home: Path, preset: str, *, confined: bool) -> ModelServ
     if confined:
         text = text.replace('[sandbox]\nmode = "off"\n', '[sandbox]\nmode = "bwrap"\n')
     proposer = f'\n[[proposer]]\nkind = "agent"\npreset = "{preset}"\nmax_proposals = 1\n'
-    target.config_path.write_text(text + proposer + "timeout_s = 300\n")
+    proposer += "timeout_s = 300\n" + PROPOSER_OPTIONS.get(preset, "")
+    target.config_path.write_text(text + proposer)
     git(target.root, "commit", "-qam", f"an agent session with {preset}")
     with ModelServer(WIN) as server:
         for name, text in PROVIDER_HOME.get(preset, lambda _: {})(server.url).items():
@@ -197,3 +202,19 @@ def test_opencode_keeps_the_win_and_its_cost(target, home, confined):
     offered = {t["function"]["name"] for t in turns[0]["tools"]}
     assert {"read", "edit", "write"} <= offered
     assert not offered & {"bash", "webfetch", "websearch", "task"}
+
+
+@pytest.mark.parametrize("confined", [False, True], ids=["unconfined", "confined"])
+def test_aider_keeps_the_win_with_a_model_of_unknown_price(target, home, confined):
+    server = agent_night(target, home, "aider", confined=confined)
+
+    (record,) = experiments(target)
+    assert record.status == "keep", (record.status, record.error)
+    assert record.title == WIN.hypothesis["title"] and record.family == "value"
+    assert git(target.root, "show", "autoresearch/t:src/value.txt").strip() == "80"
+    usage = record.agent["usage"]
+    assert usage["turns"] == 1 and usage["input_tokens"] == 1200 and usage["output_tokens"] == 60
+    assert usage["cost_usd"] is None  # a model without a price: tokens, and "cost unknown"
+    pinned = PINNED["aider"][2]
+    assert record.agent["cli"] == {"version": pinned, "tested": pinned, "note": None}
+    assert all(not r.get("tools") for r in server.requests)  # Aider offers the model no tools

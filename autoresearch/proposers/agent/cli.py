@@ -14,8 +14,10 @@ nothing else asks a question:
 - Codex: `codex exec --json --sandbox workspace-write -c web_search="disabled"`, stdin closed
   (it would wait for more input otherwise). Its JSONL events carry token `usage` on
   `turn.completed`; no dollars.
-- Aider: `--message` with `--yes-always`, `--no-auto-commits`, `--no-gitignore`, no colours or
-  streaming, and the in-scope files named. It prints `Tokens: 2.3k sent, 450 received. Cost:
+- Aider: `--message` with `--yes-always`, `--no-git` (it would `git add` the files it creates
+  and write a placeholder identity into the repository's config: the loop diffs the tree
+  itself), `--no-auto-commits`, `--no-gitignore`, no colours or streaming, and the in-scope
+  files named with the hypothesis file. It prints `Tokens: 2.3k sent, 450 received. Cost:
   $0.01 message, $0.02 session.`
 - Gemini CLI: `gemini -p` with `--output-format json`, `--approval-mode auto_edit` (edit
   tools approved) and a `--policy` file that denies the shell, the web and sub-agents. Its
@@ -70,9 +72,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "aider": {
         "command": (
-            f"aider --message {PROMPT} --yes-always --no-auto-commits --no-gitignore "
+            f"aider --message {PROMPT} --yes-always --no-git --no-auto-commits --no-gitignore "
             "--no-pretty --no-stream --no-check-update --no-show-model-warnings "
-            "--no-analytics{model} {files}"
+            # The hypothesis file is named too: Aider writes only files in its chat, and
+            # without git its root is the directory the files named have in common.
+            '--no-analytics{model} {files} "$AUTORESEARCH_HYPOTHESIS"'
         ),
         "output": "aider",
         "ignore": [".aider*", ".aider*/**"],

@@ -94,6 +94,11 @@ def agent_settings(options: dict, config: Config, where: str) -> AgentSettings:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{where}: '{key}' must be a list of strings")
             values[key] = list(value)
+    if preset == "aider" and "command" not in values and not values.get("files"):
+        raise ConfigError(
+            f"{where}: the aider preset edits only the files it is given (it runs with --no-git):"
+            ' name them, files = ["src/engine.go"]'
+        )
     values["ignore"] = [*PRESETS[preset]["ignore"], *values.get("ignore", [])]
     values["home"] = _home(values.get("home", PRESETS[preset]["home"]), where)
     if "prepare_ahead" in options:

@@ -24,6 +24,7 @@ TESTED: dict[str, tuple[str, str]] = {
     "codex": ("codex", "0.169.0"),
     "gemini": ("gemini", "0.61.0"),
     "opencode": ("opencode", "1.18.33"),
+    "aider": ("aider", "0.86.2"),
 }
 
 _VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
