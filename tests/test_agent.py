@@ -421,3 +421,28 @@ def test_the_tested_series_is_the_same_major_and_for_0x_the_same_minor():
     assert not compatible("2.0.99", "2.1.197") and not compatible("3.0.0", "2.1.197")
     assert compatible("0.169.3", "0.169.0") and not compatible("0.170.0", "0.169.0")
     assert not compatible("nonsense", "2.1.197")
+
+
+def test_a_failed_agent_is_said_in_its_own_words_without_escapes(target, tmp_path):
+    """A CLI's last words in colour, or as a JSON line, reach the record and the next prompt
+    plain: the escapes dropped, the JSON's message taken."""
+    script = tmp_path / "fail.py"
+    script.write_text(
+        "import os, sys\n"
+        "n = int(os.environ['AUTORESEARCH_PROPOSAL'])\n"
+        "if n == 1:\n"
+        "    print('\\x1b[1m\\x1b[31mError:\\x1b[0m the model endpoint refused the key')\n"
+        "else:\n"
+        '    print(\'{"type": "error", "error": {"message": "quota exceeded for today"}}\')\n'
+        "sys.exit(1)\n"
+    )
+    use_agent(target, tmp_path, [{}, {}], command=f"{sys.executable} {script}", max_proposals=2)
+
+    run(target)
+
+    first, second = experiments(target)
+    assert first.status == second.status == "agent_failed"
+    assert (
+        first.error == "the agent failed (exit code 1): Error: the model endpoint refused the key"
+    )
+    assert second.error == "the agent failed (exit code 1): quota exceeded for today"

@@ -161,9 +161,9 @@ def _failure(proposal: Proposal) -> tuple[str, str] | None:
         return "interrupted", "the agent was stopped: the night was asked to stop"
     if result.timed_out:
         return "timeout", f"the agent {result.describe()}"
-    if result.exit_code != 0:
-        last = _last_line(result.tail)
-        return "crash", f"the agent failed ({result.describe()})" + (f": {last}" if last else "")
+    if result.exit_code != 0:  # what the CLI said of it, parsed, before its last words
+        said = proposal.usage.error or _last_line(result.tail)
+        return "crash", f"the agent failed ({result.describe()})" + (f": {said}" if said else "")
     if proposal.usage.error:
         return "error", f"the agent reported an error: {proposal.usage.error}"
     return None
@@ -244,6 +244,25 @@ def _text(value: Any) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
+# Terminal escapes (colours, cursor moves, titles) a CLI prints even when not on a terminal.
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
+
+
 def _last_line(text: str) -> str:
-    lines = [line.strip() for line in (text or "").splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
+    """The last thing the agent said, plain: escapes dropped, a JSON line as its message."""
+    lines = [_ESCAPES.sub("", line).strip() for line in (text or "").splitlines()]
+    lines = [line for line in lines if line]
+    if not lines:
+        return ""
+    last = lines[-1]
+    if last.startswith("{"):
+        try:
+            data = json.loads(last)
+        except ValueError:
+            data = None
+        if isinstance(data, dict):
+            detail = data.get("error", data)
+            if isinstance(detail, dict):
+                detail = detail.get("message") or detail.get("result") or detail.get("type")
+            last = str(detail or last)
+    return last[:300]
