@@ -81,31 +81,38 @@ class _Answering:
 
 
 def _session_tools(server, config: Config, reads, writes) -> None:
-    """The session as it stands: state, history, the ideas backlog, the review."""
-    from ..loop.status import session_status
-    from ..report.ideas import add_idea, backlog
-    from .tries import history_rows
+    """The session as it stands: state, history, the ideas backlog, the review. What a tool
+    needs is imported when it is first called (the statistics bring scipy, a second's import):
+    a client waits for its servers to start before its first turn."""
 
     @server.tool(annotations=reads)
     def state() -> dict[str, Any]:
         """Where the session stands: baseline, best, noise, the smallest change the loop
         claims (threshold_pct), experiments by status, budget left, the one in flight."""
+        from ..loop.status import session_status
+
         return session_status(config)
 
     @server.tool(annotations=reads)
     def history(last: int = 10) -> list[dict[str, Any]]:
         """The last experiments (0: all), compact: status, change and 95% interval, the rule
         and reason, hypothesis, mechanism, family and the next-action hint."""
+        from .tries import history_rows
+
         return history_rows(config, last)
 
     @server.tool(annotations=reads)
     def ideas_list() -> list[str]:
         """The ideas backlog (ideas.md, outside the journal's own section)."""
+        from ..report.ideas import backlog
+
         return backlog(config.ideas_path)
 
     @server.tool(annotations=writes)
     def ideas_add(text: str) -> list[str]:
         """Add one idea to the backlog in ideas.md (changes that file); the backlog after it."""
+        from ..report.ideas import add_idea, backlog
+
         add_idea(config.ideas_path, text)
         return backlog(config.ideas_path)
 
@@ -122,7 +129,6 @@ def _session_tools(server, config: Config, reads, writes) -> None:
 
 def _try_tools(server, config: Config, reads, writes) -> None:
     """A change judged as one experiment, in the background, and its outcome."""
-    from .tries import read_result, start_detached
 
     @server.tool(annotations=writes)
     def try_start(
@@ -153,6 +159,8 @@ def _try_tools(server, config: Config, reads, writes) -> None:
                 args += [flag, value]
         if patch and not patch.endswith("\n"):
             patch += "\n"  # how a diff often arrives in a JSON argument: git needs its last newline
+        from .tries import start_detached
+
         return start_detached(
             config, args, config.base_dir, patch.encode("utf-8") if patch else None
         )
@@ -161,6 +169,8 @@ def _try_tools(server, config: Config, reads, writes) -> None:
     def try_result(id: str, wait_s: float = 0.0) -> dict[str, Any]:
         """A started try's outcome (status, change, interval, rule, reason, what was refused
         and why, next-action hint), or status `running`; waits up to `wait_s` seconds."""
+        from .tries import read_result
+
         return read_result(config, id, min(max(wait_s, 0.0), 600.0))
 
 
