@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine_load import a_core_busy
+
 GOAL_S = 2.0  # well inside any client's wait for its servers
 
 
@@ -103,12 +105,8 @@ def main() -> int:
         print("| condition | `initialize` answered | tools listed | tools | goal |")
         print("|---|---:|---:|---:|---|")
         measure(repo, args.runs, "quiet")
-        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        try:
+        with a_core_busy():
             measure(repo, args.runs, "a core busy")
-        finally:
-            busy.kill()
-            busy.wait()
     return 0
 
 

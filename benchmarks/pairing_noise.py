@@ -22,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine_load import a_core_busy
+
 from autoresearch.bench.measure import Harness, measure_pair
 from autoresearch.config import load_config
 from autoresearch.decide.stats import compare, compare_paired, robust_cv_pct
@@ -34,11 +36,6 @@ CONDITIONS = {
     "repeat3": {"repeat": 3, "aggregate": "best"},
     "pinned+repeat3": {"cpus": "1", "repeat": 3, "aggregate": "best"},
 }
-
-
-def busy_core() -> subprocess.Popen:
-    """Another job keeping one core busy, as on a shared machine at night."""
-    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
 
 
 def measure(config, pairs: int, tmp: Path) -> dict[str, list[float]]:
@@ -75,16 +72,10 @@ def main() -> int:
         for name in args.conditions.split(","):
             bench = dataclasses.replace(base.bench, env=dict(base.bench.env), **CONDITIONS[name])
             config = dataclasses.replace(base, bench=bench)
-            other = busy_core() if load != "quiet" else None
-            try:
-                with tempfile.TemporaryDirectory() as tmp:
-                    started = time.monotonic()
-                    arms = measure(config, args.pairs, Path(tmp))
-                    per_sample = (time.monotonic() - started) / (2 * args.pairs)
-            finally:
-                if other is not None:
-                    other.kill()
-                    other.wait()
+            with a_core_busy(load != "quiet"), tempfile.TemporaryDirectory() as tmp:
+                started = time.monotonic()
+                arms = measure(config, args.pairs, Path(tmp))
+                per_sample = (time.monotonic() - started) / (2 * args.pairs)
             for metric in metrics:
                 b, c = arms["baseline"][metric], arms["candidate"][metric]
                 two, paired = compare(b, c, 0.95), compare_paired(b, c, 0.95)

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from machine_load import a_core_busy
 
 from autoresearch.bench.runners import LocalRunner
 from autoresearch.bench.sandbox import Sandbox, bwrap_problem
@@ -75,12 +76,8 @@ def main() -> int:
     print("|---|---:|---:|---:|---:|")
     with tempfile.TemporaryDirectory() as tmp:
         report("quiet", timings(args.command, args.runs, Path(args.cwd), Path(tmp)))
-        busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        try:
+        with a_core_busy():
             report("a core busy", timings(args.command, args.runs, Path(args.cwd), Path(tmp)))
-        finally:
-            busy.kill()
-            busy.wait()
     return 0
 
 

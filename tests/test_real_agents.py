@@ -119,26 +119,30 @@ def agent_night(target, home: Path, preset: str, *, confined: bool) -> ModelServ
     return server
 
 
+def kept_the_win(target, preset: str):
+    """The night's one record: the known win kept as the scripted model's hypothesis tells,
+    with the CLI's version recorded as the tested one; the record."""
+    (record,) = experiments(target)
+    assert record.status == "keep", (record.status, record.error)
+    assert record.title == WIN.hypothesis["title"] and record.family == "value"
+    assert record.asi.mechanism == WIN.hypothesis["mechanism"]
+    assert git(target.root, "show", "autoresearch/t:src/value.txt").strip() == "80"
+    pinned = PINNED[preset][2]
+    assert record.agent["cli"] == {"version": pinned, "tested": pinned, "note": None}
+    return record
+
+
 @pytest.mark.parametrize("confined", [False, True], ids=["unconfined", "confined"])
 def test_claude_code_keeps_the_win_through_its_own_tools(target, home, confined):
     server = agent_night(target, home, "claude", confined=confined)
+    record = kept_the_win(target, "claude")
 
-    (record,) = experiments(target)
-    assert record.status == "keep", (record.status, record.error)
-    assert record.title == WIN.hypothesis["title"]
-    assert record.asi.mechanism == WIN.hypothesis["mechanism"] and record.family == "value"
-    assert git(target.root, "show", "autoresearch/t:src/value.txt").strip() == "80"
     usage = record.agent["usage"]
     agent_turns = server.agent_requests()
     assert usage["turns"] == len(agent_turns) == 4  # read, edit, write, done
     assert usage["input_tokens"] >= 4 * 1200 and usage["output_tokens"] >= 4 * 60
     assert usage["cost_usd"] and usage["cost_usd"] > 0
     assert usage["denied"] == []
-    assert record.agent["cli"] == {
-        "version": PINNED["claude"][2],
-        "tested": "2.1.197",
-        "note": None,
-    }
     # Offered only the file tools: no shell, no web.
     offered = {tool["name"] for tool in agent_turns[0]["tools"]}
     assert offered == {"Read", "Edit", "Write", "Glob", "Grep"}
@@ -147,17 +151,12 @@ def test_claude_code_keeps_the_win_through_its_own_tools(target, home, confined)
 @pytest.mark.parametrize("confined", [False, True], ids=["unconfined", "confined"])
 def test_codex_keeps_the_win_through_apply_patch(target, home, confined):
     server = agent_night(target, home, "codex", confined=confined)
+    record = kept_the_win(target, "codex")
 
-    (record,) = experiments(target)
-    assert record.status == "keep", (record.status, record.error)
-    assert record.title == WIN.hypothesis["title"] and record.family == "value"
-    assert git(target.root, "show", "autoresearch/t:src/value.txt").strip() == "80"
     usage = record.agent["usage"]
     assert usage["turns"] == 1  # one turn of Codex: the edit, the hypothesis, the last word
     assert usage["input_tokens"] == 3 * 1200 and usage["output_tokens"] == 3 * 60
     assert usage["cost_usd"] is None  # Codex reports no dollars
-    pinned = PINNED["codex"][2]
-    assert record.agent["cli"] == {"version": pinned, "tested": pinned, "note": None}
     assert len(server.agent_requests()) == 3
     offered = {tool.get("name") or tool.get("type") for tool in server.agent_requests()[0]["tools"]}
     assert "apply_patch" in offered and "web_search" not in offered
@@ -166,18 +165,13 @@ def test_codex_keeps_the_win_through_apply_patch(target, home, confined):
 @pytest.mark.parametrize("confined", [False, True], ids=["unconfined", "confined"])
 def test_gemini_cli_keeps_the_win_with_the_web_and_shell_denied(target, home, confined):
     server = agent_night(target, home, "gemini", confined=confined)
+    record = kept_the_win(target, "gemini")
 
-    (record,) = experiments(target)
-    assert record.status == "keep", (record.status, record.error)
-    assert record.title == WIN.hypothesis["title"] and record.family == "value"
-    assert git(target.root, "show", "autoresearch/t:src/value.txt").strip() == "80"
     usage = record.agent["usage"]
     turns = server.agent_requests()
     assert len(turns) == 4  # read, replace, write, done
     assert usage["input_tokens"] >= 4 * 1200 and usage["output_tokens"] >= 4 * 60
     assert usage["cost_usd"] is None  # Gemini CLI reports no dollars
-    pinned = PINNED["gemini"][2]
-    assert record.agent["cli"] == {"version": pinned, "tested": pinned, "note": None}
     offered = {d["name"] for t in turns[0]["tools"] for d in t.get("functionDeclarations", [])}
     assert {"read_file", "replace", "write_file"} <= offered
     assert not offered & {"run_shell_command", "web_fetch", "google_web_search", "invoke_agent"}
@@ -186,19 +180,14 @@ def test_gemini_cli_keeps_the_win_with_the_web_and_shell_denied(target, home, co
 @pytest.mark.parametrize("confined", [False, True], ids=["unconfined", "confined"])
 def test_opencode_keeps_the_win_and_its_cost(target, home, confined):
     server = agent_night(target, home, "opencode", confined=confined)
+    record = kept_the_win(target, "opencode")
 
-    (record,) = experiments(target)
-    assert record.status == "keep", (record.status, record.error)
-    assert record.title == WIN.hypothesis["title"] and record.family == "value"
-    assert git(target.root, "show", "autoresearch/t:src/value.txt").strip() == "80"
     usage = record.agent["usage"]
     turns = server.agent_requests()
     assert usage["turns"] == len(turns) == 4  # read, edit, write, done
     assert usage["input_tokens"] == 4 * 1200 and usage["output_tokens"] == 4 * 60
     # $3 and $15 a million tokens in and out, as the provider's price says.
     assert usage["cost_usd"] == pytest.approx(4 * (1200 * 3 + 60 * 15) / 1e6)
-    pinned = PINNED["opencode"][2]
-    assert record.agent["cli"] == {"version": pinned, "tested": pinned, "note": None}
     offered = {t["function"]["name"] for t in turns[0]["tools"]}
     assert {"read", "edit", "write"} <= offered
     assert not offered & {"bash", "webfetch", "websearch", "task"}
@@ -207,14 +196,9 @@ def test_opencode_keeps_the_win_and_its_cost(target, home, confined):
 @pytest.mark.parametrize("confined", [False, True], ids=["unconfined", "confined"])
 def test_aider_keeps_the_win_with_a_model_of_unknown_price(target, home, confined):
     server = agent_night(target, home, "aider", confined=confined)
+    record = kept_the_win(target, "aider")
 
-    (record,) = experiments(target)
-    assert record.status == "keep", (record.status, record.error)
-    assert record.title == WIN.hypothesis["title"] and record.family == "value"
-    assert git(target.root, "show", "autoresearch/t:src/value.txt").strip() == "80"
     usage = record.agent["usage"]
     assert usage["turns"] == 1 and usage["input_tokens"] == 1200 and usage["output_tokens"] == 60
     assert usage["cost_usd"] is None  # a model without a price: tokens, and "cost unknown"
-    pinned = PINNED["aider"][2]
-    assert record.agent["cli"] == {"version": pinned, "tested": pinned, "note": None}
     assert all(not r.get("tools") for r in server.requests)  # Aider offers the model no tools
