@@ -189,20 +189,7 @@ class AgentProposer:
         log_dir = fresh_dir(SessionPaths(context.state_dir).logs, f"agent-{k:04d}")
         (log_dir / "prompt.md").write_text(prompt, encoding="utf-8")
         branch_before = source.resolve(f"refs/heads/{context.branch}") if context.branch else None
-        command = preset_command(
-            s.preset,
-            command=s.command,
-            model=s.model,
-            max_turns=s.max_turns,
-            max_usd=s.max_usd,
-            files=s.files,
-        )
-        _say(
-            context,
-            f"agent ({s.preset}) proposing #{k} at {context.tip[:10]}"
-            + (" (a structurally different idea asked)" if pivot else "")
-            + (f", while {measuring.title!r} is measured" if measuring is not None else ""),
-        )
+        command = self._command(context, k, pivot, measuring)
         env = {
             "AUTORESEARCH_PROMPT": str(prompt_path),
             "AUTORESEARCH_HYPOTHESIS": str(hypothesis_path),
@@ -230,6 +217,26 @@ class AgentProposer:
             tip=context.tip,
             branch_moved=branch_moved,
             reached=reached,
+        )
+
+    def _command(
+        self, context: ProposalContext, k: int, pivot: str | None, measuring: Hypothesis | None
+    ) -> str:
+        """The command of proposal `k`, said as it starts."""
+        s = self.settings
+        _say(
+            context,
+            f"agent ({s.preset}) proposing #{k} at {context.tip[:10]}"
+            + (" (a structurally different idea asked)" if pivot else "")
+            + (f", while {measuring.title!r} is measured" if measuring is not None else ""),
+        )
+        return preset_command(
+            s.preset,
+            command=s.command,
+            model=s.model,
+            max_turns=s.max_turns,
+            max_usd=s.max_usd,
+            files=s.files,
         )
 
     def _ask_version(self, context: ProposalContext, cwd: Path) -> None:

@@ -60,12 +60,7 @@ def agent_settings(options: dict, config: Config, where: str) -> AgentSettings:
             f"{where}: the agent proposer has no option '{unknown[0]}' "
             f"(known: {', '.join(OPTIONS)})"
         )
-    values: dict = {}
-    for key in _STRINGS:
-        if key in options:
-            if not isinstance(options[key], str) or not options[key].strip():
-                raise ConfigError(f"{where}: '{key}' must be a non-empty string")
-            values[key] = options[key]
+    values = _strings(options, where)
     preset = values.get("preset")
     if preset is None:
         raise ConfigError(f"{where}: an agent proposer needs 'preset' ({', '.join(PRESETS)})")
@@ -77,17 +72,7 @@ def agent_settings(options: dict, config: Config, where: str) -> AgentSettings:
     if output not in OUTPUTS:
         raise ConfigError(f"{where}: 'output' must be one of {', '.join(OUTPUTS)}")
     values["output"] = output
-    for key, (kind, least) in _NUMBERS.items():
-        if key not in options:
-            continue
-        value = options[key]
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise ConfigError(f"{where}: '{key}' must be a number")
-        if kind is int and not float(value).is_integer():
-            raise ConfigError(f"{where}: '{key}' must be a whole number")
-        if value < least:
-            raise ConfigError(f"{where}: '{key}' must be at least {least}")
-        values[key] = kind(value)
+    values |= _numbers(options, where)
     for key in _LISTS:
         if key in options:
             value = options[key]
@@ -116,6 +101,32 @@ def agent_settings(options: dict, config: Config, where: str) -> AgentSettings:
             raise ConfigError(f"{where}: template {template} not found")
         values["template"] = template
     return AgentSettings(**values)
+
+
+def _strings(options: dict, where: str) -> dict[str, str]:
+    found = {}
+    for key in _STRINGS:
+        if key in options:
+            if not isinstance(options[key], str) or not options[key].strip():
+                raise ConfigError(f"{where}: '{key}' must be a non-empty string")
+            found[key] = options[key]
+    return found
+
+
+def _numbers(options: dict, where: str) -> dict[str, int | float]:
+    found: dict[str, int | float] = {}
+    for key, (kind, least) in _NUMBERS.items():
+        if key not in options:
+            continue
+        value = options[key]
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{where}: '{key}' must be a number")
+        if kind is int and not float(value).is_integer():
+            raise ConfigError(f"{where}: '{key}' must be a whole number")
+        if value < least:
+            raise ConfigError(f"{where}: '{key}' must be at least {least}")
+        found[key] = kind(value)
+    return found
 
 
 def _home(paths: list[str], where: str) -> list[str]:
