@@ -18,7 +18,8 @@ from distributed import Client, LocalCluster
 
 from autoresearch.cluster import run_cluster_session
 from autoresearch.journal.store import read_journal
-from autoresearch.loop.session import RunOptions, session_paths
+from autoresearch.loop.session import RunOptions
+from autoresearch.loop.session_dir import session_paths
 from autoresearch.progress import Progress
 
 

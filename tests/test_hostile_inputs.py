@@ -13,7 +13,7 @@ from conftest import experiments, git, run, run_cli, unified_patch
 from test_agent import edit, use_agent
 
 from autoresearch.bench.proc import process_started
-from autoresearch.loop.session import session_paths
+from autoresearch.loop.session_dir import session_paths
 from autoresearch.proposers.base import MAX_TITLE_CHARS
 
 

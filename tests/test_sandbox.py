@@ -18,7 +18,7 @@ from autoresearch.bench.runners import LocalRunner
 from autoresearch.bench.sandbox import BWRAP_ENV, Sandbox, bwrap_problem
 from autoresearch.errors import UserError
 from autoresearch.journal.store import read_journal
-from autoresearch.loop.session import session_paths
+from autoresearch.loop.session_dir import session_paths
 
 
 def test_this_machine_can_confine_runs():

@@ -7,7 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoresearch.decide.stats import compare, ratio_pct, robust_cv_pct
+from autoresearch.decide.percent import ratio_pct
+from autoresearch.decide.stats import compare, robust_cv_pct
 
 
 def test_robust_cv_ignores_an_outlier():

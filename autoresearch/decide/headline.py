@@ -12,7 +12,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
-from .stats import change_pct
+from .percent import change_pct
 
 __all__ = ["NOISY_FACTOR", "baseline_calibration", "headline"]
 

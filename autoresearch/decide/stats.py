@@ -12,13 +12,13 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats as sps
 
+from .percent import ratio_pct
+
 __all__ = [
     "MAD_TO_SIGMA",
     "Comparison",
-    "change_pct",
     "compare",
     "compare_paired",
-    "ratio_pct",
     "robust_cv_pct",
 ]
 
@@ -35,18 +35,6 @@ def robust_cv_pct(samples: list[float]) -> float | None:
         return None
     mad = float(np.median(np.abs(values - median)))
     return 100.0 * MAD_TO_SIGMA * mad / abs(median)
-
-
-def change_pct(before: float | None, after: float | None) -> float | None:
-    """`after` against `before` in percent; None when either is missing (or NaN) or before is 0."""
-    if before is None or after is None or before == 0 or math.isnan(before) or math.isnan(after):
-        return None
-    return 100.0 * (after - before) / abs(before)
-
-
-def ratio_pct(log_shift: float) -> float:
-    """A shift of log values as a percent change: log(0.9) -> -10.0."""
-    return 100.0 * math.expm1(log_shift)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ import functools
 import math
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -84,15 +85,13 @@ class _Record:
         """Every field of the type its annotation says, and the nested parts that are read back
         (evidence, the recorded config) of the shape the review expects: a line of valid JSON
         with `"decision": 5` is a damaged line, not a traceback in every command."""
-        hints = _hints(type(self))
-        for f in dataclasses.fields(self):
-            problem = _type_problem(getattr(self, f.name), hints[f.name])
-            if problem:
-                raise JournalError(f"{where}: {self.kind} field '{f.name}' {problem}")
+        for name, ok, hint in _field_checks(type(self)):
+            value = getattr(self, name)
+            if not ok(value):
+                raise JournalError(f"{where}: {self.kind} field '{name}' {_problem(value, hint)}")
         for name, value, hint in self._nested():
-            problem = _type_problem(value, hint)
-            if problem:
-                raise JournalError(f"{where}: {self.kind} field '{name}' {problem}")
+            if not _checker(hint)(value):
+                raise JournalError(f"{where}: {self.kind} field '{name}' {_problem(value, hint)}")
 
     def _nested(self) -> list[tuple[str, Any, Any]]:
         return []
@@ -240,12 +239,13 @@ class ExperimentRecord(_Record):
 
     def _nested(self) -> list[tuple[str, Any, Any]]:
         found: list[tuple[str, Any, Any]] = [
-            (f"asi.{k}", v, str | None) for k, v in dataclasses.asdict(self.asi).items()
+            (f"asi.{f.name}", getattr(self.asi, f.name), _OPTIONAL_TEXT)
+            for f in dataclasses.fields(self.asi)
         ]
         decision = self.decision or {}
         found += [
-            ("decision.rule", decision.get("rule"), str | None),
-            ("decision.reason", decision.get("reason"), str | None),
+            ("decision.rule", decision.get("rule"), _OPTIONAL_TEXT),
+            ("decision.reason", decision.get("reason"), _OPTIONAL_TEXT),
             ("decision.metrics", decision.get("metrics"), dict[str, dict] | None),
         ]
         evidence = {**(decision.get("metrics") or {}), **self.sentinels}
@@ -253,7 +253,12 @@ class ExperimentRecord(_Record):
             if not isinstance(ev, dict):
                 found.append((f"sentinels.{name}", ev, dict))
                 continue
-            found += [(f"evidence {name}.{k}", ev.get(k), float | None) for k in _EVIDENCE_NUMBERS]
+            # Only the numbers that fail go on to be reported: a record carries dozens.
+            found += [
+                (f"evidence {name}.{k}", ev.get(k), _OPTIONAL_NUMBER)
+                for k in _EVIDENCE_NUMBERS
+                if not _optional_number(ev.get(k))
+            ]
         return found
 
 
@@ -355,41 +360,81 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-def _type_problem(value: Any, hint: Any) -> str | None:
-    """Why `value` is not of type `hint` (shallow for dict values typed Any), or None."""
-    if _is_instance(value, hint):
-        return None
+@functools.cache
+def _field_checks(cls: type) -> tuple[tuple[str, Callable[[Any], bool], Any], ...]:
+    hints = _hints(cls)
+    return tuple((f.name, _checker(hints[f.name]), hints[f.name]) for f in dataclasses.fields(cls))
+
+
+def _problem(value: Any, hint: Any) -> str:
     shown = repr(value)
     return f"must be {_describe(hint)}, got {shown[:60]}"
 
 
-def _is_instance(value: Any, hint: Any) -> bool:
+@functools.cache
+def _checker(hint: Any) -> Callable[[Any], bool]:
+    """A test of `hint` made once per annotation: reading a long journal checks millions of
+    values, and asking `typing` about each of them cost most of a resume."""
     origin = typing.get_origin(hint)
     if hint is Any:
-        return True
+        return _anything
     if origin in (typing.Union, types.UnionType):
-        return any(_is_instance(value, arg) for arg in typing.get_args(hint))
+        args = typing.get_args(hint)
+        others = tuple(_checker(a) for a in args if a is not type(None))
+        if len(others) == 1 and len(args) == 2:  # `X | None`, the common case
+            (other,) = others
+            return lambda v: v is None or other(v)
+        return lambda v: (v is None and type(None) in args) or any(c(v) for c in others)
     if hint is type(None) or hint is None:
-        return value is None
+        return _is_none
     if hint is float:
-        return (
-            isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-        )
+        return _is_finite_number
     if hint is int:
-        return isinstance(value, int) and not isinstance(value, bool)
+        return _is_integer
     if origin is list:
         (item,) = typing.get_args(hint)
-        item = float | None if item is float else item  # a number the writer could not keep
-        return isinstance(value, list) and all(_is_instance(v, item) for v in value)
+        item_ok = _checker(float | None if item is float else item)  # an unkeepable number
+        return lambda v: isinstance(v, list) and all(map(item_ok, v))
     if origin is dict:
         _, item = typing.get_args(hint)
-        item = float | None if item is float else item
-        return isinstance(value, dict) and all(
-            isinstance(k, str) and _is_instance(v, item) for k, v in value.items()
+        value_ok = _checker(float | None if item is float else item)
+        return lambda v: (
+            isinstance(v, dict)
+            and all(type(k) is str for k in v)
+            and all(map(value_ok, v.values()))
         )
     if isinstance(hint, type):
-        return isinstance(value, hint)
+        return lambda v: isinstance(v, hint)
+    return _anything
+
+
+def _anything(value: Any) -> bool:
     return True
+
+
+def _is_none(value: Any) -> bool:
+    return value is None
+
+
+def _is_finite_number(value: Any) -> bool:
+    kind = type(value)
+    if kind is float:
+        return value - value == 0  # false for inf and nan
+    if kind is int:
+        return True
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _optional_number(value: Any) -> bool:
+    return value is None or _is_finite_number(value)
+
+
+_OPTIONAL_TEXT = str | None
+_OPTIONAL_NUMBER = float | None
+
+
+def _is_integer(value: Any) -> bool:
+    return type(value) is int or (isinstance(value, int) and not isinstance(value, bool))
 
 
 def _describe(hint: Any) -> str:

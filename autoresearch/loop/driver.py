@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..config import Config
 from ..decide.calibration import Calibration
-from ..decide.stats import change_pct
+from ..decide.percent import change_pct
 from ..errors import PreflightError
 from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..progress import Progress, format_value

@@ -24,11 +24,17 @@ from ..journal.store import Journal
 from ..progress import Progress
 from ..proposers import ProposalContext, Proposer, make_proposer
 from ..proposers.chain import ProposerChain
-from ..repo.gitrepo import open_repo
 from ..repo.workspace import BaselineTree, Workspace, open_workspace
 from ..statuses import Status
 from .recovery import KeptCommit, kept_commits, next_experiment_number, reconcile_branch, recover
-from .session_dir import SessionLock, SessionPaths, fresh_name, read_inflight, write_json_atomic
+from .session_dir import (
+    SessionLock,
+    SessionPaths,
+    fresh_name,
+    read_inflight,
+    session_paths,
+    write_json_atomic,
+)
 from .signals import stop_on_signals
 
 __all__ = [
@@ -43,7 +49,6 @@ __all__ = [
     "open_session",
     "prepare_best",
     "proposal_context",
-    "session_paths",
 ]
 
 
@@ -142,12 +147,6 @@ class Session:
             on_start=on_start,
             token=self.token,
         )
-
-
-def session_paths(config: Config) -> SessionPaths:
-    """The session's state directory: configured, or under the target's git directory."""
-    root = config.state_path or open_repo(config.repo_path).common_dir / "autoresearch"
-    return SessionPaths(root / config.session.name)
 
 
 @contextlib.contextmanager

@@ -17,8 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..config import Config
 from ..errors import SessionBusyError, StateError
 from ..journal.records import json_safe
+from ..repo.gitrepo import open_repo
 
 MIN_FREE_BYTES = 64 * 1024
 
@@ -30,6 +32,7 @@ __all__ = [
     "read_inflight",
     "read_json",
     "require_space",
+    "session_paths",
     "write_json_atomic",
     "write_text_atomic",
 ]
@@ -209,3 +212,9 @@ def read_json(path: Path) -> dict[str, Any] | None:
 def read_inflight(path: Path) -> dict[str, Any] | None:
     """The in-flight marker, or None."""
     return read_json(path)
+
+
+def session_paths(config: Config) -> SessionPaths:
+    """The session's state directory: configured, or under the target's git directory."""
+    root = config.state_path or open_repo(config.repo_path).common_dir / "autoresearch"
+    return SessionPaths(root / config.session.name)

@@ -18,8 +18,7 @@ from ..errors import UserError
 from ..journal.store import read_journal
 from ..repo.gitrepo import open_repo
 from ..statuses import Status
-from .session import session_paths
-from .session_dir import SessionLock
+from .session_dir import SessionLock, session_paths
 
 __all__ = ["SessionInfo", "clean_session", "format_sessions", "list_sessions"]
 

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ..config import Config
-from ..decide.stats import change_pct
+from ..decide.percent import change_pct
 from ..journal.records import FAILED_STATUSES, STATUSES
 from ..repo.globs import matches_any
 from ..statuses import Status

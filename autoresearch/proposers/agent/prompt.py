@@ -14,7 +14,7 @@ from typing import Any
 
 from ...bench.proc import capture
 from ...config import Config
-from ...decide.stats import change_pct
+from ...decide.percent import change_pct
 from ...errors import UserError
 from ...journal.records import ExperimentRecord
 from ...progress import format_value
