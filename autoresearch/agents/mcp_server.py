@@ -97,7 +97,7 @@ def _session_tools(server, config: Config, reads, writes) -> None:
     def history(last: int = 10) -> list[dict[str, Any]]:
         """The last experiments (0: all), compact: status, change and 95% interval, the rule
         and reason, hypothesis, mechanism, family and the next-action hint."""
-        from .tries import history_rows
+        from .outcome import history_rows
 
         return history_rows(config, last)
 

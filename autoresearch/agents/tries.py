@@ -24,10 +24,8 @@ from ..bench.proc import process_started, running, spawn_detached
 from ..config import Config
 from ..errors import UserError
 from ..files import read_bounded
-from ..journal.draft import NEXT_ACTION
-from ..journal.index import index_path
-from ..journal.records import EXIT_CODES, ExperimentRecord
-from ..journal.store import Journal
+from ..journal.records import ExperimentRecord
+from ..journal.summary import derived_paths
 from ..loop.driver import (
     account,
     calibrate_best,
@@ -36,16 +34,14 @@ from ..loop.driver import (
     run_experiment,
 )
 from ..loop.retention import prune_session_logs
-from ..loop.session import RunOptions, open_session, session_paths
-from ..loop.session_dir import fresh_name
+from ..loop.session import RunOptions, open_session
+from ..loop.session_dir import fresh_name, session_paths
 from ..progress import Progress
 from ..proposers import Hypothesis, parse_patch_file
 from ..repo.gitrepo import tree_patch
 from ..statuses import Status
 
 __all__ = [
-    "history_rows",
-    "outcome",
     "read_result",
     "start_detached",
     "try_change",
@@ -89,7 +85,7 @@ def try_change(
             source = str(patch_file)
         else:
             journal = config.journal_path
-            own = [journal, index_path(journal), config.ideas_path, config.path]
+            own = [journal, *derived_paths(journal), config.ideas_path, config.path]
             patch = worktree_patch(worktree or Path.cwd(), session.ws.tip(), own)
             given, source = {}, f"worktree:{worktree or Path.cwd()}"
         given |= {k: v for k, v in fields.items() if v}
@@ -120,60 +116,6 @@ def try_change(
             calibrate_best(session)
         prune_session_logs(session)
         return record
-
-
-def outcome(record: ExperimentRecord, config: Config) -> dict[str, Any]:
-    """What an agent needs of a try: one JSON object."""
-    evidence = record.evidence(config.metric.name)
-    refused = record.status in (
-        Status.SCOPE_VIOLATION,
-        Status.APPLY_FAILED,
-        Status.REFUSED,
-        Status.TAMPERED,
-    )
-    return {
-        "id": record.id,
-        "n": record.n,
-        "status": record.status,
-        "exit_code": EXIT_CODES.get(record.status, 1),
-        "title": record.title,
-        "metric": config.metric.name,
-        "change_pct": evidence.change_pct,
-        "ci_low_pct": evidence.ci_low_pct,
-        "ci_high_pct": evidence.ci_high_pct,
-        "baseline_median": evidence.baseline_median,
-        "candidate_median": evidence.candidate_median,
-        "rule": record.rule,
-        "reason": record.reason,
-        "refused": record.error if refused else None,
-        "sentinels": {
-            name: {"ok": s.get("ok"), "change_pct": s.get("change_pct")}
-            for name, s in record.sentinels.items()
-        },
-        "checks": (record.checks or {}).get("exit_code"),
-        "kept_commit": record.kept_commit,
-        "touched_files": record.touched_files,
-        "next_action_hint": record.asi.next_action_hint or NEXT_ACTION.get(record.status),
-    }
-
-
-def history_rows(config: Config, last: int) -> list[dict[str, Any]]:
-    """The session's last experiments, compact, with their ASI: what to choose the next from."""
-    records = Journal(config.journal_path, config.session.name).read().experiments
-    rows = []
-    for record in records[-last:] if last > 0 else records:
-        row = outcome(record, config)
-        row.pop("exit_code")
-        row |= {
-            "family": record.family,
-            "proposer": record.proposer,
-            "hypothesis": record.asi.hypothesis,
-            "mechanism": record.asi.mechanism,
-            "rollback_reason": record.asi.rollback_reason,
-            "started_at": record.started_at,
-        }
-        rows.append(row)
-    return rows
 
 
 def start_detached(

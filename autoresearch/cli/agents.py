@@ -14,7 +14,8 @@ from .common import EXIT_USER_ERROR, add_config_options, add_env_option, config_
 
 def cmd_try(args: argparse.Namespace) -> int:
     """Judge a change an agent made, as one experiment of the session; the outcome as JSON."""
-    from ..agents.tries import outcome, try_change
+    from ..agents.outcome import outcome
+    from ..agents.tries import try_change
     from ..loop.session import RunOptions
     from ..progress import Progress
 
@@ -76,7 +77,7 @@ def cmd_state(args: argparse.Namespace) -> int:
 
 def cmd_history(args: argparse.Namespace) -> int:
     """The session's last experiments, compact, with their evidence and ASI."""
-    from ..agents.tries import history_rows
+    from ..agents.outcome import history_rows
 
     rows = history_rows(config_of(args), args.last)
     if args.json:

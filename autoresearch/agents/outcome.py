@@ -1,0 +1,71 @@
+"""What an agent reads of an experiment: one JSON object per try, and the session's last ones.
+
+Light on purpose: `history` and the MCP tools answer from the journal's end, importing neither
+the loop nor the statistics.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..config import Config
+from ..journal.draft import NEXT_ACTION
+from ..journal.records import EXIT_CODES, ExperimentRecord
+from ..journal.tail import last_experiments
+from ..statuses import Status
+
+__all__ = ["history_rows", "outcome"]
+
+
+def outcome(record: ExperimentRecord, config: Config) -> dict[str, Any]:
+    """What an agent needs of a try: one JSON object."""
+    evidence = record.evidence(config.metric.name)
+    refused = record.status in (
+        Status.SCOPE_VIOLATION,
+        Status.APPLY_FAILED,
+        Status.REFUSED,
+        Status.TAMPERED,
+    )
+    return {
+        "id": record.id,
+        "n": record.n,
+        "status": record.status,
+        "exit_code": EXIT_CODES.get(record.status, 1),
+        "title": record.title,
+        "metric": config.metric.name,
+        "change_pct": evidence.change_pct,
+        "ci_low_pct": evidence.ci_low_pct,
+        "ci_high_pct": evidence.ci_high_pct,
+        "baseline_median": evidence.baseline_median,
+        "candidate_median": evidence.candidate_median,
+        "rule": record.rule,
+        "reason": record.reason,
+        "refused": record.error if refused else None,
+        "sentinels": {
+            name: {"ok": s.get("ok"), "change_pct": s.get("change_pct")}
+            for name, s in record.sentinels.items()
+        },
+        "checks": (record.checks or {}).get("exit_code"),
+        "kept_commit": record.kept_commit,
+        "touched_files": record.touched_files,
+        "next_action_hint": record.asi.next_action_hint or NEXT_ACTION.get(record.status),
+    }
+
+
+def history_rows(config: Config, last: int) -> list[dict[str, Any]]:
+    """The session's last experiments, compact, with their ASI: what to choose the next from."""
+    records = last_experiments(config.journal_path, config.session.name, last)
+    rows = []
+    for record in records:
+        row = outcome(record, config)
+        row.pop("exit_code")
+        row |= {
+            "family": record.family,
+            "proposer": record.proposer,
+            "hypothesis": record.asi.hypothesis,
+            "mechanism": record.asi.mechanism,
+            "rollback_reason": record.asi.rollback_reason,
+            "started_at": record.started_at,
+        }
+        rows.append(row)
+    return rows
