@@ -11,7 +11,7 @@ import pytest
 from conftest import experiments, git, run
 
 from autoresearch.journal.store import read_journal
-from autoresearch.loop.session import session_paths
+from autoresearch.loop.session_dir import session_paths
 
 # what the candidate's bench does -> what the record says
 CASES = {
@@ -48,7 +48,7 @@ def repository_state(root: Path) -> dict:
         "status": "\n".join(
             line
             for line in git(root, "status", "--porcelain", "--untracked-files=all").splitlines()
-            if ".experiments.jsonl.index" not in line  # the loop's own
+            if ".experiments.jsonl." not in line  # the loop's own index and summary
         ),
     }
 

@@ -22,7 +22,11 @@ FILES = {
     "hypothesis.patch.example": "hypotheses/0001-example.patch.example",
 }
 EXECUTABLE = ("autoresearch.sh", "autoresearch.checks.sh")
-GITIGNORE_LINES = ("experiments.jsonl", ".experiments.jsonl.index")
+GITIGNORE_LINES = (
+    "experiments.jsonl",
+    ".experiments.jsonl.index",
+    ".experiments.jsonl.summary",
+)
 # Nanoseconds per unit, for the bench template's timer: it prints the metric in the unit given.
 # What the tests of most languages are called: a patch may not edit what judges it.
 TESTS = ("**/*_test.*", "tests/**")

@@ -73,7 +73,7 @@ def refresh_index(journal: Path) -> IndexedJournal:
     When the index cannot be written (a read-only directory) the journal is digested in memory.
     """
     with gc_paused():
-        entries, torn = _update(journal, load=True)
+        entries, torn, _ = _update(journal, load=True)
     contents = IndexedJournal()
     buckets = {
         "session": contents.sessions,
@@ -102,9 +102,17 @@ def update_index(journal: Path) -> None:
         _update(journal, load=False)
 
 
-def _update(journal: Path, load: bool) -> tuple[list[dict], str | None]:
-    """Index the journal's new complete lines; returns all entries when `load`, and a warning
-    for a torn last line (not indexed: a crash may have cut it, or a writer may finish it)."""
+def catch_up(journal: Path) -> tuple[bool, str | None]:
+    """Index what the journal gained; whether the index file now covers every complete line
+    (not when it could not be written), and the warning for a torn last line."""
+    _, torn, written = _update(journal, load=False)
+    return written, torn
+
+
+def _update(journal: Path, load: bool) -> tuple[list[dict], str | None, bool]:
+    """Index the journal's new complete lines; returns all entries when `load`, a warning for
+    a torn last line (not indexed: a crash may have cut it, or a writer may finish it), and
+    whether the index file holds them all."""
     try:
         with open(journal, "rb") as handle:
             head = hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()
@@ -116,9 +124,8 @@ def _update(journal: Path, load: bool) -> tuple[list[dict], str | None]:
     except OSError as exc:
         raise JournalError(f"{journal}: cannot read: {exc.strerror}") from None
     new, consumed, lineno = _digest(journal, tail, offset, lineno)
-    if new:
-        _write_index(path, head, new, rebuild=offset == 0)
-    return entries + new, torn_line_warning(journal, tail[consumed - offset :], lineno)
+    written = _write_index(path, head, new, rebuild=offset == 0) if new else path.exists()
+    return entries + new, torn_line_warning(journal, tail[consumed - offset :], lineno), written
 
 
 def _read_index(path: Path, head: str, size: int, load: bool) -> tuple[list[dict], int, int]:
@@ -222,7 +229,7 @@ def experiment_row(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _write_index(path: Path, head: str, new: list[dict], rebuild: bool) -> None:
+def _write_index(path: Path, head: str, new: list[dict], rebuild: bool) -> bool:
     lines = b"".join(orjson.dumps(e) + b"\n" for e in new)
     try:
         if rebuild:
@@ -239,8 +246,10 @@ def _write_index(path: Path, head: str, new: list[dict], rebuild: bool) -> None:
                 except OSError:
                     handle.truncate(size)  # a partial entry would make the next read rebuild
                     raise
+        return True
     except OSError:
         # A read-only directory or a full disk: the digest is used from memory this time.
         if rebuild:
             with contextlib.suppress(OSError):
                 path.with_name(path.name + ".tmp").unlink()
+        return False

@@ -8,37 +8,35 @@ from typing import Any
 
 from ..config import Config
 from ..decide.headline import headline
-from ..decide.stats import change_pct
-from ..journal.index import IndexedJournal, refresh_index
+from ..decide.percent import change_pct
 from ..journal.records import STATUSES
+from ..journal.summary import session_digest
 from ..progress import format_value
 from ..statuses import Status
-from .session import session_paths
-from .session_dir import SessionLock, read_inflight
+from .session_dir import SessionLock, read_inflight, session_paths
 
 __all__ = ["format_status", "session_status"]
 
 
 def session_status(config: Config) -> dict[str, Any]:
-    """A plain dict (also the `status --json` output) read from the journal and the state dir."""
+    """A plain dict (also the `status --json` output) read from the journal's summary and the
+    state dir."""
     paths = session_paths(config)
-    history = _history(config)
+    history = session_digest(config.journal_path, config.session.name)
     primary = config.metric.name
-    counts = Counter(r["status"] for r in history.experiments)
-    kept = [r for r in history.experiments if r["status"] == Status.KEEP]
+    kept = history.last_kept
     base_commit = history.sessions[0]["base_commit"] if history.sessions else None
-    tip = kept[-1]["commit"] if kept else base_commit
+    tip = kept["commit"] if kept else base_commit
     # The same figure `report` and `pr` show: one measurement behind baseline and best.
     head = headline(history.calibrations, history.confirmations, tip, primary, base_commit)
     baseline = head["baseline"]
     best = None
     if kept:
-        last = kept[-1]
         best = {
             "value": head["best"],
-            "commit": last["commit"],
-            "id": last["id"],
-            "title": last["title"],
+            "commit": kept["commit"],
+            "id": kept["id"],
+            "title": kept["title"],
         }
     elif baseline is not None:
         best = {"value": baseline, "commit": None, "id": None, "title": "baseline"}
@@ -49,8 +47,8 @@ def session_status(config: Config) -> dict[str, Any]:
         "base_commit": base_commit,
         "journal": str(config.journal_path),
         "running": running,
-        "experiments": len(history.experiments),
-        "by_status": {s: counts[s] for s in STATUSES if counts[s]},
+        "experiments": history.experiments,
+        "by_status": {s: history.by_status[s] for s in STATUSES if history.by_status[s]},
         "metric": primary,
         "unit": config.metric.unit,
         "baseline": baseline,
@@ -64,12 +62,12 @@ def session_status(config: Config) -> dict[str, Any]:
         else None,
         "budget": {
             "max_experiments": config.budget.max_experiments,
-            "experiments_left": max(0, config.budget.max_experiments - len(history.experiments)),
+            "experiments_left": max(0, config.budget.max_experiments - history.experiments),
             "max_hours_per_run": config.budget.max_hours,
         },
         "in_flight": _in_flight(read_inflight(paths.inflight), running),
         "confirmation": _last_confirmation(history),
-        "agent": _agent_spend(history.experiments),
+        "agent": _agent_spend(history.agent),
         "warnings": history.warnings,
     }
 
@@ -88,27 +86,18 @@ def _in_flight(marker: dict[str, Any] | None, running: bool) -> dict[str, Any] |
     }
 
 
-def _agent_spend(rows: list[dict]) -> dict[str, Any] | None:
+def _agent_spend(agent: Counter) -> dict[str, Any] | None:
     """The coding agents' proposals and what they cost; unknown cost is counted, not zero."""
-    mine = [r for r in rows if r.get("agent")]
-    if not mine:
+    if not agent["proposals"]:
         return None
-    costs = [r.get("agent_cost_usd") for r in mine]
     return {
-        "proposals": len(mine),
-        "cost_usd": round(sum(c for c in costs if c is not None), 6),
-        "unknown_cost": sum(1 for c in costs if c is None),
-        "refused": sum(1 for r in mine if r["status"] == Status.REFUSED),
-        "failed": sum(1 for r in mine if r["status"] == Status.AGENT_FAILED),
-        "kept": sum(1 for r in mine if r["status"] == Status.KEEP),
+        "proposals": agent["proposals"],
+        "cost_usd": round(agent["cost_usd"], 6),
+        "unknown_cost": agent["unknown_cost"],
+        "refused": agent[Status.REFUSED],
+        "failed": agent[Status.AGENT_FAILED],
+        "kept": agent[Status.KEEP],
     }
-
-
-def _history(config: Config) -> IndexedJournal:
-    """The session's part of the journal, through the review index (fast on long journals)."""
-    if not config.journal_path.exists():
-        return IndexedJournal()
-    return refresh_index(config.journal_path).for_session(config.session.name)
 
 
 def _last_confirmation(history) -> dict[str, Any] | None:

@@ -30,7 +30,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..journal.index import index_path
+from ..journal.summary import derived_paths
 from .gitrepo import Repo
 
 __all__ = ["JournalMirror", "RepoSeal"]
@@ -183,7 +183,7 @@ class RepoSeal:
         self.checkout = checkout
         self.common = checkout.common_dir
         self.journal = journal.resolve()
-        mine = [journal, index_path(journal), *([own] if own is not None else []), *skip]
+        mine = [journal, *derived_paths(journal), *([own] if own is not None else []), *skip]
         self._skip = [rel for rel in map(self._relative, mine) if rel]
         self.mirror = JournalMirror(self.journal, mirror) if mirror is not None else None
         if self.mirror is not None and watch_journal:
@@ -403,7 +403,7 @@ class RepoSeal:
         found = set()
         for rel in filter(None, out.split("\0")):
             if any(rel == s or rel.startswith(s) for s in self._skip):
-                continue  # the journal and its index (compared on their own), the loop's state
+                continue  # the journal and what is derived from it (compared on their own), state
             path = self.checkout.path / rel
             try:
                 stat = path.lstat()
