@@ -7,7 +7,7 @@ from conftest import experiment_record as record
 
 from autoresearch.errors import JournalError
 from autoresearch.journal.records import record_from_dict
-from autoresearch.journal.store import append_record, read_journal
+from autoresearch.journal.store import Journal, append_record, read_journal
 
 
 def test_round_trip(tmp_path):
@@ -20,6 +20,22 @@ def test_round_trip(tmp_path):
     assert [r.status for r in contents.experiments] == ["discard", "keep"]
     assert contents.warnings == []
     assert json.loads(path.read_text().splitlines()[0])["schema_version"] == 1
+
+
+def test_a_session_read_again_sees_every_change_made_since(tmp_path):
+    path = tmp_path / "j.jsonl"
+    journal = Journal(path, "s")
+    assert journal.read().experiments == []
+    append_record(path, record(1))  # another process's append, not through this Journal
+    assert [r.n for r in journal.read().experiments] == [1]
+    journal.append(record(2))
+    first = journal.read()
+    first.experiments.clear()  # a caller's list is its own
+    assert [r.n for r in journal.read().experiments] == [1, 2]
+    path.write_text(path.read_text().splitlines()[1] + "\n")  # rewritten in place
+    assert [r.n for r in journal.read().experiments] == [2]
+    path.unlink()
+    assert journal.read().experiments == []
 
 
 def test_missing_values_stay_null(tmp_path):

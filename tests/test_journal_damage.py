@@ -73,6 +73,9 @@ def test_non_finite_numbers_are_written_as_null(tmp_path):
         ("touched_files", [1], "field 'touched_files' must be an array"),
         ("decision", {"metrics": {"t": {"change_pct": "big"}}}, "evidence t.change_pct"),
         ("sentinels", {"s": 3}, "field 'sentinels"),
+        ("bench_durations_s", [1.0, True], "field 'bench_durations_s'"),
+        ("bench_durations_s", [1.0, None, "2"], "field 'bench_durations_s'"),
+        ("bench_durations_s", [1e308, 1e308, "x"], "field 'bench_durations_s'"),
     ],
 )
 def test_valid_json_of_the_wrong_shape_is_a_damaged_line(tmp_path, field, value, message):

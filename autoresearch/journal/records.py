@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
@@ -394,14 +395,19 @@ def _checker(hint: Any) -> Callable[[Any], bool]:
     if origin is list:
         (item,) = typing.get_args(hint)
         item_ok = _checker(float | None if item is float else item)  # an unkeepable number
+        if item is float:
+            return lambda v: isinstance(v, list) and _numbers_ok(v, item_ok)
         return lambda v: isinstance(v, list) and all(map(item_ok, v))
     if origin is dict:
         _, item = typing.get_args(hint)
         value_ok = _checker(float | None if item is float else item)
+        values_ok = (
+            (lambda v: _numbers_ok(list(v), value_ok))
+            if item is float
+            else (lambda v: all(map(value_ok, v)))
+        )
         return lambda v: (
-            isinstance(v, dict)
-            and all(type(k) is str for k in v)
-            and all(map(value_ok, v.values()))
+            isinstance(v, dict) and all(type(k) is str for k in v) and values_ok(v.values())
         )
     if isinstance(hint, type):
         return lambda v: isinstance(v, hint)
@@ -423,6 +429,22 @@ def _is_finite_number(value: Any) -> bool:
     if kind is int:
         return True
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+_PLAIN_NUMBERS = frozenset({float, int, type(None)})
+
+
+def _numbers_ok(values: list, item_ok: Callable[[Any], bool]) -> bool:
+    """`all(map(item_ok, values))` for a list of finite numbers or None, with no Python call
+    per sample when they are plain floats: a run's samples are most of a journal's values."""
+    # A sum of finite numbers is finite unless it overflows: then each is looked at.
+    kinds = set(map(type, values))
+    if kinds <= _PLAIN_NUMBERS:
+        numbers = values if type(None) not in kinds else [v for v in values if v is not None]
+        with contextlib.suppress(OverflowError):  # an int too large for a float
+            if math.isfinite(sum(numbers)):
+                return True
+    return all(map(item_ok, values))
 
 
 def _optional_number(value: Any) -> bool:

@@ -137,10 +137,25 @@ class Journal:
     def __init__(self, path: Path, session: str):
         self.path = path
         self.session = session
+        # The last read and the file state it saw: opening a session asks for the history a
+        # few times in a row, and a 100,000-record journal takes seconds to parse each time.
+        self._cached: tuple[tuple[int, int, int], JournalContents] | None = None
 
     def append(self, record: _Record) -> None:
         append_record(self.path, record)
         update_index(self.path)
 
     def read(self) -> JournalContents:
-        return read_journal(self.path).for_session(self.session)
+        """The session's records; parsed again only when the file changed since the last read
+        (any append changes its size)."""
+        try:
+            stat = self.path.stat()
+            state = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
+        except OSError:
+            state = None
+        if state is None or self._cached is None or self._cached[0] != state:
+            contents = read_journal(self.path).for_session(self.session)
+            self._cached = (state, contents) if state is not None else None
+        else:
+            contents = self._cached[1]
+        return contents.for_session(self.session)  # fresh lists: callers may change theirs
