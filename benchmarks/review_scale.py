@@ -20,9 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from synthetic_journal import METRICS, experiment
+
 from autoresearch.config import load_config
 from autoresearch.journal.index import index_path, refresh_index, update_index
-from autoresearch.journal.records import Asi, CalibrationRecord, ExperimentRecord, SessionRecord
+from autoresearch.journal.records import CalibrationRecord, SessionRecord
 from autoresearch.journal.store import append_record
 from autoresearch.report import load_history, render_pr, render_text, summarize
 from autoresearch.report.plots import plot_progress, plot_scales
@@ -42,34 +44,6 @@ name = "pebble_writepack_1k_ms"
 name = "sqlite_writepack_10k_ms"
 budget_pct = 5.0
 """
-METRICS = {
-    "pebble_writepack_100k_ms": 1000.0,
-    "pebble_writepack_10k_ms": 100.0,
-    "pebble_writepack_1k_ms": 10.0,
-}
-
-
-def evidence(rng, center: float, best: float, f: float, runs: int) -> dict:
-    """One metric's decision evidence, as the loop records it."""
-    # Rounded as a bench prints them (the bundled one prints METRIC values with 3 decimals).
-    b = [round(center * best * (1 + rng.gauss(0, 0.02)), 3) for _ in range(runs)]
-    c = [round(center * f * (1 + rng.gauss(0, 0.02)), 3) for _ in range(runs)]
-    return {
-        "direction": "lower",
-        "unit": "ms",
-        "baseline_samples": b,
-        "candidate_samples": c,
-        "n_baseline": runs,
-        "n_candidate": runs,
-        "baseline_median": statistics.median(b),
-        "candidate_median": statistics.median(c),
-        "change_pct": 100 * (f / best - 1),
-        "ci_low_pct": -1.0,
-        "ci_high_pct": 1.0,
-        "p_better": 0.01,
-        "p_worse": 0.9,
-        "improvement_pct": 100 * (1 - f / best),
-    }
 
 
 def write_journal(path: Path, records: int, config) -> None:
@@ -105,42 +79,8 @@ def write_journal(path: Path, records: int, config) -> None:
     for n in range(1, records + 1):
         factor = best * (0.97 if rng.random() < 0.05 else 1.02)
         status = "keep" if factor < best else rng.choice(["discard", "inconclusive", "crash"])
-        runs = rng.choice([6, 11, 16])
-
-        metrics = {m: evidence(rng, v, best, factor, runs) for m, v in METRICS.items()}
-        sentinel = evidence(rng, 100.0, best, best, runs) | {
-            "budget_pct": 5.0,
-            "verdict": "within",
-            "ok": True,
-        }
-        lines.append(
-            ExperimentRecord(
-                session="scale",
-                id=f"scale-{n:06d}",
-                n=n,
-                status=status,
-                title=f"idea {n}",
-                proposer="queue",
-                source=None,
-                patch_sha256=f"{n:064x}",
-                touched_files=["grantstore/engine.go"],
-                parent_commit="0" * 40,
-                kept_commit=f"{n:040x}" if status == "keep" else None,
-                started_at="2026-01-01T00:00:00+00:00",
-                ended_at="2026-01-01T00:00:30+00:00",
-                duration_s=30.0,
-                decision={
-                    "status": status,
-                    "rule": "significant_win" if status == "keep" else "below_threshold",
-                    "reason": "synthetic",
-                    "metrics": metrics,
-                },
-                sentinels={"sqlite_writepack_10k_ms": sentinel},
-                checks={"exit_code": 0, "duration_s": 5.0} if status == "keep" else None,
-                bench_durations_s=[1.0] * (2 * runs),
-                asi=Asi(hypothesis="h", mechanism="m", result="r"),
-            )
-        )
+        kept = f"{n:040x}" if status == "keep" else None
+        lines.append(experiment(rng, "scale", n, status, best, factor, kept=kept))
         if status == "keep":
             best = factor
     for line in lines:
