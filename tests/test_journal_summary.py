@@ -118,6 +118,19 @@ def test_damage_repeats_and_a_torn_line_are_warned_as_a_whole_read_warns(journal
     assert len(got["warnings"]) == 3
 
 
+def test_a_repeat_of_a_record_folded_in_an_earlier_status_is_counted_once(journal):
+    session_digest(journal.path, "s")
+    assert seen(journal.path)["experiments"] == 8  # nothing new: the stored summary as is
+    with open(journal.path, "ab") as handle:
+        handle.write(journal.path.read_bytes().splitlines(keepends=True)[1])
+
+    got = seen(journal.path)
+    assert got == expected(journal.path)
+    assert got["experiments"] == 8 and len(got["warnings"]) == 1
+    journal.append(record(10, "keep"))
+    assert seen(journal.path) == expected(journal.path)
+
+
 def test_an_index_that_cannot_be_written_is_summed_up_in_memory(journal):
     index_path(journal.path).unlink()
     index_path(journal.path).mkdir()  # unwritable as a file, even for root

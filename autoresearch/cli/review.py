@@ -30,7 +30,7 @@ def cmd_plot(args: argparse.Namespace) -> int:
     """Draw progress.png, scales.png and, when knobs were swept, sweeps.png."""
     from ..report.plots import plot_progress, plot_scales, plot_sweeps
 
-    history, _, _, _ = _review(args)
+    history, _, _, _ = _review(args, summarized=False)
     out = Path(args.out)
     for path in (
         plot_progress(history, out / "progress.png"),
@@ -92,9 +92,10 @@ def cmd_ideas(args: argparse.Namespace) -> int:
     return 0
 
 
-def _review(args: argparse.Namespace, warn: bool = True):
-    """The history to review, and the config when there is one (pi logs come without).
-    Lines skipped as damaged or repeated are said on stderr unless the output says them."""
+def _review(args: argparse.Namespace, warn: bool = True, summarized: bool = True):
+    """The history to review, its summary (None unless `summarized`) and the config when there
+    is one (pi logs come without). Lines skipped as damaged or repeated are said on stderr
+    unless the output says them."""
     from ..errors import ConfigError
     from ..report import load_history, summarize
 
@@ -113,7 +114,7 @@ def _review(args: argparse.Namespace, warn: bool = True):
     templates = args.templates or (
         str(config.resolve(config.report.templates)) if config and config.report.templates else None
     )
-    summary = summarize(history, comparison, label)
+    summary = summarize(history, comparison, label) if summarized else None
     return history, summary, config, Path(templates) if templates else None
 
 

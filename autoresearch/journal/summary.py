@@ -28,7 +28,7 @@ from .lines import duplicate_warning, gc_paused
 
 __all__ = ["SessionDigest", "derived_paths", "session_digest", "summary_path"]
 
-SUMMARY_VERSION = 1
+SUMMARY_VERSION = 2  # 2: where the entry folded last starts
 
 
 @dataclass
@@ -93,7 +93,11 @@ def session_digest(journal: Path, session: str) -> SessionDigest:
 class _Summary:
     sessions: dict[str, SessionDigest] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    seen: dict[tuple, int] = field(default_factory=dict)  # record key -> its first line
+    # Record key -> its first line, for the repeats; kept as stored until an entry is folded:
+    # a status with nothing new to fold need not rebuild 100,000 keys.
+    seen_stored: list[list] = field(default_factory=list)
+    _seen: dict[tuple, int] | None = None
+    last: str | None = None  # the hash of the index entry folded last
 
     @classmethod
     def of_entries(cls, journal: Path, entries) -> _Summary:
@@ -109,7 +113,7 @@ class _Summary:
             self.warnings.append(entry["w"])
             return
         record = entry["d"]
-        if repeat := duplicate_warning(journal, self.seen, kind, record, entry["l"]):
+        if repeat := duplicate_warning(journal, self.seen(), kind, record, entry["l"]):
             self.warnings.append(repeat)
             return
         digest = self.sessions.setdefault(record["session"], SessionDigest())
@@ -122,16 +126,24 @@ class _Summary:
         elif kind == "confirmation":
             digest.confirmations.append(record)
 
-    def to_bytes(self, header: bytes, position: int, last: bytes) -> bytes:
+    def seen(self) -> dict[tuple, int]:
+        if self._seen is None:
+            self._seen = {tuple(item[:3]): item[3] for item in self.seen_stored}
+        return self._seen
+
+    def to_bytes(self, header: bytes, position: int, last_start: int, last: bytes) -> bytes:
         return orjson.dumps(
             {
                 "summary_version": SUMMARY_VERSION,
                 "index_header": header.decode(),
                 "position": position,
+                "last_start": last_start,
                 "last": hashlib.sha256(last).hexdigest(),
                 "sessions": {name: d.to_dict() for name, d in self.sessions.items()},
                 "warnings": self.warnings,
-                "seen": [[*key, line] for key, line in self.seen.items()],
+                "seen": self.seen_stored
+                if self._seen is None
+                else [[*key, line] for key, line in self._seen.items()],
             }
         )
 
@@ -141,64 +153,86 @@ class _Summary:
         summary = cls(
             sessions={k: SessionDigest.from_dict(v) for k, v in raw["sessions"].items()},
             warnings=raw["warnings"],
-            seen={tuple(item[:3]): item[3] for item in raw["seen"]},
+            seen_stored=raw["seen"],
         )
         return summary, raw
 
 
 def _fold_index(journal: Path) -> _Summary | None:
     """The summary, folded on from where it stopped to the index's end and written back; None
-    when the index does not belong to the journal."""
+    when the index does not belong to the journal. Reads the index from the last entry it
+    folded, not from its start: status on a season's journal reads kilobytes."""
     try:
         with open(journal, "rb") as handle:
             head = hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()
-        index = index_path(journal).read_bytes()
+        with open(index_path(journal), "rb") as handle:
+            header = handle.readline()
+            summary, start, position = _stored(journal, header)
+            handle.seek(start)
+            tail = handle.read()
     except OSError as exc:
         raise JournalError(f"{journal}: cannot read: {exc.strerror}") from None
-    header_end = index.find(b"\n") + 1
-    header = index[:header_end]
     try:
         meta = orjson.loads(header)
     except orjson.JSONDecodeError:
         return None
     if meta.get("index_version") != INDEX_VERSION or meta.get("head") != head:
         return None
-    summary, position = _stored(journal, header, index)
-    if position is None:
-        summary, position = _Summary(), header_end
-    end = index.rfind(b"\n", position) + 1
-    if end <= position:
+    if start != position and hashlib.sha256(tail[: position - start - 1]).hexdigest() != (
+        summary.last
+    ):  # the entry it folded last is not there: the index was rewritten since
+        return _fold_from(journal, header, _Summary(), len(header), _index_from(journal, header))
+    return _fold_from(journal, header, summary, position, tail[position - start :])
+
+
+def _index_from(journal: Path, header: bytes) -> bytes:
+    """The index's entries, all of them."""
+    try:
+        with open(index_path(journal), "rb") as handle:
+            handle.seek(len(header))
+            return handle.read()
+    except OSError as exc:
+        raise JournalError(f"{journal}: cannot read: {exc.strerror}") from None
+
+
+def _fold_from(
+    journal: Path, header: bytes, summary: _Summary, position: int, data: bytes
+) -> _Summary | None:
+    """`summary` with the complete entries of `data` (the index from `position` on) folded
+    in, written back when there were any."""
+    end = data.rfind(b"\n") + 1
+    if end == 0:
         return summary
-    lines = index[position:end].splitlines()
+    lines = data[:end].splitlines()
     try:
         for line in lines:
             summary.fold(journal, orjson.loads(line))
     except (orjson.JSONDecodeError, KeyError, TypeError):
         return None
-    _write(summary_path(journal), summary.to_bytes(header, end, lines[-1]))
+    last_start = position + end - 1 - len(lines[-1])
+    _write(summary_path(journal), summary.to_bytes(header, position + end, last_start, lines[-1]))
     return summary
 
 
-def _stored(journal: Path, header: bytes, index: bytes) -> tuple[_Summary, int | None]:
-    """The stored summary and the index position it covers, when it lines up with this index:
-    the same header, and the entry before that position the one it folded last."""
+def _stored(journal: Path, header: bytes) -> tuple[_Summary, int, int]:
+    """The stored summary, where the last entry it folded starts and the index position after
+    it, when it was folded from an index with this header; else an empty one from the start."""
+    fresh = _Summary(), len(header), len(header)
     try:
         summary, raw = _Summary.from_bytes(summary_path(journal).read_bytes())
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-        return _Summary(), None
-    position = raw.get("position")
+        return fresh
+    position, start = raw.get("position"), raw.get("last_start")
     if (
         raw.get("summary_version") != SUMMARY_VERSION
         or raw.get("index_header", "").encode() != header
         or not isinstance(position, int)
-        or not len(header) <= position <= len(index)
+        or not isinstance(start, int)
+        or not len(header) <= start < position
     ):
-        return _Summary(), None
-    if position > len(header):
-        start = index.rfind(b"\n", 0, position - 1) + 1
-        if hashlib.sha256(index[start : position - 1]).hexdigest() != raw.get("last"):
-            return _Summary(), None
-    return summary, position
+        return fresh
+    summary.last = raw.get("last")
+    return summary, start, position
 
 
 def _entries_in_memory(journal: Path):

@@ -7,8 +7,10 @@ came from, the final state, the confirmation, the config) sits beside the frame.
 
 from __future__ import annotations
 
+import collections
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from ..errors import JournalError
 from ..journal.index import refresh_index
 from ..statuses import Status
 
-__all__ = ["COLUMNS", "History", "load_history"]
+__all__ = ["COLUMNS", "History", "frame_rows", "load_history"]
 
 COLUMNS = [
     "n",
@@ -371,13 +373,21 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     for column in NUMERIC:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
     frame["retry_of"] = frame["retry_of"].astype(object).where(frame["retry_of"].notna(), None)
-    earlier = {row.id: (int(row.n), row.status) for row in frame.itertuples()}
+    earlier = {row.id: (int(row.n), row.status) for row in frame_rows(frame, "id", "n", "status")}
     frame["earlier"] = [
         f"retry of #{earlier[r][0]} ({earlier[r][1]})" if r in earlier else None
         for r in frame["retry_of"]
     ]
     frame["superseded"] = frame["id"].isin(set(frame["retry_of"].dropna()))
     return frame
+
+
+def frame_rows(frame: pd.DataFrame, *columns: str) -> Iterator[Any]:
+    """The frame's rows as named tuples of `columns`, each value the Python one `itertuples`
+    gives: `itertuples` over every column fetches string cells one at a time, seconds for a
+    100,000-experiment session."""
+    row = collections.namedtuple("Row", columns)
+    return map(row._make, zip(*(frame[c].tolist() for c in columns), strict=True))
 
 
 def _unescape(text: str) -> str:

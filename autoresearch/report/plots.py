@@ -19,7 +19,7 @@ from matplotlib.ticker import MaxNLocator
 
 from ..journal.records import FAILED_STATUSES
 from ..statuses import Status
-from .history import History
+from .history import History, frame_rows
 
 __all__ = [
     "FIGSIZE",
@@ -95,9 +95,9 @@ def plot_progress(history: History, path: Path) -> Path:
 
 def scales_data(history: History) -> pd.DataFrame:
     """The data behind scales.png: for each kept experiment, each scale's value / baseline."""
-    from .summary import summarize  # the family logic lives with the summary
+    from .summary import family_summary  # the family logic lives with the summary
 
-    family = summarize(history)["family"]
+    family = family_summary(history)
     if not family or not family["rows"]:
         return pd.DataFrame(columns=["n", "scale", "ratio"])
     df = history.experiments
@@ -106,7 +106,7 @@ def scales_data(history: History) -> pd.DataFrame:
     for scale in family["rows"]:
         base = scale["baseline"]
         rows.append({"n": 0, "scale": scale["scale"], "ratio": 1.0})
-        for row in kept.itertuples():
+        for row in frame_rows(kept, "n", "metrics"):
             value = (row.metrics or {}).get(scale["metric"])
             if value is not None and base:
                 rows.append({"n": int(row.n), "scale": scale["scale"], "ratio": value / base})
@@ -147,7 +147,7 @@ def plot_sweeps(history: History, path: Path) -> Path | None:
     df = history.experiments
     rows = [
         (r.proposal["knob"], r.proposal["value"], r.value, r.status)
-        for r in df.itertuples()
+        for r in frame_rows(df, "proposal", "value", "status")
         if isinstance(r.proposal, dict) and "knob" in r.proposal
     ]
     if not rows:

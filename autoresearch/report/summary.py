@@ -14,11 +14,11 @@ from ..decide.percent import change_pct
 from ..journal.records import FAILED_STATUSES, STATUSES
 from ..repo.globs import matches_any
 from ..statuses import Status
-from .history import History
+from .history import History, frame_rows
 from .scales import scale_parts, scale_value
 from .sweeps import joint_summaries, sweep_summaries
 
-__all__ = ["MAJOR_WIN_PCT", "summarize"]
+__all__ = ["MAJOR_WIN_PCT", "family_summary", "summarize"]
 
 MAJOR_WIN_PCT = 5.0  # a kept change at least this large is a major win in the PR
 MANIFEST_GLOBS = (
@@ -96,7 +96,7 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         "wins": _wins(kept[kept["n"] != history.baseline.get("n")]),
         "not_kept": _not_kept(df[df["status"] != Status.KEEP]),
         "runs": _runs(every),
-        "family": _family(history, comparison, label),
+        "family": family_summary(history, comparison, label),
         "allocations": _allocations(history),
         "safety": _safety(history, kept),
         "methodology": _methodology(history, every),
@@ -187,7 +187,16 @@ def _not_kept(rest: pd.DataFrame) -> list[dict]:
                         "why": _first_sentence(row.rollback_reason or row.reason or ""),
                         "earlier": row.earlier,
                     }
-                    for row in group.itertuples()
+                    for row in frame_rows(
+                        group,
+                        "n",
+                        "title",
+                        "status",
+                        "change_pct",
+                        "rollback_reason",
+                        "reason",
+                        "earlier",
+                    )
                 ],
             }
         )
@@ -255,7 +264,9 @@ def _runs(df: pd.DataFrame) -> dict:
     }
 
 
-def _family(history: History, comparison: str | None, label: str | None) -> dict | None:
+def family_summary(
+    history: History, comparison: str | None = None, label: str | None = None
+) -> dict | None:
     """The primary metric at every scale measured, baseline against final, and the comparison
     engine's figure at the same scale in the final state."""
     split = scale_parts(history.metric)

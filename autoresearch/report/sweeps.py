@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ..statuses import Status
+from .history import frame_rows
 
 __all__ = ["joint_summaries", "show_value", "sweep_summaries"]
 
@@ -19,7 +20,7 @@ def sweep_summaries(df: pd.DataFrame) -> list[dict[str, Any]]:
     if "proposal" not in df or df.empty:
         return []
     knobs: dict[str, list[dict[str, Any]]] = {}
-    for row in df.itertuples():
+    for row in frame_rows(df, "proposal", "n", "change_pct", "status", "parent", "commit"):
         proposal = row.proposal if isinstance(row.proposal, dict) else None
         if not proposal or "knob" not in proposal or not _present(proposal.get("value")):
             continue
@@ -44,7 +45,7 @@ def joint_summaries(df: pd.DataFrame) -> list[dict[str, Any]]:
     if "proposal" not in df or df.empty:
         return []
     searches: dict[str, list[dict[str, Any]]] = {}
-    for row in df.itertuples():
+    for row in frame_rows(df, "proposal", "n", "change_pct", "status", "commit", "parent"):
         proposal = row.proposal if isinstance(row.proposal, dict) else None
         if not proposal or proposal.get("search") != "joint":
             continue
