@@ -74,6 +74,20 @@ class Repo:
     def head(self) -> str:
         return self._repo.head.commit.hexsha
 
+    def branch_tip(self, branch: str) -> str | None:
+        """The commit `refs/heads/<branch>` names, or None when there is none. Read from the ref
+        files, loose or packed, with no git process: the loop asks several times an experiment,
+        and on a busy machine each `git rev-parse` costs tens of milliseconds. Anything but a
+        plain loose file (a directory, a link planted there) is left to git to judge."""
+        name = f"refs/heads/{branch}"
+        loose = self.common_dir / name
+        if loose.is_symlink() or (loose.exists() and not loose.is_file()):
+            return self.resolve(name)
+        try:
+            return git.SymbolicReference.dereference_recursive(self._repo, name)
+        except (ValueError, OSError):
+            return None
+
     def branch_exists(self, branch: str) -> bool:
         return self.resolve(f"refs/heads/{branch}") is not None
 

@@ -151,7 +151,7 @@ class TreeGuard:
     def restore(self) -> list[str]:
         """Put back what the candidate changed: the session branch, and what the seal covers.
         Returns what could not be put back, for the user."""
-        if self.candidate.resolve(f"refs/heads/{self.branch}") != self.expected.branch_tip:
+        if self.candidate.branch_tip(self.branch) != self.expected.branch_tip:
             self.restore_branch()
         return self.seal.restore() if self.seal is not None else []
 
@@ -171,7 +171,7 @@ class TreeGuard:
             candidate_changes, baseline_changes = was.candidate_changes, was.baseline_changes
         return _Snapshot(
             candidate_head=self.candidate.head(),
-            branch_tip=self.candidate.resolve(f"refs/heads/{self.branch}") or "",
+            branch_tip=self.candidate.branch_tip(self.branch) or "",
             candidate_changes=candidate_changes,
             baseline_head=baseline.head() if baseline is not None else None,
             baseline_changes=baseline_changes,

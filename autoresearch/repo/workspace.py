@@ -36,7 +36,7 @@ class Workspace:
 
     def tip(self) -> str:
         """The last kept commit: the session branch's tip."""
-        sha = self.tree.resolve(f"refs/heads/{self.branch}")
+        sha = self.tree.branch_tip(self.branch)
         if sha is None:
             raise WorkspaceError(
                 f"session branch {self.branch} disappeared from {self.source.path}"

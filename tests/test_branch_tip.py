@@ -1,0 +1,83 @@
+"""The session branch's tip read from the ref files, as git itself would resolve it."""
+
+from __future__ import annotations
+
+import subprocess
+
+from autoresearch.repo.gitrepo import Repo
+
+
+def git(cwd, *args):
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
+
+
+def rev_parse(cwd, rev):
+    return git(cwd, "rev-parse", rev).stdout.strip()
+
+
+def make(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    git(
+        repo,
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "a",
+    )
+    git(repo, "branch", "side")
+    git(repo, "worktree", "add", "-q", str(tmp_path / "wt"), "side")
+    git(
+        tmp_path / "wt",
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "b",
+    )
+    return repo, Repo(tmp_path / "wt")
+
+
+def test_loose_and_packed_refs_read_as_git_reads_them_from_a_worktree(tmp_path):
+    repo, tree = make(tmp_path)
+    assert tree.branch_tip("side") == rev_parse(repo, "side")
+    assert tree.branch_tip("main") == rev_parse(repo, "main")
+    git(repo, "pack-refs", "--all")
+    assert tree.branch_tip("side") == rev_parse(repo, "side")
+    git(
+        tmp_path / "wt",
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "c",
+    )
+    assert tree.branch_tip("side") == rev_parse(repo, "side")  # loose again, over the packed
+
+
+def test_a_missing_or_garbled_branch_has_no_tip(tmp_path):
+    repo, tree = make(tmp_path)
+    assert tree.branch_tip("nope") is None
+    (repo / ".git" / "refs" / "heads" / "side").write_text("not a commit\n")
+    assert tree.branch_tip("side") is None
+
+
+def test_a_directory_planted_where_the_ref_was_is_left_to_git(tmp_path):
+    repo, tree = make(tmp_path)
+    git(repo, "pack-refs", "--all")  # the packed entry would still name the old commit
+    (repo / ".git" / "refs" / "heads" / "side").mkdir()
+    assert tree.branch_tip("side") == tree.resolve("refs/heads/side")
