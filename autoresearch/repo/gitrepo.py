@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +37,7 @@ ISOLATION = (
 # object read fail.
 HARDENED = ("-c", "core.fsmonitor=false")
 HARDENED_ENV = {"GIT_NO_REPLACE_OBJECTS": "1"}
+_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -73,6 +76,20 @@ class Repo:
 
     def head(self) -> str:
         return self._repo.head.commit.hexsha
+
+    def head_ref(self) -> str:
+        """What HEAD names: its branch's full ref name, or its commit when detached. Read from
+        the HEAD file when it is a plain one (a link or anything odd is asked of git)."""
+        head = Path(self._repo.git_dir) / "HEAD"
+        with contextlib.suppress(OSError, UnicodeDecodeError):
+            if head.is_file() and not head.is_symlink():
+                text = head.read_text(encoding="utf-8").strip()
+                if text.startswith("ref: refs/"):
+                    return text.removeprefix("ref: ")
+                if _SHA.fullmatch(text):
+                    return text
+        named = self.run("symbolic-ref", "-q", "HEAD")
+        return named.out.strip() if named.ok else self.run("rev-parse", "HEAD").out.strip()
 
     def branch_tip(self, branch: str) -> str | None:
         """The commit `refs/heads/<branch>` names, or None when there is none. Read from the ref

@@ -393,10 +393,7 @@ class RepoSeal:
         return refs
 
     def _checkout_branch(self) -> str:
-        head = self.checkout.run("symbolic-ref", "-q", "HEAD")
-        if head.ok:
-            return head.out.strip()
-        return self.checkout.run("rev-parse", "HEAD").out.strip()  # detached: the commit
+        return self.checkout.head_ref()  # detached: the commit
 
     def _untracked(self) -> frozenset[tuple[str, int, int]]:
         out = self.checkout.run("ls-files", "--others", "--exclude-standard", "-z").out

@@ -1,4 +1,4 @@
-"""The session branch's tip read from the ref files, as git itself would resolve it."""
+"""Refs read from their files (the session branch's tip, what HEAD names), as git reads them."""
 
 from __future__ import annotations
 
@@ -81,3 +81,20 @@ def test_a_directory_planted_where_the_ref_was_is_left_to_git(tmp_path):
     git(repo, "pack-refs", "--all")  # the packed entry would still name the old commit
     (repo / ".git" / "refs" / "heads" / "side").mkdir()
     assert tree.branch_tip("side") == tree.resolve("refs/heads/side")
+
+
+def test_head_names_its_branch_or_its_commit_as_git_says(tmp_path):
+    repo, tree = make(tmp_path)
+    checkout = Repo(repo)
+    assert (
+        checkout.head_ref() == "refs/heads/main" == git(repo, "symbolic-ref", "HEAD").stdout.strip()
+    )
+    assert tree.head_ref() == "refs/heads/side"  # a worktree's own HEAD
+    git(repo, "checkout", "-q", "-b", "elsewhere")
+    assert checkout.head_ref() == "refs/heads/elsewhere"
+    git(repo, "checkout", "-q", "--detach")
+    assert checkout.head_ref() == rev_parse(repo, "HEAD")
+    head = repo / ".git" / "HEAD"
+    head.unlink()
+    head.symlink_to("refs/heads/main")  # the old symlink form: git's word for it
+    assert checkout.head_ref() == "refs/heads/main"
