@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
+from autoresearch.errors import WorkspaceError
 from autoresearch.repo.gitrepo import Repo
 
 
@@ -98,3 +101,15 @@ def test_head_names_its_branch_or_its_commit_as_git_says(tmp_path):
     head.unlink()
     head.symlink_to("refs/heads/main")  # the old symlink form: git's word for it
     assert checkout.head_ref() == "refs/heads/main"
+
+
+def test_head_is_the_commit_git_says_on_a_branch_detached_or_unborn(tmp_path):
+    repo, tree = make(tmp_path)
+    checkout = Repo(repo)
+    assert checkout.head() == rev_parse(repo, "HEAD")
+    assert tree.head() == rev_parse(tmp_path / "wt", "HEAD") != checkout.head()
+    git(repo, "checkout", "-q", "--detach")
+    assert checkout.head() == rev_parse(repo, "HEAD")
+    git(repo, "checkout", "-q", "--orphan", "unborn")
+    with pytest.raises(WorkspaceError, match="HEAD names no commit"):
+        checkout.head()

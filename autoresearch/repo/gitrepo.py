@@ -75,7 +75,18 @@ class Repo:
         return result.out.strip() if result.ok else None
 
     def head(self) -> str:
-        return self._repo.head.commit.hexsha
+        """The commit HEAD is at, read from the ref files (`head_ref`, `branch_tip`): no object
+        read, so no long-lived `git cat-file` process that a run's clean-up could take for one
+        of its own."""
+        ref = self.head_ref()
+        if ref.startswith("refs/heads/"):
+            sha = self.branch_tip(ref.removeprefix("refs/heads/"))
+        else:
+            sha = ref if _SHA.fullmatch(ref) else None
+        sha = sha or self.resolve("HEAD")
+        if sha is None:
+            raise WorkspaceError(f"{self.path}: HEAD names no commit")
+        return sha
 
     def head_ref(self) -> str:
         """What HEAD names: its branch's full ref name, or its commit when detached. Read from
