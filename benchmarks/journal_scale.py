@@ -12,7 +12,10 @@ memory:
   the run is then stopped and the next resume recovers it, as after Ctrl-C;
 - `history --last 20 --json`, `status`, `state`, `report`, `pr`, `plot`.
 
-It prints medians, the peak memory, each goal and MISSED where it is missed.
+Quiet, then with another process keeping a core busy, it prints medians, the peak memory,
+each goal and MISSED where it is missed. The first `status` after the inflation folds the
+whole index into the summary (once: a session's own status calls keep it current); the median
+of three is the status a user sees.
 
     python benchmarks/journal_scale.py [--records 100000] [--repeat 3]
 """
@@ -31,6 +34,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine_load import a_core_busy
 from synthetic_journal import experiment
 
 from autoresearch.journal.index import update_index
@@ -159,7 +163,9 @@ def resume(repo: Path, stamp: Path, n: int) -> tuple[float, float]:
     return first_bench - started, usage.ru_maxrss / 1024
 
 
-def measure(repos: dict[str, Path], stamps: Path, repeat: int) -> dict:
+def measure(repos: dict[str, Path], stamps: Path, repeat: int, first: int) -> dict:
+    """Each command's (seconds, peak MiB) per session; `first` numbers the patches queued for
+    the resumes, new ones each call."""
     commands = {
         "history --last 20 --json": ["history", "--last", "20", "--json"],
         "status": ["status"],
@@ -172,7 +178,7 @@ def measure(repos: dict[str, Path], stamps: Path, repeat: int) -> dict:
     for rep in range(repeat):
         for label, repo in repos.items():  # the two sessions side by side in each repetition
             print(f"repetition {rep + 1}/{repeat}: {label} ...", file=sys.stderr)
-            sample = resume(repo, stamps / f"{label}.stamp", 10_000_000 + rep)
+            sample = resume(repo, stamps / f"{label}.stamp", first + rep)
             results.setdefault(("run resume", label), []).append(sample)
             for name, args in commands.items():
                 sample = timed(["autoresearch", *args], repo)
@@ -207,9 +213,20 @@ def main() -> int:
             [sys.executable, __file__, "--inflate", str(journal), str(args.records)], check=True
         )
         size = (repos[big] / "experiments.jsonl").stat().st_size / 2**20
-        results = measure(repos, root / "stamps", args.repeat)
+        tables = {}
+        for first, load in ((10_000_000, "quiet"), (20_000_000, "a core busy")):
+            with a_core_busy(load != "quiet"):
+                tables[load] = measure(repos, root / "stamps", args.repeat, first)
     print(f"journal of {big} experiment records ({size:.0f} MiB) beside a tiny one (3 records);")
-    print(f"medians of {args.repeat}, peak memory the largest seen:\n")
+    print(f"medians of {args.repeat}, peak memory the largest seen")
+    missed = sum(table(name, results, big) for name, results in tables.items())
+    print(f"\n{len(GOALS) * len(tables) - missed} of {len(GOALS) * len(tables)} goals met")
+    return 1 if missed else 0
+
+
+def table(load: str, results: dict, big: str) -> int:
+    """Print one machine state's table; how many goals it missed."""
+    print(f"\n{load}:\n")
     print(f"| command | tiny | {big} | peak MiB (tiny / {big}) | goal | |")
     print("|---|---:|---:|---:|---|---|")
     missed = 0
@@ -227,8 +244,7 @@ def main() -> int:
             f"| {name} | {t_small:.2f} s | {t_large:.2f} s | {m_small:.0f} / {m_large:.0f} "
             f"| {goal} | {'met' if ok else 'MISSED'} |"
         )
-    print(f"\n{len(GOALS) - missed} of {len(GOALS)} goals met")
-    return 1 if missed else 0
+    return missed
 
 
 if __name__ == "__main__":
