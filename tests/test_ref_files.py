@@ -14,6 +14,21 @@ def git(cwd, *args):
     return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True)
 
 
+def commit(cwd, message):
+    git(
+        cwd,
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        message,
+    )
+
+
 def rev_parse(cwd, rev):
     return git(cwd, "rev-parse", rev).stdout.strip()
 
@@ -22,32 +37,10 @@ def make(tmp_path):
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "main")
-    git(
-        repo,
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t",
-        "commit",
-        "-q",
-        "--allow-empty",
-        "-m",
-        "a",
-    )
+    commit(repo, "a")
     git(repo, "branch", "side")
     git(repo, "worktree", "add", "-q", str(tmp_path / "wt"), "side")
-    git(
-        tmp_path / "wt",
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t",
-        "commit",
-        "-q",
-        "--allow-empty",
-        "-m",
-        "b",
-    )
+    commit(tmp_path / "wt", "b")
     return repo, Repo(tmp_path / "wt")
 
 
@@ -57,18 +50,7 @@ def test_loose_and_packed_refs_read_as_git_reads_them_from_a_worktree(tmp_path):
     assert tree.branch_tip("main") == rev_parse(repo, "main")
     git(repo, "pack-refs", "--all")
     assert tree.branch_tip("side") == rev_parse(repo, "side")
-    git(
-        tmp_path / "wt",
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t",
-        "commit",
-        "-q",
-        "--allow-empty",
-        "-m",
-        "c",
-    )
+    commit(tmp_path / "wt", "c")
     assert tree.branch_tip("side") == rev_parse(repo, "side")  # loose again, over the packed
 
 
