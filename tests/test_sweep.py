@@ -366,8 +366,9 @@ def test_the_sweep_looks_one_step_past_a_plateau(target, monkeypatch):
 
     run(target)
 
-    assert _kept_value(target, "l0") == 32
     records = experiments(target)
+    seen = [(r.proposal["value"], r.status, r.rule, r.evidence().change_pct) for r in records]
+    assert _kept_value(target, "l0") == 32, seen
     past = next(r for r in records if r.proposal["value"] == 32)
     assert past.status == "keep"
     assert past.proposal["why"].startswith("looking past a plateau: 16 measured")
@@ -375,7 +376,7 @@ def test_the_sweep_looks_one_step_past_a_plateau(target, monkeypatch):
     # One step past a plateau, then the usual search around the new best: 64 (flat, no
     # bisection towards it) and 16 (slower: bisection 23, 27, 29, 30, 31), 10 experiments.
     values = [r.proposal["value"] for r in records]
-    assert len(values) <= 11 and not any(32 < v < 64 for v in values), values
+    assert len(values) <= 11 and not any(32 < v < 64 for v in values), seen
     assert records[4].proposal["why"].startswith("bracketing")
 
 
@@ -390,6 +391,24 @@ def _measured(value, change, rule):
     )
 
 
+def test_a_loss_within_the_floor_is_looked_past(target):
+    """Flat runs show a significant loss by chance (one experiment in twenty): 16 measured
+    +0.3% worse with p < alpha is still a plateau, and 32 behind it is tried; a sentinel over
+    its budget is not."""
+    _sweep_target(target, SWEEP_ONE, "l0 = 8\n")
+    table = {"name": "l0", "file": "src/knobs.txt", "pattern": r"l0 = (\d+)", "min": 1, "max": 64}
+    knob = knob_from_table(table, target.load(), "test")
+    here = {
+        16: _measured(16, 0.3, "significant_loss"),
+        4: _measured(4, -0.2, "below_threshold"),
+    }
+    value, why = _step(knob, 8, here, None)
+    assert value == 32 and why.startswith("looking past a plateau: 16 measured +0.3%")
+    here[16] = _measured(16, 0.3, "sentinel_budget")
+    value, why = _step(knob, 8, here, None)
+    assert value == 2 and why.startswith("looking past a plateau: 4 measured -0.2%")
+
+
 def test_no_bisection_into_a_plateau(target):
     """16 was kept over 4; at 16, 8 and 32 measured within the floor and 64 too: a plateau
     on both sides, nothing to bisect (the search once went through 5 to 15 here)."""
@@ -402,6 +421,9 @@ def test_no_bisection_into_a_plateau(target):
         8: _measured(8, 0.5, "not_promising"),
         64: _measured(64, 0.6, "below_threshold"),
     }
+    assert _step(knob, 16, here, made_here) is None
+    # A loss the t-test shows with flat runs, smaller than the floor: still a plateau.
+    here[8] = _measured(8, 0.4, "significant_loss")
     assert _step(knob, 16, here, made_here) is None
     # Where the nearest neighbour is slower, the search bisects towards it.
     here[8] = _measured(8, 6.0, "significant_loss")

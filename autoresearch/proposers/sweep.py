@@ -40,8 +40,6 @@ from .knobs import Knob, knob_from_table, patch_of
 
 __all__ = ["SweepProposer", "knob_history"]
 
-# Rules that show a value worse: nothing better is expected past it.
-LOSSES = tuple(rule.value for rule in Rule if rule.is_loss)
 OPTIONS = ("knob", "search", "sampler", "trials", "seed")
 SEARCHES = ("coordinate", "joint")
 
@@ -238,10 +236,12 @@ def _next(grid: list[float], value: float | None, side: int) -> float | None:
 
 
 def _flat(record: ExperimentRecord | None) -> float | None:
-    """The change a value measured when it was neither kept nor shown worse than the floor
-    (a plateau, or too little evidence either way); None otherwise."""
+    """The change a value measured when it was neither kept nor worse by the floor (a plateau,
+    or too little evidence either way); None otherwise. A loss the t-test shows but smaller
+    than the floor is a plateau too: a tenth of a percent slower is no reason to stop looking
+    past it, and flat runs show one by chance in one experiment of twenty."""
     change = _change(record)
-    if change is None or record.status == Status.KEEP or record.rule in LOSSES:
+    if change is None or record.status == Status.KEEP or record.rule == Rule.SENTINEL_BUDGET:
         return None
     floor = record.decision.get("threshold_pct") or 0.0
     return change if abs(change) < floor else None
