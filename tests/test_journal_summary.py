@@ -76,13 +76,13 @@ def test_the_digest_says_what_every_row_says(journal):
 
 def test_appends_fold_on_from_where_the_summary_stopped(journal):
     session_digest(journal.path, "s")
-    stored = json.loads(summary_path(journal.path).read_bytes())
+    stored = json.loads(summary_path(journal.path).read_bytes().splitlines()[0])
     journal.append(record(10, "keep"))
     with open(journal.path, "a") as handle:  # a writer that does not know about the index
         handle.write(json.dumps(record(11, "crash").to_dict()) + "\n")
 
     assert seen(journal.path) == expected(journal.path)
-    after = json.loads(summary_path(journal.path).read_bytes())
+    after = json.loads(summary_path(journal.path).read_bytes().splitlines()[0])
     assert after["position"] > stored["position"]
     assert after["sessions"]["s"]["experiments"] == 10
 
@@ -149,3 +149,80 @@ def test_a_summary_that_cannot_be_written_is_folded_each_time(journal):
 
 def test_a_missing_journal_has_an_empty_digest(tmp_path):
     assert session_digest(tmp_path / "none.jsonl", "s").experiments == 0
+
+
+# -- the attempts a resume reads ----------------------------------------------------------------
+
+
+def attempts_of_a_whole_read(path, session="s"):
+    return [
+        (r.n, r.id, r.status, r.proposer, r.retry_of, r.patch_sha256)
+        for r in Journal(path, session).read().experiments
+    ]
+
+
+def attempts_of_the_summary(path, session="s"):
+    return [a[:6] for a in session_digest(path, session, attempts=True).attempts]
+
+
+def patched(n: int, status: str = "discard", **more):
+    return dataclasses.replace(record(n, status, **more), patch_sha256=f"{n:064x}")
+
+
+def test_the_attempts_are_the_experiments_a_whole_read_gives(journal):
+    journal.append(dataclasses.replace(patched(10, "interrupted"), proposer="sweep"))
+    journal.append(dataclasses.replace(patched(10, "keep"), id="s-0011", n=11, retry_of="s-0010"))
+    lines = journal.path.read_bytes().splitlines(keepends=True)
+    with open(journal.path, "ab") as handle:
+        handle.write(b'{"damaged\n\n')
+        handle.write(lines[1])  # a repeat: counted once
+        handle.write(json.dumps(patched(12).to_dict()).encode() + b"\n")  # past the index
+        handle.write(lines[2][:40])  # torn
+
+    assert attempts_of_the_summary(journal.path) == attempts_of_a_whole_read(journal.path)
+    assert attempts_of_the_summary(journal.path, "other") == attempts_of_a_whole_read(
+        journal.path, "other"
+    )
+    got = attempts_of_the_summary(journal.path)
+    assert [a[0] for a in got] == [1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12]
+    assert got[-2][4] == "s-0010" and got[-3][3] == "sweep"
+
+
+def test_each_attempt_reads_back_its_whole_record(journal, monkeypatch):
+    with open(journal.path, "ab") as handle:  # a writer that does not know about the index
+        handle.write(json.dumps(patched(10, "keep").to_dict()).encode() + b"\n")
+        handle.write(b'{"torn by a crash')  # closed off by the next append
+    span = journal.append(patched(11))
+    whole = {r.id: r for r in journal.read().experiments}
+
+    attempts = session_digest(journal.path, "s", attempts=True).attempts
+    assert len(attempts) == len(whole) == 10
+    monkeypatch.setattr(Journal, "read", lambda self: pytest.fail("read the whole journal"))
+    for attempt in attempts:
+        assert journal.record(attempt) == whole[attempt.id]
+    assert (attempts[-1].start, attempts[-1].end) == span
+    assert journal.path.read_bytes()[span.start : span.end].endswith(b"\n")
+
+
+def test_a_record_whose_line_moved_is_found_by_a_whole_read(journal):
+    attempt = session_digest(journal.path, "s", attempts=True).attempts[2]
+    # Rewritten by hand: a line inserted before it, so its bytes are no longer where they were.
+    lines = journal.path.read_bytes().splitlines(keepends=True)
+    inserted = json.dumps(patched(20).to_dict()).encode() + b"\n"
+    journal.path.write_bytes(lines[0] + inserted + b"".join(lines[1:]))
+
+    assert journal.record(attempt).id == attempt.id == "s-0003"
+    assert journal.record(attempt._replace(id="s-0099", start=None)) is None
+
+
+def test_a_garbled_second_line_is_folded_again_when_a_resume_needs_it(journal):
+    before = attempts_of_the_summary(journal.path)
+    first = summary_path(journal.path).read_bytes().splitlines()[0]
+    summary_path(journal.path).write_bytes(first + b"\n{not json\n")
+
+    assert seen(journal.path) == expected(journal.path)  # status reads the first line only
+    assert attempts_of_the_summary(journal.path) == before == attempts_of_a_whole_read(journal.path)
+    journal.append(patched(10))
+    summary_path(journal.path).write_bytes(first + b"\n[]\n")
+    assert seen(journal.path) == expected(journal.path)  # a fold needs it: folded again
+    assert attempts_of_the_summary(journal.path) == attempts_of_a_whole_read(journal.path)

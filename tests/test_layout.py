@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "autoresearch"
@@ -69,3 +73,24 @@ def test_processes_start_in_one_module():
         if re.search(r"^\s*import subprocess|subprocess\.(run|Popen)", p.read_text(), re.M)
     ]
     assert starting == ["autoresearch/bench/proc.py"]
+
+
+@pytest.mark.parametrize(
+    "modules",
+    [
+        # `run`: everything up to its first bench; the rule's distributions come at first use
+        ["autoresearch.cli.session", "autoresearch.loop.driver", "autoresearch.loop.preflight"],
+        # status and state
+        ["autoresearch.cli.agents", "autoresearch.loop.status"],
+    ],
+)
+def test_the_loop_and_the_light_commands_import_nothing_heavy(modules):
+    """scipy.stats, pandas and matplotlib each take a large part of a second to import: the
+    loop's start and the agents' faces wait for none of them."""
+    code = (
+        f"import sys\nfor m in {modules!r}: __import__(m)\n"
+        "print(sorted(m for m in ('scipy.stats', 'pandas', 'matplotlib') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

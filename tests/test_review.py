@@ -179,3 +179,37 @@ def test_pi_segments_measure_changes_within_their_segment(tmp_path):
     assert frame.loc[3, "change_pct"] == pytest.approx(100 * (95 / 90 - 1))
     assert math.isnan(frame.loc[4, "change_pct"])  # a new segment has no best yet
     assert frame.loc[5, "change_pct"] == pytest.approx(-25)
+
+
+def test_a_long_night_lists_each_group_in_the_pr_up_to_its_cap(target):
+    """GitHub takes a description up to 65,536 characters: each "what did not work" group names
+    its first experiments and counts the rest; the report names every one."""
+    from dataclasses import replace
+
+    from conftest import experiment_record
+
+    from autoresearch.journal.records import Asi
+    from autoresearch.journal.store import Journal
+    from autoresearch.report import render_text
+    from autoresearch.report.render import NOT_KEPT_SHOWN
+
+    target.add_hypothesis("01-nothing", {"src/sentinel.txt": "50.1\n"}, title="nothing")
+    run(target)
+    journal = Journal(target.journal, "t")
+    (first,) = journal.read().experiments
+    extra = NOT_KEPT_SHOWN + 7
+    for n in range(2, 2 + extra):
+        decision = {"rule": first.decision["rule"], "reason": "flat"}
+        made = experiment_record(n, first.status, decision=decision)
+        # No rollback reason: the record's reason is what the PR says, never "nan".
+        journal.append(replace(made, session="t", id=f"t-{n:04d}", asi=Asi(hypothesis="h")))
+
+    s = summarize(load_history(target.journal))
+    text = render_pr(s)
+    (group,) = s["not_kept"]
+    assert group["count"] == extra + 1
+    listed = [line for line in text.splitlines() if line.startswith("- #")]
+    assert len(listed) == NOT_KEPT_SHOWN
+    assert f"- … and {extra + 1 - NOT_KEPT_SHOWN} more: `autoresearch report`" in text
+    assert listed[-1].endswith(": flat") and "nan" not in text
+    assert len([ln for ln in render_text(s).splitlines() if ln.strip().startswith("#")]) >= extra

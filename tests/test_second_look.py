@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import experiments, run, run_cli, unified_patch
+
+from autoresearch.journal import store
 
 
 def _noisy_sentinel(monkeypatch, tmp_path) -> None:
@@ -29,6 +32,29 @@ def test_inconclusive_is_looked_at_again_and_kept_when_the_machine_is_quiet(
     assert (retry.title, retry.status, retry.retry_of) == ("01-win", "keep", first.id)
     assert retry.patch_sha256 == first.patch_sha256
     assert outcome.kept == 1
+
+
+def test_a_resume_and_its_second_look_never_read_the_whole_journal(target, monkeypatch, tmp_path):
+    """What a resume needs comes from the summary beside the index; the inconclusive
+    experiment's reasoning from its own line: a season's journal is never parsed whole."""
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"}, mechanism="fewer copies")
+    target.add_hypothesis("02-loss", {"src/sentinel.txt": "70\n"})
+    _noisy_sentinel(monkeypatch, tmp_path)
+    run(target, max_experiments=2)
+    first, loss = experiments(target)
+    assert (first.status, loss.status) == ("inconclusive", "discard")
+
+    monkeypatch.delenv("BENCH_SENTINEL_SPREAD")
+    target.add_hypothesis("03-null", {"src/other.txt": "x\n"})
+    monkeypatch.setattr(store, "read_journal", lambda path: pytest.fail(f"read {path} whole"))
+    outcome = run(target)
+    monkeypatch.undo()
+
+    *_, null, retry = experiments(target)
+    assert (null.n, null.title, null.retry_of) == (3, "03-null", None)
+    assert (retry.n, retry.title, retry.status, retry.retry_of) == (4, "01-win", "keep", first.id)
+    assert retry.asi.mechanism == "fewer copies"
+    assert outcome.ran == 2 and outcome.kept == 1
 
 
 def test_a_retry_that_stays_undecided_is_not_tried_a_third_time(target, monkeypatch, tmp_path):

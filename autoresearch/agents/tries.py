@@ -24,8 +24,8 @@ from ..bench.proc import process_started, running, spawn_detached
 from ..config import Config
 from ..errors import UserError
 from ..files import read_bounded
+from ..journal.fold import derived_paths
 from ..journal.records import ExperimentRecord
-from ..journal.summary import derived_paths
 from ..loop.driver import (
     account,
     calibrate_best,

@@ -103,7 +103,8 @@ def cmd_retry(args: argparse.Namespace) -> int:
     from ..loop.session_dir import session_paths
 
     config = config_of(args)
-    known = {r.id: r for r in Journal(config.journal_path, config.session.name).read().experiments}
+    journal = Journal(config.journal_path, config.session.name)
+    known = {a.id: a for a in journal.digest().attempts or []}
     missing = [i for i in args.ids if i not in known]
     if missing:
         raise UserError(
@@ -112,7 +113,9 @@ def cmd_retry(args: argparse.Namespace) -> int:
         )
     queued = request_retries(session_paths(config), args.ids)
     for exp_id in args.ids:
-        print(f"queued {exp_id} ({known[exp_id].title!r}, was {known[exp_id].status})")
+        record = journal.record(known[exp_id])
+        title = record.title if record is not None else "?"
+        print(f"queued {exp_id} ({title!r}, was {known[exp_id].status})")
     print(f"{len(queued)} experiment(s) will be measured again when the queue is empty")
     return 0
 
@@ -130,8 +133,8 @@ def cmd_prune(args: argparse.Namespace) -> int:
     if args.keep is None and keep == 0:
         print("session.keep_logs = 0 keeps every log; pass --keep N to prune anyway")
         return 0
-    history = Journal(config.journal_path, config.session.name).read()
-    result = prune_logs(session_paths(config), history, keep, dry_run=args.dry_run)
+    journal = Journal(config.journal_path, config.session.name)
+    result = prune_logs(session_paths(config), journal, keep, dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     for path in result.removed:
         print(f"{verb} {path}")

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import math
 
-from scipy.stats import norm
-
 from ..config import Config, DecisionConfig
+from .dist import norm_ppf
 
 __all__ = [
     "MIN_CAP_FACTOR",
@@ -40,7 +39,7 @@ def threshold_pct(config: Config, noise: float | None) -> float:
 
 def _z_sum(decision: DecisionConfig) -> float:
     # About half of alpha is left for the last look (see look_alphas).
-    return float(norm.ppf(1 - decision.alpha / 2) + norm.ppf(POWER))
+    return norm_ppf(1 - decision.alpha / 2) + norm_ppf(POWER)
 
 
 def runs_needed(config: Config, noise_pct: float, effect_pct: float) -> int:

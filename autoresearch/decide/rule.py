@@ -33,12 +33,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from scipy.stats import norm
-from scipy.stats import t as student
-
 from ..config import Config, MetricSpec, SentinelSpec
 from ..statuses import Rule, Status
 from .design import budget_runs, cap_runs, look_alphas
+from .dist import norm_cdf, t_ppf
 from .stats import Comparison, compare, compare_paired
 
 __all__ = ["CONFIDENCE", "WORSE_ALPHA", "Decision", "Judge", "improvement"]
@@ -363,10 +361,10 @@ class Judge:
         se = max(se / 100, 1e-12)
         sd, cap = se * math.sqrt(n), self.cap
         theta = m + PROMISE_OPTIMISM * se
-        critical = float(student.ppf(1 - self.alphas[-1], cap - 1))
+        critical = t_ppf(1 - self.alphas[-1], cap - 1)
         # The last look's t statistic, its sd taken as known: B-value arithmetic.
         shortfall = critical * math.sqrt(cap) - (n * m + (cap - n) * theta) / sd
-        return float(1 - norm.cdf(shortfall / math.sqrt(cap - n)))
+        return 1 - norm_cdf(shortfall / math.sqrt(cap - n))
 
     def _evidence(self, spec, baseline: dict, candidate: dict) -> dict[str, Any]:
         b, c = baseline.get(spec.name, []), candidate.get(spec.name, [])

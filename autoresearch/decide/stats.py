@@ -10,8 +10,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats as sps
 
+from .dist import norm_ppf, t_cdf, t_ppf, t_sf
 from .percent import ratio_pct
 
 __all__ = [
@@ -63,6 +63,8 @@ def compare(baseline: list[float], candidate: list[float], confidence: float) ->
     """
     if len(baseline) < 2 or len(candidate) < 2:
         return None
+    from scipy.stats import mannwhitneyu  # the two-sample rule only: a half-second import
+
     x = np.asarray(baseline, dtype=float)
     y = np.asarray(candidate, dtype=float)
     if (x <= 0).any() or (y <= 0).any():
@@ -78,8 +80,8 @@ def compare(baseline: list[float], candidate: list[float], confidence: float) ->
         ci_low_pct=ratio_pct(low),
         ci_high_pct=ratio_pct(high),
         confidence=confidence,
-        p_lower=float(sps.mannwhitneyu(ly, lx, alternative="less").pvalue),
-        p_higher=float(sps.mannwhitneyu(ly, lx, alternative="greater").pvalue),
+        p_lower=float(mannwhitneyu(ly, lx, alternative="less").pvalue),
+        p_higher=float(mannwhitneyu(ly, lx, alternative="greater").pvalue),
     )
 
 
@@ -89,7 +91,7 @@ def _hodges_lehmann(x: np.ndarray, y: np.ndarray, confidence: float) -> tuple[fl
     diffs = np.sort(np.subtract.outer(y, x).ravel())
     m, n = len(x), len(y)
     estimate = float(np.median(diffs))
-    z = sps.norm.ppf(0.5 + confidence / 2)
+    z = norm_ppf(0.5 + confidence / 2)
     k = math.floor(m * n / 2 - z * math.sqrt(m * n * (m + n + 1) / 12))
     k = min(max(k, 0), len(diffs) - 1)
     return estimate, float(diffs[k]), float(diffs[len(diffs) - 1 - k])
@@ -122,7 +124,7 @@ def compare_paired(
     # Identical runs (a quiet synthetic bench) have no spread: the sign of the mean decides.
     se = max(float(d.std(ddof=1)) / math.sqrt(n), 1e-12)
     t = mean / se
-    half = float(sps.t.ppf(0.5 + confidence / 2, n - 1)) * se
+    half = t_ppf(0.5 + confidence / 2, n - 1) * se
     return Comparison(
         n_baseline=n,
         n_candidate=n,
@@ -132,8 +134,8 @@ def compare_paired(
         ci_low_pct=ratio_pct(mean - half),
         ci_high_pct=ratio_pct(mean + half),
         confidence=confidence,
-        p_lower=float(sps.t.cdf(t, n - 1)),
-        p_higher=float(sps.t.sf(t, n - 1)),
+        p_lower=t_cdf(t, n - 1),
+        p_higher=t_sf(t, n - 1),
         paired=True,
         se_pct=100.0 * se,
     )

@@ -24,8 +24,7 @@ FILES = {
 EXECUTABLE = ("autoresearch.sh", "autoresearch.checks.sh")
 GITIGNORE_LINES = (
     "experiments.jsonl",
-    ".experiments.jsonl.index",
-    ".experiments.jsonl.summary",
+    ".experiments.jsonl.*",  # what its readers keep beside it: the index, summary, columns
 )
 # Nanoseconds per unit, for the bench template's timer: it prints the metric in the unit given.
 # What the tests of most languages are called: a patch may not edit what judges it.

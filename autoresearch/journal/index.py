@@ -33,8 +33,8 @@ __all__ = [
     "update_index",
 ]
 
-INDEX_VERSION = 4  # 2: rows carry retry_of, proposal, parent; 3: proposer, family, agent cost;
-# 4: import records
+INDEX_VERSION = 5  # 2: rows carry retry_of, proposal, parent; 3: proposer, family, agent cost;
+# 4: import records; 5: the patch's hash (a resume reads its attempts from the summary)
 HEAD_BYTES = 4096
 
 
@@ -191,6 +191,7 @@ def experiment_row(record: dict[str, Any]) -> dict[str, Any]:
         "n": record["n"],
         "id": record["id"],
         "retry_of": record.get("retry_of"),
+        "patch": record.get("patch_sha256"),
         "proposal": record.get("proposal"),
         "proposer": record.get("proposer"),
         "family": record.get("family"),

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import JournalError
+from .attempts import Attempt, Span
 from .index import update_index
-from .lines import duplicate_warning, gc_paused, parse_lines, torn_line_warning
+from .lines import BOM, duplicate_warning, gc_paused, parse_lines, torn_line_warning
 from .records import (
     CalibrationRecord,
     ConfirmationRecord,
@@ -25,6 +26,7 @@ from .records import (
     _Record,
     json_safe,
 )
+from .summary import SessionDigest, session_digest
 
 __all__ = [
     "Journal",
@@ -57,10 +59,11 @@ class JournalContents:
         )
 
 
-def append_record(path: Path, record: _Record) -> None:
-    """Append one record durably, whole or not at all. A torn last line left by a crash is
-    closed off first. When the disk is full the partial line is taken back and a JournalError
-    says so: the journal stays as it was, and the caller keeps what it could not write."""
+def append_record(path: Path, record: _Record) -> Span:
+    """Append one record durably, whole or not at all; returns where its line lies. A torn
+    last line left by a crash is closed off first. When the disk is full the partial line is
+    taken back and a JournalError says so: the journal stays as it was, and the caller keeps
+    what it could not write."""
     line = json.dumps(json_safe(record.to_dict()), ensure_ascii=False, allow_nan=False)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -70,7 +73,8 @@ def append_record(path: Path, record: _Record) -> None:
     try:
         size = os.fstat(fd).st_size
         torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
-        write_all(fd, (b"\n" if torn else b"") + line.encode("utf-8") + b"\n")
+        data = line.encode("utf-8") + b"\n"
+        write_all(fd, (b"\n" if torn else b"") + data)
         os.fsync(fd)
     except OSError as exc:
         with contextlib.suppress(OSError):
@@ -81,6 +85,8 @@ def append_record(path: Path, record: _Record) -> None:
         ) from None
     finally:
         os.close(fd)
+    start = size + torn
+    return Span(start, start + len(data))
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -140,19 +146,52 @@ class Journal:
         # The last read and the file state it saw: opening a session asks for the history a
         # few times in a row, and a 100,000-record journal takes seconds to parse each time.
         self._cached: tuple[tuple[int, int, int], JournalContents] | None = None
+        self._digest: tuple[tuple[int, int, int], SessionDigest] | None = None
 
-    def append(self, record: _Record) -> None:
-        append_record(self.path, record)
+    def append(self, record: _Record) -> Span:
+        """Append `record`; where its line lies."""
+        span = append_record(self.path, record)
         update_index(self.path)
+        return span
+
+    def digest(self) -> SessionDigest:
+        """The session as a resume needs it (its figures, whole session lines and calibrations,
+        an attempt row per experiment), from the summary beside the index, not the journal;
+        read again only when the file changed."""
+        state = self._state()
+        if state is None or self._digest is None or self._digest[0] != state:
+            digest = session_digest(self.path, self.session, attempts=True)
+            self._digest = (state, digest) if state is not None else None
+            return digest
+        return self._digest[1]
+
+    def record(self, attempt: Attempt) -> ExperimentRecord | None:
+        """The whole record of `attempt`, read from its line (checked as any read checks it);
+        from a whole read when the line is not where the summary said (a rewritten journal)."""
+        if attempt.start is not None:
+            try:
+                with open(self.path, "rb") as handle:
+                    handle.seek(attempt.start)
+                    data = handle.read(attempt.end - attempt.start)
+            except OSError as exc:
+                raise JournalError(f"{self.path}: cannot read: {exc.strerror}") from None
+            items, _, _ = parse_lines(self.path, data.removeprefix(BOM), attempt.start, 0)
+            found = [item for _, _, item in items if isinstance(item, ExperimentRecord)]
+            if len(found) == 1 and found[0].id == attempt.id and found[0].n == attempt.n:
+                return found[0]
+        return next((r for r in self.read().experiments if r.id == attempt.id), None)
+
+    def _state(self) -> tuple[int, int, int] | None:
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return None
+        return stat.st_ino, stat.st_size, stat.st_mtime_ns
 
     def read(self) -> JournalContents:
         """The session's records; parsed again only when the file changed since the last read
         (any append changes its size)."""
-        try:
-            stat = self.path.stat()
-            state = (stat.st_ino, stat.st_size, stat.st_mtime_ns)
-        except OSError:
-            state = None
+        state = self._state()
         if state is None or self._cached is None or self._cached[0] != state:
             contents = read_journal(self.path).for_session(self.session)
             self._cached = (state, contents) if state is not None else None

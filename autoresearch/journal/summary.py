@@ -1,34 +1,31 @@
 """Where each session of a journal stands, kept up to date beside the review index, so that
 `status` and `state` on a season's journal read a few kilobytes, not 100,000 rows.
 
-`.experiments.jsonl.summary` folds the index's entries into per-session figures (counts by
-status, the last kept experiment, the agents' spend) and keeps the few whole records status
-shows (session lines, calibrations, confirmations). It notes how far into the index it has
-folded and the bytes of the last entry it folded; when the index is rebuilt or does not line up,
-the summary is folded again from the index's start. Like the index it is derived data: deleting
-it costs one fold.
+`.experiments.jsonl.summary` folds the index's entries (fold.py) into per-session figures
+(counts by status, the last kept experiment, the agents' spend) and keeps the few whole records
+status shows (session lines, calibrations, confirmations).
+
+It is two lines. The first is what `status` reads. The second holds what grows with every
+experiment: the keys that tell a repeated line (to fold new entries) and, per session, one
+attempt row per experiment (attempts.py) that a resume reads instead of the journal; it is
+parsed only by a fold with something new and by a resume.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
-from ..errors import JournalError
 from ..statuses import Status
-from .index import HEAD_BYTES, INDEX_VERSION, catch_up, index_path, refresh_index
-from .lines import duplicate_warning, gc_paused
+from .attempts import Attempt
+from .fold import SUMMARY, Fold, fold_path, folded
+from .lines import duplicate_warning
 
-__all__ = ["SessionDigest", "derived_paths", "session_digest", "summary_path"]
-
-SUMMARY_VERSION = 2  # 2: where the entry folded last starts
+__all__ = ["SessionDigest", "session_digest", "session_digests", "summary_path"]
 
 
 @dataclass
@@ -43,6 +40,7 @@ class SessionDigest:
     last_kept: dict[str, Any] | None = None
     agent: Counter = field(default_factory=Counter)  # proposals, cost, unknown cost, outcomes
     warnings: list[str] = field(default_factory=list)
+    attempts: list[Attempt] | None = None  # in journal order, when asked for (a resume)
 
     def fold_experiment(self, row: dict[str, Any]) -> None:
         self.experiments += 1
@@ -57,7 +55,9 @@ class SessionDigest:
             self.agent[row["status"]] += 1
 
     def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "warnings"}
+        # The warnings are the reader's; the attempts are stored apart (the second line).
+        kept = [k for k in self.__dataclass_fields__ if k not in ("warnings", "attempts")]
+        return {k: getattr(self, k) for k in kept}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SessionDigest:
@@ -67,47 +67,51 @@ class SessionDigest:
 
 
 def summary_path(journal: Path) -> Path:
-    return journal.with_name(f".{journal.name}.summary")
+    return fold_path(journal, Summary.NAME)
 
 
-def derived_paths(journal: Path) -> list[Path]:
-    """The files the journal's readers keep beside it: the loop's own, like the journal."""
-    return [index_path(journal), summary_path(journal)]
-
-
-def session_digest(journal: Path, session: str) -> SessionDigest:
-    """The session's digest, the summary brought up to date first (journal -> index -> it)."""
+def session_digest(journal: Path, session: str, attempts: bool = False) -> SessionDigest:
+    """The session's digest, the summary brought up to date first (journal -> index -> it);
+    with `attempts`, its experiments' attempt rows too."""
     if not journal.exists():
-        return SessionDigest()
-    with gc_paused():
-        written, torn = catch_up(journal)
-        folded = _fold_index(journal) if written else None
-        if folded is None:  # the index could not be written: fold the journal in memory
-            folded, torn = _Summary.of_entries(journal, _entries_in_memory(journal)), None
-    digest = folded.sessions.get(session) or SessionDigest()
-    digest.warnings = folded.warnings + ([torn] if torn else [])
+        return SessionDigest(attempts=[] if attempts else None)
+    summary, torn = folded(journal, Summary, needed=attempts)
+    digest = summary.sessions.get(session) or SessionDigest()
+    digest.warnings = summary.warnings + ([torn] if torn else [])
+    if attempts:
+        digest.attempts = list(map(Attempt._make, summary.attempts.get(session, [])))
     return digest
 
 
+def session_digests(journal: Path) -> dict[str, SessionDigest]:
+    """Every session's digest (without the attempts), by name."""
+    if not journal.exists():
+        return {}
+    return folded(journal, Summary, needed=False)[0].sessions
+
+
 @dataclass
-class _Summary:
+class Summary(Fold):
+    NAME = SUMMARY
+    VERSION = 4  # 2: where the entry folded last starts; 3: attempts, in a second line; 4: fold.py
+
     sessions: dict[str, SessionDigest] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    journal_end: int = 0  # where in the journal the line of the entry folded last ends
+    # The second line as stored, parsed only when it is needed (`ready`): a status with
+    # nothing new to fold reads the first line alone.
+    stored_rest: bytes | None = None
     # Record key -> its first line, for the repeats; kept as stored until an entry is folded:
-    # a status with nothing new to fold need not rebuild 100,000 keys.
+    # a resume with nothing new to fold need not rebuild 100,000 keys.
     seen_stored: list[list] = field(default_factory=list)
     _seen: dict[tuple, int] | None = None
-    last: str | None = None  # the hash of the index entry folded last
-
-    @classmethod
-    def of_entries(cls, journal: Path, entries) -> _Summary:
-        summary = cls()
-        for entry in entries:
-            summary.fold(journal, entry)
-        return summary
+    attempts: dict[str, list[list]] = field(default_factory=dict)  # session -> attempt rows
 
     def fold(self, journal: Path, entry: dict[str, Any]) -> None:
-        """One index entry, as `refresh_index` reads it: a warning, a repeat, or a record."""
+        """One index entry: a warning, a repeat, or a record."""
+        start, end = self.journal_end, entry.get("o")
+        if end is not None:
+            self.journal_end = end
         kind = entry["t"]
         if kind == "warning":
             self.warnings.append(entry["w"])
@@ -119,6 +123,11 @@ class _Summary:
         digest = self.sessions.setdefault(record["session"], SessionDigest())
         if kind == "experiment":
             digest.fold_experiment(record)
+            # An Attempt's fields, in order (attempts.py).
+            row = [record["n"], record["id"], record["status"], record.get("proposer")]
+            row += [record.get("retry_of"), record.get("patch") or ""]
+            row += [start, end] if end is not None else [None, None]
+            self.attempts.setdefault(record["session"], []).append(row)
         elif kind == "session":
             digest.sessions.append(record)
         elif kind == "calibration":
@@ -131,132 +140,38 @@ class _Summary:
             self._seen = {tuple(item[:3]): item[3] for item in self.seen_stored}
         return self._seen
 
-    def to_bytes(self, header: bytes, position: int, last_start: int, last: bytes) -> bytes:
-        return orjson.dumps(
-            {
-                "summary_version": SUMMARY_VERSION,
-                "index_header": header.decode(),
-                "position": position,
-                "last_start": last_start,
-                "last": hashlib.sha256(last).hexdigest(),
-                "sessions": {name: d.to_dict() for name, d in self.sessions.items()},
-                "warnings": self.warnings,
-                "seen": self.seen_stored
-                if self._seen is None
-                else [[*key, line] for key, line in self._seen.items()],
-            }
+    def first(self) -> dict[str, Any]:
+        return {
+            "journal_end": self.journal_end,
+            "sessions": {name: d.to_dict() for name, d in self.sessions.items()},
+            "warnings": self.warnings,
+        }
+
+    def rest(self) -> list[bytes]:
+        seen = (
+            self.seen_stored
+            if self._seen is None
+            else [[*key, line] for key, line in self._seen.items()]
         )
+        return [orjson.dumps({"seen": seen, "attempts": self.attempts}) + b"\n"]
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> tuple[_Summary, dict[str, Any]]:
-        raw = orjson.loads(data)
+    def stored(cls, first: dict[str, Any], rest: BinaryIO) -> Summary:
         summary = cls(
-            sessions={k: SessionDigest.from_dict(v) for k, v in raw["sessions"].items()},
-            warnings=raw["warnings"],
-            seen_stored=raw["seen"],
+            sessions={k: SessionDigest.from_dict(v) for k, v in first["sessions"].items()},
+            warnings=first["warnings"],
+            journal_end=first["journal_end"],
+            stored_rest=rest.read(),
         )
-        return summary, raw
-
-
-def _fold_index(journal: Path) -> _Summary | None:
-    """The summary, folded on from where it stopped to the index's end and written back; None
-    when the index does not belong to the journal. Reads the index from the last entry it
-    folded, not from its start: status on a season's journal reads kilobytes."""
-    try:
-        with open(journal, "rb") as handle:
-            head = hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()
-        with open(index_path(journal), "rb") as handle:
-            header = handle.readline()
-            summary, start, position = _stored(journal, header)
-            handle.seek(start)
-            tail = handle.read()
-    except OSError as exc:
-        raise JournalError(f"{journal}: cannot read: {exc.strerror}") from None
-    try:
-        meta = orjson.loads(header)
-    except orjson.JSONDecodeError:
-        return None
-    if meta.get("index_version") != INDEX_VERSION or meta.get("head") != head:
-        return None
-    if start != position and hashlib.sha256(tail[: position - start - 1]).hexdigest() != (
-        summary.last
-    ):  # the entry it folded last is not there: the index was rewritten since
-        return _fold_from(journal, header, _Summary(), len(header), _index_from(journal, header))
-    return _fold_from(journal, header, summary, position, tail[position - start :])
-
-
-def _index_from(journal: Path, header: bytes) -> bytes:
-    """The index's entries, all of them."""
-    try:
-        with open(index_path(journal), "rb") as handle:
-            handle.seek(len(header))
-            return handle.read()
-    except OSError as exc:
-        raise JournalError(f"{journal}: cannot read: {exc.strerror}") from None
-
-
-def _fold_from(
-    journal: Path, header: bytes, summary: _Summary, position: int, data: bytes
-) -> _Summary | None:
-    """`summary` with the complete entries of `data` (the index from `position` on) folded
-    in, written back when there were any."""
-    end = data.rfind(b"\n") + 1
-    if end == 0:
+        if not isinstance(summary.journal_end, int) or not isinstance(summary.warnings, list):
+            raise TypeError("garbled summary")
         return summary
-    lines = data[:end].splitlines()
-    try:
-        for line in lines:
-            summary.fold(journal, orjson.loads(line))
-    except (orjson.JSONDecodeError, KeyError, TypeError):
-        return None
-    last_start = position + end - 1 - len(lines[-1])
-    _write(summary_path(journal), summary.to_bytes(header, position + end, last_start, lines[-1]))
-    return summary
 
-
-def _stored(journal: Path, header: bytes) -> tuple[_Summary, int, int]:
-    """The stored summary, where the last entry it folded starts and the index position after
-    it, when it was folded from an index with this header; else an empty one from the start."""
-    fresh = _Summary(), len(header), len(header)
-    try:
-        summary, raw = _Summary.from_bytes(summary_path(journal).read_bytes())
-    except (OSError, orjson.JSONDecodeError, KeyError, TypeError, ValueError):
-        return fresh
-    position, start = raw.get("position"), raw.get("last_start")
-    if (
-        raw.get("summary_version") != SUMMARY_VERSION
-        or raw.get("index_header", "").encode() != header
-        or not isinstance(position, int)
-        or not isinstance(start, int)
-        or not len(header) <= start < position
-    ):
-        return fresh
-    summary.last = raw.get("last")
-    return summary, start, position
-
-
-def _entries_in_memory(journal: Path):
-    """Index entries made from the journal alone, without writing anything (its warnings
-    already name the repeats and a torn last line)."""
-    contents = refresh_index(journal)
-    for warning in contents.warnings:
-        yield {"t": "warning", "w": warning}
-    for kind, items in (
-        ("session", contents.sessions),
-        ("calibration", contents.calibrations),
-        ("confirmation", contents.confirmations),
-        ("experiment", contents.experiments),
-    ):
-        for item in items:
-            yield {"t": kind, "d": item, "l": 0}
-
-
-def _write(path: Path, data: bytes) -> None:
-    # Derived data: a directory that cannot take it costs the next reader one fold.
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+    def ready(self, needed: bool) -> None:
+        if not needed or self.stored_rest is None:
+            return
+        raw = orjson.loads(self.stored_rest)
+        seen, attempts = raw["seen"], raw["attempts"]
+        if not isinstance(seen, list) or not isinstance(attempts, dict):
+            raise TypeError("garbled summary")
+        self.seen_stored, self.attempts, self.stored_rest = seen, attempts, None

@@ -31,7 +31,6 @@ from .session import (
     StopRequested,
     log_label,
     marker,
-    may_run_again,
     open_session,
     prepare_best,
     proposal_context,
@@ -242,15 +241,11 @@ def adopt_calibration(session: Session, record: CalibrationRecord) -> None:
 
 def account(session: Session, record: ExperimentRecord) -> None:
     """Write the record, then forget the in-flight marker: in that order, so nothing is lost."""
-    session.journal.append(record)
+    span = session.journal.append(record)
     session.paths.inflight.unlink(missing_ok=True)
-    attempts = session.attempts.setdefault(record.patch_sha256, [])
-    attempts.append(record)
-    if not may_run_again(attempts, session.config.budget.retries):
-        session.tried.add(record.patch_sha256)
+    session.add(record, span)
     if record.retry_of:
         forget_request(session.paths, record.retry_of)
-    session.tally.add(record)
     # What ended it: the checks' failure rather than the bench verdict that came before it.
     reason = record.asi.rollback_reason or (record.decision or {}).get("reason") or ""
     session.progress.outcome(record.status, reason, _best_text(session))
@@ -266,12 +261,14 @@ def _best_text(session: Session) -> str:
 
 def second_look_hypothesis(session: Session) -> Hypothesis | None:
     """With the proposers done: an undecided hypothesis (or one `retry` asked for), again."""
-    found = second_look(session.paths, session.attempts, session.config.budget.retries)
+    found = second_look(
+        session.paths, session.attempts, session.config.budget.retries, session.journal.record
+    )
     if found is None:
         return None
     hypothesis, earlier = found
     session.progress.info(
-        f"second look at {earlier.id} {earlier.title!r} (was {earlier.status}): "
+        f"second look at {earlier.id} {hypothesis.title!r} (was {earlier.status}): "
         "measuring it again against the current best"
     )
     return hypothesis

@@ -55,7 +55,7 @@ def recover(
         flight = read_inflight(path)
         record = landed_keep(flight, ws) if flight else None
         if record is not None:
-            if not any(r.id == record.id for r in journal.read().experiments):
+            if record.id not in recorded_ids(journal):
                 journal.append(record)
                 progress.warn(f"recovered experiment {record.id} ({record.title!r}) as keep")
             path.unlink()
@@ -68,7 +68,7 @@ def recover(
 def _record_for(marker: dict, ws: Workspace, journal: Journal) -> ExperimentRecord | None:
     fields = marker.get("fields") or {}
     exp_id = fields.get("id")  # None for a marker left by calibration: nothing to record
-    if exp_id is None or any(r.id == exp_id for r in journal.read().experiments):
+    if exp_id is None or exp_id in recorded_ids(journal):
         return None
     return landed_keep(marker, ws) or record_from_marker(marker, Status.INTERRUPTED)
 
@@ -124,7 +124,7 @@ def reconcile_branch(
     ws: Workspace, journal: Journal, session: str, progress: Progress
 ) -> list[ExperimentRecord]:
     """Write a keep record for every kept commit the journal has no record of."""
-    recorded = {r.id for r in journal.read().experiments}
+    recorded = recorded_ids(journal)
     written = []
     for commit in kept_commits(ws, session):
         if commit.exp_id in recorded:
@@ -137,6 +137,11 @@ def reconcile_branch(
             f"{record.title!r}): recovered it from the commit's trailers"
         )
     return written
+
+
+def recorded_ids(journal: Journal) -> set[str]:
+    """The ids of the session's experiments the journal holds (from its summary)."""
+    return {attempt.id for attempt in journal.digest().attempts or []}
 
 
 def next_experiment_number(

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..journal.store import JournalContents
+from ..journal.store import Journal
 from ..statuses import Status
 from .session_dir import SessionPaths
 
@@ -32,22 +32,29 @@ class PruneResult:
 
 
 def prune_logs(
-    paths: SessionPaths, history: JournalContents, keep_last: int, dry_run: bool = False
+    paths: SessionPaths, journal: Journal, keep_last: int, dry_run: bool = False
 ) -> PruneResult:
-    """Remove the log directories the retention rule does not keep."""
+    """Remove the log directories the retention rule does not keep. Reads the journal's
+    summary, and whole only the records whose logs stay."""
     if not paths.logs.is_dir():
         return PruneResult([], 0, 0)
-    kept_records = [r for r in history.experiments if r.status == Status.KEEP]
+    digest = journal.digest()
+    attempts = digest.attempts or []
+    chosen = [a for a in attempts if a.status == Status.KEEP]
     if keep_last > 0:
-        kept_records += history.experiments[-keep_last:]
-    keep = {r.id for r in kept_records}
+        chosen += attempts[-keep_last:]
+    keep = {a.id for a in chosen}
     # An agent's prompt, output and diff live beside the experiment they became.
-    keep |= {Path(r.agent["log"]).parent.name for r in kept_records if (r.agent or {}).get("log")}
-    keep |= _dirs_of(history.calibrations[:1] + history.calibrations[-1:])
-    keep |= _dirs_of(history.confirmations[-1:])
+    for attempt in dict.fromkeys(chosen):
+        record = journal.record(attempt)
+        if record is not None and (record.agent or {}).get("log"):
+            keep.add(Path(record.agent["log"]).parent.name)
+    keep |= _dirs_of(digest.calibrations[:1] + digest.calibrations[-1:])
+    keep |= _dirs_of(digest.confirmations[-1:])
+    known = {a.id for a in attempts}
     removed, freed, kept = [], 0, 0
     for entry in sorted(paths.logs.iterdir()):
-        if not entry.is_dir() or entry.name in keep or _in_flight(entry, history):
+        if not entry.is_dir() or entry.name in keep or _in_flight(entry, known):
             kept += 1
             continue
         freed += sum(f.stat().st_size for f in entry.rglob("*") if f.is_file())
@@ -57,15 +64,14 @@ def prune_logs(
     return PruneResult(removed, freed, kept)
 
 
-def _dirs_of(records) -> set[str]:
+def _dirs_of(records: list[dict]) -> set[str]:
     """The log directory names a calibration's or confirmation's bench logs live in."""
-    return {Path(log).parent.name for record in records for log in record.bench_logs}
+    return {Path(log).parent.name for record in records for log in record.get("bench_logs", [])}
 
 
-def _in_flight(entry: Path, history: JournalContents) -> bool:
+def _in_flight(entry: Path, known: set[str]) -> bool:
     """An experiment directory the journal does not know yet: the one running now, or one a
     crash left for recovery. Calibrations and confirmations are always recorded."""
-    known = {r.id for r in history.experiments}
     if entry.name.startswith("agent-"):  # a proposal being made now is at most an hour old
         return time.time() - entry.stat().st_mtime < RECENT_S
     return not entry.name.startswith(("calibration-", "confirmation-")) and entry.name not in known
@@ -75,7 +81,7 @@ def prune_session_logs(session) -> None:  # run: an open session.Session
     """Apply the log retention rule ([session] keep_logs) once the run is over."""
     keep = session.config.session.keep_logs
     if keep:
-        result = prune_logs(session.paths, session.journal.read(), keep)
+        result = prune_logs(session.paths, session.journal, keep)
         if result.removed:
             session.progress.info(
                 f"pruned the logs of {len(result.removed)} experiment(s), "
@@ -101,9 +107,8 @@ def enforce_log_budget(session) -> None:  # session: an open session.Session
     budget = session.config.session.max_logs_mb * 1e6
     if logs_bytes(session.paths) <= budget:
         return
-    history = session.journal.read()
     for keep in dict.fromkeys((session.config.session.keep_logs or 50, 10, 1)):
-        result = prune_logs(session.paths, history, keep)
+        result = prune_logs(session.paths, session.journal, keep)
         if result.removed:
             session.progress.warn(
                 f"the session's logs passed session.max_logs_mb = "

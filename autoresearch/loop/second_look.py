@@ -10,8 +10,10 @@ spend the error budget of the earlier looks twice.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+from ..journal.attempts import Attempt
 from ..journal.records import ExperimentRecord
 from ..proposers import Hypothesis, read_hypothesis
 from .session_dir import SessionPaths, read_json, write_json_atomic
@@ -34,33 +36,33 @@ REQUESTS = "retry-requests.json"
 
 def second_look(
     paths: SessionPaths,
-    attempts: dict[str, list[ExperimentRecord]],
+    attempts: dict[str, list[Attempt]],
     retries: int,
-) -> tuple[Hypothesis, ExperimentRecord] | None:
+    whole: Callable[[Attempt], ExperimentRecord | None],
+) -> tuple[Hypothesis, Attempt] | None:
     """The next hypothesis to measure again, with the attempt it follows; None when none is
-    left. Requested retries first, then undecided ones in the order they first ran."""
+    left. Requested retries first, then undecided ones in the order they first ran. `whole`
+    reads an attempt's record (its reasoning, its source)."""
     by_id = {r.id: r for records in attempts.values() for r in records}
     retried = {r.retry_of for records in attempts.values() for r in records if r.retry_of}
     for exp_id in requested_retries(paths):
-        record = by_id.get(exp_id)
-        if record is not None and exp_id not in retried:
-            hypothesis = _hypothesis(paths, attempts[record.patch_sha256], record)
+        attempt = by_id.get(exp_id)
+        if attempt is not None and exp_id not in retried:
+            hypothesis = _hypothesis(paths, attempts[attempt.patch_sha256], whole(attempt))
             if hypothesis is not None:
-                return hypothesis, record
+                return hypothesis, attempt
     for records in sorted(attempts.values(), key=lambda rs: rs[0].n):
         last = records[-1]
         if last.proposer in SELF_DECIDING:
             continue
         if last.status in SECOND_LOOK and len(records) <= retries:
-            hypothesis = _hypothesis(paths, records, last)
+            hypothesis = _hypothesis(paths, records, whole(last))
             if hypothesis is not None:
                 return hypothesis, last
     return None
 
 
-def second_look_count(
-    paths: SessionPaths, attempts: dict[str, list[ExperimentRecord]], retries: int
-) -> int:
+def second_look_count(paths: SessionPaths, attempts: dict[str, list[Attempt]], retries: int) -> int:
     """How many hypotheses the second look would still take up (for progress)."""
     retried = {r.retry_of for records in attempts.values() for r in records if r.retry_of}
     requested = sum(1 for i in requested_retries(paths) if i not in retried)
@@ -95,10 +97,12 @@ def forget_request(paths: SessionPaths, exp_id: str) -> None:
 
 
 def _hypothesis(
-    paths: SessionPaths, records: list[ExperimentRecord], record: ExperimentRecord
+    paths: SessionPaths, attempts: list[Attempt], record: ExperimentRecord | None
 ) -> Hypothesis | None:
     """The hypothesis as it was tried: the patch bytes the loop saved, the reasoning recorded."""
-    patch = _saved_patch(paths, records)
+    if record is None:  # its line is gone from the journal: nothing to say what it was
+        return None
+    patch = _saved_patch(paths, attempts, record.source)
     if patch is None:
         return None
     asi = record.asi
@@ -115,13 +119,12 @@ def _hypothesis(
     )
 
 
-def _saved_patch(paths: SessionPaths, records: list[ExperimentRecord]) -> bytes | None:
-    sha = records[0].patch_sha256
-    for record in records:
-        saved = paths.patches / f"{record.n:04d}-{sha[:12]}.patch"
+def _saved_patch(paths: SessionPaths, attempts: list[Attempt], source: str | None) -> bytes | None:
+    sha = attempts[0].patch_sha256
+    for attempt in attempts:
+        saved = paths.patches / f"{attempt.n:04d}-{sha[:12]}.patch"
         if saved.is_file():
             return saved.read_bytes()
-    source = records[0].source
     if source and Path(source).is_file():
         candidate = read_hypothesis(Path(source))
         if candidate.sha256 == sha:

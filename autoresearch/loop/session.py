@@ -6,7 +6,7 @@ import contextlib
 import dataclasses
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ..bench.fingerprint import environment
@@ -18,9 +18,11 @@ from ..config import Config, script_path
 from ..decide.calibration import Calibration
 from ..decide.headline import baseline_calibration
 from ..errors import UserError
+from ..journal.attempts import Attempt
 from ..journal.draft import now_iso
-from ..journal.records import ExperimentRecord, SessionRecord, no_keep_streak
+from ..journal.records import CalibrationRecord, ExperimentRecord, SessionRecord, no_keep_streak
 from ..journal.store import Journal
+from ..journal.summary import SessionDigest
 from ..progress import Progress
 from ..proposers import ProposalContext, Proposer, make_proposer
 from ..proposers.chain import ProposerChain
@@ -122,11 +124,30 @@ class Session:
     base_commit: str
     baseline: float | None  # the session's first calibrated median of the primary metric
     tried: set[str]  # patches not to propose again
-    attempts: dict[str, list[ExperimentRecord]]  # by patch: the records of its tries so far
+    attempts: dict[str, list[Attempt]]  # by patch: its tries so far
     tally: Tally
     calibration: Calibration | None = None  # the current best, as last measured
     started: float = field(default_factory=time.monotonic)
     stop_error: str | None = None  # why the night cannot go on, when it cannot
+    # Every experiment's whole record, oldest first, once a proposer has read them (`records`).
+    whole: list[ExperimentRecord] | None = None
+
+    def records(self) -> list[ExperimentRecord]:
+        """The session's experiment records, whole, by number: read from the journal the first
+        time a proposer asks (a sweep, an agent; a queue never does), then kept up to date."""
+        if self.whole is None:
+            self.whole = sorted(self.journal.read().experiments, key=lambda r: r.n)
+        return self.whole
+
+    def add(self, record: ExperimentRecord, span) -> None:
+        """A record just journaled at `span`: counted, and remembered as an attempt."""
+        attempts = self.attempts.setdefault(record.patch_sha256, [])
+        attempts.append(Attempt.of(record, span))
+        if not may_run_again(attempts, self.config.budget.retries):
+            self.tried.add(record.patch_sha256)
+        if self.whole is not None:
+            self.whole.append(record)
+        self.tally.add(record)
 
     @property
     def best_median(self) -> float | None:
@@ -180,7 +201,7 @@ def open_session(
         recover(ws, journal, paths, progress, process_token(paths.root))
         commits = kept_commits(ws, config.session.name)
         reconcile_branch(ws, journal, config.session.name, progress)
-        history = journal.read()
+        history = _History.of(journal.digest())
         if purpose != "run" and not history.sessions:
             raise UserError(
                 f"session '{config.session.name}' has no history in {config.journal_path}; "
@@ -223,6 +244,7 @@ def _no_phase_marker_left(paths: SessionPaths) -> Iterator[None]:
 
 def _session(config, options, progress, paths, ws, journal, stop, base, history, commits, proposer):
     """The Session value of a run opening with this history."""
+    attempts = attempts_by_patch(history.attempts)
     return Session(
         config=config,
         options=options,
@@ -235,17 +257,37 @@ def _session(config, options, progress, paths, ws, journal, stop, base, history,
         stop=stop,
         base_commit=base,
         baseline=_baseline_value(config, history, commits),
-        tried=tried_patches(history.experiments, config.budget.retries),
-        attempts=attempts_by_patch(history.experiments),
+        tried=tried_patches(attempts, config.budget.retries),
+        attempts=attempts,
         tally=Tally(
-            done=len(history.experiments),
-            next_n=next_experiment_number(paths, [r.n for r in history.experiments], commits),
-            no_keep_streak=no_keep_streak(history.experiments),
+            done=len(history.attempts),
+            next_n=next_experiment_number(paths, [a.n for a in history.attempts], commits),
+            no_keep_streak=no_keep_streak(history.attempts),
         ),
         calibration=Calibration.from_record(history.calibrations[-1], config.metric.name)
         if history.calibrations
         else None,
     )
+
+
+@dataclass
+class _History:
+    """What opening a session reads of its journal: the session lines and calibrations whole,
+    an attempt row per experiment, the reader's warnings."""
+
+    sessions: list[SessionRecord]
+    calibrations: list[CalibrationRecord]
+    attempts: list[Attempt]
+    warnings: list[str]
+
+    @classmethod
+    def of(cls, digest: SessionDigest) -> _History:
+        return cls(
+            sessions=[SessionRecord.from_dict(d) for d in digest.sessions],
+            calibrations=[CalibrationRecord.from_dict(d) for d in digest.calibrations],
+            attempts=digest.attempts or [],
+            warnings=digest.warnings,
+        )
 
 
 def _baseline_value(config: Config, history, commits: list[KeptCommit]) -> float | None:
@@ -281,9 +323,9 @@ def prepare_best(session: Session, commit: str, label: str) -> None:
 def proposal_context(session: Session) -> ProposalContext:
     """What the proposers see: the session so far and the current best, checked out."""
     calibration = session.calibration
-    context = ProposalContext(
+    return ProposalContext(
         tried=session.tried,
-        records=[r for records in session.attempts.values() for r in records],
+        records=SessionRecords(session),
         tip=session.ws.tip(),
         worktree=session.ws.path,
         metric=session.config.metric.name,
@@ -300,8 +342,22 @@ def proposal_context(session: Session) -> ProposalContext:
         say=session.progress.info,
         runner=LocalRunner(),
     )
-    context.records.sort(key=lambda r: r.n)
-    return context
+
+
+class SessionRecords(Sequence):
+    """The session's records as a proposer sees them, read only when it looks at them."""
+
+    def __init__(self, session: Session):
+        self._session = session
+
+    def __len__(self) -> int:
+        return len(self._session.records())
+
+    def __getitem__(self, index):
+        return self._session.records()[index]
+
+    def __iter__(self):
+        return iter(self._session.records())
 
 
 class StopRequested(Exception):
@@ -384,25 +440,24 @@ def _start_session(
     return base
 
 
-def attempts_by_patch(experiments: list[ExperimentRecord]) -> dict[str, list[ExperimentRecord]]:
-    found: dict[str, list[ExperimentRecord]] = {}
-    for record in experiments:
-        found.setdefault(record.patch_sha256, []).append(record)
+def attempts_by_patch(experiments: list[Attempt]) -> dict[str, list[Attempt]]:
+    found: dict[str, list[Attempt]] = {}
+    for attempt in experiments:
+        found.setdefault(attempt.patch_sha256, []).append(attempt)
     return found
 
 
-def tried_patches(experiments: list[ExperimentRecord], retries: int) -> set[str]:
-    """Patches not to propose again: all tried ones but those whose last try was cut short
-    and that have retries left."""
-    return {
-        sha
-        for sha, records in attempts_by_patch(experiments).items()
-        if not may_run_again(records, retries)
-    }
+def tried_patches(attempts: dict[str, list[Attempt]], retries: int) -> set[str]:
+    """Patches not to propose again (of `attempts` by patch): all tried ones but those whose
+    last try was cut short and that have retries left."""
+    return {sha for sha, tries in attempts.items() if not may_run_again(tries, retries)}
 
 
-def may_run_again(records: list[ExperimentRecord], retries: int) -> bool:
+UNDECIDED = frozenset(s.value for s in Status if s.undecided)
+
+
+def may_run_again(records: list[Attempt], retries: int) -> bool:
     """An experiment cut short (a crash of the loop, a signal, a failing baseline) decided
     nothing about its patch: it runs again at once, up to `[budget] retries` times
     (inconclusive ones wait for the second look at the end, second_look.py)."""
-    return Status(records[-1].status).undecided and len(records) <= retries
+    return len(records) <= retries and records[-1].status in UNDECIDED

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..config import Config
 from ..errors import UserError
-from ..journal.store import read_journal
+from ..journal.summary import session_digests
 from ..repo.gitrepo import open_repo
 from ..statuses import Status
 from .session_dir import SessionLock, session_paths
@@ -51,10 +51,9 @@ def list_sessions(config: Config) -> list[SessionInfo]:
     ]
     root = session_paths(config).root.parent
     dirs = sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
-    journal = read_journal(config.journal_path) if config.journal_path.exists() else None
-    by_session: dict[str, list] = {}
-    for record in journal.experiments if journal else []:
-        by_session.setdefault(record.session, []).append(record)
+    # Counts from the summary beside the journal's index, not a parse of every record.
+    digests = session_digests(config.journal_path)
+    by_session = {name: d for name, d in digests.items() if d.experiments}
     names = sorted({b[len(PREFIX) :] for b in branches} | set(dirs) | set(by_session))
     out = []
     for name in names:
@@ -64,14 +63,14 @@ def list_sessions(config: Config) -> list[SessionInfo]:
             ahead = int(repo.must("rev-list", "--count", f"{base}..{branch}").strip() or 0)
         state = root / name if name in dirs else None
         size, newest = _du(state) if state else (0, None)
-        records = by_session.get(name, [])
+        digest = by_session.get(name)
         out.append(
             SessionInfo(
                 name=name,
                 branch=branch,
                 ahead=ahead,
-                experiments=len(records),
-                kept=sum(r.status == Status.KEEP for r in records),
+                experiments=digest.experiments if digest else 0,
+                kept=digest.by_status[Status.KEEP] if digest else 0,
                 state_dir=state,
                 state_bytes=size,
                 last_activity=newest,

@@ -30,7 +30,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..journal.summary import derived_paths
+from ..journal.fold import derived_paths
 from .gitrepo import Repo
 
 __all__ = ["JournalMirror", "RepoSeal"]

@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..decide.headline import baseline_calibration, headline
 from ..errors import JournalError
-from ..journal.index import refresh_index
+from ..journal.columns import review_table
 from ..statuses import Status
 
 __all__ = ["COLUMNS", "History", "frame_rows", "load_history"]
@@ -73,6 +73,21 @@ NUMERIC = [
     "duration_s",
     "bench_s",
     "checks_s",
+]
+TEXT = [
+    "retry_of",
+    "proposer",
+    "family",
+    "refusal",
+    "title",
+    "description",
+    "rule",
+    "reason",
+    "hypothesis",
+    "mechanism",
+    "rollback_reason",
+    "next_action_hint",
+    "commit",
 ]
 _ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 
@@ -130,7 +145,7 @@ def _first_object(path: Path) -> dict[str, Any]:
 
 
 def _from_autoresearch(path: Path, session: str | None) -> History:
-    index = refresh_index(path)
+    index = review_table(path)
     names = list(dict.fromkeys(s["session"] for s in index.sessions))
     if not names:
         imports = [i for i in index.imports if session in (None, i["session"])]
@@ -144,15 +159,16 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
         session = names[-1]
     elif session not in names:
         raise JournalError(f"{path}: no session '{session}' (sessions: {', '.join(names)})")
-    index = index.for_session(session)
-    sessions, calibrations = index.sessions, index.calibrations
-    confirmations, rows = index.confirmations, index.experiments
+    sessions, calibrations, confirmations, imports = (
+        [item for item in items if item["session"] == session]
+        for items in (index.sessions, index.calibrations, index.confirmations, index.imports)
+    )
     config = sessions[0]["config"]
     metric = config["metric"]
     spec_of = {m["name"]: m for m in [metric, *config["secondary"], *config["sentinel"]]}
-    frame = _typed(pd.DataFrame(rows, columns=COLUMNS))
-    kept_commits = [r["commit"] for r in rows if r["status"] == Status.KEEP and r["commit"]]
-    tip = kept_commits[-1] if kept_commits else sessions[0]["base_commit"]
+    frame = _typed(_session_frame(index.experiments, session))
+    kept = frame["commit"][(frame["status"] == Status.KEEP) & frame["commit"].astype(bool)]
+    tip = kept.iloc[-1] if len(kept) else sessions[0]["base_commit"]
     head = headline(calibrations, confirmations, tip, metric["name"], sessions[0]["base_commit"])
     baseline, final = _ends(head, calibrations, sessions[0]["base_commit"], metric["name"], tip)
     confirmation = _confirmation(confirmations[-1]) if confirmations else None
@@ -172,8 +188,16 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
         baseline_log=head["baseline_log"],
         final_log=head["best_log"],
         warnings=index.warnings,
-        imported=[_imported(i) for i in index.imports],
+        imported=[_imported(i) for i in imports],
     )
+
+
+def _session_frame(columns: dict[str, list], session: str) -> pd.DataFrame:
+    """The session's experiment rows, in journal order, with the review's columns."""
+    frame = pd.DataFrame(columns)
+    if "session" in frame:
+        frame = frame[frame["session"] == session].reset_index(drop=True)
+    return frame.reindex(columns=COLUMNS)
 
 
 def _ends(head: dict, calibrations, base: str, metric: str, tip: str) -> tuple[dict, dict]:
@@ -372,7 +396,9 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     linked to the attempts they followed."""
     for column in NUMERIC:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
-    frame["retry_of"] = frame["retry_of"].astype(object).where(frame["retry_of"].notna(), None)
+    # pandas reads a missing text (None) as NaN: a reason left out must not print as "nan".
+    for column in TEXT:
+        frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
     earlier = {row.id: (int(row.n), row.status) for row in frame_rows(frame, "id", "n", "status")}
     frame["earlier"] = [
         f"retry of #{earlier[r][0]} ({earlier[r][1]})" if r in earlier else None

@@ -17,6 +17,10 @@ from ..errors import UserError
 from ..progress import format_value
 from .summary import MAJOR_WIN_PCT
 
+# The experiments of each "what did not work" group the PR lists by name: GitHub takes a pull
+# request's description up to 65,536 characters, and a season's night has thousands of them.
+NOT_KEPT_SHOWN = 25
+
 __all__ = [
     "RAW_LINES",
     "render_json",
@@ -130,6 +134,7 @@ def render_pr(summary: dict, templates: Path | None = None, raw: dict | None = N
         title=pr_title(summary),
         raw={"baseline": raw_text.get("baseline"), "final": raw_text.get("final")},
         major_pct=MAJOR_WIN_PCT,
+        not_kept_shown=NOT_KEPT_SHOWN,
     )
 
 

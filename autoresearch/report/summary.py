@@ -14,7 +14,7 @@ from ..decide.percent import change_pct
 from ..journal.records import FAILED_STATUSES, STATUSES
 from ..repo.globs import matches_any
 from ..statuses import Status
-from .history import History, frame_rows
+from .history import History
 from .scales import scale_parts, scale_value
 from .sweeps import joint_summaries, sweep_summaries
 
@@ -174,32 +174,21 @@ def _not_kept(rest: pd.DataFrame) -> list[dict]:
     rules = rest["rule"].where(~rest["status"].isin(STATUS_FIRST), rest["status"])
     reasons = rules.fillna(rest["status"]).map(lambda r: REASONS.get(r, r))
     for reason, group in rest.groupby(reasons, sort=False):
-        groups.append(
+        columns = ("n", "title", "status", "change_pct", "rollback_reason", "reason", "earlier")
+        experiments = [
             {
-                "reason": reason,
-                "count": len(group),
-                "experiments": [
-                    {
-                        "n": int(row.n),
-                        "title": row.title,
-                        "status": row.status,
-                        "change_pct": _clean(row.change_pct),
-                        "why": _first_sentence(row.rollback_reason or row.reason or ""),
-                        "earlier": row.earlier,
-                    }
-                    for row in frame_rows(
-                        group,
-                        "n",
-                        "title",
-                        "status",
-                        "change_pct",
-                        "rollback_reason",
-                        "reason",
-                        "earlier",
-                    )
-                ],
+                "n": int(n),
+                "title": title,
+                "status": status,
+                "change_pct": _clean(change),
+                "why": _first_sentence(rollback or why or ""),
+                "earlier": earlier,
             }
-        )
+            for n, title, status, change, rollback, why, earlier in zip(
+                *(group[c].tolist() for c in columns), strict=True
+            )
+        ]
+        groups.append({"reason": reason, "count": len(group), "experiments": experiments})
     return sorted(groups, key=lambda g: -g["count"])
 
 
@@ -388,8 +377,11 @@ def _mechanism(row) -> str:
     return "" if text.rstrip(".").startswith(title[:60]) else text
 
 
+_SENTENCE_END = re.compile(r"(?<=[a-z0-9)][.])\s")
+
+
 def _first_sentence(text: str, width: int = 200) -> str:
     text = " ".join(str(text).split())
-    cut = re.search(r"(?<=[a-z0-9)][.])\s", text)
+    cut = _SENTENCE_END.search(text)
     text = text[: cut.start()] if cut else text
     return text if len(text) <= width else text[: width - 1].rstrip() + "…"

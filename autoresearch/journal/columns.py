@@ -1,0 +1,145 @@
+"""The review's table in columns, kept beside the index: `report`, `pr` and `plot` on a
+season's journal build their frame from a column per field, not from 100,000 rows parsed one by
+one.
+
+`.experiments.jsonl.columns` folds the index's entries (fold.py): every experiment row (index.py's
+`experiment_row`) as one value in each column, and the few whole records beside them (session
+lines, calibrations, confirmations, imports) with the reader's warnings. A review reads it in
+one parse and hands the columns to pandas as they are.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+
+from .fold import COLUMNS, Fold, fold_path, folded
+from .lines import duplicate_warning
+
+__all__ = ["ReviewTable", "columns_path", "review_table"]
+
+
+@dataclass
+class ReviewTable:
+    """A journal as the review reads it: experiment rows in columns, the rest whole."""
+
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    calibrations: list[dict[str, Any]] = field(default_factory=list)
+    confirmations: list[dict[str, Any]] = field(default_factory=list)
+    imports: list[dict[str, Any]] = field(default_factory=list)
+    experiments: dict[str, list[Any]] = field(default_factory=dict)  # field -> a value per row
+    warnings: list[str] = field(default_factory=list)
+
+
+def columns_path(journal: Path) -> Path:
+    return fold_path(journal, COLUMNS)
+
+
+def review_table(journal: Path) -> ReviewTable:
+    """The journal's review table, the columns brought up to date first (journal -> index ->
+    them)."""
+    fold, torn = folded(journal, _Columns)
+    table = fold.table
+    return ReviewTable(
+        sessions=table.sessions,
+        calibrations=table.calibrations,
+        confirmations=table.confirmations,
+        imports=table.imports,
+        experiments=table.experiments,
+        warnings=table.warnings + ([torn] if torn else []),
+    )
+
+
+NOT_REVIEWED = frozenset({"patch"})  # a row's fields the review has no use for (a resume has)
+
+
+@dataclass
+class _Columns(Fold):
+    NAME = COLUMNS
+    VERSION = 2  # 2: a line per column
+
+    table: ReviewTable = field(default_factory=ReviewTable)
+    rows: int = 0
+    seen_stored: list[list] = field(default_factory=list)  # as the summary keeps its repeats
+    _seen: dict[tuple, int] | None = None
+
+    def fold(self, journal: Path, entry: dict[str, Any]) -> None:
+        kind, table = entry["t"], self.table
+        if kind == "warning":
+            table.warnings.append(entry["w"])
+            return
+        record = entry["d"]
+        if repeat := duplicate_warning(journal, self._repeats(), kind, record, entry["l"]):
+            table.warnings.append(repeat)
+        elif kind == "experiment":
+            columns = table.experiments
+            for key, value in record.items():
+                if key in NOT_REVIEWED:
+                    continue
+                if key not in columns:  # a field earlier rows lack: None for each of them
+                    columns[key] = [None] * self.rows
+                columns[key].append(value)
+            self.rows += 1
+            for values in columns.values():  # a field this row lacks (an older index's)
+                if len(values) < self.rows:
+                    values.append(None)
+        else:
+            {
+                "session": table.sessions,
+                "calibration": table.calibrations,
+                "confirmation": table.confirmations,
+                "import": table.imports,
+            }[kind].append(record)
+
+    def _repeats(self) -> dict[tuple, int]:
+        if self._seen is None:
+            self._seen = {tuple(item[:3]): item[3] for item in self.seen_stored}
+        return self._seen
+
+    def first(self) -> dict[str, Any]:
+        return {"rows": self.rows}
+
+    def rest(self) -> Iterator[bytes]:
+        """The whole records on one line, then a line per column: a reader parses one column at
+        a time, never the whole table's text at once."""
+        seen = (
+            self.seen_stored
+            if self._seen is None
+            else [[*key, line] for key, line in self._seen.items()]
+        )
+        table = self.table
+        whole = {k: getattr(table, k) for k in ("sessions", "calibrations", "confirmations")}
+        whole |= {"imports": table.imports, "warnings": table.warnings, "seen": seen}
+        yield orjson.dumps(whole) + b"\n"
+        for name, values in table.experiments.items():
+            yield orjson.dumps([name, values]) + b"\n"
+
+    @classmethod
+    def stored(cls, first: dict[str, Any], rest: BinaryIO) -> _Columns:
+        rows = first["rows"]
+        whole = orjson.loads(rest.readline())
+        columns = {}
+        for line in rest:
+            name, values = orjson.loads(line)
+            if not isinstance(name, str) or not isinstance(values, list) or len(values) != rows:
+                raise ValueError("garbled columns")
+            columns[name] = _shared(values) if name in REPEATED else values
+        table = ReviewTable(**{k: whole[k] for k in _WHOLE}, experiments=columns)
+        if not isinstance(whole["seen"], list) or (rows and "id" not in columns):
+            raise ValueError("garbled columns")
+        return cls(table=table, rows=rows, seen_stored=whole["seen"])
+
+
+_WHOLE = ("sessions", "calibrations", "confirmations", "imports", "warnings")
+# Fields whose values repeat from row to row: one string object for each value, not one per row
+# (a season's status column alone would hold 100,000 copies of a few words).
+REPEATED = frozenset({"status", "rule", "proposer", "session", "parent", "family", "refusal"})
+
+
+def _shared(values: list) -> list:
+    same: dict = {}
+    return [same.setdefault(v, v) if type(v) is str else v for v in values]

@@ -1,0 +1,202 @@
+"""Files folded from the review index, kept beside it and brought up to date from where they
+stopped: the summary (status, a resume) and the review's columns.
+
+Each notes, on its first line, the index it was folded from (the index's header), how far into
+it it has folded and the hash of the bytes of the entry it folded last. Bringing one up to date
+reads the index from that entry on, checks the entry is still there, and folds what follows;
+when the index was rebuilt or rewritten, or the file is garbled or of another version, it is
+folded again from the index's start. Like the index they are derived data: deleting one costs
+one fold, and a directory that cannot take it costs each reader a fold in memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, BinaryIO, ClassVar, Self, TypeVar
+
+import orjson
+
+from ..errors import JournalError
+from .index import HEAD_BYTES, INDEX_VERSION, catch_up, index_path, refresh_index
+from .lines import gc_paused
+
+__all__ = ["COLUMNS", "SUMMARY", "Fold", "derived_paths", "fold_path", "folded"]
+
+SUMMARY, COLUMNS = "summary", "columns"  # the folds: summary.py, columns.py
+
+F = TypeVar("F", bound="Fold")
+GARBLED = (orjson.JSONDecodeError, KeyError, TypeError, ValueError)  # what a garbled file raises
+
+
+class Fold:
+    """What a folded file holds; a subclass says what an entry adds and how it is stored."""
+
+    NAME: ClassVar[str]  # the file is `.<journal name>.<NAME>`
+    VERSION: ClassVar[int]
+
+    def fold(self, journal: Path, entry: dict[str, Any]) -> None:
+        """One index entry, as the index stores it ({"t": kind, "d": record or row, ...})."""
+        raise NotImplementedError
+
+    def first(self) -> dict[str, Any]:
+        """The fields of the first line, besides where the fold stands."""
+        raise NotImplementedError
+
+    def rest(self) -> Iterable[bytes]:
+        """The lines after the first, each ending in a newline (written one by one: a
+        season's columns need not be joined in memory)."""
+        raise NotImplementedError
+
+    @classmethod
+    def stored(cls, first: dict[str, Any], rest: BinaryIO) -> Self:
+        """The fold as stored, the file read on from after its first line; raises one of
+        GARBLED when it cannot be read."""
+        raise NotImplementedError
+
+    def ready(self, needed: bool) -> None:
+        """Parse what `stored` kept as bytes, when a fold or the caller needs it (`needed`);
+        raises one of GARBLED."""
+
+
+def fold_path(journal: Path, name: str) -> Path:
+    return journal.with_name(f".{journal.name}.{name}")
+
+
+def derived_paths(journal: Path) -> list[Path]:
+    """The files the journal's readers keep beside it: the loop's own, like the journal."""
+    return [index_path(journal), *(fold_path(journal, name) for name in (SUMMARY, COLUMNS))]
+
+
+def folded(journal: Path, cls: type[F], needed: bool = True) -> tuple[F, str | None]:
+    """`cls`'s fold of the journal, brought up to date (journal -> index -> it), and the
+    warning for a torn last line. `needed`: everything it holds is wanted, not only its first
+    line."""
+    with gc_paused():
+        written, torn = catch_up(journal)
+        fold = _from_index(journal, cls, needed) if written else None
+        if fold is None:  # the index could not be written: fold the journal in memory
+            fold, torn = cls(), None
+            for entry in _entries_in_memory(journal):
+                fold.fold(journal, entry)
+    return fold, torn
+
+
+def _from_index(journal: Path, cls: type[F], needed: bool) -> F | None:
+    """None when the index does not belong to the journal."""
+    try:
+        with open(journal, "rb") as handle:
+            head = hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()
+        with open(index_path(journal), "rb") as handle:
+            header = handle.readline()
+            fold, start, position, last = _stored(journal, cls, header)
+            handle.seek(start)
+            tail = handle.read()
+    except OSError as exc:
+        raise JournalError(f"{journal}: cannot read: {exc.strerror}") from None
+    try:
+        meta = orjson.loads(header)
+    except orjson.JSONDecodeError:
+        return None
+    if meta.get("index_version") != INDEX_VERSION or meta.get("head") != head:
+        return None
+    # The entry it folded last must still be where it was: else the index was rewritten.
+    lined_up = start == position or hashlib.sha256(tail[: position - start - 1]).hexdigest() == last
+    if lined_up:
+        try:
+            fold.ready(needed or b"\n" in tail[position - start :])
+        except GARBLED:
+            lined_up = False
+    if not lined_up:
+        fold, position, tail, start = cls(), len(header), _index_from(journal, header), len(header)
+    return _fold_on(journal, header, fold, position, tail[position - start :])
+
+
+def _index_from(journal: Path, header: bytes) -> bytes:
+    """The index's entries, all of them."""
+    try:
+        with open(index_path(journal), "rb") as handle:
+            handle.seek(len(header))
+            return handle.read()
+    except OSError as exc:
+        raise JournalError(f"{journal}: cannot read: {exc.strerror}") from None
+
+
+def _fold_on(journal: Path, header: bytes, fold: F, position: int, data: bytes) -> F | None:
+    """`fold` with the complete entries of `data` (the index from `position` on) folded in,
+    written back when there were any."""
+    end = data.rfind(b"\n") + 1
+    if end == 0:
+        return fold
+    lines = data[:end].splitlines()
+    try:
+        for line in lines:
+            fold.fold(journal, orjson.loads(line))
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    where = {
+        "version": fold.VERSION,
+        "index_header": header.decode(),
+        "position": position + end,
+        "last_start": position + end - 1 - len(lines[-1]),
+        "last": hashlib.sha256(lines[-1]).hexdigest(),
+    }
+    first = orjson.dumps({**where, **fold.first()}) + b"\n"
+    _write(fold_path(journal, fold.NAME), [first, *fold.rest()])
+    return fold
+
+
+def _stored(journal: Path, cls: type[F], header: bytes) -> tuple[F, int, int, str | None]:
+    """The stored fold, where the last entry it folded starts, the index position after it and
+    that entry's hash, when it was folded from an index with this header; else an empty one
+    from the start."""
+    fresh = cls(), len(header), len(header), None
+    try:
+        with open(fold_path(journal, cls.NAME), "rb") as handle:
+            first = orjson.loads(handle.readline())
+            position, start = first.get("position"), first.get("last_start")
+            if (
+                first.get("version") != cls.VERSION
+                or first.get("index_header", "").encode() != header
+                or not isinstance(position, int)
+                or not isinstance(start, int)
+                or not len(header) <= start < position
+            ):
+                return fresh
+            fold = cls.stored(first, handle)
+    except (OSError, *GARBLED):
+        return fresh
+    return fold, start, position, first.get("last")
+
+
+def _entries_in_memory(journal: Path):
+    """Index entries made from the journal alone, without writing anything (its warnings
+    already name the repeats and a torn last line)."""
+    contents = refresh_index(journal)
+    for warning in contents.warnings:
+        yield {"t": "warning", "w": warning}
+    for kind, items in (
+        ("session", contents.sessions),
+        ("calibration", contents.calibrations),
+        ("confirmation", contents.confirmations),
+        ("import", contents.imports),
+        ("experiment", contents.experiments),
+    ):
+        for item in items:
+            yield {"t": kind, "d": item, "l": 0}
+
+
+def _write(path: Path, lines: Iterable[bytes]) -> None:
+    # Derived data: a directory that cannot take it costs the next reader one fold.
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as handle:
+            for line in lines:
+                handle.write(line)
+        os.replace(tmp, path)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
