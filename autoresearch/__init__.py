@@ -30,7 +30,7 @@ _EXPORTS = {
     "UserError": "errors",
     "WorkspaceError": "errors",
     "load_config": "config",
-    "parse_go_bench": "bench.metrics",
+    "parse_go_bench": "bench.formats",
     "parse_metrics": "bench.metrics",
     "read_journal": "journal.store",
     "run_session": "loop.driver",

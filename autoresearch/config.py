@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .bench.formats import format_problem
 from .errors import ConfigError
 from .tables import build, read_toml
 
@@ -81,6 +82,11 @@ class BenchConfig:
     timeout_s: float = 600.0
     calibration_runs: int = 6
     go_bench: bool = False
+    # What the bench's numbers are written in, beyond METRIC lines (bench/formats.py): "auto"
+    # recognises each tool's output by its shape; and a file the bench writes them to, in its
+    # tree (pytest's --benchmark-json=FILE, hyperfine's --export-json FILE, ...).
+    format: str = "auto"
+    output: str = ""
     env: dict[str, str] = field(default_factory=dict)
     # Quieter runs: pin the bench to these CPUs (taskset -c), run each arm this many times
     # before its measured runs and drop them, and make one sample of `repeat` runs in a row,
@@ -411,6 +417,8 @@ def _check_bench(config: Config) -> None:
             f"{path}: 'bench.sentinel_command' is set but no [[sentinel]] is declared: "
             "it runs only when a sentinel is unresolved"
         )
+    if problem := format_problem(config.bench.format, config.bench.output):
+        raise ConfigError(f"{path}: {problem}")
     if config.bench.cpus and shutil.which("taskset") is None:
         raise ConfigError(f"{path}: 'bench.cpus' needs taskset (util-linux), not found on PATH")
     if config.checks.when not in CHECKS_WHEN:

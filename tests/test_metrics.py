@@ -1,12 +1,19 @@
 """METRIC lines and go bench rows."""
 
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from autoresearch.bench.metrics import MAX_MAGNITUDE, parse_go_bench, parse_metrics, parse_output
+from autoresearch.bench.metrics import (
+    MAX_MAGNITUDE,
+    parse_go_bench,
+    parse_metrics,
+    read_run_metrics,
+)
+from autoresearch.config import BenchConfig
 from autoresearch.errors import MetricParseError
 
 
@@ -80,6 +87,10 @@ def test_go_bench_rows_become_metrics_with_medians():
     assert metrics["read_ns_op"] == 23456
     assert metrics["read_mb_s"] == 12.5
     assert metrics["read_pages_op"] == 4.0
+
+
+def parse_output(text: str, go_bench: bool) -> dict[str, float]:
+    return read_run_metrics(BenchConfig(go_bench=go_bench), text, Path("."), "bench.log")
 
 
 def test_metric_lines_win_over_go_rows():

@@ -23,7 +23,7 @@ from ..errors import MetricParseError
 from ..loop.session_dir import require_space
 from ..repo.workspace import BaselineTree
 from ..statuses import Status
-from .metrics import parse_output
+from .metrics import read_run_metrics
 from .proc import RunResult, read_log
 from .runners import LocalRunner, Runner
 from .sandbox import sandbox_for
@@ -165,6 +165,8 @@ class Harness:
         """One bench run (or one of `bench.sentinel_command`), its output left for the caller
         to read."""
         bench = self.config.bench
+        if bench.output:  # what an earlier run wrote must not pass for this run's
+            (cwd / bench.output).unlink(missing_ok=True)
         return self._run(bench.sentinel_command if sentinels_only else bench.command, cwd, log)
 
     def bench_once(
@@ -212,10 +214,12 @@ class Harness:
             failure, detail = Status.TAMPERED, tampered
         if failure is None:
             try:
-                values = parse_output(
+                values = read_run_metrics(
+                    self.config.bench,
                     read_log(outcome.log_path),
-                    go_bench=self.config.bench.go_bench,
-                    source=outcome.log_path,
+                    cwd,
+                    outcome.log_path,
+                    written=not sentinels_only,
                 )
             except MetricParseError as exc:
                 failure, detail = Status.CRASH, str(exc)

@@ -1,22 +1,23 @@
-"""Bench output -> {metric name: float}: `METRIC name=value` lines and `go test -bench` rows."""
+"""Bench output -> {metric name: float}: `METRIC name=value` lines, `go test -bench` rows, and
+the other tools' formats (formats.py), from the bench's output or a file it writes."""
 
 from __future__ import annotations
 
-import math
 import re
-import statistics
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import MetricParseError
+from .formats import MAX_MAGNITUDE, detect, finite, parse_go_bench, read_format
 
-__all__ = ["parse_go_bench", "parse_metrics", "parse_output"]
+if TYPE_CHECKING:
+    from ..config import BenchConfig
+
+__all__ = ["parse_go_bench", "parse_metrics", "read_run_metrics"]
 
 METRIC_PREFIX = "METRIC"
-MAX_MAGNITUDE = 1e300
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-/]*"
 _METRIC_LINE = re.compile(rf"^METRIC\s+({_NAME})\s*=\s*(\S+)\s*$")
-# BenchmarkName/sub-8   <iterations>   <value> <unit>   <value> <unit> ...
-_GO_BENCH_ROW = re.compile(r"^(Benchmark\S+?)(?:-(\d+))?\s+(\d+)((?:\s+[-+0-9.eE]+\s+\S+)+)\s*$")
-_GO_UNIT_SUFFIX = {"ns/op": "ns_op", "B/op": "bytes_op", "allocs/op": "allocs_op", "MB/s": "mb_s"}
 
 
 def parse_metrics(text: str, source: str = "bench output") -> dict[str, float]:
@@ -41,7 +42,7 @@ def parse_metrics(text: str, source: str = "bench output") -> dict[str, float]:
                 "(expected 'METRIC name=value')"
             )
         name, value_text = match.groups()
-        value = _finite(value_text)
+        value = finite(value_text)
         if value is None:
             raise MetricParseError(
                 f"{source}, line {lineno}: METRIC {name} has value {value_text!r}, "
@@ -57,45 +58,46 @@ def parse_metrics(text: str, source: str = "bench output") -> dict[str, float]:
     return found
 
 
-def parse_go_bench(text: str) -> dict[str, float]:
-    """Parse `go test -bench` result rows into `<bench>_<unit>` metrics.
+def read_run_metrics(
+    bench: BenchConfig, text: str, tree: Path, source: str, written: bool = True
+) -> dict[str, float]:
+    """The metrics of one bench run: its output `text` (its log, `source`) and the file it
+    wrote (`bench.output`, in its `tree`; not for `written=False`, the sentinel command), read
+    in `bench.format`. METRIC lines win over anything else of the same name.
 
-    `BenchmarkWritePack/100k-2  1  81234567 ns/op  512 B/op  9 allocs/op` gives
-    `writepack_100k_ns_op`, `writepack_100k_bytes_op`, `writepack_100k_allocs_op`.
-    A benchmark printed several times (-count) keeps its median.
-    """
-    rows: dict[str, list[float]] = {}
-    for raw in text.splitlines():
-        match = _GO_BENCH_ROW.match(raw.strip())
-        if not match:
-            continue
-        bench = _metric_stem(match.group(1))
-        fields = match.group(4).split()
-        for value_text, unit in zip(fields[0::2], fields[1::2], strict=False):
-            value = _finite(value_text)
-            if value is None:
-                continue
-            suffix = _GO_UNIT_SUFFIX.get(unit) or re.sub(r"[^A-Za-z0-9]+", "_", unit).strip("_")
-            rows.setdefault(f"{bench}_{suffix}", []).append(value)
-    return {name: statistics.median(values) for name, values in rows.items()}
-
-
-def parse_output(text: str, *, go_bench: bool = False, source: str = "bench output") -> dict:
-    """All metrics in a bench's output; METRIC lines win over go bench rows of the same name."""
-    metrics = parse_go_bench(text) if go_bench else {}
-    metrics.update(parse_metrics(text, source))
+    `format = "auto"`: a run that printed METRIC lines is read for those (and `go test -bench`
+    rows with `go_bench`); otherwise, and for the output file, each format recognised in it."""
+    metrics: dict[str, float] = {}
+    output = bench.output if written else ""
+    if output:
+        path = tree / output
+        try:
+            written = path.read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            raise MetricParseError(
+                f"the bench wrote no {output} (bench.output) in {tree}: {exc.strerror}; "
+                f"its log: {source}"
+            ) from None
+        metrics.update(_read(bench.format, written, str(path), required=True))
+    lines = parse_metrics(text, source)
+    if not output and (bench.format != "auto" or not lines):
+        metrics.update(_read(bench.format, text, source, required=False))
+    if bench.go_bench:
+        metrics.update(parse_go_bench(text))
+    metrics.update(lines)
     return metrics
 
 
-def _metric_stem(bench_name: str) -> str:
-    stem = bench_name.removeprefix("Benchmark")
-    return re.sub(r"[^A-Za-z0-9]+", "_", stem).strip("_").lower()
-
-
-def _finite(text: str) -> float | None:
-    """A finite number whose medians and ratios stay finite too (1.7e308 + 1.7e308 is inf)."""
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) and abs(value) <= MAX_MAGNITUDE else None
+def _read(fmt: str, text: str, source: str, required: bool) -> dict[str, float]:
+    """`text` in format `fmt`, or in every format found in it (`auto`)."""
+    if fmt != "auto":
+        return read_format(fmt, text, source)
+    found = detect(text)
+    if required and not found:
+        raise MetricParseError(
+            f"{source}: no benchmark format recognised (set bench.format to the tool's)"
+        )
+    metrics: dict[str, float] = {}
+    for name in found:
+        metrics.update(read_format(name, text, source))
+    return metrics

@@ -92,57 +92,60 @@ def _from_index(journal: Path, cls: type[F], needed: bool) -> F | None:
             head = hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()
         with open(index_path(journal), "rb") as handle:
             header = handle.readline()
-            fold, start, position, last = _stored(journal, cls, header)
-            handle.seek(start)
-            tail = handle.read()
+            try:
+                meta = orjson.loads(header)
+            except orjson.JSONDecodeError:
+                return None
+            if meta.get("index_version") != INDEX_VERSION or meta.get("head") != head:
+                return None
+            return _fold_from_handle(journal, cls, needed, header, handle)
     except OSError as exc:
         raise JournalError(f"{journal}: cannot read: {exc.strerror}") from None
-    try:
-        meta = orjson.loads(header)
-    except orjson.JSONDecodeError:
-        return None
-    if meta.get("index_version") != INDEX_VERSION or meta.get("head") != head:
-        return None
+
+
+def _fold_from_handle(journal: Path, cls: type[F], needed: bool, header: bytes, handle) -> F | None:
+    """The stored fold brought on with the index `handle` reads, entry by entry (a season's
+    index is never held in memory whole)."""
+    fold, start, position, last = _stored(journal, cls, header)
+    handle.seek(start)
     # The entry it folded last must still be where it was: else the index was rewritten.
-    lined_up = start == position or hashlib.sha256(tail[: position - start - 1]).hexdigest() == last
+    folded_last = handle.read(position - start)
+    lined_up = start == position or (
+        folded_last.endswith(b"\n") and hashlib.sha256(folded_last[:-1]).hexdigest() == last
+    )
     if lined_up:
+        more = handle.read(1)
+        handle.seek(position)
         try:
-            fold.ready(needed or b"\n" in tail[position - start :])
+            fold.ready(needed or bool(more))
         except GARBLED:
             lined_up = False
     if not lined_up:
-        fold, position, tail, start = cls(), len(header), _index_from(journal, header), len(header)
-    return _fold_on(journal, header, fold, position, tail[position - start :])
+        fold, position = cls(), len(header)
+        handle.seek(position)
+    return _fold_on(journal, header, fold, position, handle)
 
 
-def _index_from(journal: Path, header: bytes) -> bytes:
-    """The index's entries, all of them."""
+def _fold_on(journal: Path, header: bytes, fold: F, position: int, handle) -> F | None:
+    """`fold` with the complete entries the index `handle` reads from `position` on folded
+    in, written back when there were any."""
+    last, last_start = None, position
     try:
-        with open(index_path(journal), "rb") as handle:
-            handle.seek(len(header))
-            return handle.read()
-    except OSError as exc:
-        raise JournalError(f"{journal}: cannot read: {exc.strerror}") from None
-
-
-def _fold_on(journal: Path, header: bytes, fold: F, position: int, data: bytes) -> F | None:
-    """`fold` with the complete entries of `data` (the index from `position` on) folded in,
-    written back when there were any."""
-    end = data.rfind(b"\n") + 1
-    if end == 0:
-        return fold
-    lines = data[:end].splitlines()
-    try:
-        for line in lines:
+        for line in handle:
+            if not line.endswith(b"\n"):
+                break  # an entry being written: the next reader folds it
             fold.fold(journal, orjson.loads(line))
+            last, last_start, position = line, position, position + len(line)
     except (orjson.JSONDecodeError, KeyError, TypeError):
         return None
+    if last is None:
+        return fold
     where = {
         "version": fold.VERSION,
         "index_header": header.decode(),
-        "position": position + end,
-        "last_start": position + end - 1 - len(lines[-1]),
-        "last": hashlib.sha256(lines[-1]).hexdigest(),
+        "position": position,
+        "last_start": last_start,
+        "last": hashlib.sha256(last[:-1]).hexdigest(),
     }
     first = orjson.dumps({**where, **fold.first()}) + b"\n"
     _write(fold_path(journal, fold.NAME), [first, *fold.rest()])

@@ -14,7 +14,15 @@ import orjson
 from ..errors import JournalError, NewerSchemaError
 from .records import record_from_dict
 
-__all__ = ["BOM", "duplicate_warning", "gc_paused", "parse_lines", "torn_line_warning"]
+__all__ = [
+    "BOM",
+    "duplicate_warning",
+    "gc_paused",
+    "parse_lines",
+    "record_key",
+    "repeat_warning",
+    "torn_line_warning",
+]
 
 BOM = b"\xef\xbb\xbf"  # an editor's UTF-8 byte order mark before line 1: not damage
 
@@ -58,13 +66,17 @@ def duplicate_warning(
 ) -> str | None:
     """An experiment id or a line seen before (a copied line, a journal concatenated with
     itself) is counted once; the later copy is reported."""
-    if kind == "experiment":
-        key: tuple = (kind, record.get("session"), record.get("id"))
-    else:
-        key = (kind, record.get("session"), record.get("at"))
+    key = record_key(kind, record)
     first = seen.setdefault(key, lineno)
-    if first == lineno:
-        return None
+    return None if first == lineno else repeat_warning(path, key, lineno, first)
+
+
+def record_key(kind: str, record: dict) -> tuple:
+    """What makes two records one: an experiment's id, another record's time."""
+    return (kind, record.get("session"), record.get("id" if kind == "experiment" else "at"))
+
+
+def repeat_warning(path: Path, key: tuple, lineno: int, first: int) -> str:
     what = f"experiment {key[2]}" if key[0] == "experiment" else f"{key[0]} line"
     return f"{path}:{lineno}: {what} repeats line {first}, skipped"
 

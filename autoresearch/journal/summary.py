@@ -5,15 +5,20 @@
 (counts by status, the last kept experiment, the agents' spend) and keeps the few whole records
 status shows (session lines, calibrations, confirmations).
 
-It is two lines. The first is what `status` reads. The second holds what grows with every
-experiment: the keys that tell a repeated line (to fold new entries) and, per session, one
-attempt row per experiment (attempts.py) that a resume reads instead of the journal; it is
-parsed only by a fold with something new and by a resume.
+Its first line is what `status` reads. What grows with every experiment follows, stored so
+that folding a few new entries parses none of it: on the second line a 64-bit hash of each
+record's key (what tells a repeated line; the line it repeats is looked up in the index only
+when one turns up), then one line per experiment, its attempt row (attempts.py), which a resume
+reads instead of the journal and a fold copies as bytes and appends to.
 """
 
 from __future__ import annotations
 
+import array
+import base64
+import hashlib
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -23,7 +28,8 @@ import orjson
 from ..statuses import Status
 from .attempts import Attempt
 from .fold import SUMMARY, Fold, fold_path, folded
-from .lines import duplicate_warning
+from .index import index_path
+from .lines import record_key, repeat_warning
 
 __all__ = ["SessionDigest", "session_digest", "session_digests", "summary_path"]
 
@@ -79,7 +85,7 @@ def session_digest(journal: Path, session: str, attempts: bool = False) -> Sessi
     digest = summary.sessions.get(session) or SessionDigest()
     digest.warnings = summary.warnings + ([torn] if torn else [])
     if attempts:
-        digest.attempts = list(map(Attempt._make, summary.attempts.get(session, [])))
+        digest.attempts = summary.attempts(session)
     return digest
 
 
@@ -93,19 +99,18 @@ def session_digests(journal: Path) -> dict[str, SessionDigest]:
 @dataclass
 class Summary(Fold):
     NAME = SUMMARY
-    VERSION = 4  # 2: where the entry folded last starts; 3: attempts, in a second line; 4: fold.py
+    VERSION = 5  # 3: attempts, in a second line; 4: fold.py; 5: hashed keys, a line per attempt
 
     sessions: dict[str, SessionDigest] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     journal_end: int = 0  # where in the journal the line of the entry folded last ends
-    # The second line as stored, parsed only when it is needed (`ready`): a status with
-    # nothing new to fold reads the first line alone.
-    stored_rest: bytes | None = None
-    # Record key -> its first line, for the repeats; kept as stored until an entry is folded:
-    # a resume with nothing new to fold need not rebuild 100,000 keys.
-    seen_stored: list[list] = field(default_factory=list)
-    _seen: dict[tuple, int] | None = None
-    attempts: dict[str, list[list]] = field(default_factory=dict)  # session -> attempt rows
+    # As stored, parsed only when needed (`ready`): a status with nothing new to fold reads
+    # the first line alone, and a fold parses the keys but never the stored attempt rows.
+    stored_keys: bytes | None = None
+    stored_rows: bytes = b""
+    stored_count: int = 0
+    _keys: set[int] | None = None
+    new_rows: list[list] = field(default_factory=list)  # attempt rows folded since
 
     def fold(self, journal: Path, entry: dict[str, Any]) -> None:
         """One index entry: a warning, a repeat, or a record."""
@@ -117,17 +122,23 @@ class Summary(Fold):
             self.warnings.append(entry["w"])
             return
         record = entry["d"]
-        if repeat := duplicate_warning(journal, self.seen(), kind, record, entry["l"]):
-            self.warnings.append(repeat)
-            return
+        key = record_key(kind, record)
+        hashed = _hash(key)
+        keys = self.keys()
+        if hashed in keys:
+            first = _first_line(journal, key)
+            if first is not None and first != entry["l"]:
+                self.warnings.append(repeat_warning(journal, key, entry["l"], first))
+                return
+        keys.add(hashed)
         digest = self.sessions.setdefault(record["session"], SessionDigest())
         if kind == "experiment":
             digest.fold_experiment(record)
-            # An Attempt's fields, in order (attempts.py).
-            row = [record["n"], record["id"], record["status"], record.get("proposer")]
-            row += [record.get("retry_of"), record.get("patch") or ""]
+            # The session, then an Attempt's fields in order (attempts.py).
+            row = [record["session"], record["n"], record["id"], record["status"]]
+            row += [record.get("proposer"), record.get("retry_of"), record.get("patch") or ""]
             row += [start, end] if end is not None else [None, None]
-            self.attempts.setdefault(record["session"], []).append(row)
+            self.new_rows.append(row)
         elif kind == "session":
             digest.sessions.append(record)
         elif kind == "calibration":
@@ -135,25 +146,30 @@ class Summary(Fold):
         elif kind == "confirmation":
             digest.confirmations.append(record)
 
-    def seen(self) -> dict[tuple, int]:
-        if self._seen is None:
-            self._seen = {tuple(item[:3]): item[3] for item in self.seen_stored}
-        return self._seen
+    def keys(self) -> set[int]:
+        if self._keys is None:
+            hashes = array.array("q", base64.b64decode(self.stored_keys or b""))
+            self._keys = set(hashes)
+        return self._keys
+
+    def attempts(self, session: str) -> list[Attempt]:
+        """The session's attempts, in journal order."""
+        rows = [orjson.loads(line) for line in self.stored_rows.splitlines()] + self.new_rows
+        return [Attempt._make(row[1:]) for row in rows if row[0] == session]
 
     def first(self) -> dict[str, Any]:
         return {
             "journal_end": self.journal_end,
             "sessions": {name: d.to_dict() for name, d in self.sessions.items()},
             "warnings": self.warnings,
+            "rows": self.stored_count + len(self.new_rows),
         }
 
-    def rest(self) -> list[bytes]:
-        seen = (
-            self.seen_stored
-            if self._seen is None
-            else [[*key, line] for key, line in self._seen.items()]
-        )
-        return [orjson.dumps({"seen": seen, "attempts": self.attempts}) + b"\n"]
+    def rest(self) -> Iterator[bytes]:
+        yield base64.b64encode(array.array("q", self.keys()).tobytes()) + b"\n"
+        yield self.stored_rows
+        for row in self.new_rows:
+            yield orjson.dumps(row) + b"\n"
 
     @classmethod
     def stored(cls, first: dict[str, Any], rest: BinaryIO) -> Summary:
@@ -161,17 +177,43 @@ class Summary(Fold):
             sessions={k: SessionDigest.from_dict(v) for k, v in first["sessions"].items()},
             warnings=first["warnings"],
             journal_end=first["journal_end"],
-            stored_rest=rest.read(),
+            stored_keys=rest.readline().rstrip(b"\n"),
+            stored_rows=rest.read(),
+            stored_count=first["rows"],
         )
         if not isinstance(summary.journal_end, int) or not isinstance(summary.warnings, list):
             raise TypeError("garbled summary")
         return summary
 
     def ready(self, needed: bool) -> None:
-        if not needed or self.stored_rest is None:
+        """Every attempt row there, whole (a count of lines, not a parse), and the keys
+        readable."""
+        if not needed:
             return
-        raw = orjson.loads(self.stored_rest)
-        seen, attempts = raw["seen"], raw["attempts"]
-        if not isinstance(seen, list) or not isinstance(attempts, dict):
-            raise TypeError("garbled summary")
-        self.seen_stored, self.attempts, self.stored_rest = seen, attempts, None
+        if self.stored_rows.count(b"\n") != self.stored_count or (
+            self.stored_rows and not self.stored_rows.endswith(b"\n")
+        ):
+            raise ValueError("garbled summary")
+        self.keys()  # binascii.Error is a ValueError
+
+
+def _hash(key: tuple) -> int:
+    """A record key as 64 bits: two distinct keys of a season's journal share one with odds
+    of about 1 in 10^9, and then only cost a look at the index."""
+    text = "\x1f".join(str(part) for part in key).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little", signed=True)
+
+
+def _first_line(journal: Path, key: tuple) -> int | None:
+    """The line of the journal where `key`'s record first appears, from the index (a repeat
+    is rare: this reads the index only then)."""
+    try:
+        with open(index_path(journal), "rb") as handle:
+            handle.readline()
+            for line in handle:
+                entry = orjson.loads(line)
+                if entry.get("t") == key[0] and record_key(key[0], entry["d"]) == key:
+                    return entry["l"]
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    return None

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..bench.measure import Harness
-from ..bench.metrics import parse_output
+from ..bench.metrics import read_run_metrics
 from ..bench.proc import RunResult, read_log
 from ..config import Config
 from ..errors import MetricParseError, WorkspaceError
@@ -83,8 +83,8 @@ def run_preflight(
         )
         return result
     try:
-        result.metrics = parse_output(
-            read_log(bench.log_path), go_bench=config.bench.go_bench, source=bench.log_path
+        result.metrics = read_run_metrics(
+            config.bench, read_log(bench.log_path), cwd, bench.log_path
         )
     except MetricParseError as exc:
         result.problems.append(str(exc))
