@@ -109,20 +109,22 @@ def detect(text: str) -> list[str]:
 
 def _criterion(text: str) -> dict[str, float]:
     rows: dict[str, list[float]] = {}
-    previous = ""
+    alone = ""  # the last line that is not a value: a long name stands alone above its values
+    current = ""  # the benchmark the value lines belong to
     for raw in text.splitlines():
         line = raw.strip()
         match = _CRITERION.match(line)
         if match is None:
             if line and not line.startswith(("change:", "Found", "Benchmarking", "Warning")):
-                previous = line
+                alone = line
             continue
-        name = match["name"].strip() or previous
+        named = match["name"].strip()
         value, unit = _number(match["est"]), match["unit"]
         if match["what"] == "time":
-            rows.setdefault(metric_name(name, "ns"), []).append(value * NS_PER[unit])
-        else:
-            rows.setdefault(metric_name(name, unit), []).append(value)
+            current = named or alone
+            rows.setdefault(metric_name(current, "ns"), []).append(value * NS_PER[unit])
+        else:  # a throughput, below its time
+            rows.setdefault(metric_name(named or current, unit), []).append(value)
     return _medians(rows)
 
 
@@ -241,12 +243,14 @@ def _google_benchmark(text: str) -> dict[str, float]:
 
 def _hyperfine(text: str) -> dict[str, float]:
     """`hyperfine --export-json FILE`: each command's median, in seconds there; named by its
-    `--command-name` or its command line, and its parameters."""
+    `--command-name` or its command line, its parameters appended where two share a name."""
+    results = json.loads(text)["results"]
+    names = [metric_name(r["command"]) for r in results]
     found = {}
-    for result in json.loads(text)["results"]:
-        params = result.get("parameters") or {}
-        name = metric_name(result["command"], *params.values(), "ns")
-        found[name] = float(result["median"]) * 1e9
+    for result, name in zip(results, names, strict=True):
+        if names.count(name) > 1:
+            name = metric_name(name, *(result.get("parameters") or {}).values())
+        found[f"{name}_ns"] = float(result["median"]) * 1e9
     return found
 
 

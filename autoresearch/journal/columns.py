@@ -17,8 +17,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from .fold import COLUMNS, Fold, fold_path, folded
-from .lines import duplicate_warning
+from .fold import COLUMNS, Fold, RecordKeys, fold_path, folded
 
 __all__ = ["ReviewTable", "columns_path", "review_table"]
 
@@ -42,7 +41,7 @@ def columns_path(journal: Path) -> Path:
 def review_table(journal: Path) -> ReviewTable:
     """The journal's review table, the columns brought up to date first (journal -> index ->
     them)."""
-    fold, torn = folded(journal, _Columns)
+    fold, torn = folded(journal, _Columns, needed=False)  # its keys only when it folds
     table = fold.table
     return ReviewTable(
         sessions=table.sessions,
@@ -60,12 +59,12 @@ NOT_REVIEWED = frozenset({"patch"})  # a row's fields the review has no use for 
 @dataclass
 class _Columns(Fold):
     NAME = COLUMNS
-    VERSION = 2  # 2: a line per column
+    VERSION = 3  # 2: a line per column; 3: hashed record keys
 
     table: ReviewTable = field(default_factory=ReviewTable)
     rows: int = 0
-    seen_stored: list[list] = field(default_factory=list)  # as the summary keeps its repeats
-    _seen: dict[tuple, int] | None = None
+    keys: RecordKeys = field(default_factory=RecordKeys)
+    _same: dict[str, str] = field(default_factory=dict)  # one object per repeated value
 
     def fold(self, journal: Path, entry: dict[str, Any]) -> None:
         kind, table = entry["t"], self.table
@@ -73,7 +72,7 @@ class _Columns(Fold):
             table.warnings.append(entry["w"])
             return
         record = entry["d"]
-        if repeat := duplicate_warning(journal, self._repeats(), kind, record, entry["l"]):
+        if repeat := self.keys.repeat(journal, kind, record, entry["l"]):
             table.warnings.append(repeat)
         elif kind == "experiment":
             columns = table.experiments
@@ -82,6 +81,8 @@ class _Columns(Fold):
                     continue
                 if key not in columns:  # a field earlier rows lack: None for each of them
                     columns[key] = [None] * self.rows
+                if key in REPEATED and type(value) is str:
+                    value = self._same.setdefault(value, value)
                 columns[key].append(value)
             self.rows += 1
             for values in columns.values():  # a field this row lacks (an older index's)
@@ -95,32 +96,22 @@ class _Columns(Fold):
                 "import": table.imports,
             }[kind].append(record)
 
-    def _repeats(self) -> dict[tuple, int]:
-        if self._seen is None:
-            self._seen = {tuple(item[:3]): item[3] for item in self.seen_stored}
-        return self._seen
-
     def first(self) -> dict[str, Any]:
         return {"rows": self.rows}
 
     def rest(self) -> Iterator[bytes]:
         """The whole records on one line, then a line per column: a reader parses one column at
         a time, never the whole table's text at once."""
-        seen = (
-            self.seen_stored
-            if self._seen is None
-            else [[*key, line] for key, line in self._seen.items()]
-        )
         table = self.table
-        whole = {k: getattr(table, k) for k in ("sessions", "calibrations", "confirmations")}
-        whole |= {"imports": table.imports, "warnings": table.warnings, "seen": seen}
-        yield orjson.dumps(whole) + b"\n"
+        yield self.keys.to_line()
+        yield orjson.dumps({k: getattr(table, k) for k in _WHOLE}) + b"\n"
         for name, values in table.experiments.items():
             yield orjson.dumps([name, values]) + b"\n"
 
     @classmethod
     def stored(cls, first: dict[str, Any], rest: BinaryIO) -> _Columns:
         rows = first["rows"]
+        keys = RecordKeys(rest.readline())
         whole = orjson.loads(rest.readline())
         columns = {}
         for line in rest:
@@ -129,9 +120,13 @@ class _Columns(Fold):
                 raise ValueError("garbled columns")
             columns[name] = _shared(values) if name in REPEATED else values
         table = ReviewTable(**{k: whole[k] for k in _WHOLE}, experiments=columns)
-        if not isinstance(whole["seen"], list) or (rows and "id" not in columns):
+        if rows and "id" not in columns:
             raise ValueError("garbled columns")
-        return cls(table=table, rows=rows, seen_stored=whole["seen"])
+        return cls(table=table, rows=rows, keys=keys)
+
+    def ready(self, needed: bool) -> None:
+        if needed:
+            self.keys.check()
 
 
 _WHOLE = ("sessions", "calibrations", "confirmations", "imports", "warnings")

@@ -11,6 +11,8 @@ one fold, and a directory that cannot take it costs each reader a fold in memory
 
 from __future__ import annotations
 
+import array
+import base64
 import contextlib
 import hashlib
 import os
@@ -22,9 +24,9 @@ import orjson
 
 from ..errors import JournalError
 from .index import HEAD_BYTES, INDEX_VERSION, catch_up, index_path, refresh_index
-from .lines import gc_paused
+from .lines import gc_paused, record_key, repeat_warning
 
-__all__ = ["COLUMNS", "SUMMARY", "Fold", "derived_paths", "fold_path", "folded"]
+__all__ = ["COLUMNS", "SUMMARY", "Fold", "RecordKeys", "derived_paths", "fold_path", "folded"]
 
 SUMMARY, COLUMNS = "summary", "columns"  # the folds: summary.py, columns.py
 
@@ -60,6 +62,62 @@ class Fold:
     def ready(self, needed: bool) -> None:
         """Parse what `stored` kept as bytes, when a fold or the caller needs it (`needed`);
         raises one of GARBLED."""
+
+
+class RecordKeys:
+    """The records a fold has counted, to tell a repeated line (a copied line, a journal
+    concatenated with itself): a 64-bit hash of each record's key, stored as one line of
+    base64 and read only when something new is folded. Two distinct keys of a season's journal
+    share a hash with odds of about 1 in 10^9, and then only cost a look at the index, which
+    also finds the line a real repeat repeats."""
+
+    def __init__(self, stored: bytes = b""):
+        self._stored: bytes | None = stored
+        self._hashes: set[int] = set()
+
+    def check(self) -> None:
+        """Raises ValueError (binascii.Error) when the stored line is garbled."""
+        self._load()
+
+    def repeat(self, journal: Path, kind: str, record: dict, lineno: int) -> str | None:
+        """The warning for a record counted before; else None, and it is counted."""
+        key = record_key(kind, record)
+        hashed = _key_hash(key)
+        hashes = self._load()
+        if hashed in hashes:
+            first = _first_line(journal, key)
+            if first is not None and first != lineno:
+                return repeat_warning(journal, key, lineno, first)
+        hashes.add(hashed)
+        return None
+
+    def to_line(self) -> bytes:
+        return base64.b64encode(array.array("q", self._load()).tobytes()) + b"\n"
+
+    def _load(self) -> set[int]:
+        if self._stored is not None:
+            self._hashes |= set(array.array("q", base64.b64decode(self._stored.strip())))
+            self._stored = None
+        return self._hashes
+
+
+def _key_hash(key: tuple) -> int:
+    text = "\x1f".join(str(part) for part in key).encode("utf-8", "surrogatepass")
+    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little", signed=True)
+
+
+def _first_line(journal: Path, key: tuple) -> int | None:
+    """The journal line where `key`'s record first appears, from the index."""
+    try:
+        with open(index_path(journal), "rb") as handle:
+            handle.readline()
+            for line in handle:
+                entry = orjson.loads(line)
+                if entry.get("t") == key[0] and record_key(key[0], entry["d"]) == key:
+                    return entry["l"]
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+    return None
 
 
 def fold_path(journal: Path, name: str) -> Path:

@@ -14,9 +14,6 @@ reads instead of the journal and a fold copies as bytes and appends to.
 
 from __future__ import annotations
 
-import array
-import base64
-import hashlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -27,9 +24,7 @@ import orjson
 
 from ..statuses import Status
 from .attempts import Attempt
-from .fold import SUMMARY, Fold, fold_path, folded
-from .index import index_path
-from .lines import record_key, repeat_warning
+from .fold import SUMMARY, Fold, RecordKeys, fold_path, folded
 
 __all__ = ["SessionDigest", "session_digest", "session_digests", "summary_path"]
 
@@ -106,10 +101,9 @@ class Summary(Fold):
     journal_end: int = 0  # where in the journal the line of the entry folded last ends
     # As stored, parsed only when needed (`ready`): a status with nothing new to fold reads
     # the first line alone, and a fold parses the keys but never the stored attempt rows.
-    stored_keys: bytes | None = None
+    keys: RecordKeys = field(default_factory=RecordKeys)
     stored_rows: bytes = b""
     stored_count: int = 0
-    _keys: set[int] | None = None
     new_rows: list[list] = field(default_factory=list)  # attempt rows folded since
 
     def fold(self, journal: Path, entry: dict[str, Any]) -> None:
@@ -122,15 +116,9 @@ class Summary(Fold):
             self.warnings.append(entry["w"])
             return
         record = entry["d"]
-        key = record_key(kind, record)
-        hashed = _hash(key)
-        keys = self.keys()
-        if hashed in keys:
-            first = _first_line(journal, key)
-            if first is not None and first != entry["l"]:
-                self.warnings.append(repeat_warning(journal, key, entry["l"], first))
-                return
-        keys.add(hashed)
+        if repeat := self.keys.repeat(journal, kind, record, entry["l"]):
+            self.warnings.append(repeat)
+            return
         digest = self.sessions.setdefault(record["session"], SessionDigest())
         if kind == "experiment":
             digest.fold_experiment(record)
@@ -146,12 +134,6 @@ class Summary(Fold):
         elif kind == "confirmation":
             digest.confirmations.append(record)
 
-    def keys(self) -> set[int]:
-        if self._keys is None:
-            hashes = array.array("q", base64.b64decode(self.stored_keys or b""))
-            self._keys = set(hashes)
-        return self._keys
-
     def attempts(self, session: str) -> list[Attempt]:
         """The session's attempts, in journal order."""
         rows = [orjson.loads(line) for line in self.stored_rows.splitlines()] + self.new_rows
@@ -166,7 +148,7 @@ class Summary(Fold):
         }
 
     def rest(self) -> Iterator[bytes]:
-        yield base64.b64encode(array.array("q", self.keys()).tobytes()) + b"\n"
+        yield self.keys.to_line()
         yield self.stored_rows
         for row in self.new_rows:
             yield orjson.dumps(row) + b"\n"
@@ -177,7 +159,7 @@ class Summary(Fold):
             sessions={k: SessionDigest.from_dict(v) for k, v in first["sessions"].items()},
             warnings=first["warnings"],
             journal_end=first["journal_end"],
-            stored_keys=rest.readline().rstrip(b"\n"),
+            keys=RecordKeys(rest.readline()),
             stored_rows=rest.read(),
             stored_count=first["rows"],
         )
@@ -194,26 +176,4 @@ class Summary(Fold):
             self.stored_rows and not self.stored_rows.endswith(b"\n")
         ):
             raise ValueError("garbled summary")
-        self.keys()  # binascii.Error is a ValueError
-
-
-def _hash(key: tuple) -> int:
-    """A record key as 64 bits: two distinct keys of a season's journal share one with odds
-    of about 1 in 10^9, and then only cost a look at the index."""
-    text = "\x1f".join(str(part) for part in key).encode("utf-8", "surrogatepass")
-    return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little", signed=True)
-
-
-def _first_line(journal: Path, key: tuple) -> int | None:
-    """The line of the journal where `key`'s record first appears, from the index (a repeat
-    is rare: this reads the index only then)."""
-    try:
-        with open(index_path(journal), "rb") as handle:
-            handle.readline()
-            for line in handle:
-                entry = orjson.loads(line)
-                if entry.get("t") == key[0] and record_key(key[0], entry["d"]) == key:
-                    return entry["l"]
-    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
-        return None
-    return None
+        self.keys.check()
