@@ -52,7 +52,6 @@ _CRITERION = re.compile(
 _LIBTEST = re.compile(
     rf"^test\s+(?P<name>\S+)\s+\.\.\.\s+bench:\s+(?P<value>{_NUMBER})\s+(?P<unit>\S+)/iter"
 )
-_GO_ROW = re.compile(r"^Benchmark\S+\s+\d+\s+[-+0-9.eE]+\s+\S+")
 # BenchmarkName/sub-8   <iterations>   <value> <unit>   <value> <unit> ...
 _GO_BENCH_ROW = re.compile(r"^(Benchmark\S+?)(?:-(\d+))?\s+(\d+)((?:\s+[-+0-9.eE]+\s+\S+)+)\s*$")
 _GO_UNIT_SUFFIX = {"ns/op": "ns_op", "B/op": "bytes_op", "allocs/op": "allocs_op", "MB/s": "mb_s"}
@@ -99,7 +98,7 @@ def detect(text: str) -> list[str]:
         found.append("criterion")
     if any(_LIBTEST.match(line.strip()) for line in lines):
         found.append("libtest")
-    if any(_GO_ROW.match(line.strip()) for line in lines):
+    if any(_GO_BENCH_ROW.match(line.strip()) for line in lines):
         found.append("go")
     return found
 
@@ -175,7 +174,7 @@ def parse_go_bench(text: str) -> dict[str, float]:
         match = _GO_BENCH_ROW.match(raw.strip())
         if not match:
             continue
-        bench = _metric_stem(match.group(1))
+        bench = metric_name(match.group(1).removeprefix("Benchmark"))
         fields = match.group(4).split()
         for value_text, unit in zip(fields[0::2], fields[1::2], strict=False):
             value = finite(value_text)
@@ -184,11 +183,6 @@ def parse_go_bench(text: str) -> dict[str, float]:
             suffix = _GO_UNIT_SUFFIX.get(unit) or re.sub(r"[^A-Za-z0-9]+", "_", unit).strip("_")
             rows.setdefault(f"{bench}_{suffix}", []).append(value)
     return {name: statistics.median(values) for name, values in rows.items()}
-
-
-def _metric_stem(bench_name: str) -> str:
-    stem = bench_name.removeprefix("Benchmark")
-    return re.sub(r"[^A-Za-z0-9]+", "_", stem).strip("_").lower()
 
 
 # -- JSON documents ----------------------------------------------------------------------------
