@@ -147,6 +147,14 @@ def test_review_of_a_loop_journal(target, tmp_path):
     text = render_pr(s, raw={"baseline": history.baseline_log, "final": history.final_log})
     assert "METRIC time_ms=100" in text and "METRIC time_ms=80" in text
     assert "confirmed directly at -20.0%" in text
+    # What measured: the toolchains on the bench's PATH, each calibration's, named in the PR.
+    import shutil
+
+    tools = history.calibrations[-1]["toolchains"]
+    assert tools["python"].startswith("Python 3")
+    assert ("go" in tools) == (shutil.which("go") is not None)
+    measured = next(line for line in text.splitlines() if line.startswith("- Measured with: "))
+    assert tools["python"] in measured
 
     done = run_cli("pr", "--out", str(tmp_path / "pr.md"), cwd=target.root)
     assert done.returncode == 0, done.stderr

@@ -162,6 +162,8 @@ class CalibrationRecord(_Record):
     warnings: list[str] = field(default_factory=list)
     host: str | None = None  # the bench host it measured, on a cluster (cluster/)
     sentinel_run_s: float | None = None  # one run of bench.sentinel_command, when set
+    # The toolchains on the bench's PATH and their versions (bench/fingerprint.py): what measured.
+    toolchains: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

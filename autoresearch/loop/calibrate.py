@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Callable
 from pathlib import Path
 
+from ..bench.fingerprint import toolchains
 from ..bench.measure import Harness, Measurement, PairMeasurement, measure_pair
 from ..config import Config
 from ..decide.design import detectable_effect_pct, runs_needed, threshold_pct
@@ -52,11 +53,15 @@ def calibrate(
     timed = _time_sentinel_command(harness, arms, commit, logs)
     if timed is not None and timed.failure == Status.INTERRUPTED:
         return None
-    return _record(config, commit, pair, timed)
+    return _record(config, commit, pair, timed, toolchains(arms[0], harness.env))
 
 
 def _record(
-    config: Config, commit: str, pair: PairMeasurement, timed: Measurement | None
+    config: Config,
+    commit: str,
+    pair: PairMeasurement,
+    timed: Measurement | None,
+    tools: dict[str, str],
 ) -> CalibrationRecord:
     """The calibration's record: the samples of both arms as one, the noise, the checks."""
     samples_by_metric = {
@@ -85,6 +90,7 @@ def _record(
         runs_needed_for_target=needed,
         warnings=_warnings(config, aa, noise[primary], detectable, needed),
         sentinel_run_s=round(timed.duration_s / len(timed.runs), 3) if timed else None,
+        toolchains=tools,
     )
 
 

@@ -363,11 +363,25 @@ def _methodology(history: History, df: pd.DataFrame) -> dict:
             )
         ),
         "calibrations": len(history.calibrations),
+        "toolchains": _toolchains(history.calibrations),
         "noise_pct": [n for n in noise if n is not None],
         "threshold_pct": thresholds,
         "confirm_runs": d.confirm_runs,
     }
     return info
+
+
+def _toolchains(calibrations: list[dict]) -> list[str]:
+    """What measured, as the last calibration found it on the bench's PATH; a version that
+    changed during the session says from what."""
+    first = (calibrations[0].get("toolchains") or {}) if calibrations else {}
+    last = (calibrations[-1].get("toolchains") or {}) if calibrations else {}
+    out = []
+    for name, version in last.items():
+        text = version if version.lower().startswith(name) else f"{name} {version}"
+        was = first.get(name)
+        out.append(text if was in (None, version) else f"{text} (was {was} at the start)")
+    return out
 
 
 def _mechanism(row) -> str:
