@@ -1,6 +1,7 @@
-"""A Python package benched with pytest-benchmark, as a new user sets it up: `init`, the bench
-writing `--benchmark-json` to a file the loop reads (`[bench] output`, its format recognised),
-a night that keeps the known win and not the null change, and a PR that names the metric.
+"""A Python package benched with pytest-benchmark, as a new user sets it up: `init` finds the
+benchmark tests and writes the bench (pytest writing `--benchmark-json` to the file the loop
+reads) and the checks (the other tests), nothing is written by hand but the hypotheses, and the
+night keeps the known win and not the null change; the PR names the metric and the interpreter.
 """
 
 from __future__ import annotations
@@ -34,17 +35,11 @@ BENCH_TEST = """from fibmod import fib
 def test_fib(benchmark):
     assert benchmark(fib, 18) == 2584
 """
-BENCH = f"""#!/usr/bin/env bash
-set -euo pipefail
-cd "$(dirname "$0")"
-exec {sys.executable} -m pytest -q -p no:cacheprovider bench_fib.py \\
-  --benchmark-json=.bench.json --benchmark-min-rounds=15 --benchmark-max-time=0.01 \\
-  --benchmark-warmup=off > /dev/null
-"""
-CHECKS = f"""#!/usr/bin/env bash
-set -euo pipefail
-cd "$(dirname "$0")"
-{sys.executable} -c 'import fibmod; assert fibmod.fib(20) == 6765'
+TEST = """from fibmod import fib
+
+
+def test_the_first_numbers():
+    assert [fib(n) for n in range(8)] == [0, 1, 1, 2, 3, 5, 8, 13]
 """
 
 
@@ -52,20 +47,31 @@ def test_a_night_on_a_python_package_benched_with_pytest_benchmark(tmp_path):
     repo = tmp_path / "fibby"
     git(tmp_path, "init", "-q", "-b", "main", str(repo))
     (repo / "fibmod.py").write_text(SLOW)
-    (repo / "bench_fib.py").write_text(BENCH_TEST)
+    (repo / "test_fib_bench.py").write_text(BENCH_TEST)
+    (repo / "test_fibmod.py").write_text(TEST)
+    # The project's own pytest settings: short benchmark runs (the test's time, not a night's).
+    (repo / "pytest.ini").write_text(
+        "[pytest]\naddopts = --benchmark-max-time=0.02 --benchmark-min-rounds=10\n"
+    )
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "fibby")
 
     init = run_cli(
-        "init", "--metric", "test_fib_ns", "--unit", "ns", "--scope", "fibmod.py", cwd=repo
+        "init",
+        "--metric",
+        "test_fib_ns",
+        "--scope",
+        "fibmod.py",
+        "--python",
+        sys.executable,
+        cwd=repo,
     )
     assert init.returncode == 0, init.stderr
-    (repo / "autoresearch.sh").write_text(BENCH)
-    (repo / "autoresearch.checks.sh").write_text(CHECKS)
+    assert "found a Python project whose tests use pytest-benchmark" in init.stdout
     config = repo / "autoresearch.toml"
     text = config.read_text()
-    edits = {
-        '# output = "bench.json"': 'output = ".bench.json"',
+    assert 'output = ".autoresearch-bench.json"' in text and 'unit = "ns"' in text
+    edits = {  # a shorter decision than a night's: the test's time
         "min_runs = 3": "min_runs = 4",
         "max_runs = 28": "max_runs = 8",
         "looks = 7": "looks = 2",
@@ -103,3 +109,5 @@ def test_a_night_on_a_python_package_benched_with_pytest_benchmark(tmp_path):
     pr = run_cli("pr", cwd=repo)
     assert pr.returncode == 0, pr.stderr
     assert pr.stdout.startswith("# perf: test_fib_ns -")
+    measured = next(x for x in pr.stdout.splitlines() if x.startswith("- Measured with: "))
+    assert "Python 3" in measured

@@ -187,22 +187,49 @@ def cmd_init(args: argparse.Namespace) -> int:
         )
         print("\n".join(lines))
         return 0
+    ecosystem = _ecosystem(directory, args.ecosystem, args.python)
     written = scaffold(
         directory,
         session=args.session,
         metric=args.metric or "bench_ms",
         direction=args.direction or "lower",
-        unit=args.unit if args.unit is not None else "ms",
-        scope=args.scope or ["src/**"],
+        unit=args.unit if args.unit is not None else ("ns" if ecosystem else "ms"),
+        scope=args.scope or (list(ecosystem.scope) if ecosystem else ["src/**"]),
         force=args.force,
+        ecosystem=ecosystem,
     )
     for path in written:
         print(f"wrote {path.relative_to(directory)}")
+    if ecosystem is None:
+        print(
+            "next: edit autoresearch.sh to print your METRIC lines, set [scope] in "
+            "autoresearch.toml, commit the scripts, put patches in hypotheses/, then "
+            "`autoresearch run`"
+        )
+        return 0
     print(
-        "next: edit autoresearch.sh to print your METRIC lines, set [scope] in "
-        "autoresearch.toml, commit the scripts, put patches in hypotheses/, then `autoresearch run`"
+        f"found {ecosystem.says}: autoresearch.sh runs `{ecosystem.bench}`, and "
+        f"autoresearch.checks.sh `{ecosystem.checks}`; metrics read as {ecosystem.metrics}"
+    )
+    print(
+        "next: `autoresearch check` lists the metrics the bench prints; set [metric] name to "
+        "the one to improve (--metric at init), commit the scripts, put patches in hypotheses/, "
+        "then `autoresearch run`"
     )
     return 0
+
+
+def _ecosystem(directory: Path, name: str, python: str):
+    """The ecosystem `init --ecosystem` names, or the one found in `directory` (auto)."""
+    from ..init.ecosystems import ECOSYSTEMS, detect_ecosystem, python_ecosystem
+
+    if name == "none":
+        return None
+    if name == "auto":
+        return detect_ecosystem(directory, python)
+    if name == "pytest-benchmark":
+        return python_ecosystem(python)
+    return ECOSYSTEMS[name]
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -294,7 +321,10 @@ def _add_housekeeping_parsers(sub) -> None:
         "only those of kept experiments, the first and last calibration, the last confirmation)",
     )
     prune.add_argument("--dry-run", action="store_true", help="list what would be removed")
+    _add_init_parser(sub)
 
+
+def _add_init_parser(sub) -> None:
     init = sub.add_parser("init", help=doc(cmd_init), description=doc(cmd_init))
     init.add_argument("directory", nargs="?", default=".", help="the repository (default: .)")
     init.add_argument("--session", default="main", help="session name (default: main)")
@@ -309,6 +339,21 @@ def _add_housekeeping_parsers(sub) -> None:
         "--scope", action="append", metavar="GLOB", help="what patches may touch (repeatable)"
     )
     init.add_argument("--force", action="store_true", help="overwrite existing files")
+    init.add_argument(
+        "--ecosystem",
+        default="auto",
+        choices=["auto", "none", "cargo-criterion", "cargo-libtest", "go", "pytest-benchmark"],
+        help="the benchmarks to run and read: auto (default) finds a Cargo crate with criterion "
+        "or #[bench] benches, a Go module with Benchmark functions, Python tests using "
+        "pytest-benchmark; none writes the plain METRIC-line template",
+    )
+    init.add_argument(
+        "--python",
+        default="python3",
+        metavar="INTERPRETER",
+        help="the interpreter a pytest-benchmark bench runs (default: python3 on the PATH); "
+        "its version is recorded with every calibration",
+    )
     init.add_argument(
         "--from-pi",
         nargs="?",

@@ -10,6 +10,7 @@ from pathlib import Path
 import jinja2
 
 from ..errors import UserError
+from .ecosystems import Ecosystem
 
 __all__ = ["scaffold"]
 
@@ -47,10 +48,12 @@ def scaffold(
     protect: tuple[str, ...] = ("autoresearch.sh", "autoresearch.checks.sh"),
     only: tuple[str, ...] | None = None,
     ideas: str = "",
+    ecosystem: Ecosystem | None = None,
 ) -> list[Path]:
     """Write the session files into `directory`; refuses to overwrite unless `force`.
     `only` names the templates to write (all by default); `ideas` is appended to the open
-    ideas of ideas.md."""
+    ideas of ideas.md; `ecosystem` (ecosystems.py) writes the bench, checks and build it
+    runs, and how its output is read."""
     if not directory.is_dir():
         raise UserError(f"{directory}: not a directory")
     if direction not in ("lower", "higher"):
@@ -72,6 +75,7 @@ def scaffold(
         "checks": checks,
         "checks_when": checks_when,
         "protect": _strings([*protect, *TESTS]),
+        **_ecosystem_values(ecosystem),
     }
     written = []
     templates = resources.files("autoresearch") / "templates"
@@ -86,6 +90,27 @@ def scaffold(
         written.append(path)
     written += _ignore_journal(directory)
     return written
+
+
+def _ecosystem_values(ecosystem: Ecosystem | None) -> dict:
+    """What the templates say of the benchmarks `init` found (none: the plain templates)."""
+    found = ecosystem
+    return {
+        "ecosystem": found,
+        "reads": _reads(found) if found else "",
+        "build": found.build if found else "",
+        "go_bench": found.go_bench if found else False,
+        "format": found.format if found else "",
+        "output": found.output if found else "",
+    }
+
+
+def _reads(ecosystem: Ecosystem) -> str:
+    if ecosystem.output:
+        return f"the {ecosystem.format} results it writes to {ecosystem.output}"
+    if ecosystem.format:
+        return f"its output as {ecosystem.format} prints it"
+    return "its `go test -bench` rows"
 
 
 def _strings(items) -> str:

@@ -3,5 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-# Replace with the project's tests, e.g. `go vet ./... && go test ./...` or `pytest -q`.
+{% if ecosystem %}{{ ecosystem.checks }}
+{% else %}# Replace with the project's tests, e.g. `go vet ./... && go test ./...` or `pytest -q`.
 true
+{% endif %}

@@ -1,5 +1,11 @@
 #!/usr/bin/env bash
-# Bench for autoresearch: build, run the workload, print one METRIC line per number.
+{% if ecosystem %}# Bench for autoresearch: {{ ecosystem.says }}. The loop reads {{ reads }}.
+# Exit non-zero when anything fails; the loop records the run as a crash.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+{{ ecosystem.bench }}
+{% else %}# Bench for autoresearch: build, run the workload, print one METRIC line per number.
 # Exit non-zero when anything fails; the loop records the run as a crash.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -14,4 +20,4 @@ echo "METRIC {{ metric }}=$(awk -v ns="$(( end - start ))" 'BEGIN { printf "%.3f
 {% else %}# {{ unit }} is not a time this script can take: print the workload's own figure in {{ unit }}.
 echo "autoresearch.sh: print 'METRIC {{ metric }}=<value in {{ unit }}>' here" >&2
 exit 1
-{% endif %}
+{% endif %}{% endif %}

@@ -1,0 +1,97 @@
+"""`init` in a repository whose benchmarks it recognises: the bench it writes runs them, the
+config reads their output in their tool's format, the checks run the project's tests."""
+
+from __future__ import annotations
+
+import pytest
+from conftest import git, run_cli
+
+from autoresearch.config import load_config
+
+CRATE = '[package]\nname = "fibs"\nversion = "0.1.0"\n\n[dev-dependencies]\ncriterion = "0.5"\n'
+LIBTEST = "#![feature(test)]\nextern crate test;\n#[bench]\nfn fib(b: &mut test::Bencher) {}\n"
+GO_TEST = 'package fibs\n\nimport "testing"\n\nfunc BenchmarkFib(b *testing.B) {}\n'
+PY_TEST = "def test_fib(benchmark):\n    benchmark(sum, [1, 2])\n"
+
+PROJECTS = {
+    "cargo-criterion": {"Cargo.toml": CRATE, "src/lib.rs": "", "benches/fib.rs": ""},
+    "cargo-libtest": {
+        "Cargo.toml": CRATE.replace('criterion = "0.5"\n', ""),
+        "src/lib.rs": "",
+        "benches/fib.rs": LIBTEST,
+    },
+    "go": {
+        "go.mod": "module example.com/fibs\n",
+        "fib.go": "package fibs\n",
+        "fib_test.go": GO_TEST,
+    },
+    "pytest-benchmark": {"fibs.py": "", "tests/test_fib_bench.py": PY_TEST},
+}
+
+
+def project(tmp_path, files: dict[str, str]):
+    repo = tmp_path / "repo"
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    return repo
+
+
+@pytest.mark.parametrize("name", list(PROJECTS))
+def test_init_recognises_the_project_and_writes_its_bench(tmp_path, name):
+    repo = project(tmp_path, PROJECTS[name])
+    done = run_cli("init", "--metric", "fib_ns", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("found ") == 1
+
+    config = load_config(repo / "autoresearch.toml")
+    bench = (repo / "autoresearch.sh").read_text()
+    checks = (repo / "autoresearch.checks.sh").read_text()
+    expected = {
+        "cargo-criterion": ("criterion", "", False, "cargo bench", "cargo test", "src/**"),
+        "cargo-libtest": ("libtest", "", False, "cargo bench", "cargo test", "src/**"),
+        "go": ("auto", "", True, "go test -run '^$' -bench .", "go test", "**/*.go"),
+        "pytest-benchmark": (
+            "pytest-benchmark",
+            ".autoresearch-bench.json",
+            False,
+            "--benchmark-json=.autoresearch-bench.json",
+            "--benchmark-skip",
+            "**/*.py",
+        ),
+    }[name]
+    fmt, output, go_bench, bench_runs, checks_run, scope = expected
+    assert (config.bench.format, config.bench.output, config.bench.go_bench) == (
+        fmt,
+        output,
+        go_bench,
+    )
+    assert bench_runs in bench and "METRIC" not in bench
+    assert checks_run in checks and "\ntrue\n" not in checks
+    assert config.scope.include == [scope]
+    assert config.metric.unit == "ns"
+    assert config.bench.build == ("cargo bench --no-run --quiet" if "cargo" in name else "")
+
+
+def test_a_repository_without_benchmarks_gets_the_metric_line_template(tmp_path):
+    repo = project(tmp_path, {"main.c": "int main(void) { return 0; }\n"})
+    done = run_cli("init", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "found " not in done.stdout
+    assert "METRIC bench_ms=" in (repo / "autoresearch.sh").read_text()
+    config = load_config(repo / "autoresearch.toml")
+    assert (config.bench.format, config.bench.output, config.bench.build) == ("auto", "", "")
+
+
+def test_the_ecosystem_can_be_named_or_refused(tmp_path):
+    repo = project(tmp_path, PROJECTS["go"])
+    plain = run_cli("init", "--ecosystem", "none", cwd=repo)
+    assert plain.returncode == 0, plain.stderr
+    assert "METRIC" in (repo / "autoresearch.sh").read_text()
+    named = run_cli(
+        "init", "--force", "--ecosystem", "pytest-benchmark", "--python", "/opt/py/bin/python3",
+        cwd=repo,
+    )  # fmt: skip
+    assert named.returncode == 0, named.stderr
+    assert "/opt/py/bin/python3 -m pytest" in (repo / "autoresearch.sh").read_text()
