@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .bench.formats import format_problem
+from .bench.formats import bench_problem
 from .errors import ConfigError
 from .tables import build, read_toml
 
@@ -87,6 +87,9 @@ class BenchConfig:
     # tree (pytest's --benchmark-json=FILE, hyperfine's --export-json FILE, ...).
     format: str = "auto"
     output: str = ""
+    # Build output a revert leaves in each arm's tree (gitignore patterns, e.g. "target/"), so
+    # that a build after a revert is incremental; each arm keeps its own.
+    keep: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     # Quieter runs: pin the bench to these CPUs (taskset -c), run each arm this many times
     # before its measured runs and drop them, and make one sample of `repeat` runs in a row,
@@ -417,7 +420,7 @@ def _check_bench(config: Config) -> None:
             f"{path}: 'bench.sentinel_command' is set but no [[sentinel]] is declared: "
             "it runs only when a sentinel is unresolved"
         )
-    if problem := format_problem(config.bench.format, config.bench.output):
+    if problem := bench_problem(config.bench.format, config.bench.output, config.bench.keep):
         raise ConfigError(f"{path}: {problem}")
     if config.bench.cpus and shutil.which("taskset") is None:
         raise ConfigError(f"{path}: 'bench.cpus' needs taskset (util-linux), not found on PATH")

@@ -72,6 +72,7 @@ def test_init_recognises_the_project_and_writes_its_bench(tmp_path, name):
     assert config.scope.include == [scope]
     assert config.metric.unit == "ns"
     assert config.bench.build == ("cargo bench --no-run --quiet" if "cargo" in name else "")
+    assert config.bench.keep == (["target/"] if "cargo" in name else [])
 
 
 def test_a_repository_without_benchmarks_gets_the_metric_line_template(tmp_path):

@@ -29,9 +29,9 @@ from ..errors import MetricParseError
 __all__ = [
     "FORMATS",
     "MAX_MAGNITUDE",
+    "bench_problem",
     "detect",
     "finite",
-    "format_problem",
     "metric_name",
     "parse_go_bench",
     "read_format",
@@ -63,8 +63,9 @@ def metric_name(*parts: str) -> str:
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
-def format_problem(fmt: str, output: str) -> str | None:
-    """What is wrong with `[bench] format` and `output`, for the config's check."""
+def bench_problem(fmt: str, output: str, keep: list[str] = ()) -> str | None:
+    """What is wrong with the `[bench]` keys about what a run leaves behind, for the config's
+    check: the format and file its results are read from, the build output kept (`keep`)."""
     if fmt != "auto" and fmt not in FORMATS:
         return f"'bench.format' is {fmt!r}; it must be one of auto, {', '.join(FORMATS)}"
     path = PurePosixPath(output)
@@ -73,6 +74,13 @@ def format_problem(fmt: str, output: str) -> str | None:
             f"'bench.output' is {output!r}: a path inside the bench's tree, relative to it "
             "(each arm writes its own)"
         )
+    for pattern in keep:
+        parts = PurePosixPath(str(pattern).strip("/")).parts
+        if not parts or ".." in parts or ".git" in parts:
+            return (
+                f"'bench.keep' holds {pattern!r}: a build output path inside the tree, as a "
+                'gitignore pattern (e.g. "target/")'
+            )
     return None
 
 

@@ -41,7 +41,7 @@ from ..journal.records import CalibrationRecord
 from ..loop.calibrate import calibrate
 from ..loop.session_dir import write_json_atomic
 from ..repo.gitrepo import Repo
-from ..repo.workspace import BaselineTree, apply_patch
+from ..repo.workspace import BaselineTree, apply_patch, clean
 from ..statuses import Status
 
 __all__ = ["Job", "run_job"]
@@ -67,7 +67,7 @@ class Job:
 def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -> dict[str, Any]:
     """Measure `job` on this host; everything the driver needs, as plain data."""
     started = time.time()
-    host = Host(_host_root(job, workdir))
+    host = Host(_host_root(job, workdir), tuple(job.config.bench.keep))
     out: dict[str, Any] = {
         "host": socket.gethostname(),
         "worker": _worker_address(),
@@ -124,7 +124,7 @@ class _Failed(Exception):
 class Host:
     """This host's clone of the target, its two worktrees, its calibrations and logs."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, keep: tuple[str, ...] = ()):
         self.root = root
         self.repo_path = root / "repo"
         # One job at a time holds this clone: a lock git left is from a worker killed mid-way.
@@ -139,8 +139,10 @@ class Host:
                 raise UserError(f"{self.repo_path}: git init failed: {made.why()}")
         self.repo = Repo(self.repo_path)
         self.trees = {
-            BASELINE: BaselineTree(self.repo, root / "baseline", stamp=root / "baseline.built"),
-            CANDIDATE: BaselineTree(self.repo, root / "candidate"),
+            BASELINE: BaselineTree(
+                self.repo, root / "baseline", stamp=root / "baseline.built", keep=keep
+            ),
+            CANDIDATE: BaselineTree(self.repo, root / "candidate", keep=keep),
         }
 
     def log(self, exp_id: str, name: str) -> Path:
@@ -181,7 +183,7 @@ class Host:
         moved = tree.ensure(commit)  # a moved or dirty tree is checked out afresh and cleaned
         repo = Repo(tree.path)
         if not moved:  # clean at the commit, it may still hold the last build's ignored output
-            repo.must("clean", "-ffdxq")
+            clean(repo, tree.build_output)
         if patch:
             patch_file = self.root / "candidate.patch"
             patch_file.write_bytes(patch)

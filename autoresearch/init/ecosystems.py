@@ -31,6 +31,7 @@ class Ecosystem:
     format: str = ""  # [bench] format ("" leaves it auto)
     output: str = ""  # [bench] output
     go_bench: bool = False
+    keep: tuple[str, ...] = ()  # [bench] keep: build output a revert leaves (each arm its own)
     scope: tuple[str, ...] = ("src/**",)
     metrics: str = ""  # how its metric names read, for the user
 
@@ -81,6 +82,7 @@ ECOSYSTEMS = {
         checks="cargo test --quiet",
         build="cargo bench --no-run --quiet",
         format="criterion",
+        keep=("target/",),
         scope=("src/**",),
         metrics="group_function_param_ns: criterion's estimate, in nanoseconds",
     ),
@@ -91,6 +93,7 @@ ECOSYSTEMS = {
         checks="cargo test --quiet",
         build="cargo bench --no-run --quiet",
         format="libtest",
+        keep=("target/",),
         scope=("src/**",),
         metrics="bench_name_ns: ns/iter",
     ),

@@ -102,6 +102,7 @@ def _ecosystem_values(ecosystem: Ecosystem | None) -> dict:
         "go_bench": found.go_bench if found else False,
         "format": found.format if found else "",
         "output": found.output if found else "",
+        "keep": _strings(found.keep) if found else "",
     }
 
 

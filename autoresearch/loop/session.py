@@ -192,6 +192,7 @@ def open_session(
             paths.worktree,
             config.target.base,
             config.target.git_hooks,
+            tuple(config.bench.keep),
         )
         journal = Journal(config.journal_path, config.session.name)
         require_scripts(config, ws)
@@ -251,7 +252,7 @@ def _session(config, options, progress, paths, ws, journal, stop, base, history,
         progress=progress,
         paths=paths,
         ws=ws,
-        baseline_tree=BaselineTree(ws.source, paths.baseline),
+        baseline_tree=BaselineTree(ws.source, paths.baseline, keep=ws.build_output),
         journal=journal,
         proposer=proposer,
         stop=stop,

@@ -23,12 +23,14 @@ class ApplyResult:
 
 
 class Workspace:
-    """A worktree checked out on the session branch."""
+    """A worktree checked out on the session branch. `keep`: build output (`[bench] keep`,
+    gitignore patterns) a revert leaves in place, so that the next build is incremental."""
 
-    def __init__(self, source: Repo, tree: Repo, branch: str):
+    def __init__(self, source: Repo, tree: Repo, branch: str, keep: tuple[str, ...] = ()):
         self.source = source
         self.tree = tree
         self.branch = branch
+        self.build_output = keep
 
     @property
     def path(self) -> Path:
@@ -85,7 +87,7 @@ class Workspace:
         """Back to the last kept commit: changes undone, untracked and ignored files removed."""
         tip = self.tip()
         self.tree.must("reset", "--hard", "--quiet", tip)
-        self.tree.must("clean", "-ffdxq")
+        clean(self.tree, self.build_output)
 
     def is_clean(self) -> bool:
         return not self.tree.is_dirty()
@@ -98,9 +100,12 @@ class BaselineTree:
     next; a bench that dirtied it is undone before it is measured again.
     """
 
-    def __init__(self, source: Repo, path: Path, stamp: Path | None = None):
+    def __init__(
+        self, source: Repo, path: Path, stamp: Path | None = None, keep: tuple[str, ...] = ()
+    ):
         self.source = source
         self.path = path.resolve()
+        self.build_output = keep  # what its cleaning leaves, as the Workspace's
         # The commit its build output belongs to: in memory, or in `stamp` for a bench host
         # whose jobs each open the tree afresh.
         self.stamp = stamp
@@ -139,8 +144,14 @@ class BaselineTree:
         if tree.head() == commit and not tree.is_dirty() and self.built_at is not None:
             return False
         tree.must("checkout", "--quiet", "--force", "--detach", commit)
-        tree.must("clean", "-ffdxq")
+        clean(tree, self.build_output)
         return True
+
+
+def clean(tree: Repo, keep: tuple[str, ...] = ()) -> None:
+    """Remove every untracked and ignored file but the build output `keep` names: each tree
+    keeps its own (never one shared between the arms, which a toolchain may take for fresh)."""
+    tree.must("clean", "-ffdxq", *(f"--exclude={pattern}" for pattern in keep))
 
 
 def apply_patch(tree: Repo, patch_file: Path) -> ApplyResult:
@@ -158,7 +169,12 @@ def apply_patch(tree: Repo, patch_file: Path) -> ApplyResult:
 
 
 def open_workspace(
-    repo_path: Path, branch: str, worktree_path: Path, base: str, hooks: bool = False
+    repo_path: Path,
+    branch: str,
+    worktree_path: Path,
+    base: str,
+    hooks: bool = False,
+    keep: tuple[str, ...] = (),
 ) -> Workspace:
     """Create the session branch and worktree, or reattach to them after a restart."""
     source = open_repo(repo_path, hooks)
@@ -182,7 +198,7 @@ def open_workspace(
             raise WorkspaceError(f"{worktree_path}: exists but is not the session's worktree")
         worktree_path.parent.mkdir(parents=True, exist_ok=True)
         source.must("worktree", "add", "--quiet", str(worktree_path), branch)
-    workspace = Workspace(source, Repo(worktree_path, hooks), branch)
+    workspace = Workspace(source, Repo(worktree_path, hooks), branch, keep)
     if workspace.tree.head() != workspace.tip():
         # HEAD left detached or moved by hand inside the worktree: go back to the branch.
         workspace.tree.must("checkout", "--quiet", "--force", branch)
