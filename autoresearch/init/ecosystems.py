@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 __all__ = ["ECOSYSTEMS", "Ecosystem", "detect_ecosystem", "python_ecosystem"]
@@ -86,17 +86,6 @@ ECOSYSTEMS = {
         scope=("src/**",),
         metrics="group_function_param_ns: criterion's estimate, in nanoseconds",
     ),
-    "cargo-libtest": Ecosystem(
-        name="cargo-libtest",
-        says="a Cargo crate with libtest #[bench] benches",
-        bench="cargo bench --quiet",
-        checks="cargo test --quiet",
-        build="cargo bench --no-run --quiet",
-        format="libtest",
-        keep=("target/",),
-        scope=("src/**",),
-        metrics="bench_name_ns: ns/iter",
-    ),
     "go": Ecosystem(
         name="go",
         says="a Go module with Benchmark functions",
@@ -108,6 +97,14 @@ ECOSYSTEMS = {
     ),
     "pytest-benchmark": python_ecosystem("python3"),
 }
+# The same crate with libtest's #[bench] functions instead: read as libtest's rows.
+ECOSYSTEMS["cargo-libtest"] = replace(
+    ECOSYSTEMS["cargo-criterion"],
+    name="cargo-libtest",
+    says="a Cargo crate with libtest #[bench] benches",
+    format="libtest",
+    metrics="bench_name_ns: ns/iter",
+)
 
 
 def _files(directory: Path) -> list[Path]:

@@ -66,35 +66,33 @@ class _Columns(Fold):
     keys: RecordKeys = field(default_factory=RecordKeys)
     _same: dict[str, str] = field(default_factory=dict)  # one object per repeated value
 
-    def fold(self, journal: Path, entry: dict[str, Any]) -> None:
-        kind, table = entry["t"], self.table
-        if kind == "warning":
-            table.warnings.append(entry["w"])
-            return
-        record = entry["d"]
-        if repeat := self.keys.repeat(journal, kind, record, entry["l"]):
-            table.warnings.append(repeat)
-        elif kind == "experiment":
-            columns = table.experiments
-            for key, value in record.items():
-                if key in NOT_REVIEWED:
-                    continue
-                if key not in columns:  # a field earlier rows lack: None for each of them
-                    columns[key] = [None] * self.rows
-                if key in REPEATED and type(value) is str:
-                    value = self._same.setdefault(value, value)
-                columns[key].append(value)
-            self.rows += 1
-            for values in columns.values():  # a field this row lacks (an older index's)
-                if len(values) < self.rows:
-                    values.append(None)
-        else:
-            {
+    def warn(self, warning: str) -> None:
+        self.table.warnings.append(warning)
+
+    def add(self, kind: str, record: dict[str, Any], entry: dict[str, Any]) -> None:
+        table = self.table
+        if kind != "experiment":
+            whole = {
                 "session": table.sessions,
                 "calibration": table.calibrations,
                 "confirmation": table.confirmations,
                 "import": table.imports,
-            }[kind].append(record)
+            }
+            whole[kind].append(record)
+            return
+        columns = table.experiments
+        for key, value in record.items():
+            if key in NOT_REVIEWED:
+                continue
+            if key not in columns:  # a field earlier rows lack: None for each of them
+                columns[key] = [None] * self.rows
+            if key in REPEATED and type(value) is str:
+                value = self._same.setdefault(value, value)
+            columns[key].append(value)
+        self.rows += 1
+        for values in columns.values():  # a field this row lacks (an older index's)
+            if len(values) < self.rows:
+                values.append(None)
 
     def first(self) -> dict[str, Any]:
         return {"rows": self.rows}

@@ -40,8 +40,24 @@ class Fold:
     NAME: ClassVar[str]  # the file is `.<journal name>.<NAME>`
     VERSION: ClassVar[int]
 
+    keys: RecordKeys  # the records counted so far
+
     def fold(self, journal: Path, entry: dict[str, Any]) -> None:
-        """One index entry, as the index stores it ({"t": kind, "d": record or row, ...})."""
+        """One index entry, as the index stores it ({"t": kind, "d": record or row, ...}): a
+        reader's warning, a repeat of a record counted before (warned of), or a record."""
+        kind = entry["t"]
+        if kind == "warning":
+            self.warn(entry["w"])
+        elif repeat := self.keys.repeat(journal, kind, entry["d"], entry["l"]):
+            self.warn(repeat)
+        else:
+            self.add(kind, entry["d"], entry)
+
+    def warn(self, warning: str) -> None:
+        raise NotImplementedError
+
+    def add(self, kind: str, record: dict[str, Any], entry: dict[str, Any]) -> None:
+        """A record counted for the first time (an experiment's is its index row)."""
         raise NotImplementedError
 
     def first(self) -> dict[str, Any]:

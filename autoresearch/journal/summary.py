@@ -105,27 +105,27 @@ class Summary(Fold):
     stored_rows: bytes = b""
     stored_count: int = 0
     new_rows: list[list] = field(default_factory=list)  # attempt rows folded since
+    _start: int = 0  # where the line of the entry being folded starts in the journal
 
     def fold(self, journal: Path, entry: dict[str, Any]) -> None:
-        """One index entry: a warning, a repeat, or a record."""
-        start, end = self.journal_end, entry.get("o")
+        # Where each entry's journal line starts: where the one before it ended.
+        self._start, end = self.journal_end, entry.get("o")
         if end is not None:
             self.journal_end = end
-        kind = entry["t"]
-        if kind == "warning":
-            self.warnings.append(entry["w"])
-            return
-        record = entry["d"]
-        if repeat := self.keys.repeat(journal, kind, record, entry["l"]):
-            self.warnings.append(repeat)
-            return
+        super().fold(journal, entry)
+
+    def warn(self, warning: str) -> None:
+        self.warnings.append(warning)
+
+    def add(self, kind: str, record: dict[str, Any], entry: dict[str, Any]) -> None:
         digest = self.sessions.setdefault(record["session"], SessionDigest())
         if kind == "experiment":
             digest.fold_experiment(record)
             # The session, then an Attempt's fields in order (attempts.py).
             row = [record["session"], record["n"], record["id"], record["status"]]
             row += [record.get("proposer"), record.get("retry_of"), record.get("patch") or ""]
-            row += [start, end] if end is not None else [None, None]
+            end = entry.get("o")
+            row += [self._start, end] if end is not None else [None, None]
             self.new_rows.append(row)
         elif kind == "session":
             digest.sessions.append(record)
