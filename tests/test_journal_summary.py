@@ -226,3 +226,16 @@ def test_a_garbled_second_line_is_folded_again_when_a_resume_needs_it(journal):
     summary_path(journal.path).write_bytes(first + b"\n[]\n")
     assert seen(journal.path) == expected(journal.path)  # a fold needs it: folded again
     assert attempts_of_the_summary(journal.path) == attempts_of_a_whole_read(journal.path)
+
+
+def test_a_journal_concatenated_with_itself_counts_each_record_once(journal):
+    for n in range(10, 300):
+        journal.append(patched(n))
+    once = attempts_of_the_summary(journal.path)
+    journal.path.write_bytes(journal.path.read_bytes() * 2)
+
+    got = seen(journal.path)
+    assert got == expected(journal.path)
+    assert got["experiments"] == 298 and len(got["warnings"]) == 299  # every line once more
+    assert attempts_of_the_summary(journal.path) == once
+    assert got["warnings"][0].endswith("repeats line 1, skipped")

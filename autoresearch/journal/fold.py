@@ -85,11 +85,12 @@ class RecordKeys:
     concatenated with itself): a 64-bit hash of each record's key, stored as one line of
     base64 and read only when something new is folded. Two distinct keys of a season's journal
     share a hash with odds of about 1 in 10^9, and then only cost a look at the index, which
-    also finds the line a real repeat repeats."""
+    also finds the line a real repeat repeats (read once per fold, however many repeats)."""
 
     def __init__(self, stored: bytes = b""):
         self._stored: bytes | None = stored
         self._hashes: set[int] = set()
+        self._first_lines: dict[tuple, int] | None = None
 
     def check(self) -> None:
         """Raises ValueError (binascii.Error) when the stored line is garbled."""
@@ -101,7 +102,9 @@ class RecordKeys:
         hashed = _key_hash(key)
         hashes = self._load()
         if hashed in hashes:
-            first = _first_line(journal, key)
+            if self._first_lines is None:
+                self._first_lines = _first_lines(journal)
+            first = self._first_lines.get(key)
             if first is not None and first != lineno:
                 return repeat_warning(journal, key, lineno, first)
         hashes.add(hashed)
@@ -122,18 +125,19 @@ def _key_hash(key: tuple) -> int:
     return int.from_bytes(hashlib.blake2b(text, digest_size=8).digest(), "little", signed=True)
 
 
-def _first_line(journal: Path, key: tuple) -> int | None:
-    """The journal line where `key`'s record first appears, from the index."""
+def _first_lines(journal: Path) -> dict[tuple, int]:
+    """Each record key's first line in the journal, from the index."""
+    found: dict[tuple, int] = {}
     try:
         with open(index_path(journal), "rb") as handle:
             handle.readline()
             for line in handle:
                 entry = orjson.loads(line)
-                if entry.get("t") == key[0] and record_key(key[0], entry["d"]) == key:
-                    return entry["l"]
+                if entry.get("t") not in (None, "warning"):
+                    found.setdefault(record_key(entry["t"], entry["d"]), entry["l"])
     except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
-        return None
-    return None
+        return found
+    return found
 
 
 def fold_path(journal: Path, name: str) -> Path:
