@@ -56,6 +56,17 @@ def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120
     )
 
 
+def edit_file(path: Path, edits: dict[str, str]) -> str:
+    """What a user's $EDITOR does: each `old` (which must be there) replaced by its `new`;
+    returns the new text."""
+    text = path.read_text()
+    for old, new in edits.items():
+        assert old in text, f"{path}: no {old!r}"
+        text = text.replace(old, new, 1)
+    path.write_text(text)
+    return text
+
+
 def dedent(text: str) -> str:
     return textwrap.dedent(text).lstrip()
 

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 import pytest
-from conftest import git, run_cli
+from conftest import edit_file, git, run_cli
 from synthetic import unified_patch
 
 from autoresearch.journal.store import read_journal
@@ -113,8 +113,7 @@ go vet ./... && go test -count 1 ./...
 def _edit_config(path: Path) -> None:
     """What the user's $EDITOR does to the config: a shorter decision (init found the Go
     module and reads its `go test -bench` rows already)."""
-    text = path.read_text()
-    assert "go_bench = true" in text
+    assert "go_bench = true" in path.read_text()
     edits = {
         "min_runs = 3": "min_runs = 4",
         "max_runs = 28": "max_runs = 10",
@@ -122,10 +121,7 @@ def _edit_config(path: Path) -> None:
         "target_effect_pct = 5.0": "target_effect_pct = 25.0",
         "confirm_runs = 15": "confirm_runs = 6",
     }
-    for old, new in edits.items():
-        assert old in text, old
-        text = text.replace(old, new)
-    path.write_text(text)
+    edit_file(path, edits)
 
 
 def test_the_first_hour_on_a_go_module(tmp_path):

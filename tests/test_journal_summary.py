@@ -28,16 +28,17 @@ def agent_record(n: int, status: str, cost: float | None):
 
 def expected(path, session="s"):
     """What status used to compute from every row of the index."""
-    rows = refresh_index(path).for_session(session)
-    kept = [r for r in rows.experiments if r["status"] == "keep"]
-    mine = [r for r in rows.experiments if r["agent"]]
+    index = refresh_index(path)
+    rows = [r for r in index.experiments if r["session"] == session]
+    kept = [r for r in rows if r["status"] == "keep"]
+    mine = [r for r in rows if r["agent"]]
     return {
-        "experiments": len(rows.experiments),
-        "by_status": Counter(r["status"] for r in rows.experiments),
+        "experiments": len(rows),
+        "by_status": Counter(r["status"] for r in rows),
         "last_kept": {k: kept[-1][k] for k in ("id", "title", "commit")} if kept else None,
         "agent_proposals": len(mine),
         "agent_cost": sum(r["agent_cost_usd"] or 0 for r in mine),
-        "warnings": rows.warnings,
+        "warnings": index.warnings,
     }
 
 

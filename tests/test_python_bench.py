@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import git, run_cli
+from conftest import edit_file, git, run_cli
 from synthetic import unified_patch
 
 from autoresearch.journal.store import read_journal
@@ -78,10 +78,7 @@ def test_a_night_on_a_python_package_benched_with_pytest_benchmark(tmp_path):
         "target_effect_pct = 5.0": "target_effect_pct = 25.0",
         "confirm_runs = 15": "confirm_runs = 6",
     }
-    for old, new in edits.items():
-        assert old in text, old
-        text = text.replace(old, new, 1)
-    config.write_text(text)
+    edit_file(config, edits)
     header = "Title: {}\nMechanism: {}\n\n"
     (repo / "hypotheses" / "01-cache.patch").write_text(
         header.format("Cache fib", "each F(k) computed once")

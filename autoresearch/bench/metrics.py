@@ -72,13 +72,13 @@ def read_run_metrics(
     if output:
         path = tree / output
         try:
-            written = path.read_text(encoding="utf-8", errors="replace")
+            results = path.read_text(encoding="utf-8", errors="replace")
         except OSError as exc:
             raise MetricParseError(
                 f"the bench wrote no {output} (bench.output) in {tree}: {exc.strerror}; "
                 f"its log: {source}"
             ) from None
-        metrics.update(_read(bench.format, written, str(path), required=True))
+        metrics.update(_read(bench.format, results, str(path), required=True))
     lines = parse_metrics(text, source)
     if not output and (bench.format != "auto" or not lines):
         metrics.update(_read(bench.format, text, source, required=False))

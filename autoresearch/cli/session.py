@@ -325,6 +325,8 @@ def _add_housekeeping_parsers(sub) -> None:
 
 
 def _add_init_parser(sub) -> None:
+    from ..init.ecosystems import ECOSYSTEMS  # a small module: the choices are its names
+
     init = sub.add_parser("init", help=doc(cmd_init), description=doc(cmd_init))
     init.add_argument("directory", nargs="?", default=".", help="the repository (default: .)")
     init.add_argument("--session", default="main", help="session name (default: main)")
@@ -342,7 +344,7 @@ def _add_init_parser(sub) -> None:
     init.add_argument(
         "--ecosystem",
         default="auto",
-        choices=["auto", "none", "cargo-criterion", "cargo-libtest", "go", "pytest-benchmark"],
+        choices=["auto", "none", *ECOSYSTEMS],
         help="the benchmarks to run and read: auto (default) finds a Cargo crate with criterion "
         "or #[bench] benches, a Go module with Benchmark functions, Python tests using "
         "pytest-benchmark; none writes the plain METRIC-line template",

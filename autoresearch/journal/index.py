@@ -40,7 +40,8 @@ HEAD_BYTES = 4096
 
 @dataclass
 class IndexedJournal:
-    """A journal's records as the review needs them: experiment rows, and the rest whole."""
+    """An index read whole: experiment rows, and the rest whole (what a fold reads from
+    memory when the index cannot be written)."""
 
     sessions: list[dict[str, Any]] = field(default_factory=list)
     calibrations: list[dict[str, Any]] = field(default_factory=list)
@@ -48,19 +49,6 @@ class IndexedJournal:
     experiments: list[dict[str, Any]] = field(default_factory=list)
     imports: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-
-    def for_session(self, name: str) -> IndexedJournal:
-        def mine(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-            return [item for item in items if item["session"] == name]
-
-        return IndexedJournal(
-            sessions=mine(self.sessions),
-            calibrations=mine(self.calibrations),
-            confirmations=mine(self.confirmations),
-            experiments=mine(self.experiments),
-            imports=mine(self.imports),
-            warnings=list(self.warnings),
-        )
 
 
 def index_path(journal: Path) -> Path:
