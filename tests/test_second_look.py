@@ -8,6 +8,8 @@ import pytest
 from conftest import experiments, run, run_cli, unified_patch
 
 from autoresearch.journal import store
+from autoresearch.loop.second_look import second_look_count, undecided
+from autoresearch.loop.session_dir import SessionPaths
 
 
 def _noisy_sentinel(monkeypatch, tmp_path) -> None:
@@ -155,3 +157,23 @@ def test_progress_counts_the_second_look(target, tmp_path):
     # The second look counts once it is known; an experiment never shows as n beyond its total.
     assert {n for n, _ in labels} == {1, 2}, done.stderr
     assert all(n <= total for n, total in labels), labels
+
+
+def test_a_discard_for_want_of_promise_is_taken_up_again_and_a_shown_loss_is_not(target, tmp_path):
+    """`not_promising` stops after a few pairs because a keep looks unlikely, which one unlucky
+    run can make of a real win: the second look measures it again, like an inconclusive one.
+    A loss shown as such stays closed."""
+    target.add_hypothesis("01-loss", {"src/value.txt": "130\n"})
+    run(target)
+    (loss,) = experiments(target)
+    (attempt,) = store.Journal(target.journal, loss.session).digest().attempts
+    assert (attempt.status, attempt.rule) == ("discard", "significant_loss")
+    paths = SessionPaths(tmp_path)
+    assert not undecided(attempt)
+    assert second_look_count(paths, {attempt.patch_sha256: [attempt]}, 1) == 0
+
+    dropped = attempt._replace(rule="not_promising")
+    assert undecided(dropped)
+    assert second_look_count(paths, {attempt.patch_sha256: [dropped]}, 1) == 1
+    again = dropped._replace(n=2, id="t-0002", retry_of=dropped.id)
+    assert second_look_count(paths, {attempt.patch_sha256: [dropped, again]}, 1) == 0

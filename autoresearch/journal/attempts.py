@@ -35,6 +35,7 @@ class Attempt(NamedTuple):
     patch_sha256: str
     start: int | None  # the byte range of its line; None when the summary was folded without
     end: int | None  # the index's offsets (an index that could not be written)
+    rule: str | None = None  # the part of the decision rule that decided (the status if none)
 
     @classmethod
     def of(cls, record: ExperimentRecord, span: Span | None) -> Attempt:
@@ -48,4 +49,5 @@ class Attempt(NamedTuple):
             record.patch_sha256,
             start,
             end,
+            record.rule or str(record.status),
         )

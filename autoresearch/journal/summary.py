@@ -94,7 +94,8 @@ def session_digests(journal: Path) -> dict[str, SessionDigest]:
 @dataclass
 class Summary(Fold):
     NAME = SUMMARY
-    VERSION = 5  # 3: attempts, in a second line; 4: fold.py; 5: hashed keys, a line per attempt
+    VERSION = 6  # 3: attempts, in a second line; 4: fold.py; 5: hashed keys, a line per attempt;
+    # 6: the attempt's rule
 
     sessions: dict[str, SessionDigest] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -126,6 +127,7 @@ class Summary(Fold):
             row += [record.get("proposer"), record.get("retry_of"), record.get("patch") or ""]
             end = entry.get("o")
             row += [self._start, end] if end is not None else [None, None]
+            row.append(record.get("rule") or record["status"])
             self.new_rows.append(row)
         elif kind == "session":
             digest.sessions.append(record)

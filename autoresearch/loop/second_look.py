@@ -1,11 +1,13 @@
 """A second look: when the proposers have nothing left, undecided hypotheses run again.
 
 An `inconclusive` experiment decided nothing about its patch: the machine was noisy, a sentinel
-was not resolved, the runs ran out. When the queue is empty (and the budget allows) each such
-hypothesis is measured again against the current best, in the order it first ran, at most
-`[budget] retries` times. Experiments the user named with `autoresearch retry ID` come first,
-whatever their status. A retry starts afresh: pooling its runs with the earlier attempt's would
-spend the error budget of the earlier looks twice.
+was not resolved, the runs ran out. A `not_promising` discard decided little more: after a few
+pairs the rule judged a keep unlikely within the cap, which one unlucky run on a busy machine
+can make a real win look (a -9.7% Go win was dropped so and kept the next night). When the queue
+is empty (and the budget allows) each such hypothesis is measured again against the current
+best, in the order it first ran, at most `[budget] retries` times. Experiments the user named
+with `autoresearch retry ID` come first, whatever their status. A retry starts afresh: pooling
+its runs with the earlier attempt's would spend the error budget of the earlier looks twice.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 from ..journal.attempts import Attempt
 from ..journal.records import ExperimentRecord
 from ..proposers import Hypothesis, read_hypothesis
+from ..statuses import Rule
 from .session_dir import SessionPaths, read_json, write_json_atomic
 
 __all__ = [
@@ -25,9 +28,12 @@ __all__ = [
     "requested_retries",
     "second_look",
     "second_look_count",
+    "undecided",
 ]
 
 SECOND_LOOK = ("inconclusive",)  # the statuses a second pass takes up again
+# Discards that closed nothing: the rule stopped for want of promise, not for a shown loss.
+SECOND_LOOK_RULES = (Rule.NOT_PROMISING,)
 # Proposers that settle their own undecided hypotheses: a sweep measures a knob's neighbours
 # again at each new best by itself, so its old values are not taken up here.
 SELF_DECIDING = ("sweep",)
@@ -55,25 +61,30 @@ def second_look(
         last = records[-1]
         if last.proposer in SELF_DECIDING:
             continue
-        if last.status in SECOND_LOOK and len(records) <= retries:
+        if undecided(last) and len(records) <= retries:
             hypothesis = _hypothesis(paths, records, whole(last))
             if hypothesis is not None:
                 return hypothesis, last
     return None
 
 
+def undecided(attempt: Attempt) -> bool:
+    """An experiment whose ending leaves its patch undecided: the second look takes it up."""
+    return attempt.status in SECOND_LOOK or attempt.rule in SECOND_LOOK_RULES
+
+
 def second_look_count(paths: SessionPaths, attempts: dict[str, list[Attempt]], retries: int) -> int:
     """How many hypotheses the second look would still take up (for progress)."""
     retried = {r.retry_of for records in attempts.values() for r in records if r.retry_of}
     requested = sum(1 for i in requested_retries(paths) if i not in retried)
-    undecided = sum(
+    again = sum(
         1
         for records in attempts.values()
         if records[-1].proposer not in SELF_DECIDING
-        and records[-1].status in SECOND_LOOK
+        and undecided(records[-1])
         and len(records) <= retries
     )
-    return requested + undecided
+    return requested + again
 
 
 def request_retries(paths: SessionPaths, ids: list[str]) -> list[str]:
