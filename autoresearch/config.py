@@ -80,7 +80,7 @@ class BenchConfig:
     # Run once per arm before its bench runs, so that runs measure the code, not the compiler.
     build: str = ""
     timeout_s: float = 600.0
-    calibration_runs: int = 6
+    calibration_runs: int = 10  # 5 per arm: the A/A check can fail, the noise holds still
     go_bench: bool = False
     # What the bench's numbers are written in, beyond METRIC lines (bench/formats.py): "auto"
     # recognises each tool's output by its shape; and a file the bench writes them to, in its

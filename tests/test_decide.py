@@ -6,7 +6,12 @@ import random
 import pytest
 
 from autoresearch.config import DecisionConfig, load_config
-from autoresearch.decide.design import detectable_effect_pct, runs_needed
+from autoresearch.decide.design import (
+    REFUSE_FACTOR,
+    detectable_effect_pct,
+    noise_verdict,
+    runs_needed,
+)
 from autoresearch.decide.rule import Judge
 
 CONFIG = """
@@ -231,3 +236,33 @@ def test_power_arithmetic(config):
     assert 1.5 < mde < 3.5
     assert runs_needed(config, 2.0, mde) == pytest.approx(config.decision.max_runs, abs=1)
     assert runs_needed(config, 4.0, mde) > 3 * config.decision.max_runs
+
+
+def test_the_noise_verdict_refuses_only_a_bench_blind_to_several_times_the_target(config):
+    """A night that can still keep the wins worth having runs, saying what it can detect;
+    refused only past REFUSE_FACTOR times the effect asked for. The advice names what stands
+    in the way, the time budget included."""
+    d = config.decision  # target 5%, max_runs 20
+    quiet = noise_verdict(config, 1.0, run_s=1.0)
+    assert not quiet.refuse and quiet.warning is None
+    assert quiet.detectable_pct == pytest.approx(detectable_effect_pct(config, 1.0))
+    assert "20 runs per arm detect" in quiet.message
+
+    noise = 5.0  # 20 runs per arm detect about 6.3%: over 5%, far under 15%
+    middling = noise_verdict(config, noise, run_s=1.0)
+    assert d.target_effect_pct < middling.detectable_pct < REFUSE_FACTOR * d.target_effect_pct
+    assert not middling.refuse and middling.warning == middling.message
+    needed = runs_needed(config, noise, d.target_effect_pct)
+    assert f"raise decision.max_runs to {needed}" in middling.message
+    assert "budget_s" not in middling.message
+
+    # A time budget that pays for 10 pairs: fewer runs, a larger detectable change, and the
+    # advice raises the budget too (raising max_runs alone would change nothing).
+    budgeted = dataclasses.replace(config, decision=dataclasses.replace(d, budget_s=20.0))
+    tight = noise_verdict(budgeted, noise, run_s=1.0)
+    assert "10 runs per arm detect" in tight.message
+    assert tight.detectable_pct > middling.detectable_pct
+    assert f"decision.budget_s to {2 * needed}" in tight.message
+
+    loud = noise_verdict(config, 15.0, run_s=1.0)
+    assert loud.refuse and loud.detectable_pct > REFUSE_FACTOR * d.target_effect_pct

@@ -88,3 +88,28 @@ def test_check_command_on_demand(target):
     assert done.returncode == 1
     assert "problem: the checks fail on the unmodified code" in done.stdout
     assert len(git(target.root, "worktree", "list").splitlines()) == 1
+
+
+def test_check_and_run_give_one_noise_verdict(target):
+    """`check` calibrates as `run` does: a bench far too noisy for the effect asked for is
+    refused by both, in the same words; a quiet one is ready, saying what it can detect."""
+    done = run_cli("check", cwd=target.root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "calibrating on " in done.stderr
+    assert "  calibration: noise " in done.stdout and "within 5% asked for" in done.stdout
+    assert "% detectable" in done.stdout.strip().splitlines()[-1]
+    assert len(git(target.root, "worktree", "list").splitlines()) == 1
+
+    loud = {"BENCH_NOISE_PCT": "60"}
+    check = run_cli("check", cwd=target.root, env=loud)
+    assert check.returncode == 1
+    (problem,) = [x for x in check.stdout.splitlines() if x.startswith("problem: ")]
+    assert "too noisy for the effect asked for" in problem and "`run` would stop" in problem
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    night = run_cli("run", cwd=target.root, env=loud)
+    assert night.returncode == 1
+    refusal = night.stderr.strip().splitlines()[-1]
+    assert refusal.startswith("error: the bench is too noisy for the effect asked for: noise ")
+    assert "more than decision.target_effect_pct = 5%: over 3 times it" in refusal
+    assert "more than decision.target_effect_pct = 5%: over 3 times it" in problem
+    assert experiments(target) == []

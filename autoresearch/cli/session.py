@@ -48,11 +48,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Pre-flight: build, bench once and run the checks on the session's best; list every metric."""
+    """Pre-flight: build, bench once and run the checks on the session's best; list every metric;
+    then calibrate as `run` does and say what a night could detect (or why `run` would refuse)."""
     from ..loop.preflight import check_repository
 
     config = config_of(args)
-    result = check_repository(config, dict(args.env), lambda line: print(line, file=sys.stderr))
+    result = check_repository(
+        config,
+        dict(args.env),
+        lambda line: print(line, file=sys.stderr),
+        calibrate_noise=not args.no_calibrate,
+    )
     if result.interrupted:
         return EXIT_FAILED
     for line in result.lines(config):
@@ -60,7 +66,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     for problem in result.problems:
         print(f"problem: {problem}")
     if result.ok:
-        print("ready: every configured metric printed, the checks pass on the unmodified code")
+        print(
+            "ready: every configured metric printed, the checks pass on the unmodified code"
+            + ("" if result.noise is None else f", {result.noise.detectable_pct:.1f}% detectable")
+        )
     return 0 if result.ok else 1
 
 
@@ -282,6 +291,11 @@ def _add_loop_parsers(sub) -> None:
     check = sub.add_parser("check", help=doc(cmd_check), description=doc(cmd_check))
     add_config_options(check)
     add_env_option(check)
+    check.add_argument(
+        "--no-calibrate",
+        action="store_true",
+        help="skip the calibration (bench.calibration_runs runs) and its noise verdict",
+    )
 
     confirm = sub.add_parser("confirm", help=doc(cmd_confirm), description=doc(cmd_confirm))
     add_config_options(confirm)

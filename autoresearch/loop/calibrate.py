@@ -16,7 +16,7 @@ from pathlib import Path
 from ..bench.fingerprint import toolchains
 from ..bench.measure import Harness, Measurement, PairMeasurement, measure_pair
 from ..config import Config
-from ..decide.design import detectable_effect_pct, runs_needed, threshold_pct
+from ..decide.design import NoiseVerdict, noise_verdict, runs_needed, threshold_pct
 from ..decide.rule import CONFIDENCE
 from ..decide.stats import compare, robust_cv_pct
 from ..errors import UserError
@@ -71,9 +71,11 @@ def _record(
     primary = config.metric.name
     noise = {name: robust_cv_pct(values) for name, values in samples_by_metric.items()}
     aa = _aa_check(pair.baseline.samples[primary], pair.candidate.samples[primary])
-    detectable = needed = None
+    duration_s = pair.baseline.duration_s + pair.candidate.duration_s
+    runs = len(pair.baseline.runs) + len(pair.candidate.runs)
+    verdict = needed = None
     if noise[primary]:
-        detectable = detectable_effect_pct(config, noise[primary])
+        verdict = noise_verdict(config, noise[primary], duration_s / runs if runs else None)
         needed = runs_needed(config, noise[primary], config.decision.target_effect_pct)
     return CalibrationRecord(
         session=config.session.name,
@@ -84,23 +86,17 @@ def _record(
         noise_pct=noise,
         threshold_pct=threshold_pct(config, noise[primary]),
         bench_logs=pair.logs,
-        duration_s=round(pair.baseline.duration_s + pair.candidate.duration_s, 3),
+        duration_s=round(duration_s, 3),
         aa=aa,
-        detectable_effect_pct=detectable,
+        detectable_effect_pct=verdict.detectable_pct if verdict else None,
         runs_needed_for_target=needed,
-        warnings=_warnings(config, aa, noise[primary], detectable, needed),
+        warnings=_warnings(aa, verdict),
         sentinel_run_s=round(timed.duration_s / len(timed.runs), 3) if timed else None,
         toolchains=tools,
     )
 
 
-def _warnings(
-    config: Config,
-    aa: dict | None,
-    noise: float | None,
-    detectable: float | None,
-    needed: int | None,
-) -> list[str]:
+def _warnings(aa: dict | None, verdict: NoiseVerdict | None) -> list[str]:
     """What the night should hear before it starts: a biased harness, a bench too noisy."""
     warnings = []
     if aa is not None and not aa["ok"]:
@@ -109,15 +105,8 @@ def _warnings(
             f"two arms (p={aa['p_value']:.2g}); the harness favours an arm (warm-up order, "
             "caches, a build difference, other load): fix the bench before trusting decisions"
         )
-    target = config.decision.target_effect_pct
-    if detectable is not None and detectable > target:
-        warnings.append(
-            f"the bench is too noisy for the effect asked for: noise {noise:.2f}% "
-            f"means {config.decision.max_runs} runs per arm detect {detectable:.1f}% with "
-            f"90% power, more than decision.target_effect_pct = "
-            f"{target:g}%; raise decision.max_runs to {needed}, "
-            "or make the bench quieter (longer runs, fewer other jobs)"
-        )
+    if verdict is not None and verdict.warning:
+        warnings.append(verdict.warning)
     return warnings
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from ..config import Config
 from ..decide.calibration import Calibration
+from ..decide.design import noise_verdict
 from ..decide.percent import change_pct
 from ..errors import PreflightError
 from ..journal.records import CalibrationRecord, ExperimentRecord
@@ -152,15 +153,16 @@ def preflight_base(session: Session) -> bool:
 
 
 def _refuse_noise(session: Session) -> None:
-    """Stop before the night when the calibration says the effect asked for cannot be seen."""
-    detectable = session.calibration.detectable_pct if session.calibration else None
-    target = session.config.decision.target_effect_pct
-    if detectable is not None and detectable > target:
+    """Stop before the night only when the bench cannot see several times the effect asked
+    for (decide/design.noise_verdict: the one verdict `check` gives too)."""
+    calibration = session.calibration
+    if calibration is None or not calibration.noise_pct:
+        return
+    verdict = noise_verdict(session.config, calibration.noise_pct, calibration.run_s)
+    if verdict.refuse:
         raise PreflightError(
-            f"the bench is too noisy for the effect asked for: it detects {detectable:.1f}%, "
-            f"decision.target_effect_pct is {target:g}% (see the warning above); quiet the "
-            "machine or raise decision.max_runs, or run with --accept-noise to spend the night "
-            "anyway"
+            f"the bench is too noisy for the effect asked for: {verdict.message}; or run with "
+            "--accept-noise to spend the night anyway"
         )
 
 
@@ -213,6 +215,10 @@ def _announce_calibration(session: Session, record: CalibrationRecord) -> None:
     )
     for warning in record.warnings:
         session.progress.warn(warning)
+    if calibration.noise_pct:  # what the night can see, said when no warning said it
+        verdict = noise_verdict(session.config, calibration.noise_pct, calibration.run_s)
+        if verdict.warning is None:
+            session.progress.info(verdict.message)
     aa = record.aa or {}
     if first and aa and not aa.get("can_fail", True):
         session.progress.info(

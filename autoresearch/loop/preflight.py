@@ -1,10 +1,11 @@
 """Pre-flight: before a night, show what the bench prints and prove the checks pass unmodified.
 
 Run once on the session's base commit (at the start of a new session, and on demand as
-`autoresearch check`): build, one bench run, then the checks. It lists every metric printed,
-with its value and the family and scale it is recognised as, names every configured metric the
-bench did not print (with the nearest printed name), and refuses the night when the checks fail
-on code nobody changed: every keep would otherwise end as `checks_failed`.
+`autoresearch check`): build, one bench run, then the checks; `check` then calibrates as `run`
+does and gives the noise verdict `run` would give (decide/design.noise_verdict). It lists every
+metric printed, with its value and the family and scale it is recognised as, names every
+configured metric the bench did not print (with the nearest printed name), and refuses the night
+when the checks fail on code nobody changed: every keep would otherwise end as `checks_failed`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from ..bench.measure import Harness
 from ..bench.metrics import read_run_metrics
 from ..bench.proc import RunResult, read_log
 from ..config import Config
+from ..decide.calibration import run_seconds
+from ..decide.design import NoiseVerdict, noise_verdict
 from ..errors import MetricParseError, WorkspaceError
 from ..repo.gitrepo import open_repo
 from ..report.scales import scale_parts
@@ -34,6 +37,8 @@ class Preflight:
     bench: RunResult | None = None
     checks: RunResult | None = None
     interrupted: bool = False
+    noise: NoiseVerdict | None = None  # `check`'s calibration: what a night could detect
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -57,6 +62,9 @@ class Preflight:
             out.append(
                 f"  checks on the unmodified code: {verdict} ({self.checks.duration_s:.1f}s)"
             )
+        if self.noise is not None:
+            out.append(f"  calibration: {self.noise.message}")
+        out += [f"  warning: {w}" for w in self.warnings]
         return out
 
 
@@ -117,22 +125,64 @@ def _missing(config: Config, printed: dict[str, float]) -> list[str]:
     return problems
 
 
-def check_repository(config: Config, env: dict[str, str], say) -> Preflight:
+def check_repository(
+    config: Config, env: dict[str, str], say, calibrate_noise: bool = True
+) -> Preflight:
     """`autoresearch check`: the pre-flight on the session's current best (its base before the
-    first keep), in a temporary worktree removed afterwards; the user's checkout is untouched."""
+    first keep), then its calibration, in temporary worktrees removed afterwards; the user's
+    checkout is untouched."""
     repo = open_repo(config.repo_path, config.target.git_hooks)
     rev = config.branch if repo.branch_exists(config.branch) else config.target.base
     commit = repo.resolve(rev)
     if commit is None:
         raise WorkspaceError(f"{repo.path}: revision '{rev}' not found ([target] base)")
     scratch = Path(tempfile.mkdtemp(prefix="autoresearch-check-"))
-    tree = scratch / "tree"
+    trees = (scratch / "tree", scratch / "twin")
     try:
-        repo.must("worktree", "add", "--quiet", "--detach", str(tree), commit)
-        say(f"pre-flight on {commit[:10]} ({rev}) in {tree}: build, one bench run, the checks")
+        repo.must("worktree", "add", "--quiet", "--detach", str(trees[0]), commit)
+        say(f"pre-flight on {commit[:10]} ({rev}) in {trees[0]}: build, one bench run, the checks")
         harness = Harness(config, env=env, stop=None)
-        return run_preflight(config, tree, commit, scratch / "logs", harness)
+        result = run_preflight(config, trees[0], commit, scratch / "logs", harness)
+        if result.ok and calibrate_noise:
+            repo.must("worktree", "add", "--quiet", "--detach", str(trees[1]), commit)
+            _calibrate(config, harness, trees, result, scratch / "logs", say)
+        return result
     finally:
-        repo.run("worktree", "remove", "--force", str(tree))
+        for tree in trees:
+            if tree.exists():
+                repo.run("worktree", "remove", "--force", str(tree))
         repo.run("worktree", "prune")
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _calibrate(
+    config: Config, harness: Harness, arms: tuple[Path, Path], result: Preflight, logs: Path, say
+) -> None:
+    """The calibration `run` starts with, and its verdict on the noise: a night `run` would
+    refuse is a problem here too."""
+    from .calibrate import calibrate  # the measurement machinery, only when asked for
+
+    pairs = config.bench.calibration_runs // 2
+    say(f"calibrating on {result.commit[:10]}: {pairs} runs in each arm, alternating")
+    logs.mkdir(parents=True, exist_ok=True)
+    record = calibrate(
+        config,
+        harness,
+        arms=arms,
+        commit=result.commit,
+        logs=lambda name: logs / f"calibration-{name}.log",
+        on_run=lambda arm, i: say(f"calibration pair {i}/{pairs}") if arm == "baseline" else None,
+    )
+    if record is None:
+        result.interrupted = True
+        return
+    noise = record.noise_pct.get(config.metric.name)
+    result.warnings = [w for w in record.warnings if w.startswith("A/A")]
+    if noise is None:
+        return
+    result.noise = noise_verdict(config, noise, run_seconds(record))
+    if result.noise.refuse:
+        result.problems.append(
+            f"the bench is too noisy for the effect asked for: {result.noise.message}; `run` "
+            "would stop before the night (or spend it anyway with --accept-noise)"
+        )
