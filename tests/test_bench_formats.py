@@ -9,7 +9,7 @@ import statistics
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from autoresearch.bench.formats import FORMATS, NS_PER, detect, metric_name, read_format
@@ -50,6 +50,8 @@ def distinct(benches: list, key=lambda b: b[0]) -> list:
 
 
 @given(st.lists(st.tuples(names, values, time_units, st.booleans()), min_size=1, max_size=6))
+# A long name that begins like criterion's own chatter is still a name.
+@example(benches=[("Warning", 1.0, "ps", True), ("Found it", 2.0, "ns", True)])
 def test_criterion_text_gives_each_estimate_in_nanoseconds(benches):
     benches = distinct(benches)
     lines = ["Benchmarking fib: Warming up for 3.0000 s", "Gnuplot not found, using plotters"]

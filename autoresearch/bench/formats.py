@@ -48,6 +48,12 @@ _CRITERION = re.compile(
     rf"^(?P<name>.*?)\s*(?P<what>time|thrpt):\s*\[\s*(?P<lo>{_NUMBER})\s+(?P<lo_unit>\S+)\s+"
     rf"(?P<est>{_NUMBER})\s+(?P<unit>\S+)\s+(?P<hi>{_NUMBER})\s+(?P<hi_unit>\S+)\s*\]\s*$"
 )
+# Criterion's own lines between the benchmarks, never a long name standing alone: progress
+# (`Benchmarking fib: Warming up`), warnings, the change block, outlier counts.
+_CRITERION_CHATTER = re.compile(
+    r"^(Benchmarking .*: |Warning: |change: |Found \d+ outliers |(No change|Change within|"
+    r"Performance has) )"
+)
 # libtest: `test fib_20 ... bench:      26,251 ns/iter (+/- 1,034)`
 _LIBTEST = re.compile(
     rf"^test\s+(?P<name>\S+)\s+\.\.\.\s+bench:\s+(?P<value>{_NUMBER})\s+(?P<unit>\S+)/iter"
@@ -122,7 +128,7 @@ def _criterion(text: str) -> dict[str, float]:
         line = raw.strip()
         match = _CRITERION.match(line)
         if match is None:
-            if line and not line.startswith(("change:", "Found", "Benchmarking", "Warning")):
+            if line and not _CRITERION_CHATTER.match(line):
                 alone = line
             continue
         named = match["name"].strip()
