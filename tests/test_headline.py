@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 import re
+import statistics
 from pathlib import Path
 
 import pytest
@@ -24,8 +26,13 @@ def test_title_table_raw_output_and_status_come_from_the_confirmation(target, mo
 
     pr = run_cli("pr", cwd=target.root).stdout
     title = pr.splitlines()[0]
-    change = 100 * (tip - base) / base
+    # The change is the paired estimate the decisions use (the geometric mean of the pairs'
+    # ratios), the medians beside it as values: one estimator behind every figure.
+    pairs = zip(primary["baseline_samples"], primary["tip_samples"], strict=True)
+    change = 100 * (math.exp(statistics.fmean(math.log(t / b) for b, t in pairs)) - 1)
+    assert confirmation.change_pct == pytest.approx(change)
     assert f"{change:+.1f}%" in title, title
+    assert f"**{change:+.1f}%**" in pr and "| time_ms | " in pr
     numbers = [float(x) for x in re.findall(r"([\d.]+) ms", title)]
     assert numbers == [pytest.approx(base, rel=0.005), pytest.approx(tip, rel=0.005)]
     log_base = Path(confirmation.bench_logs[0]).read_text().splitlines()[1]
@@ -35,7 +42,8 @@ def test_title_table_raw_output_and_status_come_from_the_confirmation(target, mo
     report = json.loads(run_cli("report", "--format", "json", cwd=target.root).stdout)
     assert report["baseline"]["value"] == pytest.approx(base)
     assert report["final"]["value"] == pytest.approx(tip)
-    assert report["final"]["label"].startswith("confirmation: tip")
+    assert report["final"]["label"].startswith("tip ")
+    assert report["headline_change_pct"] == pytest.approx(change)
     status = json.loads(run_cli("status", "--json", cwd=target.root).stdout)
     assert status["baseline"] == pytest.approx(base)
     assert status["best"]["value"] == pytest.approx(tip)

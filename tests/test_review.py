@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 from conftest import run, run_cli
 from matplotlib.image import imread
@@ -14,6 +15,7 @@ from matplotlib.image import imread
 from autoresearch.report import load_history, render_pr, summarize
 from autoresearch.report.ideas import BEGIN, END, update_ideas
 from autoresearch.report.plots import FIGSIZE, progress_data, scales_data
+from autoresearch.report.summary import _not_kept
 
 ROOT = Path(__file__).resolve().parent.parent
 PI_LOG = Path(__file__).parent / "fixtures/pi-autoresearch/baton-pebble-writepack.jsonl"
@@ -146,7 +148,21 @@ def test_review_of_a_loop_journal(target, tmp_path):
     assert s["not_kept"][0]["reason"] == "No gain worth claiming"
     text = render_pr(s, raw={"baseline": history.baseline_log, "final": history.final_log})
     assert "METRIC time_ms=100" in text and "METRIC time_ms=80" in text
-    assert "confirmed directly at -20.0%" in text
+    # One figure, one estimator: the title, the body, the table and the methodology quote the
+    # confirmation's paired change, said once; the raw output is labelled one run of its N.
+    assert text.startswith("# perf: time_ms -20.0% (100 ms → 80 ms)\n")
+    assert "80 ms: **-20.0%** (95% CI -20.0% to -20.0%), the final tip measured against" in text
+    assert "| time_ms | 100 ms | 80 ms | -20.0% |" in text
+    assert "the estimator every decision used: -20.0%" in text
+    assert "confirmed directly" not in text and text.count("**-20.0%**") == 1
+    runs = history.confirmations[-1]["runs_per_arm"]
+    assert f"Baseline: one of the {runs} runs of base " in text
+    assert f"Final: one of the {runs} runs of tip " in text
+    assert history.confirmations[-1]["metrics"]["time_ms"]["estimator"] == "paired"
+    # Every bench run counted: the experiments', the calibrations' and the confirmation's.
+    r = s["runs"]
+    assert r["confirmation_runs"] == 2 * runs and r["calibration_runs"] > 0
+    assert r["bench_runs"] == r["experiment_runs"] + r["calibration_runs"] + 2 * runs
     # What measured: the toolchains on the bench's PATH, each calibration's, named in the PR.
     import shutil
 
@@ -221,3 +237,38 @@ def test_a_long_night_lists_each_group_in_the_pr_up_to_its_cap(target):
     assert f"- … and {extra + 1 - NOT_KEPT_SHOWN} more: `autoresearch report`" in text
     assert listed[-1].endswith(": flat") and "nan" not in text
     assert len([ln for ln in render_text(s).splitlines() if ln.strip().startswith("#")]) >= extra
+
+
+def test_a_slowdown_stopped_for_want_of_gain_is_filed_as_slower():
+    """`below_threshold` can stop a change whose whole interval is slower before the loss rule
+    shows it: the review files it under Slower, not under No gain worth claiming."""
+    rows = pd.DataFrame(
+        {
+            "n": [1, 2],
+            "title": ["slower", "flat"],
+            "status": ["discard", "discard"],
+            "rule": ["below_threshold", "below_threshold"],
+            "change_pct": [6.5, 0.4],
+            "ci_low_pct": [2.5, -3.0],
+            "ci_high_pct": [10.7, 3.9],
+            "rollback_reason": [None, None],
+            "reason": ["the gain is below the floor", "the gain is below the floor"],
+            "earlier": [None, None],
+        }
+    )
+    groups = {g["reason"]: [e["n"] for e in g["experiments"]] for g in _not_kept(rows)}
+    assert groups == {"Slower": [1], "No gain worth claiming": [2]}
+    # Higher is better: the same interval is a gain, not a slowdown.
+    groups = {g["reason"]: [e["n"] for e in g["experiments"]] for g in _not_kept(rows, False)}
+    assert groups == {"No gain worth claiming": [1, 2]}
+
+
+def test_no_pull_request_when_nothing_was_kept(target):
+    target.add_hypothesis("01-loss", {"src/value.txt": "130\n"})
+    run(target)
+    done = run_cli("pr", cwd=target.root)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip() == (
+        "error: session 't' kept nothing in 1 experiment: there is no change to describe "
+        "(`autoresearch report` says what was tried and why it was not kept)"
+    )

@@ -47,6 +47,13 @@ def cmd_pr(args: argparse.Namespace) -> int:
     from ..report import render_pr
 
     history, summary, _, templates = _review(args)
+    if not summary["kept"]:
+        n = summary["experiments"]
+        raise UserError(
+            f"session '{summary['name']}' kept nothing in {n} experiment{'s' if n != 1 else ''}: "
+            "there is no change to describe (`autoresearch report` says what was tried and why "
+            "it was not kept)"
+        )
     text = render_pr(
         summary, templates, raw={"baseline": history.baseline_log, "final": history.final_log}
     )

@@ -66,6 +66,7 @@ def headline(
         "ci_high_pct": None,
         "baseline_metrics": dict(base),
         "best_metrics": dict(best),
+        "changes": {},  # no measurement of the change itself: each reader divides the medians
         "baseline_label": f"calibration of {first['commit'][:10]}" if first else "not measured",
         "best_label": f"calibration of {last['commit'][:10]}" if last else "not measured",
         "baseline_log": next(iter((first or {}).get("bench_logs") or []), None),
@@ -89,11 +90,22 @@ def _from_confirmation(c: dict[str, Any], metric: str) -> dict[str, Any]:
         "ci_high_pct": c.get("ci_high_pct"),
         "baseline_metrics": {k: m.get("baseline_median") for k, m in metrics.items()},
         "best_metrics": {k: m.get("tip_median") for k, m in metrics.items()},
-        "baseline_label": f"confirmation: base {c['base_commit'][:10]}, {runs} runs",
-        "best_label": f"confirmation: tip {c['tip_commit'][:10]}, {runs} runs",
+        # Each metric's change as the confirmation estimated it (paired: the geometric mean of
+        # the pairs' ratios), not the ratio of the two medians beside it.
+        "changes": {k: m.get("change_pct") for k, m in metrics.items()},
+        "baseline_label": f"base {c['base_commit'][:10]}, median of {runs} runs",
+        "best_label": f"tip {c['tip_commit'][:10]}, median of {runs} runs",
         "baseline_log": logs[0] if logs else None,
         "best_log": logs[runs] if len(logs) > runs else None,
-        "note": (f"confirmed: base and tip measured side by side, alternating, {runs} runs each"),
+        "runs": runs,
+        "note": (
+            f"confirmed: base and tip measured side by side in {runs} alternating pairs; the "
+            + (
+                "change is the geometric mean of the pairs' ratios"
+                if primary.get("estimator") == "paired"
+                else "change is the Hodges-Lehmann shift between the two arms"
+            )
+        ),
         "noisy": False,
     }
 

@@ -1,7 +1,9 @@
 """Confirmation: the session's original baseline against its final tip, interleaved, many runs.
 
 Per-keep changes multiplied together are biased upward (each keep was chosen because it looked
-good), so the headline of a session is this one direct comparison, with its interval.
+good), so the headline of a session is this one direct comparison, with its interval. It is
+read as the decisions read their runs: the within-pair log ratios (their geometric mean and t
+interval), so that the title, the tables, the body, `status` and `report` quote one estimator.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from ..bench.measure import measure_pair
 from ..config import Config
 from ..decide.rule import CONFIDENCE
-from ..decide.stats import compare
+from ..decide.stats import compare, compare_paired
 from ..errors import UserError
 from ..journal.draft import now_iso
 from ..journal.records import ConfirmationRecord
@@ -107,7 +109,10 @@ def confirmation_record(
     metrics = {}
     for name in names:
         spec = specs.get(name)
-        comparison = compare(baseline.get(name, []), tip_samples.get(name, []), CONFIDENCE)
+        b, t = baseline.get(name, []), tip_samples.get(name, [])
+        # Paired when every pair printed the metric; else (a metric some runs left out) as two
+        # samples, said in the record.
+        comparison = compare_paired(b, t, CONFIDENCE) or compare(b, t, CONFIDENCE)
         metrics[name] = {
             "direction": spec.direction if spec else "lower",
             "unit": spec.unit if spec else "",
@@ -154,4 +159,5 @@ def _comparison_fields(c) -> dict:
         "ci_low_pct": c.ci_low_pct,
         "ci_high_pct": c.ci_high_pct,
         "p_value": min(1.0, 2 * min(c.p_lower, c.p_higher)),
+        "estimator": "paired" if c.paired else "two-sample",
     }

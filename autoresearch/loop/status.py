@@ -53,7 +53,8 @@ def session_status(config: Config) -> dict[str, Any]:
         "unit": config.metric.unit,
         "baseline": baseline,
         "best": best,
-        "change_pct": change_pct(baseline, best["value"] if best else None),
+        # The headline's own estimate: a confirmation's paired change, else the medians' ratio.
+        "change_pct": head["change_pct"] if kept else change_pct(baseline, baseline),
         "figure": head["note"],
         "noise_pct": _last_noise(history, primary),
         # The smallest change the loop claims now: the last calibration's threshold.

@@ -108,6 +108,7 @@ class History:
     confirmation: dict[str, Any] | None = None
     config: dict[str, Any] = field(default_factory=dict)
     calibrations: list[dict[str, Any]] = field(default_factory=list)
+    confirmations: list[dict[str, Any]] = field(default_factory=list)
     baseline_log: str | None = None
     final_log: str | None = None
     warnings: list[str] = field(default_factory=list)
@@ -185,6 +186,7 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
         confirmation=confirmation,
         config={**config, "units": {k: v.get("unit", "") for k, v in spec_of.items()}},
         calibrations=calibrations,
+        confirmations=confirmations,
         baseline_log=head["baseline_log"],
         final_log=head["best_log"],
         warnings=index.warnings,
@@ -223,6 +225,12 @@ def _ends(head: dict, calibrations, base: str, metric: str, tip: str) -> tuple[d
         "label": head["best_label"],
         "commit": tip,
         "note": head["note"],
+        "change_pct": head["change_pct"],
+        "ci_low_pct": head["ci_low_pct"],
+        "ci_high_pct": head["ci_high_pct"],
+        "changes": head["changes"],
+        "runs": head.get("runs"),
+        "source": head["source"],
     }
     return baseline, final
 

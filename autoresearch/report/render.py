@@ -239,6 +239,11 @@ def _text_runs(s: dict) -> list[str]:
     """What the night cost in bench runs and time, and where its hypotheses came from."""
     r = s["runs"]
     runs = f"bench runs: {r['bench_runs']}"
+    if r["calibration_runs"] or r["confirmation_runs"]:
+        runs += (
+            f" ({r['experiment_runs']} deciding experiments, {r['calibration_runs']} calibrating"
+            f", {r['confirmation_runs']} confirming)"
+        )
     if r["per_decision"]:
         runs += f", {r['per_decision']:.1f} per decision"
     if r["bench_s"]:

@@ -33,6 +33,8 @@ MANIFEST_GLOBS = (
 )
 # Every status but the decision's own: the status says why, not the bench verdict before it.
 STATUS_FIRST = tuple(s for s in STATUSES if s not in ("keep", "discard", "inconclusive"))
+# Rules that discard for want of a gain: a slowdown they stop is filed as one.
+NO_GAIN_RULES = ("below_threshold", "below_noise_threshold", "not_promising")
 # Why experiments were not kept, in the words of a reviewer, by the rule (or status) that fired.
 REASONS = {
     "significant_loss": "Slower",
@@ -89,13 +91,13 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         "failed": len(failed),
         "baseline": {k: _clean(v) for k, v in history.baseline.items() if k != "metrics"},
         "final": {k: _clean(v) for k, v in history.final.items() if k != "metrics"},
-        "cumulative_change_pct": change_pct(base, final),
+        "cumulative_change_pct": _change(history, history.metric, base, final),
         "confirmation": history.confirmation
         and {k: v for k, v in history.confirmation.items() if k != "metrics"},
         "metrics": _metric_rows(history, units),
         "wins": _wins(kept[kept["n"] != history.baseline.get("n")]),
-        "not_kept": _not_kept(df[df["status"] != Status.KEEP]),
-        "runs": _runs(every),
+        "not_kept": _not_kept(df[df["status"] != Status.KEEP], history.lower_is_better),
+        "runs": _runs(every, history),
         "family": family_summary(history, comparison, label),
         "allocations": _allocations(history),
         "safety": _safety(history, kept),
@@ -116,6 +118,19 @@ def summarize(history: History, comparison: str | None = None, label: str | None
     ]
     summary["minor_wins"] = [w for w in summary["wins"] if w not in summary["major_wins"]]
     return summary
+
+
+def _change(history: History, name: str, baseline, final) -> float | None:
+    """A metric's change from the baseline to the final best: as the confirmation estimated
+    it when one measured it (one estimator behind every figure), else the medians' ratio."""
+    measured = (history.final.get("changes") or {}).get(name)
+    return _clean(measured) if measured is not None else change_pct(baseline, final)
+
+
+def _speedup(history: History, name: str, baseline, final) -> float | None:
+    """How many times faster: from the same change the row shows."""
+    change = _change(history, name, baseline, final)
+    return 100 / (100 + change) if change is not None and change > -100 else None
 
 
 def _clean(value):
@@ -143,7 +158,7 @@ def _metric_rows(history: History, units: dict) -> list[dict]:
                 "unit": units.get(name, history.unit if name == history.metric else ""),
                 "baseline": _clean(b),
                 "final": _clean(f),
-                "change_pct": change_pct(b, f),
+                "change_pct": _change(history, name, b, f),
             }
         )
     return rows
@@ -166,12 +181,16 @@ def _wins(kept: pd.DataFrame) -> list[dict]:
     ]
 
 
-def _not_kept(rest: pd.DataFrame) -> list[dict]:
+def _not_kept(rest: pd.DataFrame, lower_is_better: bool = True) -> list[dict]:
     """Experiments that were not kept, grouped by why: the closed axes of the session."""
     groups = []
     # The status says why when the experiment ended outside the decision (checks failed, a
     # crash, out of scope): the bench's verdict before it is not the reason.
     rules = rest["rule"].where(~rest["status"].isin(STATUS_FIRST), rest["status"])
+    # A discard for want of gain whose whole interval is on the slower side is a slowdown,
+    # whichever rule stopped it first.
+    slower = rest["ci_low_pct"] > 0 if lower_is_better else rest["ci_high_pct"] < 0
+    rules = rules.where(~(slower.fillna(False) & rules.isin(NO_GAIN_RULES)), "significant_loss")
     reasons = rules.fillna(rest["status"]).map(lambda r: REASONS.get(r, r))
     for reason, group in rest.groupby(reasons, sort=False):
         columns = ("n", "title", "status", "change_pct", "rollback_reason", "reason", "earlier")
@@ -243,9 +262,17 @@ def _refused(df: pd.DataFrame) -> list[dict]:
     ]
 
 
-def _runs(df: pd.DataFrame) -> dict:
+def _runs(df: pd.DataFrame, history: History) -> dict:
+    """Bench runs the session made: the experiments', and the calibrations' and confirmations'
+    beside them, which a night pays for too."""
+    experiments = int(df["bench_runs"].fillna(0).sum())
+    calibrations = sum(len(c.get("bench_logs") or []) for c in history.calibrations)
+    confirmations = sum(2 * (c.get("runs_per_arm") or 0) for c in history.confirmations)
     return {
-        "bench_runs": int(df["bench_runs"].fillna(0).sum()),
+        "bench_runs": experiments + calibrations + confirmations,
+        "experiment_runs": experiments,
+        "calibration_runs": calibrations,
+        "confirmation_runs": confirmations,
         "per_decision": _clean(df["bench_runs"].mean()) if len(df) else None,
         "bench_s": _clean(df["bench_s"].sum(min_count=1)),
         "checks_s": _clean(df["checks_s"].sum(min_count=1)),
@@ -282,8 +309,8 @@ def family_summary(
                 "metric": name,
                 "baseline": _clean(b),
                 "final": _clean(f),
-                "change_pct": change_pct(b, f),
-                "speedup": (b / f) if b and f else None,
+                "change_pct": _change(history, name, b, f),
+                "speedup": _speedup(history, name, b, f),
                 "comparison": _clean(other),
                 "vs_comparison": (other / f) if other and f else None,
             }
@@ -306,7 +333,9 @@ def _allocations(history: History) -> list[dict]:
             "name": n,
             "baseline": _clean(history.baseline["metrics"][n]),
             "final": _clean(history.final["metrics"][n]),
-            "change_pct": change_pct(history.baseline["metrics"][n], history.final["metrics"][n]),
+            "change_pct": _change(
+                history, n, history.baseline["metrics"][n], history.final["metrics"][n]
+            ),
         }
         for n in names
     ]
