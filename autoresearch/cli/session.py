@@ -73,6 +73,42 @@ def cmd_check(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def cmd_finalize(args: argparse.Namespace) -> int:
+    """Regroup the session's kept commits into independent local branches from its base.
+
+    Commits that share a file go together; the branches' union is checked equal to the
+    session's tip; nothing is pushed."""
+    from ..loop.finalize import finalize
+
+    config = config_of(args)
+    done = finalize(config, args.prefix, dry_run=args.dry_run, force=args.force)
+    commits = sum(len(g.commits) for g in done.groups)
+    print(
+        f"{config.session.name}: {commits} kept commit{'s' if commits != 1 else ''} from base "
+        f"{done.base[:10]} to tip {done.tip[:10]}, in {len(done.groups)} independent "
+        f"group{'s' if len(done.groups) != 1 else ''}"
+    )
+    for group in done.groups:
+        together = (
+            f"; together: they share {', '.join(group.shared)}" if len(group.commits) > 1 else ""
+        )
+        count = f"{len(group.commits)} commit{'s' if len(group.commits) != 1 else ''}"
+        print(f"  {group.branch}  {group.tip[:10]}  ({count}{together})")
+        for kept in group.commits:
+            which = f"#{kept.n}" if kept.n is not None else kept.commit[:10]
+            change = f" ({kept.change_pct:+.1f}%)" if kept.change_pct is not None else ""
+            print(f"    {which} {kept.title}{change}: {', '.join(kept.files)}")
+    print(
+        "the branches together equal the session's tip: "
+        + ("yes" if done.union_equals_tip else f"NO, they differ in {', '.join(done.differing)}")
+    )
+    if done.written:
+        print(f"wrote {len(done.groups)} local branches; nothing pushed")
+    else:
+        print("dry run: no branch written")
+    return 0 if done.union_equals_tip else 1
+
+
 def cmd_confirm(args: argparse.Namespace) -> int:
     """Measure the session's baseline against its final tip, alternating, and journal it."""
     from ..loop.confirm import confirm
@@ -244,6 +280,7 @@ def _ecosystem(directory: Path, name: str, python: str):
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run,
     "check": cmd_check,
+    "finalize": cmd_finalize,
     "confirm": cmd_confirm,
     "status": cmd_status,
     "retry": cmd_retry,
@@ -296,6 +333,19 @@ def _add_loop_parsers(sub) -> None:
         action="store_true",
         help="skip the calibration (bench.calibration_runs runs) and its noise verdict",
     )
+
+    final = sub.add_parser("finalize", help=doc(cmd_finalize), description=doc(cmd_finalize))
+    add_config_options(final)
+    final.add_argument(
+        "--prefix",
+        metavar="P",
+        help="branch names start with this (default: the session branch and a dash, "
+        "autoresearch/NAME-01-...)",
+    )
+    final.add_argument(
+        "--dry-run", action="store_true", help="show the groups and the check; write nothing"
+    )
+    final.add_argument("--force", action="store_true", help="overwrite branches of the same names")
 
     confirm = sub.add_parser("confirm", help=doc(cmd_confirm), description=doc(cmd_confirm))
     add_config_options(confirm)

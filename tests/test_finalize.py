@@ -1,0 +1,84 @@
+"""`autoresearch finalize`: a night's keeps as independent branches from its base."""
+
+from __future__ import annotations
+
+from conftest import experiments, git, run, run_cli, unified_patch
+
+
+def _three_keeps(target) -> None:
+    """Two wins in files of their own, and a third that builds on the first one's file."""
+    for name in ("a", "b"):
+        (target.root / "src" / f"speedup-{name}.txt").write_text("1.0\n")
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "two knobs")
+    target.add_hypothesis("01-a", {"src/speedup-a.txt": "0.8\n"}, mechanism="less a")
+    target.add_hypothesis("02-b", {"src/speedup-b.txt": "0.8\n"})
+    (target.queue / "03-more-a.patch").write_text(
+        "Title: 03-more-a\n\n" + unified_patch("src/speedup-a.txt", "0.8\n", "0.6\n")
+    )
+    run(target)
+    assert [r.status for r in experiments(target)] == ["keep", "keep", "keep"]
+
+
+def _show(target, rev: str, path: str) -> str | None:
+    shown = git(target.root, "ls-tree", "--name-only", rev, "--", path)
+    return git(target.root, "show", f"{rev}:{path}") if shown else None
+
+
+def test_finalize_splits_the_keeps_that_share_no_file_and_their_union_is_the_tip(target):
+    _three_keeps(target)
+    head = git(target.root, "rev-parse", "HEAD").strip()
+    base = git(target.root, "rev-parse", "main").strip()
+
+    dry = run_cli("finalize", "--dry-run", cwd=target.root)
+    assert dry.returncode == 0, dry.stderr
+    assert "3 kept commits" in dry.stdout and "in 2 independent groups" in dry.stdout
+    assert "together: they share src/speedup-a.txt" in dry.stdout
+    assert "the branches together equal the session's tip: yes" in dry.stdout
+    assert git(target.root, "branch", "--list", "autoresearch/t-*") == ""
+
+    done = run_cli("finalize", cwd=target.root)
+    assert done.returncode == 0, done.stderr
+    assert "wrote 2 local branches; nothing pushed" in done.stdout
+    listed = git(target.root, "branch", "--list", "--format=%(refname:short)", "autoresearch/t-*")
+    first, second = listed.split()
+    assert first == "autoresearch/t-01-01-a" and second == "autoresearch/t-02-02-b"
+    # Each branch is cut from the base and carries only its own files, in the order kept.
+    subjects = git(target.root, "log", "--reverse", "--format=%s", f"{base}..{first}")
+    assert [s.split(":")[0] for s in subjects.splitlines()] == ["01-a", "03-more-a"], subjects
+    assert len(git(target.root, "rev-list", f"{base}..{second}").split()) == 1
+    assert _show(target, first, "src/speedup-a.txt").strip() == "0.6"
+    assert _show(target, first, "src/speedup-b.txt").strip() == "1.0"
+    assert _show(target, second, "src/speedup-b.txt").strip() == "0.8"
+    assert _show(target, second, "src/speedup-a.txt").strip() == "1.0"
+    # Merged, they are the session's tip; the user's checkout did not move.
+    tip = git(target.root, "rev-parse", "autoresearch/t").strip()
+    git(target.root, "checkout", "-q", "-b", "merged", first)
+    git(target.root, "merge", "-q", "--no-edit", second)
+    assert git(target.root, "diff", "--stat", "merged", tip) == ""
+    git(target.root, "checkout", "-q", "main")
+    assert git(target.root, "rev-parse", "HEAD").strip() == head
+
+    # Again: the same content, nothing to refuse. Other work under the name is not overwritten.
+    assert run_cli("finalize", cwd=target.root).returncode == 0
+    git(target.root, "branch", "-f", second, "main")
+    refused = run_cli("finalize", cwd=target.root)
+    assert refused.returncode == 1
+    assert refused.stderr.strip() == (
+        f"error: branch {second} exists and holds other work: delete it, pick another "
+        "--prefix, or pass --force to overwrite it"
+    )
+    assert (
+        git(target.root, "rev-parse", second).strip()
+        == git(target.root, "rev-parse", "main").strip()
+    )
+    assert run_cli("finalize", "--force", cwd=target.root).returncode == 0
+    assert _show(target, second, "src/speedup-b.txt").strip() == "0.8"
+
+
+def test_finalize_says_when_nothing_was_kept(target):
+    target.add_hypothesis("01-loss", {"src/value.txt": "130\n"})
+    run(target)
+    done = run_cli("finalize", cwd=target.root)
+    assert done.returncode == 1
+    assert done.stderr.strip() == "error: session 't' kept nothing: its branch is at its base"
