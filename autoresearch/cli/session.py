@@ -48,8 +48,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Pre-flight: build, bench once and run the checks on the session's best; list every metric;
-    then calibrate as `run` does and say what a night could detect (or why `run` would refuse)."""
+    """Pre-flight: build, bench once, checks and calibration on the session's best.
+
+    Lists every metric, then calibrates as `run` does and says what a night could detect (or
+    why `run` would refuse it)."""
     from ..loop.preflight import check_repository
 
     config = config_of(args)
@@ -334,19 +336,6 @@ def _add_loop_parsers(sub) -> None:
         help="skip the calibration (bench.calibration_runs runs) and its noise verdict",
     )
 
-    final = sub.add_parser("finalize", help=doc(cmd_finalize), description=doc(cmd_finalize))
-    add_config_options(final)
-    final.add_argument(
-        "--prefix",
-        metavar="P",
-        help="branch names start with this (default: the session branch and a dash, "
-        "autoresearch/NAME-01-...)",
-    )
-    final.add_argument(
-        "--dry-run", action="store_true", help="show the groups and the check; write nothing"
-    )
-    final.add_argument("--force", action="store_true", help="overwrite branches of the same names")
-
     confirm = sub.add_parser("confirm", help=doc(cmd_confirm), description=doc(cmd_confirm))
     add_config_options(confirm)
     confirm.add_argument(
@@ -361,6 +350,19 @@ def _add_loop_parsers(sub) -> None:
 
 
 def _add_housekeeping_parsers(sub) -> None:
+    final = sub.add_parser("finalize", help=doc(cmd_finalize), description=doc(cmd_finalize))
+    add_config_options(final)
+    final.add_argument(
+        "--prefix",
+        metavar="P",
+        help="branch names start with this (default: the session branch and a dash, "
+        "autoresearch/NAME-01-...)",
+    )
+    final.add_argument(
+        "--dry-run", action="store_true", help="show the groups and the check; write nothing"
+    )
+    final.add_argument("--force", action="store_true", help="overwrite branches of the same names")
+
     sessions = sub.add_parser("sessions", help=doc(cmd_sessions), description=doc(cmd_sessions))
     add_config_options(sessions)
 
