@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from conftest import experiments, git, run, run_cli, unified_patch
+
+from autoresearch.journal.store import read_journal
 
 
 def _three_keeps(target) -> None:
@@ -82,3 +87,26 @@ def test_finalize_says_when_nothing_was_kept(target):
     done = run_cli("finalize", cwd=target.root)
     assert done.returncode == 1
     assert done.stderr.strip() == "error: session 't' kept nothing: its branch is at its base"
+
+
+def test_finalize_confirms_each_branch_against_the_base(target):
+    """Each branch's own headline: its tree measured side by side with the base, journaled as a
+    confirmation of the branch's tip; the session's worktree is back at its tip afterwards."""
+    _three_keeps(target)
+    done = run_cli("finalize", "--confirm", "--runs", "3", cwd=target.root)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "autoresearch/t-01-01-a: -40.00% (95% CI -40.00% to -40.00%, 3 pairs" in "\n".join(lines)
+    assert any(x.startswith("autoresearch/t-02-02-b: -20.00% ") for x in lines), lines
+    confirmations = read_journal(target.journal).confirmations
+    tips = git(target.root, "rev-parse", "autoresearch/t-01-01-a", "autoresearch/t-02-02-b")
+    assert [c.tip_commit for c in confirmations] == tips.split()
+    assert [round(c.change_pct, 6) for c in confirmations] == [-40.0, -20.0]
+    assert [c.branch for c in confirmations] == ["autoresearch/t-01-01-a", "autoresearch/t-02-02-b"]
+    # A branch's figure is not the session's headline.
+    status = json.loads(run_cli("status", "--json", cwd=target.root).stdout)
+    assert status["confirmation"] is None and status["change_pct"] == pytest.approx(-52.0)
+    worktree = target.root / ".git" / "autoresearch" / "t" / "worktree"
+    assert git(worktree, "status", "--porcelain") == ""
+    tip = git(target.root, "rev-parse", "autoresearch/t").strip()
+    assert git(worktree, "rev-parse", "HEAD").strip() == tip

@@ -104,11 +104,26 @@ def cmd_finalize(args: argparse.Namespace) -> int:
         "the branches together equal the session's tip: "
         + ("yes" if done.union_equals_tip else f"NO, they differ in {', '.join(done.differing)}")
     )
-    if done.written:
-        print(f"wrote {len(done.groups)} local branches; nothing pushed")
-    else:
+    if not done.written:
         print("dry run: no branch written")
-    return 0 if done.union_equals_tip else 1
+        return 0 if done.union_equals_tip else 1
+    print(f"wrote {len(done.groups)} local branches; nothing pushed")
+    if args.confirm:
+        from ..loop.finalize import confirm_branches
+        from ..progress import Progress
+
+        progress = Progress(quiet=args.quiet)
+        confirm_branches(config, done, args.runs, dict(args.env), progress)
+        for branch, record in done.confirmations.items():
+            if record is None:
+                print(f"{branch}: interrupted before its confirmation ended")
+                return EXIT_FAILED
+            print(
+                f"{branch}: {record.change_pct:+.2f}% "
+                f"(95% CI {record.ci_low_pct:+.2f}% to {record.ci_high_pct:+.2f}%, "
+                f"{record.runs_per_arm} pairs against the base)"
+            )
+    return 0
 
 
 def cmd_confirm(args: argparse.Namespace) -> int:
@@ -362,6 +377,16 @@ def _add_housekeeping_parsers(sub) -> None:
         "--dry-run", action="store_true", help="show the groups and the check; write nothing"
     )
     final.add_argument("--force", action="store_true", help="overwrite branches of the same names")
+    final.add_argument(
+        "--confirm",
+        action="store_true",
+        help="measure each branch against the base, side by side, and journal it",
+    )
+    final.add_argument(
+        "--runs", type=int, metavar="N", help="runs per arm (default: decision.confirm_runs)"
+    )
+    add_env_option(final)
+    final.add_argument("--quiet", action="store_true", help="no progress lines")
 
     sessions = sub.add_parser("sessions", help=doc(cmd_sessions), description=doc(cmd_sessions))
     add_config_options(sessions)

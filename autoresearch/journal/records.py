@@ -283,6 +283,8 @@ class ConfirmationRecord(_Record):
     metrics: dict[str, Any]
     bench_logs: list[str]
     host: str | None = None  # the bench host it measured, on a cluster (cluster/)
+    # A branch `finalize` cut, measured on its own: not the session's headline.
+    branch: str | None = None
 
     def _nested(self) -> list[tuple[str, Any, Any]]:
         return [(f"metrics.{k}", v, dict) for k, v in self.metrics.items()]

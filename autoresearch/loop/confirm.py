@@ -45,11 +45,15 @@ def confirm(
         return confirm_session(session, runs)
 
 
-def confirm_session(session: Session, runs: int | None = None) -> ConfirmationRecord | None:
-    """Run the base commit against the tip, alternating, and journal the cumulative change."""
+def confirm_session(
+    session: Session, runs: int | None = None, tip: str | None = None, branch: str | None = None
+) -> ConfirmationRecord | None:
+    """Run the base commit against the tip, alternating, and journal the cumulative change.
+    `tip`: another commit than the session's, the tip of `branch` (one `finalize` cut), its
+    tree measured in the session worktree."""
     config, progress = session.config, session.progress
     runs = runs or config.decision.confirm_runs
-    base, tip = session.base_commit, session.ws.tip()
+    base, tip = session.base_commit, tip or session.ws.tip()
     label = log_label(session, "confirmation")
     progress.info(
         f"confirming: baseline {base[:10]} against tip {tip[:10]}, {runs} runs each, alternating"
@@ -60,6 +64,8 @@ def confirm_session(session: Session, runs: int | None = None) -> ConfirmationRe
         session.paths.inflight.unlink(missing_ok=True)
         return None
     session.ws.revert()
+    if tip != session.ws.tip():
+        session.ws.show(tip)
     harness = session.harness("confirmation", marker(session, "confirmation"))
     try:
         pair = measure_pair(
@@ -85,6 +91,7 @@ def confirm_session(session: Session, runs: int | None = None) -> ConfirmationRe
         runs,
         (pair.baseline.samples, pair.candidate.samples),
         pair.logs,
+        branch=branch,
     )
     session.journal.append(record)
     announce(config, record, progress)
@@ -99,6 +106,7 @@ def confirmation_record(
     samples: tuple[dict[str, list[float]], dict[str, list[float]]],
     bench_logs: list[str],
     host: str | None = None,
+    branch: str | None = None,
 ) -> ConfirmationRecord:
     """The record of `runs` pairs of the base (samples[0]) against the tip (samples[1])."""
     baseline, tip_samples = samples
@@ -135,6 +143,7 @@ def confirmation_record(
         metrics=metrics,
         bench_logs=bench_logs,
         host=host,
+        branch=branch,
     )
 
 

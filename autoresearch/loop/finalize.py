@@ -11,7 +11,9 @@ from dataclasses import dataclass, field
 
 from ..config import Config
 from ..errors import UserError
+from ..journal.records import ConfirmationRecord
 from ..journal.store import Journal
+from ..progress import Progress
 from ..repo.finalize import (
     Group,
     branch_name,
@@ -23,7 +25,7 @@ from ..repo.finalize import (
 from ..repo.gitrepo import open_repo
 from ..statuses import Status
 
-__all__ = ["Finalized", "finalize"]
+__all__ = ["Finalized", "confirm_branches", "finalize"]
 
 
 @dataclass
@@ -34,6 +36,8 @@ class Finalized:
     union_equals_tip: bool = False
     differing: list[str] = field(default_factory=list)  # paths where the union and tip differ
     written: bool = False
+    # Each branch measured against the base (`--confirm`), by branch name; None: interrupted.
+    confirmations: dict[str, ConfirmationRecord | None] = field(default_factory=dict)
 
 
 def finalize(
@@ -89,6 +93,25 @@ def finalize(
         repo.must("update-ref", f"refs/heads/{group.branch}", group.tip)
     result.written = True
     return result
+
+
+def confirm_branches(
+    config: Config, done: Finalized, runs: int | None, env: dict[str, str], progress: Progress
+) -> None:
+    """Each written branch measured against the session's base, side by side, as the session's
+    own confirmation is: its own headline, journaled as a confirmation of the branch's tip."""
+    from .confirm import confirm_session
+    from .session import RunOptions, open_session
+
+    options = RunOptions(env=env)
+    with open_session(config, options, progress, purpose="confirm", proposers=False) as session:
+        for group in done.groups:
+            progress.info(f"{group.branch}: its tree against the base")
+            done.confirmations[group.branch] = confirm_session(
+                session, runs, tip=group.tip, branch=group.branch
+            )
+            if done.confirmations[group.branch] is None:
+                return
 
 
 def _refuse_existing(repo, groups: list[Group], force: bool) -> None:

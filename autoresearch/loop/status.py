@@ -102,9 +102,11 @@ def _agent_spend(agent: Counter) -> dict[str, Any] | None:
 
 
 def _last_confirmation(history) -> dict[str, Any] | None:
-    if not history.confirmations:
+    """The session's own (a branch `finalize` measured is not its headline)."""
+    own = [c for c in history.confirmations if not c.get("branch")]
+    if not own:
         return None
-    c = history.confirmations[-1]
+    c = own[-1]
     keys = ("at", "tip_commit", "runs_per_arm", "change_pct", "ci_low_pct", "ci_high_pct")
     return {key: c[key] for key in keys}
 

@@ -83,6 +83,11 @@ class Workspace:
         self.revert()
         return sha
 
+    def show(self, commit: str) -> None:
+        """The tree of `commit` checked out over the tip, HEAD left on the branch: what a
+        confirmation of another commit (a finalized branch) measures; `revert` undoes it."""
+        self.tree.must("read-tree", "-u", "--reset", commit)
+
     def revert(self) -> None:
         """Back to the last kept commit: changes undone, untracked and ignored files removed."""
         tip = self.tip()

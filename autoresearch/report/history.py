@@ -172,7 +172,8 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
     tip = kept.iloc[-1] if len(kept) else sessions[0]["base_commit"]
     head = headline(calibrations, confirmations, tip, metric["name"], sessions[0]["base_commit"])
     baseline, final = _ends(head, calibrations, sessions[0]["base_commit"], metric["name"], tip)
-    confirmation = _confirmation(confirmations[-1]) if confirmations else None
+    own = [c for c in confirmations if not c.get("branch")]  # not a finalized branch's
+    confirmation = _confirmation(own[-1]) if own else None
     return History(
         source=str(path),
         format="autoresearch",
