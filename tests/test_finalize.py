@@ -110,3 +110,15 @@ def test_finalize_confirms_each_branch_against_the_base(target):
     assert git(worktree, "status", "--porcelain") == ""
     tip = git(target.root, "rev-parse", "autoresearch/t").strip()
     assert git(worktree, "rev-parse", "HEAD").strip() == tip
+    # Each branch's pull request: its own confirmation in the title, its own keeps only.
+    first = run_cli("pr", "--branch", "autoresearch/t-01-01-a", cwd=target.root)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith("# perf: time_ms -40.0% (100 ms → 60 ms)\n")
+    assert "| 1 | -20.0% | 01-a | less a |" in first.stdout and "03-more-a" in first.stdout
+    assert "02-b" not in first.stdout and "src/speedup-b.txt" not in first.stdout
+    second = run_cli("pr", "--branch", "autoresearch/t-02-02-b", cwd=target.root).stdout
+    assert second.startswith("# perf: time_ms -20.0% (100 ms → 80 ms)\n")
+    assert "01-a" not in second and "| 2 | -20.0% | 02-b |" in second
+    unknown = run_cli("pr", "--branch", "main", cwd=target.root)
+    assert unknown.returncode == 1
+    assert "branch main is none of the session's finalized groups" in unknown.stderr

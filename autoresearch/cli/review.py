@@ -46,7 +46,9 @@ def cmd_pr(args: argparse.Namespace) -> int:
     """Write a pull-request description (GitHub Markdown) from a journal."""
     from ..report import render_pr
 
-    history, summary, _, templates = _review(args)
+    history, summary, config, templates = _review(args)
+    if args.branch:
+        history, summary = _branch_review(args, history, config)
     if not summary["kept"]:
         n = summary["experiments"]
         raise UserError(
@@ -97,6 +99,37 @@ def cmd_ideas(args: argparse.Namespace) -> int:
             f"`git checkout {path.name}` to drop the update"
         )
     return 0
+
+
+def _branch_review(args: argparse.Namespace, history, config):
+    """The history and summary of one branch `finalize` cut: found among the session's groups
+    by its tree, so that any prefix it was written with will do."""
+    from ..loop.finalize import finalize
+    from ..repo.gitrepo import open_repo
+    from ..report import summarize
+    from ..report.history import branch_history
+
+    if config is None:
+        raise UserError("pr --branch needs the session's config (the repository it lives in)")
+    repo = open_repo(config.repo_path)
+    tip = repo.branch_tip(args.branch)
+    if tip is None:
+        raise UserError(f"no branch {args.branch} in {repo.path}")
+    tree = repo.must("rev-parse", f"{tip}^{{tree}}")
+    plan = finalize(config, dry_run=True)
+    group = next(
+        (g for g in plan.groups if repo.must("rev-parse", f"{g.tip}^{{tree}}") == tree), None
+    )
+    if group is None:
+        raise UserError(
+            f"branch {args.branch} is none of the session's finalized groups "
+            "(`autoresearch finalize --dry-run` lists them)"
+        )
+    commits = {kept.commit for kept in group.commits}
+    history = branch_history(history, args.branch, tip, commits, group.files)
+    comparison = args.compare or config.report.comparison or None
+    label = args.compare_label or config.report.comparison_label or None
+    return history, summarize(history, comparison, label)
 
 
 def _review(args: argparse.Namespace, warn: bool = True, summarized: bool = True):
@@ -158,6 +191,12 @@ def add_parsers(sub) -> None:
     pr = sub.add_parser("pr", help=doc(cmd_pr), description=doc(cmd_pr))
     _add_review(pr)
     pr.add_argument("--out", metavar="FILE", help="write here instead of to stdout")
+    pr.add_argument(
+        "--branch",
+        metavar="NAME",
+        help="describe one branch `finalize` cut: its keeps, its own confirmation, what did "
+        "not work in its files",
+    )
 
     ideas = sub.add_parser("ideas", help=doc(cmd_ideas), description=doc(cmd_ideas))
     _add_review(ideas)

@@ -11,7 +11,7 @@ import collections
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -192,6 +192,32 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
         final_log=head["best_log"],
         warnings=index.warnings,
         imported=[_imported(i) for i in imports],
+    )
+
+
+def branch_history(
+    history: History, branch: str, tip: str, commits: set[str], files: set[str]
+) -> History:
+    """The review of one branch `finalize` cut: its keeps (`commits`, the session's), the
+    experiments not kept that touched its files, and its own headline (its confirmation, when
+    `finalize --confirm` measured it)."""
+    frame = history.experiments
+    touched = frame["touched_files"].map(lambda paths: bool(set(paths or ()) & files))
+    kept = frame["status"] == Status.KEEP
+    rows = frame[(kept & frame["commit"].isin(commits)) | (~kept & touched)]
+    base = history.baseline["commit"]
+    head = headline(history.calibrations, history.confirmations, tip, history.metric, base)
+    baseline, final = _ends(head, history.calibrations, base, history.metric, tip)
+    own = [c for c in history.confirmations if c.get("branch") == branch]
+    return replace(
+        history,
+        name=f"{history.name}: {branch}",
+        experiments=rows.reset_index(drop=True),
+        baseline=baseline,
+        final=final,
+        confirmation=_confirmation(own[-1]) if own else None,
+        baseline_log=head["baseline_log"],
+        final_log=head["best_log"],
     )
 
 
