@@ -92,7 +92,7 @@ def test_run_then_status(target):
     assert done.returncode == 0, done.stderr
     assert "2 experiments this run, 1 kept" in done.stdout
     assert "[1/2] win" in done.stderr and "keep: time_ms -20.00%" in done.stderr
-    assert "best 80 ms (-20.00% vs baseline)" in done.stderr
+    assert "best 80 ms (-20.00% vs baseline, kept changes)" in done.stderr
 
     status = run_cli("status", cwd=target.root)
     assert status.returncode == 0
@@ -163,3 +163,17 @@ def test_init_scaffolds_a_working_session(tmp_path):
     done = run_cli("run", "--max-experiments", "1", "--accept-noise", cwd=repo)
     assert done.returncode == 0, done.stderr
     assert "1 experiments this run" in done.stdout
+
+
+def test_the_progress_line_compounds_the_kept_changes(target):
+    """The best's change from the baseline, as the keeps measured it (each paired against the
+    best before it), compounded: -20% then -50% is -60%."""
+    (target.root / "src" / "speedup-a.txt").write_text("1.0\n")
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "a knob")
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    target.add_hypothesis("02-half", {"src/speedup-a.txt": "0.5\n"})
+    done = run_cli("run", cwd=target.root)
+    assert done.returncode == 0, done.stderr
+    assert "best 80 ms (-20.00% vs baseline, kept changes)" in done.stderr
+    assert "best 40 ms (-60.00% vs baseline, kept changes)" in done.stderr

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from ..config import Config
 from ..decide.calibration import Calibration
 from ..decide.design import noise_verdict
-from ..decide.percent import change_pct
 from ..errors import PreflightError
 from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..progress import Progress, format_value
@@ -258,11 +257,11 @@ def account(session: Session, record: ExperimentRecord) -> None:
 
 
 def _best_text(session: Session) -> str:
-    unit = session.config.metric.unit
-    best, base = session.best_median, session.baseline
-    if best is None or not base:
-        return format_value(best, unit)
-    return f"{format_value(best, unit)} ({change_pct(base, best):+.2f}% vs baseline)"
+    """The best's median, and its change from the baseline as the keeps measured it: not the
+    ratio of two calibrations made at different times, which drifts with the machine's load."""
+    best = format_value(session.best_median, session.config.metric.unit)
+    compounded = session.compounded_pct()
+    return best if compounded is None else f"{best} ({compounded:+.2f}% vs baseline, kept changes)"
 
 
 def second_look_hypothesis(session: Session) -> Hypothesis | None:

@@ -131,6 +131,7 @@ class Session:
     stop_error: str | None = None  # why the night cannot go on, when it cannot
     # Every experiment's whole record, oldest first, once a proposer has read them (`records`).
     whole: list[ExperimentRecord] | None = None
+    keep_changes: dict[str, float | None] = field(default_factory=dict)  # by experiment id
 
     def records(self) -> list[ExperimentRecord]:
         """The session's experiment records, whole, by number: read from the journal the first
@@ -148,6 +149,26 @@ class Session:
         if self.whole is not None:
             self.whole.append(record)
         self.tally.add(record)
+
+    def compounded_pct(self) -> float | None:
+        """The kept changes compounded, each as its decision measured it (paired, against the
+        best before it): the progress line's change from the baseline, read with the estimator
+        the decisions and the confirmation use; None before the first keep. A keep's record is
+        read once, by its span."""
+        factor, kept = 1.0, False
+        for attempts in self.attempts.values():
+            for attempt in attempts:
+                if attempt.status != Status.KEEP:
+                    continue
+                if attempt.id not in self.keep_changes:
+                    record = self.journal.record(attempt)
+                    change = record.evidence().change_pct if record is not None else None
+                    self.keep_changes[attempt.id] = change
+                change = self.keep_changes[attempt.id]
+                if change is not None:
+                    factor *= 1 + change / 100
+                    kept = True
+        return 100 * (factor - 1) if kept else None
 
     @property
     def best_median(self) -> float | None:
