@@ -82,15 +82,21 @@ def test_aa_check_flags_a_harness_that_favours_an_arm(target, tmp_path):
     assert any("A/A check failed" in w for w in calibration.warnings)
 
 
-def test_too_noisy_a_bench_stops_before_the_night_unless_accepted(target, tmp_path):
-    """Blind to three times the effect asked for (5%): refused, saying what it detects and what
-    would let it see 5%."""
+def _night_with_noise(target, tmp_path, factors: str):
+    """A night on one winning hypothesis, six calibration runs, each run's noise factor from
+    `factors` in turn; (the run, the --env counting the runs)."""
     target.configure(calibration_runs=6)
     git(target.root, "commit", "-qam", "six calibration runs")
     target.add_hypothesis("01-win", {"src/value.txt": "65\n"})
-    factors = "BENCH_FACTORS=0.8,1.2,1.0,0.85,1.15,1.05"
     counter = f"BENCH_COUNTER={tmp_path / 'n'}"
-    done = run_cli("run", "--env", factors, "--env", counter, cwd=target.root)
+    done = run_cli("run", "--env", f"BENCH_FACTORS={factors}", "--env", counter, cwd=target.root)
+    return done, counter
+
+
+def test_too_noisy_a_bench_stops_before_the_night_unless_accepted(target, tmp_path):
+    """Blind to three times the effect asked for (5%): refused, saying what it detects and what
+    would let it see 5%."""
+    done, counter = _night_with_noise(target, tmp_path, "0.8,1.2,1.0,0.85,1.15,1.05")
 
     assert done.returncode == 1
     (calibration,) = read_journal(target.journal).calibrations
@@ -121,12 +127,7 @@ def test_too_noisy_a_bench_stops_before_the_night_unless_accepted(target, tmp_pa
 def test_a_bench_that_misses_only_the_smaller_wins_runs_the_night_and_says_so(target, tmp_path):
     """Noisier than the 5% asked for, but not blind to three times it: the night runs (the
     large wins it is for are still kept), and the warning says what it can detect."""
-    target.configure(calibration_runs=6)
-    git(target.root, "commit", "-qam", "six calibration runs")
-    target.add_hypothesis("01-win", {"src/value.txt": "65\n"})
-    factors = "BENCH_FACTORS=0.96,1.04,1.0,0.97,1.03,1.01"
-    counter = f"BENCH_COUNTER={tmp_path / 'n'}"
-    done = run_cli("run", "--env", factors, "--env", counter, cwd=target.root)
+    done, _ = _night_with_noise(target, tmp_path, "0.96,1.04,1.0,0.97,1.03,1.01")
 
     assert done.returncode == 0, done.stderr
     (calibration, *_) = read_journal(target.journal).calibrations
