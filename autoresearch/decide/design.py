@@ -102,16 +102,17 @@ def noise_verdict(config: Config, noise_pct: float, run_s: float | None) -> Nois
     budget = budget_runs(d, run_s)
     if budget is not None and run_s and budget < needed:
         advice.append(f"decision.budget_s to {math.ceil(2 * needed * run_s)}")
-    to_see = f"to see {target:g}%, raise {' and '.join(advice)}, or" if advice else ""
+    remedies = [f"to see {target:g}%, raise {' and '.join(advice)}"] if advice else []
+    remedies.append("make the bench quieter (longer runs, fewer other jobs)")
     refuse = detectable > REFUSE_FACTOR * target
+    consequence = (
+        f"over {REFUSE_FACTOR:g} times it, the night would keep little"
+        if refuse
+        else f"wins under {detectable:.1f}% will often end inconclusive"
+    )
     message = (
-        f"{seen}, more than decision.target_effect_pct = {target:g}%: "
-        + (
-            f"over {REFUSE_FACTOR:g} times it, the night would keep little; "
-            if refuse
-            else f"wins under {detectable:.1f}% will often end inconclusive; "
-        )
-        + f"{to_see} make the bench quieter (longer runs, fewer other jobs)".replace("  ", " ")
+        f"{seen}, more than decision.target_effect_pct = {target:g}%: {consequence}; "
+        + ", or ".join(remedies)
     )
     return NoiseVerdict(detectable, target, refuse, message)
 
