@@ -122,3 +122,26 @@ def test_finalize_confirms_each_branch_against_the_base(target):
     unknown = run_cli("pr", "--branch", "main", cwd=target.root)
     assert unknown.returncode == 1
     assert "branch main is none of the session's finalized groups" in unknown.stderr
+
+
+def test_a_branch_that_gains_only_on_top_of_another_is_said_not_to_stand_alone(target):
+    """b's keep was judged on a best that held a's change; alone it slows the bench down. The
+    branches share no file, so finalize cuts them apart, and its confirmation says so."""
+    for name in ("a", "b"):
+        (target.root / "src" / f"speedup-{name}.txt").write_text("1.0\n")
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "two knobs")
+    target.add_hypothesis("01-a", {"src/speedup-a.txt": "0.8\n"})
+    target.add_hypothesis("02-b-on-a", {"src/speedup-b.txt": "0.8 speedup-a\n"})
+    run(target)
+    assert [r.status for r in experiments(target)] == ["keep", "keep"]
+
+    done = run_cli("finalize", "--confirm", "--runs", "3", cwd=target.root)
+    assert done.returncode == 0, done.stderr
+    first, second = (x for x in done.stdout.splitlines() if x.startswith("autoresearch/t-0"))
+    assert first.startswith("autoresearch/t-01-01-a: -20.00% ") and "not a win" not in first
+    assert second.startswith("autoresearch/t-02-02-b-on-a: +30.00% ")
+    assert second.endswith(
+        "; not a win on its own: its keeps gained on top of the other branches' changes, so it "
+        "goes in with them or after them"
+    )

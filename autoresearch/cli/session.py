@@ -108,21 +108,31 @@ def cmd_finalize(args: argparse.Namespace) -> int:
         print("dry run: no branch written")
         return 0 if done.union_equals_tip else 1
     print(f"wrote {len(done.groups)} local branches; nothing pushed")
-    if args.confirm:
-        from ..loop.finalize import confirm_branches
-        from ..progress import Progress
+    return _confirm_branches(args, config, done) if args.confirm else 0
 
-        progress = Progress(quiet=args.quiet)
-        confirm_branches(config, done, args.runs, dict(args.env), progress)
-        for branch, record in done.confirmations.items():
-            if record is None:
-                print(f"{branch}: interrupted before its confirmation ended")
-                return EXIT_FAILED
-            print(
-                f"{branch}: {record.change_pct:+.2f}% "
-                f"(95% CI {record.ci_low_pct:+.2f}% to {record.ci_high_pct:+.2f}%, "
-                f"{record.runs_per_arm} pairs against the base)"
+
+def _confirm_branches(args: argparse.Namespace, config, done) -> int:
+    """Each branch against the base, said with whether it stands alone."""
+    from ..loop.finalize import confirm_branches, stands_alone
+    from ..progress import Progress
+
+    confirm_branches(config, done, args.runs, dict(args.env), Progress(quiet=args.quiet))
+    for branch, record in done.confirmations.items():
+        if record is None:
+            print(f"{branch}: interrupted before its confirmation ended")
+            return EXIT_FAILED
+        alone = stands_alone(record, config.metric.direction)
+        print(
+            f"{branch}: {record.change_pct:+.2f}% "
+            f"(95% CI {record.ci_low_pct:+.2f}% to {record.ci_high_pct:+.2f}%, "
+            f"{record.runs_per_arm} pairs against the base)"
+            + (
+                ""
+                if alone
+                else "; not a win on its own: its keeps gained on top of the other branches' "
+                "changes, so it goes in with them or after them"
             )
+        )
     return 0
 
 

@@ -25,7 +25,7 @@ from ..repo.finalize import (
 from ..repo.gitrepo import open_repo
 from ..statuses import Status
 
-__all__ = ["Finalized", "confirm_branches", "finalize"]
+__all__ = ["Finalized", "confirm_branches", "finalize", "stands_alone"]
 
 
 @dataclass
@@ -112,6 +112,15 @@ def confirm_branches(
             )
             if done.confirmations[group.branch] is None:
                 return
+
+
+def stands_alone(record: ConfirmationRecord, direction: str) -> bool:
+    """A branch shown better than the base on its own: its whole interval on the better side.
+    One that is not gained only on top of another branch's changes (a keep judged against a
+    best that already held them): it cannot go in alone."""
+    if record.ci_low_pct is None or record.ci_high_pct is None:
+        return False
+    return record.ci_high_pct < 0 if direction == "lower" else record.ci_low_pct > 0
 
 
 def _refuse_existing(repo, groups: list[Group], force: bool) -> None:
