@@ -33,6 +33,12 @@ def test_title_table_raw_output_and_status_come_from_the_confirmation(target, mo
     assert confirmation.change_pct == pytest.approx(change)
     assert f"{change:+.1f}%" in title, title
     assert f"**{change:+.1f}%**" in pr and "| time_ms | " in pr
+    # What the night could detect, from its calibrations, in the methodology and the report.
+    calibrations = read_journal(target.journal).calibrations
+    detectable = f"{calibrations[-1].detectable_effect_pct:.1f}%"
+    assert "detectable with 90% power at the cap: " in pr and detectable in pr
+    text = run_cli("report", cwd=target.root).stdout
+    assert f"{detectable} detectable with 90% power" in text
     numbers = [float(x) for x in re.findall(r"([\d.]+) ms", title)]
     assert numbers == [pytest.approx(base, rel=0.005), pytest.approx(tip, rel=0.005)]
     log_base = Path(confirmation.bench_logs[0]).read_text().splitlines()[1]

@@ -251,6 +251,12 @@ def _text_runs(s: dict) -> list[str]:
     if r["checks_s"]:
         runs += f", {_duration(r['checks_s'])} in checks"
     out = ["", runs]
+    method = s.get("methodology") or {}
+    if method.get("noise_pct"):
+        line = f"noise (the last calibration): {method['noise_pct'][-1]:.1f}% a run"
+        if method.get("detectable_pct"):
+            line += f", {method['detectable_pct'][-1]:.1f}% detectable with 90% power"
+        out.append(line)
     if s.get("proposers"):
         out.append("hypotheses from: " + "; ".join(p["line"] for p in s["proposers"]))
     return out

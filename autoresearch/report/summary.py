@@ -394,6 +394,12 @@ def _methodology(history: History, df: pd.DataFrame) -> dict:
         "calibrations": len(history.calibrations),
         "toolchains": _toolchains(history.calibrations),
         "noise_pct": [n for n in noise if n is not None],
+        # What each calibration said the night could detect with 90% power (decide/design.py).
+        "detectable_pct": [
+            c["detectable_effect_pct"]
+            for c in history.calibrations
+            if c.get("detectable_effect_pct") is not None
+        ],
         "threshold_pct": thresholds,
         "confirm_runs": d.confirm_runs,
     }
