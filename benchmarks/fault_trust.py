@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,39 +64,83 @@ def repository_state(root: Path) -> dict:
     }
 
 
+# Where the reach is made from: the candidate's bench, its build, its checks, or the coding
+# agent that writes it (proposing, before any of those runs).
+STAGES = ["bench", "build", "checks", "agent"]
+
+
 def _reaching_night(tally: Tally, trials: int, confined: bool) -> None:
-    """Each reach in a night of its own (a kept one would move the best under the next):
-    queued as a 20% win, run to the end, judged."""
+    """Each reach in a night of its own (a kept one would move the best under the next): a 20%
+    win that reaches, from the stage whose turn it is, run to the end, judged. Over 48 trials
+    every reach is made from every stage."""
     outcomes: dict[str, list[str]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(trials):
-            what = REACHES[i % len(REACHES)]
+            what, stage = REACHES[i % len(REACHES)], STAGES[(i + i // len(REACHES)) % len(STAGES)]
             home = Path(tmp) / f"{i:02d}"
             home.mkdir()
-            night = Night(home, {"sandbox": "bwrap" if confined else "off"})
+            night = Night(home, {"sandbox": "bwrap" if confined else "off", "build": "./build.py"})
+            if stage == "agent":
+                _reaching_agent(night, home / "io", what, confined)
+            else:
+                mode = f"tamper-{what}" + ("" if stage == "bench" else f"@{stage}")
+                night.queue(
+                    f"01-reach-{what}", {"src/mode.txt": f"{mode}\n", "src/value.txt": "80\n"}
+                )
             (night.root / "README").write_text("your uncommitted work\n")  # what a stash takes
             night.checkout = night._checkout_state()
             before = repository_state(night.root)
-            night.queue(
-                f"01-reach-{what}", {"src/mode.txt": f"tamper-{what}\n", "src/value.txt": "80\n"}
-            )
             night.finish()
             problems = night.check()
             if repository_state(night.root) != before:
                 problems["dirty_trees"] += 1
-            (record,) = read_journal(night.target.journal).experiments
-            if confined:
-                # Confined, the reach fails: a crash when the bench trips over the read-only
-                # file system, a keep when it shrugs (a git call that failed): then nothing
-                # changed, which the repository's state above says. Never a slowed best.
-                held = record.status in ("crash", "keep", "tampered")
-                held = held and not (what == "baseline-untracked" and record.status == "keep")
-            else:
-                held = record.status == "tampered" and "NOT put back" not in (record.error or "")
+            record = read_journal(night.target.journal).experiments[0]
+            held = _held(record, what, stage, confined)
             problems["commits_unrecorded"] += 0 if held else 1
-            tally.add(problems, f"{what}: {record.status} {record.error or ''}"[:300])
-            outcomes.setdefault(record.status, []).append(what)
+            label = f"{what} from the {stage}: {record.status}"
+            tally.add(problems, f"{label} {record.error or ''}"[:300])
+            outcomes.setdefault(record.status, []).append(f"{what}@{stage}")
     tally.notes.append("; ".join(f"{k}: {', '.join(v)}" for k, v in sorted(outcomes.items())))
+
+
+def _reaching_agent(night: Night, home: Path, what: str, confined: bool) -> None:
+    """The stand-in agent proposes a win and, while it edits, makes the reach itself; then an
+    honest win. Confined, its script and stand-in sit in a directory the sandbox shares."""
+    home.mkdir()
+    paths = session_paths(night.target.load())
+    common = night.root / ".git"
+    reach = (
+        "import pathlib, sys\n"
+        "sys.path.insert(0, '.'); sys.dont_write_bytecode = True\n"
+        "import reach\n"
+        "try:\n"
+        f"    reach.reach({what!r}, pathlib.Path('.').resolve(), pathlib.Path({str(common)!r}),"
+        f" pathlib.Path({str(paths.baseline)!r}))\n"
+        "except OSError as exc:  # a read-only file system: the agent shrugs and proposes\n"
+        "    print(exc)\n"
+    )
+    steps = [
+        {"do": "edit", "files": {"src/value.txt": "80\n"}, "title": "reaches", "run": reach},
+        {"do": "edit", "files": {"src/value.txt": "70\n"}, "title": "honest", "family": "h"},
+    ]
+    use_standin(night, home, steps, writable=confined)
+
+
+def _held(record, what: str, stage: str, confined: bool) -> bool:
+    """The reach's own promise (the repository's state is compared apart): nothing kept against
+    a best measured slowed; unconfined, the reach is caught and put back (a bench, build or checks run
+    is tampered, an agent's proposal refused); confined, it failed: a crash or failed checks
+    when the run tripped over the read-only file system, a keep or a discard when it shrugged
+    (a git call that failed)."""
+    if record.status == "keep" and record.evidence().baseline_median != 100.0:
+        return False
+    if confined:
+        return record.status in ("crash", "checks_failed", "keep", "discard", "tampered")
+    if "NOT put back" in (record.error or ""):
+        return False
+    if stage == "agent":
+        return record.status == "refused" and (record.agent or {}).get("refusal") == "reach"
+    return record.status == "tampered"
 
 
 def unconfined_reaches(tally: Tally, trials: int) -> None:
@@ -129,6 +174,30 @@ AGENT_STEPS = [
 ]
 
 
+def use_standin(
+    night: Night, home: Path, steps: list[dict], writable: bool = False, timeout_s: int = 20
+) -> None:
+    """The night's proposer: the stand-in agent playing `steps`. `writable`: its script and a
+    copy of the stand-in in `home`, shared with the sandbox (a confined run's /tmp hides the
+    rest of /tmp)."""
+    script = home / "script.json"
+    script.write_text(json.dumps(steps))
+    standin = STANDIN
+    if writable:
+        standin = home / STANDIN.name
+        shutil.copy(STANDIN, standin)
+    text = night.target.config_path.read_text().replace('[proposer]\ndir = "hypotheses"\n', "")
+    if writable:
+        text = text.replace('mode = "bwrap"\n', f'mode = "bwrap"\nwritable = ["{home}"]\n')
+    night.target.config_path.write_text(
+        text + '\n[[proposer]]\nkind = "agent"\npreset = "command"\n'
+        f'command = "{sys.executable} {standin}"\ntimeout_s = {timeout_s}\n'
+        f"max_proposals = {len(steps)}\n"
+        f'[proposer.env]\nSTANDIN_SCRIPT = "{script}"\n'
+    )
+    night.commit("an agent proposes")
+
+
 def misbehaving_agents(tally: Tally, trials: int) -> None:
     """Each misbehaviour, then an honest proposal: the night goes on to it and keeps it."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -139,16 +208,7 @@ def misbehaving_agents(tally: Tally, trials: int) -> None:
             edit = {"do": "edit", "files": {"src/value.txt": f"{90 - i}\n"}, "family": f"f{i}"}
             steps.append({**edit, "title": f"misbehaves {i}", **bad})
         steps.append({"do": "edit", "files": {"src/value.txt": "50\n"}, "title": "honest"})
-        script = Path(tmp) / "script.json"
-        script.write_text(json.dumps(steps))
-        text = night.target.config_path.read_text().replace('[proposer]\ndir = "hypotheses"\n', "")
-        night.target.config_path.write_text(
-            text + '\n[[proposer]]\nkind = "agent"\npreset = "command"\n'
-            f'command = "{sys.executable} {STANDIN}"\ntimeout_s = 5\n'
-            f"max_proposals = {len(steps) + 2}\n"
-            f'[proposer.env]\nSTANDIN_SCRIPT = "{script}"\n'
-        )
-        night.commit("an agent proposes")
+        use_standin(night, Path(tmp), steps, timeout_s=5)
         code = night.cli("run", "--quiet")
         problems = night.check(finished=False)
         records = read_journal(night.target.journal).experiments
@@ -224,8 +284,8 @@ def _answer(night: Night, args: list[str]) -> tuple[int, bool]:
 
 
 TRUST_CATEGORIES: dict[str, tuple[str, Callable[[Tally, int], None], int, int]] = {
-    "seal": ("repository reaches, unconfined (the seal)", unconfined_reaches, 12, 12),
-    "sandbox": ("repository reaches, confined (bubblewrap)", confined_reaches, 12, 12),
+    "seal": ("repository reaches, unconfined (the seal)", unconfined_reaches, 48, 12),
+    "sandbox": ("repository reaches, confined (bubblewrap)", confined_reaches, 48, 12),
     "agents": ("misbehaving agents", misbehaving_agents, 10, 10),
     "inputs": ("odd try and result input", odd_inputs, 10, 10),
 }

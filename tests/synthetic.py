@@ -2,7 +2,7 @@
 
 src/value.txt    the primary metric (time_ms); a patch that lowers it is a true win
 src/sentinel.txt the sentinel metric (sentinel_ms)
-src/mode.txt     ok | crash | hang | garbage | nometric | slow | writes | tamper-<what> |
+src/mode.txt     ok | crash | hang | garbage | nometric | slow | writes | tamper-<what>[@stage] |
                  daemon-<how> | echo (prints src/output.txt) | loud (BENCH_LOUD_MB of output)
 BENCH_SLEEP_S and BUILD_SLEEP_S make every bench run or build take that long.
 BENCH_SPANS names a file each run appends "<the directory holding its tree> <start> <end>" to.
@@ -105,58 +105,11 @@ if mode == "writes":  # untracked output: not a change, and never committed
     (root / "src" / "cache.bin").write_text("build output")
     (root / "out").mkdir(exist_ok=True)
     (root / "out" / "result.txt").write_text("more output")
-if mode.startswith("tamper-"):  # a candidate that reaches outside its own patch
-    what = mode.removeprefix("tamper-")
-    git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True)
-    if what == "baseline":  # make the baseline slow: the candidate would "win"
-        (root.parent / "baseline" / "src" / "value.txt").write_text("1000\n")
-    elif what == "bench":  # edit its own bench script at run time
-        with open(root / "bench.py", "a") as handle:
-            handle.write("# edited at run time\n")
-    elif what == "readme":  # a tracked file of its own tree, outside the patch
-        (root / "README").write_text("clobbered by the bench")
-    elif what == "commit":
-        git("-c", "user.name=x", "-c", "user.email=x@y", "commit", "-qam", "sneaky")
-    elif what == "checkout":
-        common = git("rev-parse", "--path-format=absolute", "--git-common-dir").stdout.strip()
-        (Path(common).parent / "README").write_text("written into your checkout")
-    else:  # reach into the repository, the user's checkout and the journal (tests/test_seal.py)
-        common = Path(git("rev-parse", "--path-format=absolute", "--git-common-dir").stdout.strip())
-        checkout = common.parent
-        mine = lambda *a: subprocess.run(["git", "-C", str(checkout), *a], capture_output=True)
-        if what == "baseline-untracked":  # a file the baseline's bench reads: the best slows
-            (root.parent / "baseline" / "src" / "override.txt").write_text("200\n")
-        elif what == "hook":
-            (common / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
-        elif what == "fsmonitor":
-            git("config", "core.fsmonitor", f"touch {common.parent / 'fsmonitor-ran'}")
-        elif what == "hookspath":
-            git("config", "core.hooksPath", "/tmp/elsewhere")
-        elif what == "email":
-            git("config", "user.email", "someone@else")
-        elif what == "exclude":
-            with open(common / "info" / "exclude", "a") as handle:
-                handle.write("*.secret\n")
-        elif what == "branch":
-            mine("checkout", "-q", "-b", "elsewhere")
-        elif what == "untracked":
-            (checkout / "dropped.txt").write_text("left in your checkout")
-        elif what == "stash":
-            mine("stash", "-q")
-        elif what == "replace":
-            mine("replace", "-f", "HEAD", "HEAD")
-        elif what == "journal-forge":
-            with open(checkout / "experiments.jsonl", "a") as handle:
-                handle.write('{"kind": "experiment", "status": "keep", "kept_commit": "f00d"}\n')
-        elif what == "journal-wipe":
-            (checkout / "experiments.jsonl").write_text("")
-        elif what == "other-session":  # not a reach: what another session running beside does
-            import json
-            journal = checkout / "experiments.jsonl"
-            first = json.loads(journal.read_text().splitlines()[0])
-            with open(journal, "a") as handle:
-                handle.write(json.dumps({**first, "session": "other"}) + "\n")
-            mine("branch", "-f", "autoresearch/other", "HEAD")
+if mode.startswith("tamper-"):  # a candidate that reaches outside its own patch (reach.py)
+    sys.path.insert(0, str(root))
+    sys.dont_write_bytecode = True  # no __pycache__ in the tree
+    import reach
+    reach.from_stage("bench", root, mode)
 override = root / "src" / "override.txt"  # untracked: what a tampering candidate writes
 if override.exists():
     value = float(override.read_text())
@@ -189,11 +142,87 @@ if spread and not sentinels_only:  # the sentinel alone swings by up to +-spread
 print(f"METRIC sentinel_ms={sentinel * sentinel_factor:.6f}")
 """
 
+REACH = r"""#!/usr/bin/env python3
+# What a tampering candidate does (src/mode.txt "tamper-<what>", or "tamper-<what>@<stage>" to
+# reach from the build or the checks instead of the bench); an agent calls reach() itself.
+import subprocess
+from pathlib import Path
+
+
+def from_stage(stage, root, mode):
+    what, _, where = mode.removeprefix("tamper-").partition("@")
+    if (where or "bench") == stage:
+        common = subprocess.run(
+            ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
+            cwd=root, capture_output=True, text=True,
+        ).stdout.strip()
+        reach(what, root, Path(common), root.parent / "baseline")
+
+
+def reach(what, root, common, baseline):
+    # root: the tree it runs in; common: the repository's git directory; baseline: the tree
+    # the best is measured in.
+    git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True)
+    checkout = common.parent
+    mine = lambda *a: subprocess.run(["git", "-C", str(checkout), *a], capture_output=True)
+    if what == "baseline":  # make the baseline slow: the candidate would "win"
+        (baseline / "src" / "value.txt").write_text("1000\n")
+    elif what == "bench":  # edit its own bench script at run time
+        with open(root / "bench.py", "a") as handle:
+            handle.write("# edited at run time\n")
+    elif what == "readme":  # a tracked file of its own tree, outside the patch
+        (root / "README").write_text("clobbered by the bench")
+    elif what == "commit":
+        git("-c", "user.name=x", "-c", "user.email=x@y", "commit", "-qam", "sneaky")
+    elif what == "checkout":
+        (checkout / "README").write_text("written into your checkout")
+    elif what == "baseline-untracked":  # a file the baseline's bench reads: the best slows
+        (baseline / "src" / "override.txt").write_text("200\n")
+    elif what == "hook":
+        (common / "hooks" / "pre-commit").write_text("#!/bin/sh\nexit 0\n")
+    elif what == "fsmonitor":
+        mine("config", "core.fsmonitor", f"touch {checkout / 'fsmonitor-ran'}")
+    elif what == "hookspath":
+        mine("config", "core.hooksPath", "/tmp/elsewhere")
+    elif what == "email":
+        mine("config", "user.email", "someone@else")
+    elif what == "exclude":
+        with open(common / "info" / "exclude", "a") as handle:
+            handle.write("*.secret\n")
+    elif what == "branch":
+        mine("checkout", "-q", "-b", "elsewhere")
+    elif what == "untracked":
+        (checkout / "dropped.txt").write_text("left in your checkout")
+    elif what == "stash":
+        mine("stash", "-q")
+    elif what == "replace":
+        mine("replace", "-f", "HEAD", "HEAD")
+    elif what == "journal-forge":
+        with open(checkout / "experiments.jsonl", "a") as handle:
+            handle.write('{"kind": "experiment", "status": "keep", "kept_commit": "f00d"}\n')
+    elif what == "journal-wipe":
+        (checkout / "experiments.jsonl").write_text("")
+    elif what == "other-session":  # not a reach: what another session running beside does
+        import json
+        journal = checkout / "experiments.jsonl"
+        first = json.loads(journal.read_text().splitlines()[0])
+        with open(journal, "a") as handle:
+            handle.write(json.dumps({**first, "session": "other"}) + "\n")
+        mine("branch", "-f", "autoresearch/other", "HEAD")
+"""
+
 CHECKS = r"""#!/usr/bin/env python3
 import os, sys, time
 from pathlib import Path
 
 root = Path(__file__).resolve().parent
+mode_file = root / "src" / "mode.txt"
+mode = mode_file.read_text().strip() if mode_file.exists() else "ok"
+if mode.startswith("tamper-"):  # a candidate that reaches from its checks (reach.py)
+    sys.path.insert(0, str(root))
+    sys.dont_write_bytecode = True  # no __pycache__ in the tree
+    import reach
+    reach.from_stage("checks", root, mode)
 marker = os.environ.get("CHECKS_STARTED")
 if marker:
     Path(marker).write_text(str(os.getpid()))
@@ -211,13 +240,20 @@ import os, sys
 from pathlib import Path
 
 root = Path(__file__).resolve().parent
+mode_file = root / "src" / "mode.txt"
+mode = mode_file.read_text().strip() if mode_file.exists() else "ok"
+if mode.startswith("tamper-"):  # a candidate that reaches from its build (reach.py)
+    sys.path.insert(0, str(root))
+    sys.dont_write_bytecode = True  # no __pycache__ in the tree
+    import reach
+    reach.from_stage("build", root, mode)
 log = os.environ.get("BUILD_LOG")
 if log:
     with open(log, "a") as handle:
         handle.write(root.name + "\n")
 import time
 time.sleep(float(os.environ.get("BUILD_SLEEP_S", "0")))
-if (root / "src" / "mode.txt").read_text().strip() == "nobuild":
+if mode == "nobuild":
     print("build: compile error (simulated)", file=sys.stderr)
     sys.exit(2)
 """
@@ -370,7 +406,8 @@ def make_target(root: Path) -> Target:
     # The interpreter itself, not a version-manager shim: it starts three times faster, and
     # the suite starts these scripts hundreds of times.
     shebang = f"#!{sys.executable} -S"
-    for name, text in (("bench.py", BENCH), ("checks.py", CHECKS), ("build.py", BUILD)):
+    scripts = {"bench.py": BENCH, "checks.py": CHECKS, "build.py": BUILD, "reach.py": REACH}
+    for name, text in scripts.items():
         (root / name).write_text(text.replace("#!/usr/bin/env python3", shebang, 1))
     for script in ("bench.py", "checks.py", "build.py"):
         os.chmod(root / script, 0o755)

@@ -258,3 +258,31 @@ def test_an_unconfined_agent_that_changes_the_repository_is_refused_and_put_back
     assert not (target.root / ".git" / "hooks" / "post-checkout").exists()
     assert (target.root / ".git" / "config").read_text() == config_before
     assert second.status == "keep"
+
+
+def test_an_agent_that_writes_into_the_measurement_trees_is_refused_and_they_are_scrubbed(
+    target, tmp_path
+):
+    """Unconfined, an agent plants a file the baseline's bench reads (the best would measure
+    slow) and an ignored one no revert of the tree removes: refused as a reach, both trees
+    scrubbed, and the next proposal is measured against the best as it is."""
+    paths = session_paths(target.load())
+    plant = (
+        "import pathlib\n"
+        f"base = pathlib.Path({str(paths.baseline)!r})\n"
+        "(base / 'src' / 'override.txt').write_text('200\\n')\n"
+        "(base / 'hypotheses').mkdir(exist_ok=True)\n"
+        "(base / 'hypotheses' / 'ignored.txt').write_text('kept by a plain revert')\n"
+    )
+    use_agent(target, tmp_path, [edit("90\n", "plants", run=plant), edit("80\n", "honest")])
+
+    done = run_cli("run", cwd=target.root, timeout=300)
+
+    assert done.returncode == 0, done.stderr
+    first, second = experiments(target)
+    assert first.status == "refused" and first.agent["refusal"] == "reach", first.error
+    assert "measurement trees were written to" in first.error and "(put back)" in first.error
+    assert second.status == "keep"
+    assert second.evidence().baseline_median == 100.0
+    assert not (paths.baseline / "src" / "override.txt").exists()
+    assert not (paths.baseline / "hypotheses" / "ignored.txt").exists()

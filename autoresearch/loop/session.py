@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import json
 import time
 from collections.abc import Iterator, Sequence
@@ -363,7 +364,16 @@ def proposal_context(session: Session) -> ProposalContext:
         token=session.token,
         say=session.progress.info,
         runner=LocalRunner(),
+        measured=(session.ws.path, session.baseline_tree.path),
+        scrub_measured=functools.partial(scrub_measurement_trees, session),
     )
+
+
+def scrub_measurement_trees(session: Session) -> None:
+    """Both measurement trees back as the loop leaves them, with nothing of anyone else's in
+    them, kept build output included: the best is built again before it is measured."""
+    session.ws.scrub()
+    session.baseline_tree.scrub()
 
 
 class SessionRecords(Sequence):

@@ -121,6 +121,10 @@ class ProposalContext:
     token: str | None = None  # the session's process token (proc.py)
     say: Any = None  # a progress line, for proposals that take a while (an agent's)
     runner: Any = None  # where a proposer's own commands run (bench/runners.py): an agent's
+    # The trees the loop measures in, which a proposer's own runs must not write, and how to
+    # put them back when one did (scrubbed, the best rebuilt before it is measured again).
+    measured: tuple[Path, ...] = ()
+    scrub_measured: Any = None
 
     def read(self, rel: str) -> str:
         """A file of the current best, as text."""

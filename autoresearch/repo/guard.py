@@ -24,15 +24,13 @@ directory, your checkout's branch and untracked files, and the journal.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from .gitrepo import Repo
 from .seal import RepoSeal
-from .watch import TreeWatch
+from .watch import TreeWatch, WriteWatch
 
 __all__ = ["TreeGuard"]
 
@@ -73,8 +71,7 @@ class TreeGuard:
         self.expected = self._snapshot()
         self.watch.changed()  # the snapshot's own reads are not the candidate's writes
         # Writes into the baseline's tree while the candidate runs (see the module's text).
-        self._baseline_watch = TreeWatch([self.baseline.path]) if self.baseline else None
-        self._baseline_files: frozenset | None = None
+        self._baseline_watch = WriteWatch([self.baseline.path]) if self.baseline else None
         self._armed = False
 
     def before_run(self) -> None:
@@ -82,21 +79,14 @@ class TreeGuard:
         written into the baseline's tree from here to the next check is the candidate's."""
         if self._baseline_watch is None:
             return
-        if self._baseline_watch.fd is None:  # no inotify here: list the tree instead
-            self._baseline_files = _all_files(self.baseline)
-        else:
-            self._baseline_watch.changed()
+        self._baseline_watch.arm()
         self._armed = True
 
     def _baseline_written(self) -> str | None:
-        if not self._armed or self._baseline_watch is None or self.baseline is None:
+        if not self._armed or self._baseline_watch is None:
             return None
         self._armed = False
-        if self._baseline_watch.fd is None:
-            written = _all_files(self.baseline) != self._baseline_files
-        else:
-            written = self._baseline_watch.changed()
-        if not written:
+        if not self._baseline_watch.written():
             return None
         return (
             "the baseline worktree was written to during the candidate's run "
@@ -209,19 +199,6 @@ def _fingerprint(repo: Repo, files: list[str], stamps: bool = False) -> str:
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             digest.update(b"<missing>")
     return digest.hexdigest()
-
-
-def _all_files(repo: Repo) -> frozenset:
-    """Every file of a tree but its .git, with size and write time: the fallback when inotify
-    cannot watch it."""
-    found = set()
-    for directory, subdirs, files in os.walk(repo.path):
-        subdirs[:] = [d for d in subdirs if d != ".git"]
-        for name in files:
-            with contextlib.suppress(OSError):
-                stat = os.lstat(os.path.join(directory, name))
-                found.add((directory, name, stat.st_size, stat.st_mtime_ns))
-    return frozenset(found)
 
 
 def _tracked(repo: Repo, path: str) -> bool:

@@ -13,9 +13,10 @@ import contextlib
 import ctypes
 import os
 import weakref
+from collections.abc import Iterable
 from pathlib import Path
 
-__all__ = ["TreeWatch"]
+__all__ = ["TreeWatch", "WriteWatch"]
 
 _IN_MODIFY, _IN_ATTRIB, _IN_MOVED_FROM, _IN_MOVED_TO = 0x2, 0x4, 0x40, 0x80
 _IN_CREATE, _IN_DELETE, _IN_DELETE_SELF, _IN_MOVE_SELF = 0x100, 0x200, 0x400, 0x800
@@ -77,3 +78,38 @@ class TreeWatch:
 def _close(fd: int) -> None:
     with contextlib.suppress(OSError):
         os.close(fd)
+
+
+class WriteWatch:
+    """Whether anything under some trees (their .git left out) was written between `arm()` and
+    `written()`: the inotify watch, or where there is none, a listing of every file with its
+    size and write time compared."""
+
+    def __init__(self, roots: Iterable[Path]):
+        self.roots = [r for r in roots if r.exists()]
+        self._watch = TreeWatch(self.roots)
+        self._files: frozenset | None = None
+
+    def arm(self) -> None:
+        if self._watch.fd is None:
+            self._files = all_files(self.roots)
+        else:
+            self._watch.changed()
+
+    def written(self) -> bool:
+        if self._watch.fd is None:
+            return all_files(self.roots) != self._files
+        return self._watch.changed()
+
+
+def all_files(roots: Iterable[Path]) -> frozenset:
+    """Every file of the trees but their .git, with size and write time."""
+    found = set()
+    for root in roots:
+        for directory, subdirs, files in os.walk(root):
+            subdirs[:] = [d for d in subdirs if d != ".git"]
+            for name in files:
+                with contextlib.suppress(OSError):
+                    stat = os.lstat(os.path.join(directory, name))
+                    found.add((directory, name, stat.st_size, stat.st_mtime_ns))
+    return frozenset(found)

@@ -94,6 +94,12 @@ class Workspace:
         self.tree.must("reset", "--hard", "--quiet", tip)
         clean(self.tree, self.build_output)
 
+    def scrub(self) -> None:
+        """Back to the last kept commit with nothing untracked left, its kept build output
+        included: what to do when something other than its runs wrote into the tree."""
+        self.tree.must("reset", "--hard", "--quiet", self.tip())
+        clean(self.tree)
+
     def is_clean(self) -> bool:
         return not self.tree.is_dirty()
 
@@ -133,6 +139,14 @@ class BaselineTree:
                 self.stamp.unlink(missing_ok=True)
             else:
                 self.stamp.write_text(commit)
+
+    def scrub(self) -> None:
+        """Forget its build and remove every untracked file, kept build output included: what
+        to do when something other than its runs wrote into the tree. The next `ensure`
+        checks it out again and the best is built afresh."""
+        self.mark_built(None)
+        if self.path.exists():
+            clean(Repo(self.path, self.source.hooks))
 
     def ensure(self, commit: str) -> bool:
         """Check out `commit`; True when the tree changed (so its build is stale)."""

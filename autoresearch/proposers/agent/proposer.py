@@ -40,6 +40,7 @@ from ...loop.session_dir import SessionPaths, fresh_dir
 from ...repo.gitrepo import COMMIT_ENV, Repo, open_repo, tree_patch
 from ...repo.globs import matches_any
 from ...repo.seal import RepoSeal
+from ...repo.watch import WriteWatch
 from ..base import Hypothesis, ProposalContext, ProposerError
 from .cli import PRESETS, Usage, preset_command, read_usage
 from .guard import (
@@ -199,8 +200,12 @@ class AgentProposer:
         # What an unconfined agent could change beyond its tree (hooks, config, refs, your
         # checkout, the journal): looked at after its run, and put back (repo/seal.py).
         seal = self._seal(source, context)
+        # And the trees the loop measures in, unless it is measuring there meanwhile.
+        trees = None if measuring is not None else WriteWatch(context.measured)
+        if trees is not None:
+            trees.arm()
         result = self._run(command, context, scratch.path, log_dir / "agent.log", env)
-        reached = _reached(seal)
+        reached = _reached(seal, trees, context)
         hypothesis_data, hypothesis_problem = read_hypothesis_file(hypothesis_path)
         usage = read_usage(s.output, read_log(result.log_path), hypothesis_data)
         cost = f"${usage.cost_usd:.2f}" if usage.cost_usd is not None else "cost unknown"
@@ -435,12 +440,19 @@ def _put_branch_back(source: Repo, branch: str | None, before: str | None) -> bo
     return True
 
 
-def _reached(seal: RepoSeal) -> str | None:
-    """What the agent's run changed that the seal covers, put back; None when nothing."""
+def _reached(seal: RepoSeal, trees: WriteWatch | None, context: ProposalContext) -> str | None:
+    """What the agent's run changed that the seal covers, or in the loop's measurement trees
+    (where a file the baseline's bench reads would slow the best), put back; None when
+    nothing."""
     changes = seal.changes()
+    left = seal.restore() if changes else []
+    if trees is not None and trees.written():
+        names = ", ".join(str(p) for p in trees.roots)
+        changes.append(f"the loop's measurement trees were written to ({names})")
+        if context.scrub_measured is not None:
+            context.scrub_measured()
     if not changes:
         return None
-    left = seal.restore()
     return "; ".join(changes) + (f"; NOT put back: {'; '.join(left)}" if left else " (put back)")
 
 
