@@ -127,11 +127,11 @@ def _reaching_agent(night: Night, home: Path, what: str, confined: bool) -> None
 
 
 def _held(record, what: str, stage: str, confined: bool) -> bool:
-    """The reach's own promise (the repository's state is compared apart): nothing kept against
-    a best measured slowed; unconfined, the reach is caught and put back (a bench, build or checks run
-    is tampered, an agent's proposal refused); confined, it failed: a crash or failed checks
-    when the run tripped over the read-only file system, a keep or a discard when it shrugged
-    (a git call that failed)."""
+    """The reach's own promise (the repository's state is compared apart): nothing kept
+    against a best measured slowed; unconfined, the reach is caught and put back (a bench,
+    build or checks run is tampered, an agent's proposal refused); confined, it failed: a crash
+    or failed checks when the run tripped over the read-only file system, a keep or a discard
+    when it shrugged (a git call that failed)."""
     if record.status == "keep" and record.evidence().baseline_median != 100.0:
         return False
     if confined:
