@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -222,43 +223,120 @@ def misbehaving_agents(tally: Tally, trials: int) -> None:
 # -- try and result --------------------------------------------------------------------------
 
 
+# What a confused agent sends the MCP server: each answer an error result of one line (or a
+# plain answer), never a traceback, and the server goes on serving.
+MCP_CASES = [
+    ("try_result", {"id": "try-../x"}),
+    ("try_result", {"id": "try-\0"}),
+    ("try_result", {"id": "x", "wait_s": "NaN"}),
+    ("try_result", {"id": ["a list"]}),
+    ("try_start", {"title": "t", "patch": "x", "worktree": "."}),
+    ("try_start", {"title": "a\0b", "patch": "x"}),
+    ("try_start", {"title": "t", "worktree": "/nonexistent/tree"}),
+    ("history", {"last": "many"}),
+    ("history", {"last": -5}),
+    ("ideas_add", {"text": "\0"}),
+]
+
+
 def odd_inputs(tally: Tally, trials: int) -> None:
-    """`try` and `result` given what a confused agent gives: a one-line answer each."""
+    """`try`, `result` and the MCP tools given what a confused agent gives: a one-line answer
+    each."""
     with tempfile.TemporaryDirectory() as tmp:
         night = Night(Path(tmp), {})
         night.cli("status")
-        tries = session_paths(night.target.load()).root / "tries"
-        tries.mkdir(parents=True, exist_ok=True)
-        fifo = Path(tmp) / "fifo.patch"
-        os.mkfifo(fifo)
-        cases: list[tuple[str, Callable[[], list[str]]]] = [
-            ("try --patch a FIFO", lambda: ["try", "--patch", str(fifo), "--title", "x"]),
-            ("try --patch /dev/zero", lambda: ["try", "--patch", "/dev/zero", "--title", "x"]),
-            ("try --patch a directory", lambda: ["try", "--patch", tmp, "--title", "x"]),
-            ("result of a path", lambda: ["result", "try-../../x"]),
-            ("result of nothing", lambda: ["result", "try-20990101T000000"]),
-        ]
-        for n, (pid, outcome) in enumerate(
-            [(None, None), ("x", None), ("1 1", "[1]"), ("1 1", "{"), ("1 1", '{"status": 3}')]
-        ):
-            name = f"try-20260101T00000{n}"
-            (tries / f"{name}.log").write_text("the last line\n")
-            if pid is not None:
-                (tries / f"{name}.pid").write_text(pid)
-            if outcome is not None:
-                (tries / f"{name}.json").write_text(outcome)
-            cases.append(
-                (
-                    f"result with pid {pid!r}, outcome {outcome!r}",
-                    lambda n=n: ["result", f"try-20260101T00000{n}"],
-                )
-            )
+        cases = _odd_commands(night, Path(tmp))
+        mcp = [i for i in range(trials) if i % (len(cases) + len(MCP_CASES)) >= len(cases)]
+        answers = dict(zip(mcp, _mcp_answers(night, Path(tmp), len(mcp)), strict=True))
         for i in range(trials):
-            label, args = cases[i % len(cases)]
-            code, answered = _answer(night, args())
+            k = i % (len(cases) + len(MCP_CASES))
+            if i in answers:
+                (tool, arguments), answered = MCP_CASES[k - len(cases)], answers[i]
+                label, code = f"mcp {tool} {arguments!r}"[:80], 0
+            else:
+                label, args = cases[k]
+                code, answered = _answer(night, args())
             problems = night.check(finished=False)
             problems["tracebacks"] += 0 if answered else 1
             tally.add(problems, f"{label}: exit {code}")
+
+
+def _odd_commands(night: Night, tmp: Path) -> list[tuple[str, Callable[[], list[str]]]]:
+    """`try` given what is not a patch file, `result` of what is not a try or of try files in
+    every broken state."""
+    tries = session_paths(night.target.load()).root / "tries"
+    tries.mkdir(parents=True, exist_ok=True)
+    fifo = tmp / "fifo.patch"
+    os.mkfifo(fifo)
+    cases: list[tuple[str, Callable[[], list[str]]]] = [
+        ("try --patch a FIFO", lambda: ["try", "--patch", str(fifo), "--title", "x"]),
+        ("try --patch /dev/zero", lambda: ["try", "--patch", "/dev/zero", "--title", "x"]),
+        ("try --patch a directory", lambda: ["try", "--patch", str(tmp), "--title", "x"]),
+        ("result of a path", lambda: ["result", "try-../../x"]),
+        ("result of nothing", lambda: ["result", "try-20990101T000000"]),
+    ]
+    for n, (pid, outcome) in enumerate(
+        [(None, None), ("x", None), ("1 1", "[1]"), ("1 1", "{"), ("1 1", '{"status": 3}')]
+    ):
+        name = f"try-20260101T00000{n}"
+        (tries / f"{name}.log").write_text("the last line\n")
+        if pid is not None:
+            (tries / f"{name}.pid").write_text(pid)
+        if outcome is not None:
+            (tries / f"{name}.json").write_text(outcome)
+        cases.append(
+            (
+                f"result with pid {pid!r}, outcome {outcome!r}",
+                lambda n=n: ["result", f"try-20260101T00000{n}"],
+            )
+        )
+    return cases
+
+
+def _mcp_answers(night: Night, tmp: Path, count: int) -> list[bool]:
+    """The first `count` of MCP_CASES (in turn) sent to one `autoresearch mcp` over stdio
+    through the SDK's client; whether each was answered as promised, and the server served on
+    (a `state` call after them) with no traceback on its stderr."""
+    if not count:
+        return []
+    import asyncio
+
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    errlog = tmp / "mcp-stderr.txt"
+    command = (
+        f"exec {shlex.quote(sys.executable)} -m autoresearch.cli mcp 2>>{shlex.quote(str(errlog))}"
+    )
+    server = StdioServerParameters(
+        command="sh", args=["-c", command], cwd=str(night.root), env=night.env()
+    )
+    calls = [MCP_CASES[i % len(MCP_CASES)] for i in range(count)]
+
+    async def session() -> tuple[list, bool]:
+        async with Client(server, read_timeout_seconds=120) as client:
+            answers = [await client.call_tool(tool, arguments) for tool, arguments in calls]
+            serving = not (await client.call_tool("state", {})).is_error
+        return answers, serving
+
+    try:
+        answers, serving = asyncio.run(session())
+    except Exception as exc:  # the client lost the server: every answer failed
+        night.stderr.append(f"Traceback-like: the MCP session ended: {exc!r}")
+        return [False] * count
+    clean = serving and "Traceback" not in errlog.read_text(errors="replace")
+    return [clean and _one_line(answer) for answer in answers]
+
+
+def _one_line(answer) -> bool:
+    """An error result naming the problem (one line of ours; the SDK's own check of an
+    argument's type says it in a few), or a plain answer."""
+    if not answer.is_error:
+        return True
+    text = answer.content[0].text if answer.content else ""
+    if "Traceback" in text or not text.startswith("Error executing tool"):
+        return False
+    return "\n" not in text or "validation error" in text.splitlines()[0]
 
 
 def _answer(night: Night, args: list[str]) -> tuple[int, bool]:
@@ -287,5 +365,5 @@ TRUST_CATEGORIES: dict[str, tuple[str, Callable[[Tally, int], None], int, int]] 
     "seal": ("repository reaches, unconfined (the seal)", unconfined_reaches, 48, 12),
     "sandbox": ("repository reaches, confined (bubblewrap)", confined_reaches, 48, 12),
     "agents": ("misbehaving agents", misbehaving_agents, 10, 10),
-    "inputs": ("odd try and result input", odd_inputs, 10, 10),
+    "inputs": ("odd try, result and MCP input", odd_inputs, 20, 20),
 }

@@ -92,6 +92,8 @@ def test_odd_tool_arguments_get_a_one_line_error(target):
         ("try_start", {"title": "t", "patch": win, "worktree": "."}, "not both"),
         ("try_start", {"title": "a\0b", "patch": win}, "NUL byte"),
         ("ideas_add", {"text": "\0"}, "NUL byte"),
+        ("try_start", {"title": "t", "worktree": "/nonexistent/tree"}, "is not a directory"),
+        ("history", {"last": -5}, "last must be 0 (all of them) or more"),
         ("history", {"last": "many"}, "valid integer"),  # the SDK's schema check
     ]
 

@@ -146,6 +146,8 @@ def _try_tools(server, config: Config, reads, writes) -> None:
         for try_result."""
         if patch and worktree:
             raise UserError("give patch or worktree, not both")
+        if worktree and not Path(worktree).is_dir():
+            raise UserError(f"worktree {worktree!r} is not a directory")
         args = ["--quiet", "--title", title]
         if not patch:
             args += ["--worktree", str(Path(worktree or config.repo_path).resolve())]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import Config
+from ..errors import UserError
 from ..journal.draft import NEXT_ACTION
 from ..journal.records import EXIT_CODES, ExperimentRecord
 from ..journal.tail import last_experiments
@@ -54,6 +55,8 @@ def outcome(record: ExperimentRecord, config: Config) -> dict[str, Any]:
 
 def history_rows(config: Config, last: int) -> list[dict[str, Any]]:
     """The session's last experiments, compact, with their ASI: what to choose the next from."""
+    if last < 0:
+        raise UserError(f"last must be 0 (all of them) or more, not {last}")
     records = last_experiments(config.journal_path, config.session.name, last)
     rows = []
     for record in records:
