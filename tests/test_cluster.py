@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -222,7 +223,8 @@ def test_a_host_stops_what_a_killed_worker_left_running_before_it_measures(targe
     from autoresearch.cluster.host import Job, run_job
 
     config = target.load()
-    root = tmp_path / "hosts" / "autoresearch" / config.session.name / "local"
+    # The first slot of this machine: what a host process takes when its worker has no name.
+    root = tmp_path / "hosts" / "autoresearch" / config.session.name / f"{socket.gethostname()}-0"
     root.mkdir(parents=True)
     orphan = subprocess.Popen(
         ["sleep", "300"],
@@ -236,3 +238,36 @@ def test_a_host_stops_what_a_killed_worker_left_running_before_it_measures(targe
     assert out["leftovers_stopped"] == 1
     orphan.wait(timeout=10)  # gone (reaped by the host's kill, so no exit status of its own)
     assert out["failure"] == "interrupted" and "could not fetch" in out["detail"]
+
+
+def test_a_restarted_worker_takes_back_the_clone_its_killed_predecessor_left(tmp_path):
+    """Slots: each worker process holds one locked while it lives, so two live workers never
+    share a clone, and the one started after a kill finds the dead one's clone again."""
+    take = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from autoresearch.cluster.host import _slot\n"
+        "print(_slot(Path(sys.argv[1])).name, flush=True)\n"
+        "time.sleep(300)\n"
+    )
+
+    def worker() -> tuple[subprocess.Popen, str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-c", take, str(tmp_path)], stdout=subprocess.PIPE, text=True
+        )
+        return proc, proc.stdout.readline().strip()
+
+    def end(proc: subprocess.Popen) -> None:
+        proc.kill()
+        proc.communicate(timeout=10)
+
+    first, first_slot = worker()
+    second, second_slot = worker()
+    try:
+        assert first_slot != second_slot
+        end(first)
+        restarted, restarted_slot = worker()
+        end(restarted)
+    finally:
+        end(second)
+    assert restarted_slot == first_slot

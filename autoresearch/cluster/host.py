@@ -11,8 +11,10 @@ driver decides, checks, keeps and journals. Nothing here writes to the session's
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
+import os
 import re
 import socket
 import tempfile
@@ -229,16 +231,47 @@ class Host:
 
 
 def _host_root(job: Job, workdir: str | None) -> Path:
-    """The clone's directory: under the configured one (kept across worker restarts), else
-    under the worker's local directory; one per worker, so that two never share a clone."""
+    """The clone's directory, found again after a worker restarts: under the configured
+    directory, else beside the workers' own scratch directories (which Dask makes anew for
+    each worker process); named by the worker's `--name`, else a slot of this machine that
+    the worker process holds locked while it lives, so that two live workers never share a
+    clone and a restarted one takes back the one its predecessor left."""
     worker = _worker()
     base = workdir or job.config.cluster.workdir
     if not base:
-        base = worker.local_directory if worker is not None else tempfile.gettempdir()
-    name = re.sub(r"[^A-Za-z0-9._-]", "_", str(worker.name)) if worker is not None else "local"
-    root = Path(base) / "autoresearch" / job.config.session.name / name
+        base = Path(worker.local_directory).parent if worker is not None else tempfile.gettempdir()
+    sessions = Path(base) / "autoresearch" / job.config.session.name
+    if worker is not None and str(worker.name) != str(worker.address):
+        root = sessions / re.sub(r"[^A-Za-z0-9._-]", "_", str(worker.name))
+    else:
+        root = _slot(sessions)
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+_SLOTS: dict[Path, Path] = {}  # the slot this process holds, by sessions directory
+_SLOT_LOCKS: list[int] = []  # their locks, held for the life of the process
+
+
+def _slot(sessions: Path) -> Path:
+    """The lowest slot (`<host>-<n>`) no live process holds, locked for this one's life."""
+    held = _SLOTS.get(sessions)
+    if held is not None:
+        return held
+    sessions.mkdir(parents=True, exist_ok=True)
+    host = re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname())
+    for n in range(1024):
+        root = sessions / f"{host}-{n}"
+        fd = os.open(sessions / f".{root.name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            continue
+        _SLOT_LOCKS.append(fd)
+        _SLOTS[sessions] = root
+        return root
+    raise UserError(f"{sessions}: every host slot is held")
 
 
 # The host's toolchain versions: asked once per worker process, not once per job.

@@ -1,0 +1,215 @@
+"""The fault suite's category for bench hosts (see faults.py): real `dask scheduler` and
+`dask worker` processes started as the README says, a night driven with `run --cluster`, and a
+worker process killed with SIGKILL while its bench runs.
+
+Beyond the night's invariants (fault_night.py): no bench run of a dead worker outlives it into
+the next run on its host (no two completed runs of one host's clone overlap), no process of any
+host is left, both true wins kept and neither null, and the worker its nanny restarts takes
+back the dead one's clone (one clone per live worker, never a fresh one per restart). Half the
+nights run the hosts' benches confined.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from fault_night import Night, Tally
+
+from autoresearch.bench.proc import find_processes, process_token
+from autoresearch.bench.sandbox import bwrap_problem
+from autoresearch.journal.store import read_journal
+
+__all__ = ["HOST_CATEGORIES"]
+
+WORKERS = 2
+BENCH_SLEEP_S = 0.4
+# Each in a file of its own (the synthetic bench multiplies its time by each factor): two true
+# wins and two nulls, independent of each other.
+WINS_AND_NULLS = {"a": 0.8, "b": 1.0, "c": 0.7, "d": 1.0}
+
+
+def killed_workers(tally: Tally, trials: int) -> None:
+    """Each night: four hypotheses (two wins) over two hosts, one worker killed mid-bench."""
+    for trial in range(trials):
+        confined = trial % 2 == 1 and bwrap_problem() is None
+        with tempfile.TemporaryDirectory() as tmp, _Hosts(Path(tmp) / "dask") as hosts:
+            night = Night(Path(tmp), {"sandbox": "bwrap" if confined else "off", "min_runs": 3})
+            for i, (name, factor) in enumerate(WINS_AND_NULLS.items()):
+                night.queue(f"{i:02d}-{name}", {f"src/speedup-{name}.txt": f"{factor}\n"})
+            spans = Path(tmp) / "spans.txt"
+            env = {"BENCH_SLEEP_S": str(BENCH_SLEEP_S), "BENCH_SPANS": str(spans)}
+            command = ["run", "--quiet", "--cluster", hosts.address]
+            driver = subprocess.Popen(
+                [sys.executable, "-m", "autoresearch.cli", *command],
+                cwd=night.root,
+                env=night.env(env),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            killed = hosts.kill_a_benching_worker(skip=trial)
+            try:
+                _, err = driver.communicate(timeout=600)
+            except subprocess.TimeoutExpired:
+                driver.kill()
+                _, err = driver.communicate()
+            night._saw(driver.returncode, err)
+            problems = night.check()
+            # A lost result is a lost record: every true win kept, no null.
+            kept = {
+                r.title.split("-", 1)[1]
+                for r in read_journal(night.target.journal).experiments
+                if r.status == "keep"
+            }
+            problems["records_lost"] += len(kept ^ {n for n, f in WINS_AND_NULLS.items() if f < 1})
+            problems["processes_left"] += _overlaps(spans) + len(hosts.left_running())
+            clones = hosts.clones()
+            problems["dirty_trees"] += 0 if len(clones) == WORKERS else 1
+            how = "confined" if confined else "unconfined"
+            note = f"{how}, killed {killed}, exit {driver.returncode}, clones {clones}"
+            tally.add(problems, note)
+            if not any(problems.values()):
+                tally.notes.append(note)
+
+
+class _Hosts:
+    """A scheduler and WORKERS workers on 127.0.0.1, each a `dask worker` process (its nanny)
+    running one worker process with one thread and one unit of the bench resource."""
+
+    def __init__(self, home: Path):
+        self.home = home
+        self.local = home / "local"
+        self.port = _free_port()
+        self.address = f"tcp://127.0.0.1:{self.port}"
+        self.procs: list[subprocess.Popen] = []
+
+    def __enter__(self) -> _Hosts:
+        self.local.mkdir(parents=True)
+        log = open(self.home / "dask.log", "w")
+        self._log = log
+        dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+        self.procs.append(
+            subprocess.Popen(
+                [*dask, "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard"],
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+        )
+        # As the README starts a bench host: one worker, one thread, one unit of the resource.
+        one = ["--nworkers", "1", "--nthreads", "1", "--resources", "bench=1"]
+        one += ["--local-directory", str(self.local), "--no-dashboard"]
+        for _ in range(WORKERS):
+            self.procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "distributed.cli.dask_worker", self.address, *one],
+                    stdout=log,
+                    stderr=log,
+                    start_new_session=True,
+                )
+            )
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for proc in reversed(self.procs):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        self._log.close()
+
+    def kill_a_benching_worker(self, skip: int) -> str:
+        """SIGKILL the worker process (not its nanny) of a host whose bench is running, after
+        `skip` bench runs have been seen to start (the moment moves from night to night)."""
+        nannies = {p.pid for p in self.procs[1:]}
+        seen: set[int] = set()
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            for bench in _processes_named("bench.py"):
+                worker = _ancestor_under(bench, nannies)
+                if worker is None or bench in seen:
+                    continue
+                seen.add(bench)
+                if len(seen) > skip:
+                    os.kill(worker, signal.SIGKILL)
+                    return f"worker {worker} during bench {bench}"
+            time.sleep(0.02)
+        return "nothing (no bench seen)"
+
+    def left_running(self) -> list[int]:
+        """Processes of any host's clone still alive (by each clone's token)."""
+        found: list[int] = []
+        for root in self._clone_roots():
+            found += find_processes(process_token(root))
+        return found
+
+    def clones(self) -> list[str]:
+        return sorted(p.name for p in self._clone_roots())
+
+    def _clone_roots(self) -> list[Path]:
+        sessions = self.local / "dask-scratch-space" / "autoresearch"
+        return [p for p in sessions.glob("*/*") if p.is_dir()]
+
+
+def _overlaps(spans: Path) -> int:
+    """Completed bench runs of one clone that overlapped in time."""
+    by_clone: dict[str, list[tuple[float, float]]] = {}
+    if spans.exists():
+        for line in spans.read_text().splitlines():
+            clone, start, end = line.rsplit(" ", 2)
+            by_clone.setdefault(clone, []).append((float(start), float(end)))
+    count = 0
+    for runs in by_clone.values():
+        runs.sort()
+        count += sum(1 for a, b in itertools.pairwise(runs) if b[0] < a[1])
+    return count
+
+
+def _processes_named(name: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if name.encode() in (entry / "cmdline").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                pass
+    return found
+
+
+def _ancestor_under(pid: int, parents: set[int]) -> int | None:
+    """The ancestor of `pid` whose parent is one of `parents` (a worker under its nanny)."""
+    while pid > 1:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        if ppid in parents:
+            return pid
+        pid = ppid
+    return None
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+HOST_CATEGORIES = {
+    "hosts": ("bench hosts' processes (real dask workers)", killed_workers, 4, 2),
+}
