@@ -115,11 +115,16 @@ def test_review_shows_a_retried_hypothesis_once(target, monkeypatch, tmp_path):
     _noisy_sentinel(monkeypatch, tmp_path)
     run(target, max_experiments=1)
     monkeypatch.delenv("BENCH_SENTINEL_SPREAD")
+    # A win at its first try beside it: no earlier attempt (None, never NaN, in the JSON).
+    target.add_hypothesis("02-other", {"src/speedup-other.txt": "0.9\n"})
     run(target)
 
-    report = json.loads(run_cli("report", "--format", "json", cwd=target.root).stdout)
-    assert report["by_status"] == {"keep": 1}
-    (win,) = report["wins"]
+    done = run_cli("report", "--format", "json", cwd=target.root)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["by_status"] == {"keep": 2}
+    other, win = report["wins"]
+    assert other["earlier"] is None
     assert win["earlier"] == "retry of #1 (inconclusive)"
     assert report["not_kept"] == []
     pr = run_cli("pr", cwd=target.root).stdout

@@ -16,7 +16,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ..report import render_json, render_markdown, render_text
 
     # The text report lists the skipped lines itself.
-    _, summary, _, templates = _review(args, warn=args.format != "text")
+    history, summary, config, templates = _review(args, warn=args.format != "text")
+    if args.html:
+        from ..report.page import render_page
+
+        Path(args.html).write_text(render_page(history, summary, config, None, templates))
+        print(f"wrote {args.html}")
+        return 0
     if args.format == "json":
         print(render_json(summary))
     elif args.format == "markdown":
@@ -64,6 +70,23 @@ def cmd_pr(args: argparse.Namespace) -> int:
         print(f"wrote {args.out}")
     else:
         print(text, end="")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve the review page on localhost, made afresh for each request (it reloads itself
+    while a night runs)."""
+    from ..loop.session_dir import SessionLock, session_paths
+    from ..report.page import render_page
+    from ..report.serve import serve_page
+
+    def render() -> str:
+        history, summary, config, templates = _review(args, warn=False)
+        running = config is not None and SessionLock(session_paths(config).lock).is_held_elsewhere()
+        return render_page(history, summary, config, args.refresh if running else None, templates)
+
+    render()  # a journal that cannot be reviewed is said now, not at the first request
+    serve_page(render, args.host, args.port, lambda line: print(line, flush=True))
     return 0
 
 
@@ -175,6 +198,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "plot": cmd_plot,
     "pr": cmd_pr,
     "ideas": cmd_ideas,
+    "serve": cmd_serve,
 }
 
 
@@ -183,6 +207,14 @@ def add_parsers(sub) -> None:
     report = sub.add_parser("report", help=doc(cmd_report), description=doc(cmd_report))
     _add_review(report)
     report.add_argument("--format", choices=["text", "markdown", "json"], default="text")
+    report.add_argument(
+        "--html",
+        nargs="?",
+        const="report.html",
+        metavar="FILE",
+        help="write the review as one self-contained HTML page instead (default: report.html): "
+        "plots, every experiment with its evidence, filters, the branches finalize would cut",
+    )
 
     plot = sub.add_parser("plot", help=doc(cmd_plot), description=doc(cmd_plot))
     _add_review(plot)
@@ -196,6 +228,20 @@ def add_parsers(sub) -> None:
         metavar="NAME",
         help="describe one branch `finalize` cut: its keeps, its own confirmation, what did "
         "not work in its files",
+    )
+
+    serve = sub.add_parser("serve", help=doc(cmd_serve), description=doc(cmd_serve))
+    _add_review(serve)
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default: 127.0.0.1)")
+    serve.add_argument(
+        "--port", type=int, default=8765, help="port (default: 8765; 0: any free one)"
+    )
+    serve.add_argument(
+        "--refresh",
+        type=int,
+        default=15,
+        metavar="S",
+        help="while a night runs, the page reloads every S seconds (default: 15)",
     )
 
     ideas = sub.add_parser("ideas", help=doc(cmd_ideas), description=doc(cmd_ideas))

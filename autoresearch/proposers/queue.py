@@ -39,6 +39,7 @@ _FIELDS = {
     "expected-effect": "expected_effect",
     "expected_effect": "expected_effect",
     "expected": "expected_effect",
+    "family": "family",  # the axis it explores: groups it in the review and the ideas
 }
 
 
@@ -141,6 +142,7 @@ def parse_patch_file(path: Path) -> Hypothesis:
         mechanism=fields.get("mechanism"),
         expected_effect=fields.get("expected_effect"),
         source=str(path),
+        family=fields.get("family"),
     )
 
 

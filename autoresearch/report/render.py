@@ -87,7 +87,8 @@ def _environment(templates: Path | None) -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=False,
-        autoescape=False,
+        # The review page (report.html.j2) is HTML: every value escaped; Markdown is not.
+        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default=False),
     )
     env.filters |= {
         "pct": _pct,

@@ -175,7 +175,7 @@ def _wins(kept: pd.DataFrame) -> list[dict]:
             "ci_high_pct": _clean(row.ci_high_pct),
             "mechanism": _mechanism(row),
             "commit": row.commit,
-            "earlier": row.earlier,
+            "earlier": _clean(row.earlier),
         }
         for row in kept.itertuples()
     ]
@@ -201,7 +201,7 @@ def _not_kept(rest: pd.DataFrame, lower_is_better: bool = True) -> list[dict]:
                 "status": status,
                 "change_pct": _clean(change),
                 "why": _first_sentence(rollback or why or ""),
-                "earlier": earlier,
+                "earlier": _clean(earlier),
             }
             for n, title, status, change, rollback, why, earlier in zip(
                 *(group[c].tolist() for c in columns), strict=True

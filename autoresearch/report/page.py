@@ -1,0 +1,183 @@
+"""The review as one self-contained HTML page: the headline, the plots, every experiment with
+its evidence, and the groups `finalize` would cut.
+
+Nothing is fetched when it is opened: the styles, the script and the plots (PNG, base64) are
+inside the file, so it can be mailed, attached to a pull request or opened on a machine with no
+network. The table of experiments filters by status, family and proposer in the browser; each
+row opens onto its evidence (the samples of both arms, the interval, the rule, the ASI and the
+patch). `autoresearch serve` renders it afresh for each request and asks the browser to reload
+while a night runs.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from ..errors import UserError
+from ..journal.records import ExperimentRecord
+from ..journal.tail import last_experiments
+from .history import History, frame_rows
+from .render import render_template
+
+__all__ = ["MAX_DETAILED", "page_data", "render_page"]
+
+# Experiments whose evidence (samples, patch) the page carries: the latest ones. A season's
+# journal has 100,000, and a page holding each one's samples and patch would not open.
+MAX_DETAILED = 2000
+MAX_PATCH_BYTES = 64 * 1024  # of each patch shown; the rest is said to be cut
+# The ASI fields the row's own lines show (the result is the rule's reason).
+SHOWN_ASI = ("hypothesis", "mechanism", "next_action_hint", "result")
+ROW_COLUMNS = (
+    "n",
+    "id",
+    "status",
+    "title",
+    "change_pct",
+    "ci_low_pct",
+    "ci_high_pct",
+    "rule",
+    "reason",
+    "family",
+    "proposer",
+    "hypothesis",
+    "mechanism",
+    "next_action_hint",
+    "commit",
+)
+
+
+def render_page(
+    history: History,
+    summary: dict,
+    config=None,
+    refresh_s: int | None = None,
+    templates: Path | None = None,
+) -> str:
+    """The page for one session; `refresh_s` makes the browser reload it that often (a night
+    is running)."""
+    return render_template(
+        "report.html.j2",
+        templates,
+        s=summary,
+        page=page_data(history, summary, config),
+        refresh_s=refresh_s,
+    )
+
+
+def page_data(history: History, summary: dict, config=None) -> dict[str, Any]:
+    """What the page shows besides the summary: plots, rows with their evidence, groups."""
+    rows = [_row(r) for r in frame_rows(history.experiments, *ROW_COLUMNS)]
+    detailed = _records(history, config)
+    for row in rows:
+        record = detailed.get(row["id"])
+        row["evidence"] = _evidence(record, config) if record is not None else None
+    return {
+        "plots": _plots(history),
+        "rows": rows,
+        "detailed": len(detailed),
+        "statuses": sorted({r["status"] for r in rows}),
+        "families": sorted({r["family"] for r in rows if r["family"]}),
+        "proposers": sorted({r["proposer"] for r in rows if r["proposer"]}),
+        "groups": _groups(config) if summary["kept"] and config is not None else [],
+    }
+
+
+def _row(row) -> dict[str, Any]:
+    out = row._asdict()
+    for key, value in out.items():
+        if isinstance(value, float) and math.isnan(value):
+            out[key] = None
+    out["n"] = int(out["n"])
+    return out
+
+
+def _records(history: History, config) -> dict[str, ExperimentRecord]:
+    """The latest MAX_DETAILED experiments' records, by id (pi logs have none)."""
+    if history.format != "autoresearch":
+        return {}
+    journal = Path(history.source) if config is None else config.journal_path
+    records = last_experiments(journal, history.name, MAX_DETAILED)
+    return {r.id: r for r in records}
+
+
+def _evidence(record: ExperimentRecord, config) -> dict[str, Any]:
+    metrics = (record.decision or {}).get("metrics") or {}
+    measured = [
+        {
+            "name": name,
+            "baseline": m.get("baseline_samples") or [],
+            "candidate": m.get("candidate_samples") or [],
+            "baseline_median": m.get("baseline_median"),
+            "candidate_median": m.get("candidate_median"),
+            "change_pct": m.get("change_pct"),
+            "ci_low_pct": m.get("ci_low_pct"),
+            "ci_high_pct": m.get("ci_high_pct"),
+        }
+        for name, m in {**metrics, **record.sentinels}.items()
+    ]
+    return {
+        "metrics": measured,
+        "rule": record.rule,
+        "reason": record.reason,
+        "look": (record.decision or {}).get("look"),
+        # What the row above does not say already.
+        "asi": {k: v for k, v in vars(record.asi).items() if v and k not in SHOWN_ASI},
+        "touched_files": record.touched_files,
+        "patch": _patch_text(record, config),
+        "confinement": (record.confinement or {}).get("tool"),
+    }
+
+
+def _patch_text(record: ExperimentRecord, config) -> str | None:
+    """The patch as the loop saved it (the session's patches directory), cut when long."""
+    if config is None:
+        return None
+    from ..loop.session_dir import session_paths
+
+    try:
+        path = session_paths(config).patches / f"{record.n:04d}-{record.patch_sha256[:12]}.patch"
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_PATCH_BYTES + 1)
+    except (OSError, UserError):
+        return None
+    text = data[:MAX_PATCH_BYTES].decode("utf-8", errors="replace")
+    return text + ("\n... (cut at 64 KB)" if len(data) > MAX_PATCH_BYTES else "")
+
+
+def _plots(history: History) -> list[dict[str, str]]:
+    """progress, scales and (when knobs were swept) sweeps, as PNG data URIs."""
+    from .plots import plot_progress, plot_scales, plot_sweeps, scales_data
+
+    found = []
+    drawn = [("progress", plot_progress), ("sweeps", plot_sweeps)]
+    if not scales_data(history).empty:  # a journal with no scaled metrics: an empty frame
+        drawn.insert(1, ("scales", plot_scales))
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, draw in drawn:
+            path = draw(history, Path(tmp) / f"{name}.png")
+            if path is not None:
+                data = base64.b64encode(path.read_bytes()).decode("ascii")
+                found.append({"name": name, "src": f"data:image/png;base64,{data}"})
+    return found
+
+
+def _groups(config) -> list[dict[str, Any]]:
+    """The branches `finalize` would cut (a dry run: nothing written)."""
+    from ..loop.finalize import finalize
+
+    try:
+        done = finalize(config, dry_run=True)
+    except UserError:
+        return []
+    return [
+        {
+            "branch": g.branch,
+            "shared": g.shared,
+            "keeps": [{"n": k.n, "title": k.title, "change_pct": k.change_pct} for k in g.commits],
+        }
+        for g in done.groups
+    ]
