@@ -40,8 +40,13 @@ mode = read("mode.txt", "ok")
 sentinels_only = sys.argv[1:] == ["--sentinels"]
 value = float(read("value.txt", "100"))
 factors = {f.stem: f.read_text().split() for f in (root / "src").glob("speedup-*.txt")}
+# "0.7 !speedup-c": does what speedup-c did, and more: beside it, speedup-c's factor is moot.
+moot = {n[1:] for _, *needs in factors.values() for n in needs if n.startswith("!")}
 for stem, (factor, *needs) in sorted(factors.items()):  # wins that live file by file
+    if stem in moot:
+        continue
     # "0.8 speedup-a": a win only on top of speedup-a's; alone it slows the bench down.
+    needs = [n for n in needs if not n.startswith("!")]
     alone = needs and float(factors.get(needs[0], ["1"])[0]) >= 1
     value *= 1.3 if alone else float(factor)
 sentinel = float(read("sentinel.txt", "50"))

@@ -145,3 +145,65 @@ def test_a_branch_that_gains_only_on_top_of_another_is_said_not_to_stand_alone(t
         "; not a win on its own: its keeps gained on top of the other branches' changes, so it "
         "goes in with them or after them"
     )
+
+
+def test_each_keep_s_contribution_to_the_tip_flags_dead_weight_and_drop_leaves_it_out(target):
+    """Three wins in files of their own (a, b, c), one that helps only on top of a (d), and one
+    that does what c did and more (e), kept after it: c is dead weight in the final tip. Each
+    keep is taken out of the tip and measured against it; `--drop` then cuts the branches
+    without c, their union checked against the tip without it."""
+    for name, content in (
+        ("a", "0.8"),
+        ("b", "0.85"),
+        ("c", "0.9"),
+        ("d", "0.8 speedup-a"),
+        ("e", "0.7 !speedup-c"),
+    ):
+        target.add_hypothesis(
+            f"0{'abcde'.index(name) + 1}-{name}", {f"src/speedup-{name}.txt": f"{content}\n"}
+        )
+    run(target)
+    assert [r.status for r in experiments(target)] == ["keep"] * 5
+    tip = git(target.root, "rev-parse", "autoresearch/t").strip()
+
+    done = run_cli("finalize", "--contributions", "--runs", "3", cwd=target.root)
+
+    assert done.returncode == 0, done.stderr
+    lines = {line.split(":")[0].strip(): line for line in done.stdout.splitlines()[1:]}
+    expected = {"#1 01-a": -50.77, "#2 02-b": -15.0, "#4 04-d": -20.0, "#5 05-e": -22.22}
+    for name, change in expected.items():
+        assert f": {change:+.2f}% " in lines[name] and lines[name].endswith(": contributes")
+    assert ": +0.00% " in lines["#3 03-c"] and lines["#3 03-c"].endswith(": dead weight")
+    assert (
+        "`autoresearch finalize --drop 3 --confirm` cuts the branches without them" in done.stdout
+    )
+    contributions = [c for c in read_journal(target.journal).confirmations if c.left_out]
+    assert len(contributions) == 5 and {c.tip_commit for c in contributions} == {tip}
+    # Never the session's headline: the tip is still unconfirmed, its change the keeps'.
+    status = json.loads(run_cli("status", "--json", cwd=target.root).stdout)
+    assert status["confirmation"] is None
+
+    dropped = run_cli("finalize", "--drop", "3", "--confirm", "--runs", "3", cwd=target.root)
+
+    assert dropped.returncode == 0, dropped.stderr
+    out = dropped.stdout
+    assert "4 kept commits" in out and "in 4 independent groups" in out
+    assert "left out: #3 03-c: src/speedup-c.txt" in out
+    assert "the branches together equal the session's tip without #3: yes" in out
+    branches = [x for x in out.splitlines() if x.startswith("autoresearch/t-0")]
+    assert [b.split(":")[0] for b in branches] == [
+        "autoresearch/t-01-01-a",
+        "autoresearch/t-02-02-b",
+        "autoresearch/t-03-04-d",
+        "autoresearch/t-04-05-e",
+    ]
+    assert "not a win on its own" in branches[2]  # d helps only on top of a
+    assert "speedup-c" not in git(
+        target.root, "ls-tree", "-r", "--name-only", "autoresearch/t-04-05-e"
+    )
+    unknown = run_cli("finalize", "--drop", "9", "--dry-run", cwd=target.root)
+    assert unknown.returncode == 1
+    assert (
+        "--drop 9: no kept experiment #9 in session 't' (kept: #1, #2, #3, #4, #5)"
+        in unknown.stderr
+    )

@@ -83,7 +83,10 @@ def cmd_finalize(args: argparse.Namespace) -> int:
     from ..loop.finalize import finalize
 
     config = config_of(args)
-    done = finalize(config, args.prefix, dry_run=args.dry_run, force=args.force)
+    if args.contributions:
+        return _contributions(args, config)
+    drop = tuple(args.drop or ())
+    done = finalize(config, args.prefix, dry_run=args.dry_run, force=args.force, drop=drop)
     commits = sum(len(g.commits) for g in done.groups)
     print(
         f"{config.session.name}: {commits} kept commit{'s' if commits != 1 else ''} from base "
@@ -100,8 +103,11 @@ def cmd_finalize(args: argparse.Namespace) -> int:
             which = f"#{kept.n}" if kept.n is not None else kept.commit[:10]
             change = f" ({kept.change_pct:+.1f}%)" if kept.change_pct is not None else ""
             print(f"    {which} {kept.title}{change}: {', '.join(kept.files)}")
+    for kept in done.dropped:
+        print(f"  left out: #{kept.n} {kept.title}: {', '.join(kept.files)}")
+    without_them = "".join(f" without #{k.n}" for k in done.dropped)
     print(
-        "the branches together equal the session's tip: "
+        f"the branches together equal the session's tip{without_them}: "
         + ("yes" if done.union_equals_tip else f"NO, they differ in {', '.join(done.differing)}")
     )
     if not done.written:
@@ -109,6 +115,37 @@ def cmd_finalize(args: argparse.Namespace) -> int:
         return 0 if done.union_equals_tip else 1
     print(f"wrote {len(done.groups)} local branches; nothing pushed")
     return _confirm_branches(args, config, done) if args.confirm else 0
+
+
+def _contributions(args: argparse.Namespace, config) -> int:
+    """Each keep taken out of the tip and measured against it: what it adds now."""
+    from ..loop.finalize import contributions
+    from ..progress import Progress
+
+    found = contributions(config, args.runs, dict(args.env), Progress(quiet=args.quiet))
+    print(
+        f"{config.session.name}: what each keep adds to the tip (the tip without it, against "
+        "the tip, side by side)"
+    )
+    dead = []
+    for c in found:
+        verdict = c.verdict(config.metric.direction)
+        r = c.record
+        measured = (
+            f"{r.change_pct:+.2f}% (95% CI {r.ci_low_pct:+.2f}% to {r.ci_high_pct:+.2f}%, "
+            f"{r.runs_per_arm} pairs): "
+            if r is not None and r.change_pct is not None
+            else ""
+        )
+        print(f"  #{c.kept.n} {c.kept.title}: {measured}{verdict}")
+        if verdict in ("dead weight", "costs"):
+            dead.append(c.kept.n)
+    if any(c.record is None and c.why_not is None for c in found):
+        return EXIT_FAILED  # interrupted
+    if dead:
+        drops = " ".join(f"--drop {n}" for n in dead)
+        print(f"`autoresearch finalize {drops} --confirm` cuts the branches without them")
+    return 0
 
 
 def _confirm_branches(args: argparse.Namespace, config, done) -> int:
@@ -391,6 +428,19 @@ def _add_housekeeping_parsers(sub) -> None:
         "--confirm",
         action="store_true",
         help="measure each branch against the base, side by side, and journal it",
+    )
+    final.add_argument(
+        "--contributions",
+        action="store_true",
+        help="measure what each keep adds to the tip (the tip without it, against the tip) "
+        "and flag dead weight; writes no branch",
+    )
+    final.add_argument(
+        "--drop",
+        type=int,
+        action="append",
+        metavar="N",
+        help="leave experiment N's keep out of every branch (dead weight); repeatable",
     )
     final.add_argument(
         "--runs", type=int, metavar="N", help="runs per arm (default: decision.confirm_runs)"

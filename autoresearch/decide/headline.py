@@ -41,7 +41,11 @@ def headline(
     """Baseline and best of the session whose base is `base` and current tip is `tip` (records
     as dicts)."""
     confirmed = next(
-        (c for c in reversed(confirmations) if c.get("tip_commit") == tip and c.get("metrics")),
+        (
+            c
+            for c in reversed(confirmations)
+            if c.get("tip_commit") == tip and c.get("metrics") and not c.get("left_out")
+        ),
         None,
     )
     if confirmed is not None:

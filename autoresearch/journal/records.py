@@ -285,9 +285,23 @@ class ConfirmationRecord(_Record):
     host: str | None = None  # the bench host it measured, on a cluster (cluster/)
     # A branch `finalize` cut, measured on its own: not the session's headline.
     branch: str | None = None
+    # The kept commits this measurement takes out of the tip (`base_commit` is the tip without
+    # them): what they contribute to the final combination. Not the session's headline.
+    left_out: list[str] | None = None
+
+    @property
+    def is_headline(self) -> bool:
+        """The session's base against its tip (not a branch's, not a contribution's)."""
+        return is_headline(vars(self))
 
     def _nested(self) -> list[tuple[str, Any, Any]]:
         return [(f"metrics.{k}", v, dict) for k, v in self.metrics.items()]
+
+
+def is_headline(confirmation: dict[str, Any]) -> bool:
+    """A confirmation (as a dict) of the session's base against its tip: the one behind the
+    headline, not a branch's nor a kept change's contribution."""
+    return not confirmation.get("branch") and not confirmation.get("left_out")
 
 
 @dataclass(frozen=True)

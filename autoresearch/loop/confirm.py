@@ -46,14 +46,20 @@ def confirm(
 
 
 def confirm_session(
-    session: Session, runs: int | None = None, tip: str | None = None, branch: str | None = None
+    session: Session,
+    runs: int | None = None,
+    tip: str | None = None,
+    branch: str | None = None,
+    base: str | None = None,
+    left_out: list[str] | None = None,
 ) -> ConfirmationRecord | None:
     """Run the base commit against the tip, alternating, and journal the cumulative change.
     `tip`: another commit than the session's, the tip of `branch` (one `finalize` cut), its
-    tree measured in the session worktree."""
+    tree measured in the session worktree. `base`: another commit than the session's base, the
+    tip without the kept commits `left_out` (what they contribute to it)."""
     config, progress = session.config, session.progress
     runs = runs or config.decision.confirm_runs
-    base, tip = session.base_commit, tip or session.ws.tip()
+    base, tip = base or session.base_commit, tip or session.ws.tip()
     label = log_label(session, "confirmation")
     progress.info(
         f"confirming: baseline {base[:10]} against tip {tip[:10]}, {runs} runs each, alternating"
@@ -92,9 +98,11 @@ def confirm_session(
         (pair.baseline.samples, pair.candidate.samples),
         pair.logs,
         branch=branch,
+        left_out=left_out,
     )
     session.journal.append(record)
-    announce(config, record, progress)
+    if not left_out:  # a contribution is said by its caller, as one
+        announce(config, record, progress)
     return record
 
 
@@ -107,6 +115,7 @@ def confirmation_record(
     bench_logs: list[str],
     host: str | None = None,
     branch: str | None = None,
+    left_out: list[str] | None = None,
 ) -> ConfirmationRecord:
     """The record of `runs` pairs of the base (samples[0]) against the tip (samples[1])."""
     baseline, tip_samples = samples
@@ -144,6 +153,7 @@ def confirmation_record(
         bench_logs=bench_logs,
         host=host,
         branch=branch,
+        left_out=left_out,
     )
 
 

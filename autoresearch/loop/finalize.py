@@ -10,22 +10,32 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..config import Config
+from ..decide.percent import CONTRIBUTION, interval_side
 from ..errors import UserError
 from ..journal.records import ConfirmationRecord
 from ..journal.store import Journal
 from ..progress import Progress
 from ..repo.finalize import (
     Group,
+    Kept,
     branch_name,
     build_branch,
     group_commits,
     kept_commits,
     union_tree,
+    without,
 )
 from ..repo.gitrepo import open_repo
 from ..statuses import Status
 
-__all__ = ["Finalized", "confirm_branches", "finalize", "stands_alone"]
+__all__ = [
+    "Contribution",
+    "Finalized",
+    "confirm_branches",
+    "contributions",
+    "finalize",
+    "stands_alone",
+]
 
 
 @dataclass
@@ -36,16 +46,23 @@ class Finalized:
     union_equals_tip: bool = False
     differing: list[str] = field(default_factory=list)  # paths where the union and tip differ
     written: bool = False
+    dropped: list[Kept] = field(default_factory=list)  # keeps left out of every branch
     # Each branch measured against the base (`--confirm`), by branch name; None: interrupted.
     confirmations: dict[str, ConfirmationRecord | None] = field(default_factory=dict)
 
 
 def finalize(
-    config: Config, prefix: str | None = None, dry_run: bool = False, force: bool = False
+    config: Config,
+    prefix: str | None = None,
+    dry_run: bool = False,
+    force: bool = False,
+    drop: tuple[int, ...] = (),
 ) -> Finalized:
     """Group the session's keeps, write a branch per group (unless `dry_run`), check the union.
     An existing branch of the same name is refused unless `force` (or it already holds the
-    same commits: finalizing twice is a no-op)."""
+    same commits: finalizing twice is a no-op). `drop`: the experiments (by number) whose
+    keeps go in no branch (dead weight); the union is then checked against the tip without
+    them."""
     session = config.session.name
     journal = Journal(config.journal_path, session)
     digest = journal.digest()
@@ -70,20 +87,28 @@ def finalize(
                     "mechanism": record.asi.mechanism if record.asi else None,
                 }
     result = Finalized(base=base, tip=tip)
-    result.groups = group_commits(kept_commits(repo, base, tip, records))
+    kept = kept_commits(repo, base, tip, records)
+    result.dropped = _dropped(kept, drop, session)
+    result.groups = group_commits([k for k in kept if k not in result.dropped])
+    target = tip
+    if result.dropped:
+        target, why = without(repo, tip, result.dropped)
+        if target is None:
+            raise UserError(f"cannot leave out {why}: drop it with what builds on it")
     prefix = prefix if prefix is not None else f"{config.branch}-"
     for number, group in enumerate(result.groups, 1):
         group.branch = branch_name(prefix, number, group.commits[0].title)
         group.tip = build_branch(repo, base, group)
     union = union_tree(repo, base, result.groups)
-    differing = repo.must("diff-tree", "-r", "--name-only", "-z", union, f"{tip}^{{tree}}")
+    differing = repo.must("diff-tree", "-r", "--name-only", "-z", union, f"{target}^{{tree}}")
     result.differing = [p for p in differing.split("\0") if p]
     result.union_equals_tip = not result.differing
     if dry_run:
         return result
     if result.differing:
+        without_them = "".join(f" without #{k.n}" for k in result.dropped)
         raise UserError(
-            "the branches together would differ from the session's tip in "
+            f"the branches together would differ from the session's tip{without_them} in "
             + ", ".join(result.differing[:5])
             + ("" if len(result.differing) <= 5 else f" and {len(result.differing) - 5} more")
             + ": nothing written (--dry-run shows the groups)"
@@ -114,13 +139,73 @@ def confirm_branches(
                 return
 
 
+@dataclass
+class Contribution:
+    """What one kept commit adds to the final combination: the tip without it against the tip,
+    measured side by side (`record`); `why_not` when it could not be taken out alone."""
+
+    kept: Kept
+    record: ConfirmationRecord | None = None
+    why_not: str | None = None
+
+    def verdict(self, direction: str) -> str:
+        """`contributes` (the tip is shown better with it), `costs` (shown worse with it),
+        `dead weight` (no measurable difference either way), or why it was not measured."""
+        r = self.record
+        side = None if r is None else interval_side(r.ci_low_pct, r.ci_high_pct, direction)
+        if side is None:
+            return self.why_not or "not measured (interrupted)"
+        return CONTRIBUTION[side]
+
+
+def contributions(
+    config: Config, runs: int | None, env: dict[str, str], progress: Progress
+) -> list[Contribution]:
+    """Each kept commit taken out of the session's tip and measured against it (leave one out),
+    as the confirmation measures: a keep judged early may add nothing once later keeps landed,
+    or cost. Journaled as confirmations naming what they `left_out` (never the headline)."""
+    from .confirm import confirm_session
+    from .session import RunOptions, open_session
+
+    plan = finalize(config, dry_run=True)
+    repo = open_repo(config.repo_path, config.target.git_hooks)
+    found = []
+    options = RunOptions(env=env)
+    with open_session(config, options, progress, purpose="confirm", proposers=False) as session:
+        for group in plan.groups:
+            for kept in group.commits:
+                commit, why = without(repo, plan.tip, [kept])
+                found.append(Contribution(kept, why_not=why or None))
+                if commit is None:
+                    progress.info(f"#{kept.n} {kept.title}: {why}")
+                    continue
+                progress.info(f"#{kept.n} {kept.title}: the tip without it, against the tip")
+                found[-1].record = confirm_session(
+                    session, runs, base=commit, left_out=[kept.commit]
+                )
+                if found[-1].record is None:
+                    return found
+    return sorted(found, key=lambda c: c.kept.n or 0)
+
+
 def stands_alone(record: ConfirmationRecord, direction: str) -> bool:
     """A branch shown better than the base on its own: its whole interval on the better side.
     One that is not gained only on top of another branch's changes (a keep judged against a
     best that already held them): it cannot go in alone."""
-    if record.ci_low_pct is None or record.ci_high_pct is None:
-        return False
-    return record.ci_high_pct < 0 if direction == "lower" else record.ci_low_pct > 0
+    return interval_side(record.ci_low_pct, record.ci_high_pct, direction) == "better"
+
+
+def _dropped(kept: list[Kept], drop: tuple[int, ...], session: str) -> list[Kept]:
+    """The keeps `drop` names by experiment number; an unknown number is said with the known."""
+    numbers = {k.n for k in kept}
+    unknown = [n for n in drop if n not in numbers]
+    if unknown:
+        known = ", ".join(f"#{n}" for n in sorted(n for n in numbers if n is not None))
+        raise UserError(
+            f"--drop {unknown[0]}: no kept experiment #{unknown[0]} in session '{session}' "
+            f"(kept: {known})"
+        )
+    return [k for k in kept if k.n in drop]
 
 
 def _refuse_existing(repo, groups: list[Group], force: bool) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from ..config import Config
 from ..decide.headline import headline
 from ..decide.percent import change_pct
-from ..journal.records import STATUSES
+from ..journal.records import STATUSES, is_headline
 from ..journal.summary import session_digest
 from ..progress import format_value
 from ..statuses import Status
@@ -103,7 +103,7 @@ def _agent_spend(agent: Counter) -> dict[str, Any] | None:
 
 def _last_confirmation(history) -> dict[str, Any] | None:
     """The session's own (a branch `finalize` measured is not its headline)."""
-    own = [c for c in history.confirmations if not c.get("branch")]
+    own = [c for c in history.confirmations if is_headline(c)]
     if not own:
         return None
     c = own[-1]

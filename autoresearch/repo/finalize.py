@@ -17,10 +17,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..bench.proc import capture
 from ..errors import WorkspaceError
-from .gitrepo import COMMIT_ENV, Repo
+from .gitrepo import COMMIT_ENV, HARDENED, HARDENED_ENV, Repo
 
-__all__ = ["Group", "Kept", "build_branch", "group_commits", "kept_commits", "union_tree"]
+__all__ = [
+    "Group",
+    "Kept",
+    "build_branch",
+    "group_commits",
+    "kept_commits",
+    "union_tree",
+    "without",
+]
 
 
 @dataclass(frozen=True)
@@ -158,3 +167,37 @@ def _tree(repo: Repo, start: str, sources: Iterable[tuple[str, tuple[str, ...]]]
     if not tree:
         raise WorkspaceError(f"{repo.path}: git write-tree gave no tree")
     return tree
+
+
+def without(repo: Repo, tip: str, left_out: list[Kept]) -> tuple[str | None, str]:
+    """A commit (on top of `tip`, on no branch) whose tree is `tip`'s with the changes of the
+    `left_out` commits taken back; (None, why) when a later commit built on their text, so
+    that they cannot be taken out alone. Written through a scratch index: nothing checked out."""
+    handle, index = tempfile.mkstemp(prefix="autoresearch-without-", suffix=".index")
+    os.close(handle)
+    env = {"GIT_INDEX_FILE": index, **HARDENED_ENV}
+    try:
+        Path(index).unlink()
+        repo.must("read-tree", tip, env=env)
+        for kept in reversed(left_out):  # the latest first: each taken back from what follows
+            diff = capture(
+                ["git", *HARDENED, "diff", "--binary", f"{kept.commit}^", kept.commit],
+                cwd=repo.path,
+                env=HARDENED_ENV,
+            )
+            taken = capture(
+                ["git", *HARDENED, "apply", "--cached", "--reverse", "-"],
+                cwd=repo.path,
+                env=env,
+                stdin=diff.out,
+            )
+            if not (diff.ok and taken.ok):
+                why = (taken.err or diff.err).decode(errors="replace").strip().splitlines()
+                return None, f"#{kept.n}: a later keep builds on it ({why[-1] if why else 'git'})"
+        tree = repo.must("write-tree", env=env).strip()
+    finally:
+        Path(index).unlink(missing_ok=True)
+    names = ", ".join(f"#{k.n}" for k in left_out)
+    message = f"the session's tip without {names}"
+    commit = repo.must("commit-tree", tree, "-p", tip, "-m", message, env=COMMIT_ENV).strip()
+    return commit, ""

@@ -20,6 +20,7 @@ import pandas as pd
 from ..decide.headline import baseline_calibration, headline
 from ..errors import JournalError
 from ..journal.columns import review_table
+from ..journal.records import is_headline
 from ..statuses import Status
 
 __all__ = ["COLUMNS", "History", "frame_rows", "load_history"]
@@ -172,7 +173,7 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
     tip = kept.iloc[-1] if len(kept) else sessions[0]["base_commit"]
     head = headline(calibrations, confirmations, tip, metric["name"], sessions[0]["base_commit"])
     baseline, final = _ends(head, calibrations, sessions[0]["base_commit"], metric["name"], tip)
-    own = [c for c in confirmations if not c.get("branch")]  # not a finalized branch's
+    own = [c for c in confirmations if is_headline(c)]  # not a branch's, not a contribution
     confirmation = _confirmation(own[-1]) if own else None
     return History(
         source=str(path),
