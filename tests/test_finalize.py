@@ -182,6 +182,12 @@ def test_each_keep_s_contribution_to_the_tip_flags_dead_weight_and_drop_leaves_i
     # Never the session's headline: the tip is still unconfirmed, its change the keeps'.
     status = json.loads(run_cli("status", "--json", cwd=target.root).stdout)
     assert status["confirmation"] is None
+    # The review says them: the report, the PR.
+    report = run_cli("report", cwd=target.root).stdout
+    assert "  #3       +0.0%  03-c: dead weight (-0.0% to +0.0%, 3 pairs)" in report
+    pr = run_cli("pr", cwd=target.root).stdout
+    assert "| 1 | 01-a | -50.8% (-50.8% to -50.8%, 3 pairs) | contributes |" in pr
+    assert "| 3 | 03-c | +0.0% (-0.0% to +0.0%, 3 pairs) | dead weight |" in pr
 
     dropped = run_cli("finalize", "--drop", "3", "--confirm", "--runs", "3", cwd=target.root)
 

@@ -204,6 +204,13 @@ def _text_outcomes(s: dict) -> list[str]:
         out.append(f"  #{w['n']:<4} {_pct(w['change_pct']):>8}  {w['title']}{earlier}")
         if w["mechanism"]:
             out.append(f"         {'':>8}  {w['mechanism']}")
+    if s.get("contributions"):
+        out += ["", "what each keep adds to the tip (the tip without it, against the tip):"]
+        for c in s["contributions"]:
+            out.append(
+                f"  #{c['n']:<4} {_pct(c['change_pct']):>8}  {c['title']}: {c['verdict']} "
+                f"({_pct(c['ci_low_pct'])} to {_pct(c['ci_high_pct'])}, {c['runs']} pairs)"
+            )
     out += ["", "not kept:"]
     for g in s["not_kept"]:
         out.append(f"  {g['reason']} ({g['count']}):")

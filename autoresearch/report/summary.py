@@ -10,11 +10,11 @@ from typing import Any
 import pandas as pd
 
 from ..config import Config
-from ..decide.percent import change_pct
+from ..decide.percent import CONTRIBUTION, change_pct, interval_side
 from ..journal.records import FAILED_STATUSES, STATUSES
 from ..repo.globs import matches_any
 from ..statuses import Status
-from .history import History
+from .history import History, frame_rows
 from .scales import scale_parts, scale_value
 from .sweeps import joint_summaries, sweep_summaries
 
@@ -108,6 +108,7 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         "sweeps": sweep_summaries(every),
         "joint": joint_summaries(every),
         "imported": [summarize(h) for h in history.imported],
+        "contributions": _contributions(history),
     }
     # The title's change is the one its two numbers show: both come from one measurement
     # (the confirmation of the tip when there is one; see headline.py).
@@ -209,6 +210,34 @@ def _not_kept(rest: pd.DataFrame, lower_is_better: bool = True) -> list[dict]:
         ]
         groups.append({"reason": reason, "count": len(group), "experiments": experiments})
     return sorted(groups, key=lambda g: -g["count"])
+
+
+def _contributions(history: History) -> list[dict]:
+    """What each keep adds to the final tip, as `finalize --contributions` last measured it
+    (the tip without it against the tip), in keep order; empty when never measured."""
+    tip = history.final.get("commit")
+    latest: dict[str, dict] = {}
+    for c in history.confirmations:
+        if c.get("left_out") and c.get("tip_commit") == tip:
+            latest[c["left_out"][0]] = c
+    rows = []
+    kept = history.experiments[history.experiments["status"] == Status.KEEP]
+    for n, title, commit in frame_rows(kept, "n", "title", "commit"):
+        c = latest.get(commit)
+        if c is not None:
+            side = interval_side(c["ci_low_pct"], c["ci_high_pct"], history.direction)
+            rows.append(
+                {
+                    "n": int(n),
+                    "title": title,
+                    "change_pct": c["change_pct"],
+                    "ci_low_pct": c["ci_low_pct"],
+                    "ci_high_pct": c["ci_high_pct"],
+                    "runs": c["runs_per_arm"],
+                    "verdict": CONTRIBUTION.get(side or "", "not measured"),
+                }
+            )
+    return rows
 
 
 def _proposers(df: pd.DataFrame) -> list[dict]:
