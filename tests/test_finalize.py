@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sys
 
 import pytest
 from conftest import experiments, git, run, run_cli, unified_patch
@@ -213,3 +216,69 @@ def test_each_keep_s_contribution_to_the_tip_flags_dead_weight_and_drop_leaves_i
         "--drop 9: no kept experiment #9 in session 't' (kept: #1, #2, #3, #4, #5)"
         in unknown.stderr
     )
+
+
+GH_STANDIN = """#!{python}
+# A stand-in for the GitHub CLI's `gh pr create`, with the flags finalize relies on (as gh's
+# manual gives them); it records what it was asked and prints a pull request's URL, as gh does.
+import argparse, json, os, sys
+parser = argparse.ArgumentParser(prog="gh")
+parser.add_argument("group", choices=["pr"])
+parser.add_argument("command", choices=["create"])
+parser.add_argument("--head", required=True)
+parser.add_argument("--title", required=True)
+parser.add_argument("--body-file", required=True)
+parser.add_argument("--base")
+args = parser.parse_args()
+with open(os.environ["GH_RECORD"], "a") as handle:
+    body = open(args.body_file, encoding="utf-8").read()
+    handle.write(json.dumps({{**vars(args), "body": body}}) + "\\n")
+print("https://github.com/example/repo/pull/" + str(sum(1 for _ in open(os.environ["GH_RECORD"]))))
+"""
+
+
+def test_open_prs_pushes_each_branch_and_opens_its_pull_request_with_gh(target, tmp_path):
+    _three_keeps(target)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(target.root, "remote", "add", "origin", str(remote))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    gh = bin_dir / "gh"
+    gh.write_text(GH_STANDIN.format(python=sys.executable))
+    gh.chmod(0o755)
+    record = tmp_path / "gh.jsonl"
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}", "GH_RECORD": str(record)}
+
+    done = run_cli("finalize", "--open-prs", "--into", "main", cwd=target.root, env=env)
+
+    assert done.returncode == 0, done.stderr
+    branches = ["autoresearch/t-01-01-a", "autoresearch/t-02-02-b"]
+    assert f"{branches[0]}: https://github.com/example/repo/pull/1" in done.stdout
+    assert f"{branches[1]}: https://github.com/example/repo/pull/2" in done.stdout
+    pushed = git(remote, "for-each-ref", "--format=%(refname:short) %(objectname)")
+    local = git(target.root, "rev-parse", *branches).split()
+    assert sorted(pushed.splitlines()) == [f"{b} {c}" for b, c in zip(branches, local, strict=True)]
+    calls = [json.loads(line) for line in record.read_text().splitlines()]
+    assert [c["head"] for c in calls] == branches and {c["base"] for c in calls} == {"main"}
+    for call, branch in zip(calls, branches, strict=True):
+        described = run_cli("pr", "--branch", branch, cwd=target.root).stdout
+        assert described == call["body"]
+        assert described.startswith(f"# {call['title']}\n")
+
+
+def test_open_prs_without_gh_says_so_and_writes_nothing(target, tmp_path):
+    _three_keeps(target)
+    remote = tmp_path / "remote.git"
+    git(tmp_path, "init", "-q", "--bare", str(remote))
+    git(target.root, "remote", "add", "origin", str(remote))
+    bin_dir = tmp_path / "bin"  # git alone on the PATH: no gh
+    bin_dir.mkdir()
+    (bin_dir / "git").symlink_to(shutil.which("git"))
+
+    done = run_cli("finalize", "--open-prs", cwd=target.root, env={"PATH": str(bin_dir)})
+
+    assert done.returncode == 1
+    assert "error: --open-prs needs the GitHub CLI (gh) on PATH" in done.stderr
+    assert git(remote, "for-each-ref") == ""
+    assert git(target.root, "branch", "--list", "autoresearch/t-0*") == ""

@@ -125,34 +125,14 @@ def cmd_ideas(args: argparse.Namespace) -> int:
 
 
 def _branch_review(args: argparse.Namespace, history, config):
-    """The history and summary of one branch `finalize` cut: found among the session's groups
-    by its tree, so that any prefix it was written with will do."""
-    from ..loop.finalize import finalize
-    from ..repo.gitrepo import open_repo
-    from ..report import summarize
-    from ..report.history import branch_history
+    """The history and summary of the branch `--branch` names (report/branch.py)."""
+    from ..report.branch import branch_review
 
     if config is None:
         raise UserError("pr --branch needs the session's config (the repository it lives in)")
-    repo = open_repo(config.repo_path)
-    tip = repo.branch_tip(args.branch)
-    if tip is None:
-        raise UserError(f"no branch {args.branch} in {repo.path}")
-    tree = repo.must("rev-parse", f"{tip}^{{tree}}")
-    plan = finalize(config, dry_run=True)
-    group = next(
-        (g for g in plan.groups if repo.must("rev-parse", f"{g.tip}^{{tree}}") == tree), None
-    )
-    if group is None:
-        raise UserError(
-            f"branch {args.branch} is none of the session's finalized groups "
-            "(`autoresearch finalize --dry-run` lists them)"
-        )
-    commits = {kept.commit for kept in group.commits}
-    history = branch_history(history, args.branch, tip, commits, group.files)
     comparison = args.compare or config.report.comparison or None
     label = args.compare_label or config.report.comparison_label or None
-    return history, summarize(history, comparison, label)
+    return branch_review(config, history, args.branch, comparison, label)
 
 
 def _review(args: argparse.Namespace, warn: bool = True, summarized: bool = True):

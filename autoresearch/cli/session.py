@@ -85,6 +85,10 @@ def cmd_finalize(args: argparse.Namespace) -> int:
     config = config_of(args)
     if args.contributions:
         return _contributions(args, config)
+    if args.open_prs:
+        from ..loop.publish import require_gh
+
+        require_gh()
     drop = tuple(args.drop or ())
     done = finalize(config, args.prefix, dry_run=args.dry_run, force=args.force, drop=drop)
     commits = sum(len(g.commits) for g in done.groups)
@@ -113,8 +117,14 @@ def cmd_finalize(args: argparse.Namespace) -> int:
     if not done.written:
         print("dry run: no branch written")
         return 0 if done.union_equals_tip else 1
-    print(f"wrote {len(done.groups)} local branches; nothing pushed")
-    return _confirm_branches(args, config, done) if args.confirm else 0
+    pushed = "pushed with --open-prs below" if args.open_prs else "nothing pushed"
+    print(f"wrote {len(done.groups)} local branches; {pushed}")
+    code = _confirm_branches(args, config, done) if args.confirm else 0
+    if code == 0 and args.open_prs:
+        from ..loop.publish import open_pull_requests
+
+        open_pull_requests(config, done, args.remote, args.into, print)
+    return code
 
 
 def _contributions(args: argparse.Namespace, config) -> int:
@@ -444,6 +454,20 @@ def _add_housekeeping_parsers(sub) -> None:
     )
     final.add_argument(
         "--runs", type=int, metavar="N", help="runs per arm (default: decision.confirm_runs)"
+    )
+    final.add_argument(
+        "--open-prs",
+        action="store_true",
+        help="push each branch to --remote and open its pull request with the GitHub CLI "
+        "(gh pr create), described as `pr --branch` describes it",
+    )
+    final.add_argument(
+        "--remote", default="origin", help="where --open-prs pushes (default: origin)"
+    )
+    final.add_argument(
+        "--into",
+        metavar="BRANCH",
+        help="the branch the pull requests merge into (default: the repository's default)",
     )
     add_env_option(final)
     final.add_argument("--quiet", action="store_true", help="no progress lines")
