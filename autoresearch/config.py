@@ -184,6 +184,9 @@ class ClusterConfig:
     workdir: str = ""
     remeasure: int = 2  # times a win measured against a best that moved is measured again
     connect_timeout_s: float = 60.0  # for the scheduler and its first bench worker
+    # How long a lost scheduler may take to come back before the night stops (its experiments
+    # in flight recorded as interrupted, run again on resume).
+    scheduler_grace_s: float = 120.0
 
 
 @dataclass(frozen=True)
@@ -445,9 +448,14 @@ def _check_numbers(config: Config) -> None:
     if config.budget.retries < 0:
         raise ConfigError(f"{path}: 'budget.retries' must be >= 0")
     check_scheduler(config.cluster.scheduler, f"{path}: 'cluster.scheduler'")
-    if config.cluster.remeasure < 0 or config.cluster.connect_timeout_s <= 0:
+    if (
+        config.cluster.remeasure < 0
+        or config.cluster.connect_timeout_s <= 0
+        or config.cluster.scheduler_grace_s <= 0
+    ):
         raise ConfigError(
-            f"{path}: 'cluster.remeasure' must be >= 0 and 'cluster.connect_timeout_s' > 0"
+            f"{path}: 'cluster.remeasure' must be >= 0, 'cluster.connect_timeout_s' and "
+            "'cluster.scheduler_grace_s' > 0"
         )
     if config.session.keep_logs < 0:
         raise ConfigError(f"{path}: 'session.keep_logs' must be >= 0 (0 keeps every log)")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import shlex
 import signal
 import socket
 import subprocess
@@ -47,35 +48,17 @@ def killed_workers(tally: Tally, trials: int) -> None:
                 night.queue(f"{i:02d}-{name}", {f"src/speedup-{name}.txt": f"{factor}\n"})
             spans = Path(tmp) / "spans.txt"
             env = {"BENCH_SLEEP_S": str(BENCH_SLEEP_S), "BENCH_SPANS": str(spans)}
-            command = ["run", "--quiet", "--cluster", hosts.address]
-            driver = subprocess.Popen(
-                [sys.executable, "-m", "autoresearch.cli", *command],
-                cwd=night.root,
-                env=night.env(env),
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
+            driver = _drive(night, hosts, env)
             killed = hosts.kill_a_benching_worker(skip=trial)
-            try:
-                _, err = driver.communicate(timeout=600)
-            except subprocess.TimeoutExpired:
-                driver.kill()
-                _, err = driver.communicate()
-            night._saw(driver.returncode, err)
+            code, err = _reap(driver)
+            night._saw(code, err)
             problems = night.check()
-            # A lost result is a lost record: every true win kept, no null.
-            kept = {
-                r.title.split("-", 1)[1]
-                for r in read_journal(night.target.journal).experiments
-                if r.status == "keep"
-            }
-            problems["records_lost"] += len(kept ^ {n for n, f in WINS_AND_NULLS.items() if f < 1})
+            problems["records_lost"] += _lost_results(night)
             problems["processes_left"] += _overlaps(spans) + len(hosts.left_running())
             clones = hosts.clones()
             problems["dirty_trees"] += 0 if len(clones) == WORKERS else 1
             how = "confined" if confined else "unconfined"
-            note = f"{how}, killed {killed}, exit {driver.returncode}, clones {clones}"
+            note = f"{how}, killed {killed}, exit {code}, clones {clones}"
             tally.add(problems, note)
             if not any(problems.values()):
                 tally.notes.append(note)
@@ -85,39 +68,55 @@ class _Hosts:
     """A scheduler and WORKERS workers on 127.0.0.1, each a `dask worker` process (its nanny)
     running one worker process with one thread and one unit of the bench resource."""
 
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, supervised: bool = False):
         self.home = home
         self.local = home / "local"
         self.port = _free_port()
         self.address = f"tcp://127.0.0.1:{self.port}"
         self.procs: list[subprocess.Popen] = []
+        # As the README runs them for a scheduler that may restart: each worker in a loop that
+        # starts it again (Dask's workers leave when their scheduler goes away).
+        self.supervised = supervised
 
     def __enter__(self) -> _Hosts:
         self.local.mkdir(parents=True)
         log = open(self.home / "dask.log", "w")
         self._log = log
-        dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
-        self.procs.append(
-            subprocess.Popen(
-                [*dask, "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard"],
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-            )
-        )
+        self.procs.append(self.start_scheduler())
         # As the README starts a bench host: one worker, one thread, one unit of the resource.
         one = ["--nworkers", "1", "--nthreads", "1", "--resources", "bench=1"]
         one += ["--local-directory", str(self.local), "--no-dashboard"]
+        worker = [sys.executable, "-m", "distributed.cli.dask_worker", self.address, *one]
+        if self.supervised:
+            loop = f"while :; do {shlex.join(worker)}; sleep 1; done"
+            worker = ["sh", "-c", loop]
         for _ in range(WORKERS):
             self.procs.append(
-                subprocess.Popen(
-                    [sys.executable, "-m", "distributed.cli.dask_worker", self.address, *one],
-                    stdout=log,
-                    stderr=log,
-                    start_new_session=True,
-                )
+                subprocess.Popen(worker, stdout=log, stderr=log, start_new_session=True)
             )
         return self
+
+    def start_scheduler(self) -> subprocess.Popen:
+        dask = [sys.executable, "-m", "distributed.cli.dask_scheduler"]
+        return subprocess.Popen(
+            [*dask, "--host", "127.0.0.1", "--port", str(self.port), "--no-dashboard"],
+            stdout=self._log,
+            stderr=self._log,
+            start_new_session=True,
+        )
+
+    def kill_scheduler(self) -> None:
+        os.killpg(self.procs[0].pid, signal.SIGKILL)
+        self.procs[0].wait()
+
+    def wait_for_a_bench(self) -> None:
+        """Until a bench runs on one of these hosts (not another night's on the machine)."""
+        workers = {p.pid for p in self.procs[1:]}
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            if any(_ancestor_under(b, workers) for b in _processes_named("bench.py")):
+                return
+            time.sleep(0.02)
 
     def __exit__(self, *exc) -> None:
         for proc in reversed(self.procs):
@@ -134,7 +133,7 @@ class _Hosts:
     def kill_a_benching_worker(self, skip: int) -> str:
         """SIGKILL the worker process (not its nanny) of a host whose bench is running, after
         `skip` bench runs have been seen to start (the moment moves from night to night)."""
-        nannies = {p.pid for p in self.procs[1:]}
+        nannies = {p.pid for p in self.procs[1:]}  # unsupervised: `dask worker` is the nanny
         seen: set[int] = set()
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline:
@@ -162,6 +161,85 @@ class _Hosts:
     def _clone_roots(self) -> list[Path]:
         sessions = self.local / "dask-scratch-space" / "autoresearch"
         return [p for p in sessions.glob("*/*") if p.is_dir()]
+
+
+def lost_schedulers(tally: Tally, trials: int) -> None:
+    """Each night: the scheduler killed with SIGKILL while a bench runs. Even nights it comes
+    back on its port within the grace (the workers, restarted by their loop, join it again)
+    and the night goes on to its end; odd nights it stays away past the grace: the driver
+    stops with a one-line error naming the address, what was in flight is recorded as
+    interrupted, and the next run (on a scheduler started again) takes those up."""
+    for trial in range(trials):
+        back = trial % 2 == 0
+        with tempfile.TemporaryDirectory() as tmp, _Hosts(Path(tmp) / "dask", True) as hosts:
+            night = Night(Path(tmp), {"min_runs": 3})
+            grace = 60 if back else 4
+            text = night.target.config_path.read_text()
+            night.target.config_path.write_text(
+                text + f"\n[cluster]\nscheduler_grace_s = {grace}\n"
+            )
+            night.commit("a grace for the scheduler")
+            for i, (name, factor) in enumerate(WINS_AND_NULLS.items()):
+                night.queue(f"{i:02d}-{name}", {f"src/speedup-{name}.txt": f"{factor}\n"})
+            env = {"BENCH_SLEEP_S": str(BENCH_SLEEP_S)}
+            driver = _drive(night, hosts, env)
+            hosts.wait_for_a_bench()
+            hosts.kill_scheduler()
+            if back:
+                time.sleep(2)
+                hosts.procs[0] = hosts.start_scheduler()
+            code, err = _reap(driver)
+            said = [line for line in err.splitlines() if line.startswith("error:")]
+            stopped = code == 1 and said and hosts.address in said[-1]
+            night._saw(code, err)
+            interrupted = sum(
+                r.status == "interrupted" for r in read_journal(night.target.journal).experiments
+            )
+            if not back:
+                hosts.procs[0] = hosts.start_scheduler()
+                code, err = _reap(_drive(night, hosts, env))
+                night._saw(code, err)
+            problems = night.check()
+            problems["records_lost"] += _lost_results(night)
+            problems["processes_left"] += len(hosts.left_running())
+            if not back and not (stopped and interrupted):
+                problems["tracebacks"] += 1  # not the one-line stop it should have been
+            how = "back within the grace" if back else f"away past {grace} s"
+            note = f"scheduler {how}: {interrupted} interrupted, {said[-1] if said else 'exit 0'}"
+            tally.add(problems, note[:300])
+            if not any(problems.values()):
+                tally.notes.append(note[:300])
+
+
+def _drive(night: Night, hosts: _Hosts, env: dict[str, str]) -> subprocess.Popen:
+    command = ["run", "--quiet", "--cluster", hosts.address]
+    return subprocess.Popen(
+        [sys.executable, "-m", "autoresearch.cli", *command],
+        cwd=night.root,
+        env=night.env(env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _reap(driver: subprocess.Popen) -> tuple[int, str]:
+    try:
+        _, err = driver.communicate(timeout=600)
+    except subprocess.TimeoutExpired:
+        driver.kill()
+        _, err = driver.communicate()
+    return driver.returncode, err
+
+
+def _lost_results(night: Night) -> int:
+    """A lost result is a lost record: every true win kept, no null."""
+    kept = {
+        r.title.split("-", 1)[1]
+        for r in read_journal(night.target.journal).experiments
+        if r.status == "keep"
+    }
+    return len(kept ^ {n for n, f in WINS_AND_NULLS.items() if f < 1})
 
 
 def _overlaps(spans: Path) -> int:
@@ -212,4 +290,5 @@ def _free_port() -> int:
 
 HOST_CATEGORIES = {
     "hosts": ("bench hosts' processes (real dask workers)", killed_workers, 4, 2),
+    "scheduler": ("a lost Dask scheduler", lost_schedulers, 4, 2),
 }

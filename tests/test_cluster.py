@@ -4,6 +4,7 @@ sleeps instead of burning CPU."""
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
 import signal
@@ -50,10 +51,10 @@ def sleepy(target, tmp_path: Path, sleep_s: float = 0.2, **overrides) -> dict[st
     }
 
 
-def drive(target, scheduler: str, env: dict[str, str], **options):
+def drive(target, scheduler: str, env: dict[str, str], progress=None, **options):
     options.setdefault("confirm", False)
     return run_cluster_session(
-        target.load(), scheduler, RunOptions(env=env, **options), Progress(quiet=True)
+        target.load(), scheduler, RunOptions(env=env, **options), progress or Progress(quiet=True)
     )
 
 
@@ -144,8 +145,11 @@ def test_a_killed_host_s_experiment_runs_again_and_is_recorded_once(target, tmp_
     env["BENCH_STARTED"] = str(tmp_path / "started")
     target.add_hypothesis("a-value", {"src/value.txt": "80\n"}, title="value down")
     done = {}
+    said = io.StringIO()
     driver = threading.Thread(
-        target=lambda: done.setdefault("outcome", drive(target, cluster.scheduler_address, env))
+        target=lambda: done.setdefault(
+            "outcome", drive(target, cluster.scheduler_address, env, Progress(said))
+        )
     )
     driver.start()
     with Client(cluster.scheduler_address) as client:
@@ -162,6 +166,8 @@ def test_a_killed_host_s_experiment_runs_again_and_is_recorded_once(target, tmp_
     assert record.status == "keep"
     assert record.cluster["worker"] != busy[0]
     assert done["outcome"].kept == 1
+    # The progress says which host left (and the record which measured it).
+    assert f"warning: bench host {busy[0]} left" in said.getvalue()
 
 
 def test_a_killed_driver_sends_its_experiments_again_on_restart(target, tmp_path, cluster):

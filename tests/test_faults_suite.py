@@ -23,7 +23,7 @@ def test_every_fault_is_survived(tmp_path):
     )
     tallies = json.loads(out.read_text())
     assert done.returncode == 0, done.stdout + done.stderr
-    assert len(tallies) == 13
+    assert len(tallies) == 14
     for tally in tallies:
         assert tally["faults"] > 0, tally
         assert tally["survived"] == tally["faults"], tally

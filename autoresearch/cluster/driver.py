@@ -17,7 +17,9 @@ experiment in flight (state `flights/`): the next run sends those again before a
 from __future__ import annotations
 
 import contextlib
+import socket
 import time
+import urllib.parse
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import CancelledError
@@ -41,12 +43,14 @@ from ..loop.session import RunOptions, Session, harness_env, open_session, propo
 from ..loop.session_dir import read_inflight
 from ..progress import Progress
 from ..proposers import Hypothesis
+from ..statuses import Status
 from .host import Job, run_job
 from .landing import Flight, Landing, host_name
 
 __all__ = ["run_cluster_session"]
 
 POLL_S = 0.5  # how often the driver looks at the stop flag while results are out
+HOSTS_EVERY_S = 2.0  # how often it asks which bench hosts are there (a scheduler round trip)
 
 
 def run_cluster_session(
@@ -101,7 +105,11 @@ def connect(config: Config, scheduler: str, progress: Progress) -> Iterator[Any]
         else:
             address = scheduler
         try:
-            client = stack.enter_context(Client(address, timeout=timeout))
+            _reachable(address, timeout)
+            # The client's timeout is also how long it tries to reconnect to a scheduler that
+            # went away: the grace a lost scheduler has to come back (Driver.mind_scheduler).
+            grace = config.cluster.scheduler_grace_s
+            client = stack.enter_context(Client(address, timeout=grace))
             client.wait_for_workers(1, timeout=timeout)
         except (OSError, TimeoutError) as exc:
             raise UserError(
@@ -118,9 +126,31 @@ def connect(config: Config, scheduler: str, progress: Progress) -> Iterator[Any]
         yield client
 
 
+def _reachable(address: str, timeout: float) -> None:
+    """A TCP scheduler's port answers within `timeout` (the client itself would wait the whole
+    grace of a lost scheduler for a mistyped address)."""
+    parsed = urllib.parse.urlsplit(address)
+    if parsed.scheme != "tcp" or parsed.hostname is None or parsed.port is None:
+        return
+    deadline = time.monotonic() + timeout
+    while True:  # a scheduler starting beside the driver: refused until it listens
+        try:
+            left = max(0.1, deadline - time.monotonic())
+            socket.create_connection((parsed.hostname, parsed.port), timeout=left).close()
+            return
+        except ConnectionRefusedError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(POLL_S / 5)
+
+
 def bench_workers(client, resource: str) -> list[str]:
-    """The workers that can take an experiment (they hold the bench resource)."""
-    workers = client.scheduler_info(n_workers=-1).get("workers", {})
+    """The workers that can take an experiment (they hold the bench resource); none while the
+    scheduler is away."""
+    try:
+        workers = client.scheduler_info(n_workers=-1).get("workers", {})
+    except OSError:  # the connection closed under the call (CommClosedError is one)
+        return []
     return [
         address
         for address, info in workers.items()
@@ -139,6 +169,8 @@ class Driver(Landing):
         self._bundle: tuple[str, Any] | None = None  # (tip, scattered bundle)
         # What the proposers say changes only when a result lands: no asking again till then.
         self._ask = True
+        self._hosts: set[str] | None = None  # the bench hosts last seen (mind_hosts)
+        self._hosts_seen_at = float("-inf")
         session.paths.flights.mkdir(parents=True, exist_ok=True)
 
     # -- the loop ----------------------------------------------------------------------------
@@ -148,6 +180,8 @@ class Driver(Landing):
         self.resume_flights()
         reason = None
         while True:
+            self.mind_scheduler()
+            self.mind_hosts()
             reason = reason or stop_reason(session)
             if reason is None:
                 self.fill()
@@ -159,6 +193,61 @@ class Driver(Landing):
             self.land_some()
             if session.stop.is_set():
                 return "interrupted by a signal (the experiments in flight run again on resume)"
+
+    def mind_scheduler(self) -> None:
+        """A scheduler that went away: its futures are gone with it. Wait for it to come back
+        (the client reconnects within cluster.scheduler_grace_s) and send what was in flight
+        again; past the grace, record those experiments as interrupted (run again on resume)
+        and stop with the address named."""
+        if self.client.status == "running":
+            return
+        session, address = self.session, self.client.scheduler.address
+        grace = session.config.cluster.scheduler_grace_s
+        session.progress.warn(
+            f"lost the Dask scheduler at {address}: waiting up to {grace:g} s for it to come "
+            "back (cluster.scheduler_grace_s)"
+        )
+        # The client gives up by itself at the grace (its timeout): wait for it to say which.
+        while self.client.status in ("connecting", "newly-created"):
+            if session.stop.is_set():
+                break
+            time.sleep(POLL_S)
+        flying = self.flights + list(self.again)
+        self.flights, self._bundle = [], None
+        self.again = deque(flying)
+        if self.client.status == "running":
+            session.progress.info(
+                f"the scheduler at {address} is back: sending the {len(flying)} experiment(s) "
+                "in flight again"
+            )
+            return
+        why = f"the Dask scheduler at {address} was lost and did not come back within {grace:g} s"
+        if session.stop.is_set():
+            why = f"the Dask scheduler at {address} was lost, and a signal stopped the wait"
+        for flight in flying:
+            self.record(flight.draft, flight.draft.finish(Status.INTERRUPTED, why, error=why))
+        self.again.clear()
+        if session.stop.is_set():
+            return  # the loop ends the night as a signal ends it
+        raise UserError(
+            f"{why} (cluster.scheduler_grace_s): the experiments in flight are recorded as "
+            "interrupted and run again when the session resumes"
+        )
+
+    def mind_hosts(self) -> None:
+        """Say when a bench host joins or leaves (a host that dies leaves: Dask sends what it
+        was measuring to another, and the driver says so when it lands)."""
+        now = time.monotonic()
+        if now < self._hosts_seen_at + HOSTS_EVERY_S:
+            return
+        self._hosts_seen_at = now
+        hosts = set(bench_workers(self.client, self.session.config.cluster.resource))
+        if self._hosts is not None:
+            for address in sorted(hosts - self._hosts):
+                self.session.progress.info(f"bench host {address} joined ({len(hosts)} now)")
+            for address in sorted(self._hosts - hosts):
+                self.session.progress.warn(f"bench host {address} left ({len(hosts)} now)")
+        self._hosts = hosts
 
     def fill(self) -> None:
         """Send experiments until every bench host has one."""

@@ -48,6 +48,7 @@ class Landing:
     """What a result needs to land; mixed into the driver, whose session and queue it uses."""
 
     session: Session
+    client: Any  # the Dask client
     again: Any  # deque[Flight]: sent again before the proposers are asked for more
     _bundle: Any  # the scattered bundle of the best: dropped when a host is lost with it
 
@@ -57,6 +58,11 @@ class Landing:
         session = self.session
         self._ask = True
         session.progress.about(flight.draft.fields["n"], flight.draft.started_at)
+        if self.client.status != "running":
+            # The scheduler went away and took the future with it, not a host: the loop waits
+            # for it to come back and sends this again (Driver.mind_scheduler).
+            self.again.append(flight)
+            return
         try:
             result = flight.future.result()
         except (KilledWorker, CancelledError) as exc:
