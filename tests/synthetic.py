@@ -221,13 +221,7 @@ import os, sys, time
 from pathlib import Path
 
 root = Path(__file__).resolve().parent
-mode_file = root / "src" / "mode.txt"
-mode = mode_file.read_text().strip() if mode_file.exists() else "ok"
-if mode.startswith("tamper-"):  # a candidate that reaches from its checks (reach.py)
-    sys.path.insert(0, str(root))
-    sys.dont_write_bytecode = True  # no __pycache__ in the tree
-    import reach
-    reach.from_stage("checks", root, mode)
+#REACH checks
 marker = os.environ.get("CHECKS_STARTED")
 if marker:
     Path(marker).write_text(str(os.getpid()))
@@ -245,13 +239,7 @@ import os, sys
 from pathlib import Path
 
 root = Path(__file__).resolve().parent
-mode_file = root / "src" / "mode.txt"
-mode = mode_file.read_text().strip() if mode_file.exists() else "ok"
-if mode.startswith("tamper-"):  # a candidate that reaches from its build (reach.py)
-    sys.path.insert(0, str(root))
-    sys.dont_write_bytecode = True  # no __pycache__ in the tree
-    import reach
-    reach.from_stage("build", root, mode)
+#REACH build
 log = os.environ.get("BUILD_LOG")
 if log:
     with open(log, "a") as handle:
@@ -262,6 +250,19 @@ if mode == "nobuild":
     print("build: compile error (simulated)", file=sys.stderr)
     sys.exit(2)
 """
+
+# How the build and the checks reach, when src/mode.txt asks them to (reach.py).
+REACH_HOOK = """\
+mode_file = root / "src" / "mode.txt"
+mode = mode_file.read_text().strip() if mode_file.exists() else "ok"
+if mode.startswith("tamper-"):  # a candidate that reaches from its {stage} (reach.py)
+    sys.path.insert(0, str(root))
+    sys.dont_write_bytecode = True  # no __pycache__ in the tree
+    import reach
+    reach.from_stage("{stage}", root, mode)
+"""
+CHECKS = CHECKS.replace("#REACH checks\n", REACH_HOOK.format(stage="checks"))
+BUILD = BUILD.replace("#REACH build\n", REACH_HOOK.format(stage="build"))
 
 CONFIG = """\
 [session]
