@@ -282,3 +282,19 @@ def test_open_prs_without_gh_says_so_and_writes_nothing(target, tmp_path):
     assert "error: --open-prs needs the GitHub CLI (gh) on PATH" in done.stderr
     assert git(remote, "for-each-ref") == ""
     assert git(target.root, "branch", "--list", "autoresearch/t-0*") == ""
+
+
+def test_a_keep_a_later_one_built_on_is_said_so_and_cannot_be_dropped_alone(target):
+    """03 rewrites the line 01 added: 01 cannot be taken out of the tip alone."""
+    _three_keeps(target)
+
+    done = run_cli("finalize", "--contributions", "--runs", "3", cwd=target.root)
+
+    assert done.returncode == 0, done.stderr
+    first = next(x for x in done.stdout.splitlines() if x.startswith("  #1 01-a: "))
+    assert first.startswith("  #1 01-a: a later keep builds on it (")
+    assert any(x.startswith("  #2 02-b: -20.00% ") for x in done.stdout.splitlines())
+    dropped = run_cli("finalize", "--drop", "1", cwd=target.root)
+    assert dropped.returncode == 1
+    assert "error: cannot leave out #1: a later keep builds on it" in dropped.stderr
+    assert git(target.root, "branch", "--list", "autoresearch/t-0*") == ""

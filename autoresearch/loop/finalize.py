@@ -175,7 +175,7 @@ def contributions(
         for group in plan.groups:
             for kept in group.commits:
                 commit, why = without(repo, plan.tip, [kept])
-                found.append(Contribution(kept, why_not=why or None))
+                found.append(Contribution(kept, why_not=why.partition(": ")[2] or None))
                 if commit is None:
                     progress.info(f"#{kept.n} {kept.title}: {why}")
                     continue
