@@ -9,12 +9,21 @@ one-host rate times the hosts; the overhead per experiment is the one-host clust
 experiment against the same experiments run by the local loop, side by side in one run.
 
     python benchmarks/cluster_throughput.py [--workers 1,2,4,8] [--per-worker 6] [--sleep 0.5]
+
+`--processes` measures the layout a user runs instead: a `dask scheduler` and `dask worker`
+processes started as the README says (fault_hosts.Hosts), and a session that finds wins (per
+host: 8 hypotheses, 3 of them independent 10% wins), so that every keep moves the best under
+the hosts: what each host must do for a new best (fetch, build, calibrate) and the wins
+measured again against a moved best are in the figure.
+
+    python benchmarks/cluster_throughput.py --processes [--workers 1,3] [--sleep 0.5]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -22,6 +31,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from distributed import LocalCluster  # noqa: E402
 from synthetic import git, make_target  # noqa: E402
@@ -43,6 +53,63 @@ def target_with(root: Path, experiments: int):
     return target
 
 
+def target_with_wins(root: Path, hosts: int):
+    """Per host: 8 hypotheses, 3 of them 10% wins, each in a file of its own; the rule decides
+    at a fixed 3 pairs; the default 10 calibration runs per best."""
+    target = make_target(root)
+    target.configure(min_runs=3, max_runs=3, looks=1, calibration_runs=10)
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "config")
+    for i in range(8 * hosts):
+        factor = "0.9" if i % 8 in (1, 4, 6) else "1.0"
+        target.add_hypothesis(f"{i:03d}-h", {f"src/speedup-{i}.txt": f"{factor}\n"}, title=f"h {i}")
+    return target
+
+
+def processes(counts: list[int], sleep: float) -> int:
+    """Experiments per hour with real scheduler and worker processes, the best moving."""
+    from fault_hosts import Hosts
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for workers in counts:
+            print(f"{workers} worker process(es)...", file=sys.stderr, flush=True)
+            target = target_with_wins(Path(tmp) / f"w{workers}", workers)
+            with Hosts(Path(tmp) / f"dask-{workers}", workers=workers) as hosts:
+                command = ["run", "--quiet", "--cluster", hosts.address, "--no-confirm"]
+                command.append(f"--env=BENCH_SLEEP_S={sleep}")  # to the hosts' benches
+                started = time.monotonic()
+                done = subprocess.run(
+                    [sys.executable, "-m", "autoresearch.cli", *command],
+                    cwd=target.root,
+                    capture_output=True,
+                    text=True,
+                )
+                took = time.monotonic() - started
+            if done.returncode != 0:
+                raise SystemExit(f"{workers} workers: exit {done.returncode}: {done.stderr[-800:]}")
+            records = read_journal(target.journal).experiments
+            kept = sum(r.status == "keep" for r in records)
+            rows.append((workers, len(records), kept, took))
+    one = rows[0][1] / rows[0][3] * 3600 if rows[0][0] == 1 else None
+    print(
+        f"Real `dask scheduler` and `dask worker` processes; per host 8 hypotheses, 3 of them "
+        f"10% wins; decided at 3 pairs of {sleep:g} s runs; each best calibrated (10 runs):\n"
+    )
+    print("| hosts | experiments | kept | wall s | experiments/hour | ideal | of ideal |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
+    for workers, experiments, kept, took in rows:
+        rate = experiments / took * 3600
+        ideal = one * workers if one else None
+        share = f"{100 * rate / ideal:.0f}%" if ideal else ""
+        print(
+            f"| {workers} | {experiments} | {kept} | {took:.1f} | {rate:.0f} | "
+            f"{f'{ideal:.0f}' if ideal else ''} | {share} |"
+        )
+    print(f"machine: {os.cpu_count()} CPUs")
+    return 0
+
+
 def timed(run, target, sleep: float) -> float:
     options = RunOptions(env={"BENCH_SLEEP_S": str(sleep)}, confirm=False, accept_noise=True)
     started = time.monotonic()
@@ -59,7 +126,15 @@ def main() -> int:
     parser.add_argument("--workers", default="1,2,4,8")
     parser.add_argument("--per-worker", type=int, default=6, help="experiments per host")
     parser.add_argument("--sleep", type=float, default=0.5, help="seconds per bench run")
+    parser.add_argument(
+        "--processes",
+        action="store_true",
+        help="real scheduler and worker processes, and a session whose best moves",
+    )
     args = parser.parse_args()
+    if args.processes:
+        workers = args.workers if args.workers != "1,2,4,8" else "1,3"
+        return processes([int(w) for w in workers.split(",")], args.sleep)
     counts = [int(w) for w in args.workers.split(",")]
     quiet = Progress(quiet=True)
     rows = []

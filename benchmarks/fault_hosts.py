@@ -29,7 +29,7 @@ from autoresearch.bench.proc import find_processes, process_token
 from autoresearch.bench.sandbox import bwrap_problem
 from autoresearch.journal.store import read_journal
 
-__all__ = ["HOST_CATEGORIES"]
+__all__ = ["HOST_CATEGORIES", "Hosts"]
 
 WORKERS = 2
 BENCH_SLEEP_S = 0.4
@@ -42,7 +42,7 @@ def killed_workers(tally: Tally, trials: int) -> None:
     """Each night: four hypotheses (two wins) over two hosts, one worker killed mid-bench."""
     for trial in range(trials):
         confined = trial % 2 == 1 and bwrap_problem() is None
-        with tempfile.TemporaryDirectory() as tmp, _Hosts(Path(tmp) / "dask") as hosts:
+        with tempfile.TemporaryDirectory() as tmp, Hosts(Path(tmp) / "dask") as hosts:
             night = Night(Path(tmp), {"sandbox": "bwrap" if confined else "off", "min_runs": 3})
             for i, (name, factor) in enumerate(WINS_AND_NULLS.items()):
                 night.queue(f"{i:02d}-{name}", {f"src/speedup-{name}.txt": f"{factor}\n"})
@@ -64,12 +64,14 @@ def killed_workers(tally: Tally, trials: int) -> None:
                 tally.notes.append(note)
 
 
-class _Hosts:
-    """A scheduler and WORKERS workers on 127.0.0.1, each a `dask worker` process (its nanny)
-    running one worker process with one thread and one unit of the bench resource."""
+class Hosts:
+    """A scheduler and `workers` workers on 127.0.0.1, each a `dask worker` process (its nanny)
+    running one worker process with one thread and one unit of the bench resource, started as
+    the README starts them."""
 
-    def __init__(self, home: Path, supervised: bool = False):
+    def __init__(self, home: Path, supervised: bool = False, workers: int = WORKERS):
         self.home = home
+        self.workers = workers
         self.local = home / "local"
         self.port = _free_port()
         self.address = f"tcp://127.0.0.1:{self.port}"
@@ -78,7 +80,7 @@ class _Hosts:
         # starts it again (Dask's workers leave when their scheduler goes away).
         self.supervised = supervised
 
-    def __enter__(self) -> _Hosts:
+    def __enter__(self) -> Hosts:
         self.local.mkdir(parents=True)
         log = open(self.home / "dask.log", "w")
         self._log = log
@@ -90,7 +92,7 @@ class _Hosts:
         if self.supervised:
             loop = f"while :; do {shlex.join(worker)}; sleep 1; done"
             worker = ["sh", "-c", loop]
-        for _ in range(WORKERS):
+        for _ in range(self.workers):
             self.procs.append(
                 subprocess.Popen(worker, stdout=log, stderr=log, start_new_session=True)
             )
@@ -171,7 +173,7 @@ def lost_schedulers(tally: Tally, trials: int) -> None:
     interrupted, and the next run (on a scheduler started again) takes those up."""
     for trial in range(trials):
         back = trial % 2 == 0
-        with tempfile.TemporaryDirectory() as tmp, _Hosts(Path(tmp) / "dask", True) as hosts:
+        with tempfile.TemporaryDirectory() as tmp, Hosts(Path(tmp) / "dask", True) as hosts:
             night = Night(Path(tmp), {"min_runs": 3})
             grace = 60 if back else 4
             text = night.target.config_path.read_text()
@@ -211,8 +213,11 @@ def lost_schedulers(tally: Tally, trials: int) -> None:
                 tally.notes.append(note[:300])
 
 
-def _drive(night: Night, hosts: _Hosts, env: dict[str, str]) -> subprocess.Popen:
+def _drive(night: Night, hosts: Hosts, env: dict[str, str]) -> subprocess.Popen:
+    """`run --cluster`; `env` reaches the hosts' benches as `--env` (the workers' own
+    environment is the one they were started with)."""
     command = ["run", "--quiet", "--cluster", hosts.address]
+    command += [f"--env={key}={value}" for key, value in env.items()]
     return subprocess.Popen(
         [sys.executable, "-m", "autoresearch.cli", *command],
         cwd=night.root,

@@ -12,10 +12,11 @@ import socket
 import subprocess
 import sys
 import threading
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import eventually, experiments, git, wait_for
+from conftest import eventually, experiments, git, unified_patch, wait_for
 from distributed import Client, LocalCluster
 
 from autoresearch.cluster import run_cluster_session
@@ -277,3 +278,45 @@ def test_a_restarted_worker_takes_back_the_clone_its_killed_predecessor_left(tmp
     finally:
         end(second)
     assert restarted_slot == first_slot
+
+
+def test_a_best_is_calibrated_once_and_hosts_of_its_kind_take_it_up(target, tmp_path):
+    """One job measures the new best's calibration; a host of the same kind adopts it (no
+    calibration run of its own), and while it is being measured another judges by the latest
+    calibration of an earlier best of its kind; a host of another kind measures its own."""
+    from autoresearch.cluster.host import Job, host_kind, run_job
+
+    target.configure(min_runs=3, max_runs=3, looks=1, calibration_runs=4)
+    git(target.root, "commit", "-qam", "fixed pairs")
+    config = target.load()
+    bundle = tmp_path / "t.bundle"
+    git(target.root, "branch", "autoresearch/t")
+    git(target.root, "bundle", "create", "--quiet", str(bundle), "refs/heads/autoresearch/t")
+    parent = git(target.root, "rev-parse", "HEAD").strip()
+    patch = unified_patch("src/value.txt", "100\n", "80\n").encode()
+
+    def job(host: str, **sharing) -> tuple[dict, int]:
+        trace = tmp_path / f"{host}.trace"
+        env = {"BENCH_TRACE": str(trace)}
+        one = Job("experiment", f"t-{host}", config, "autoresearch/t", parent, patch, env=env)
+        out = run_job(replace(one, **sharing), bundle.read_bytes(), str(tmp_path / host))
+        assert out["failure"] is None, out
+        return out, len(trace.read_text().splitlines())
+
+    first, runs = job("a")
+    assert first["calibration_new"] and runs == 4 + 6  # its calibration, then 3 pairs
+    measured = first["calibration"]
+    assert measured["host_kind"] == host_kind() and measured["commit"] == parent
+
+    adopted, runs = job("b", calibrations=(measured,), calibrate=False)
+    assert not adopted["calibration_new"] and runs == 6
+    assert adopted["calibration"] == measured
+
+    older = {**measured, "commit": "f" * 40}
+    borrowed, runs = job("c", calibrate=False, fallbacks=(older,))
+    assert not borrowed["calibration_new"] and runs == 6
+    assert borrowed["calibration"]["commit"] == "f" * 40
+
+    other = {**measured, "host_kind": "another machine"}
+    own, runs = job("d", calibrations=(other,), calibrate=False, fallbacks=(other,))
+    assert own["calibration_new"] and runs == 4 + 6

@@ -170,6 +170,8 @@ class Driver(Landing):
         # What the proposers say changes only when a result lands: no asking again till then.
         self._ask = True
         self._hosts: set[str] | None = None  # the bench hosts last seen (mind_hosts)
+        self.calibrations: dict[str, list[dict[str, Any]]] = {}
+        self.calibrating: set[str] = set()
         self._hosts_seen_at = float("-inf")
         session.paths.flights.mkdir(parents=True, exist_ok=True)
 
@@ -312,6 +314,12 @@ class Driver(Landing):
         session = self.session
         flight.draft.note(parent_commit=flight.parent)
         flight.draft.save()
+        # A new best is calibrated by one job; the others judge by their kind's latest
+        # calibration until it lands, then take it up (host.Host.calibration).
+        known = self.calibrations.get(flight.parent, [])
+        flight.calibrating = not known and flight.parent not in self.calibrating
+        if flight.calibrating:
+            self.calibrating.add(flight.parent)
         job = Job(
             kind="experiment",
             exp_id=flight.exp_id,
@@ -320,9 +328,22 @@ class Driver(Landing):
             parent=flight.parent,
             patch=flight.hypothesis.patch,
             env=harness_env(session, flight.exp_id),
+            calibrations=tuple(known),
+            calibrate=flight.calibrating,
+            fallbacks=self.fallbacks(flight.parent),
         )
         flight.future = self.submit(job, f"{flight.exp_id}-{len(flight.stale)}-{flight.losses}")
         self.flights.append(flight)
+
+    def fallbacks(self, commit: str) -> tuple[dict[str, Any], ...]:
+        """The latest calibration of another best for each kind of host, in landing order."""
+        latest: dict[str | None, dict[str, Any]] = {}
+        for of, records in self.calibrations.items():
+            if of != commit:
+                for record in records:
+                    latest.pop(record.get("host_kind"), None)
+                    latest[record.get("host_kind")] = record
+        return tuple(latest.values())
 
     def submit(self, job: Job, key: str):
         return self.client.submit(

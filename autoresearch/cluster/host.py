@@ -11,10 +11,12 @@ driver decides, checks, keeps and journals. Nothing here writes to the session's
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import json
 import os
+import platform
 import re
 import socket
 import tempfile
@@ -64,6 +66,13 @@ class Job:
     tip: str | None = None  # the candidate: this commit (a confirmation)
     env: dict[str, str] = field(default_factory=dict)
     runs: int = 0  # a confirmation's pairs
+    # Calibrations of `parent` other hosts measured: one of a host of this one's kind serves.
+    calibrations: tuple[dict[str, Any], ...] = ()
+    # Whether this job may measure `parent`'s calibration when none serves: one job per best
+    # does (Driver.send), while the others judge by `fallbacks`, the latest calibration of an
+    # earlier best for each kind of host, until it lands.
+    calibrate: bool = True
+    fallbacks: tuple[dict[str, Any], ...] = ()
 
 
 def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -> dict[str, Any]:
@@ -195,11 +204,21 @@ class Host:
         return tree.path
 
     def calibration(self, job: Job, harness: Harness) -> tuple[CalibrationRecord, bool]:
-        """This host's calibration of the best: measured once per best, then remembered;
-        whether it was measured now."""
+        """The calibration this host judges the job by, and whether it measured it now: its
+        own of the best (measured once, then remembered), else one a host of its kind measured
+        (adopted as its own), else, when another job is measuring the best's, the latest of an
+        earlier best by a host of its kind; else it measures the best's itself."""
         path = self.root / "calibrations" / f"{job.parent}.json"
         if path.exists():
             return CalibrationRecord.from_dict(json.loads(path.read_text())), False
+        kind = host_kind()
+        alike = [c for c in job.calibrations if c.get("host_kind") == kind]
+        if alike:
+            write_json_atomic(path, alike[-1])
+            return CalibrationRecord.from_dict(alike[-1]), False
+        borrowed = [c for c in job.fallbacks if c.get("host_kind") == kind]
+        if not job.calibrate and borrowed:
+            return CalibrationRecord.from_dict(borrowed[-1]), False
         label = f"calibration-{job.parent[:12]}"
         try:
             record = calibrate(
@@ -215,7 +234,9 @@ class Host:
             ) from None
         if record is None:
             raise _Failed(Status.INTERRUPTED, "calibration stopped by a signal")
-        record = CalibrationRecord.from_dict(record.to_dict() | {"host": socket.gethostname()})
+        record = CalibrationRecord.from_dict(
+            record.to_dict() | {"host": socket.gethostname(), "host_kind": host_kind()}
+        )
         write_json_atomic(path, record.to_dict())
         return record, True
 
@@ -276,6 +297,19 @@ def _slot(sessions: Path) -> Path:
 
 # The host's toolchain versions: asked once per worker process, not once per job.
 _fingerprint = functools.cache(environment)
+
+
+@functools.cache
+def host_kind() -> str:
+    """The kind of machine this is (CPU model and count, architecture, OS and kernel): a
+    calibration measured on one host serves the hosts of its kind."""
+    model = platform.processor() or "unknown CPU"
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.partition(":")[2].strip()
+                break
+    return f"{model} x{os.cpu_count()}, {platform.machine()}, {platform.platform()}"
 
 
 def _worker():

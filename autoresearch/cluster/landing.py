@@ -38,6 +38,7 @@ class Flight:
     future: Any = None
     losses: int = 0  # hosts that died under it
     stale: list[dict[str, Any]] = field(default_factory=list)
+    calibrating: bool = False  # the job that may measure its parent's calibration
 
     @property
     def exp_id(self) -> str:
@@ -49,6 +50,8 @@ class Landing:
 
     session: Session
     client: Any  # the Dask client
+    calibrations: dict[str, list[dict[str, Any]]]  # the hosts' calibrations, by commit
+    calibrating: set[str]  # commits a job in flight may be calibrating
     again: Any  # deque[Flight]: sent again before the proposers are asked for more
     _bundle: Any  # the scattered bundle of the best: dropped when a host is lost with it
 
@@ -58,6 +61,9 @@ class Landing:
         session = self.session
         self._ask = True
         session.progress.about(flight.draft.fields["n"], flight.draft.started_at)
+        if flight.calibrating:  # landed or lost: a later job may measure the best's
+            flight.calibrating = False
+            self.calibrating.discard(flight.parent)
         if self.client.status != "running":
             # The scheduler went away and took the future with it, not a host: the loop waits
             # for it to come back and sends this again (Driver.mind_scheduler).
@@ -220,6 +226,7 @@ class Landing:
         session = self.session
         record = CalibrationRecord.from_dict({**result["calibration"], "host": host})
         session.journal.append(record)
+        self.calibrations.setdefault(record.commit, []).append(record.to_dict())
         noise = record.noise_pct.get(session.config.metric.name) or 0.0
         session.progress.info(
             f"calibrated {record.commit[:10]} on {host}: noise {noise:.2f}%, "

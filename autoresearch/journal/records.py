@@ -161,6 +161,8 @@ class CalibrationRecord(_Record):
     runs_needed_for_target: int | None = None
     warnings: list[str] = field(default_factory=list)
     host: str | None = None  # the bench host it measured, on a cluster (cluster/)
+    # The kind of machine that host is (CPU model and count, OS): hosts of a kind share it.
+    host_kind: str | None = None
     sentinel_run_s: float | None = None  # one run of bench.sentinel_command, when set
     # The toolchains on the bench's PATH and their versions (bench/fingerprint.py): what measured.
     toolchains: dict[str, str] = field(default_factory=dict)
