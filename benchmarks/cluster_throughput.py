@@ -90,21 +90,26 @@ def processes(counts: list[int], sleep: float) -> int:
                 raise SystemExit(f"{workers} workers: exit {done.returncode}: {done.stderr[-800:]}")
             records = read_journal(target.journal).experiments
             kept = sum(r.status == "keep" for r in records)
-            rows.append((workers, len(records), kept, took))
-    one = rows[0][1] / rows[0][3] * 3600 if rows[0][0] == 1 else None
+            again = sum(len((r.cluster or {}).get("stale") or []) for r in records)
+            calibrated = len(read_journal(target.journal).calibrations)
+            rows.append((workers, len(records), kept, again, calibrated, took))
+    one = rows[0][1] / rows[0][5] * 3600 if rows[0][0] == 1 else None
     print(
         f"Real `dask scheduler` and `dask worker` processes; per host 8 hypotheses, 3 of them "
         f"10% wins; decided at 3 pairs of {sleep:g} s runs; each best calibrated (10 runs):\n"
     )
-    print("| hosts | experiments | kept | wall s | experiments/hour | ideal | of ideal |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
-    for workers, experiments, kept, took in rows:
+    print(
+        "| hosts | experiments | kept | measured again | calibrations | wall s "
+        "| experiments/hour | ideal | of ideal |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for workers, experiments, kept, again, calibrated, took in rows:
         rate = experiments / took * 3600
         ideal = one * workers if one else None
         share = f"{100 * rate / ideal:.0f}%" if ideal else ""
         print(
-            f"| {workers} | {experiments} | {kept} | {took:.1f} | {rate:.0f} | "
-            f"{f'{ideal:.0f}' if ideal else ''} | {share} |"
+            f"| {workers} | {experiments} | {kept} | {again} | {calibrated} | {took:.1f} | "
+            f"{rate:.0f} | {f'{ideal:.0f}' if ideal else ''} | {share} |"
         )
     print(f"machine: {os.cpu_count()} CPUs")
     return 0
