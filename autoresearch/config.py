@@ -42,6 +42,7 @@ DIRECTIONS = ("lower", "higher")
 CHECKS_WHEN = ("keep", "always", "never")
 AGGREGATES = ("best", "median")
 SANDBOX_MODES = ("auto", "bwrap", "off")
+REMEASURE_WHEN = ("overlap", "always")
 _SCHEDULER = re.compile(r"local:\d+|([a-z]+://)?[A-Za-z0-9_.\-\[\]:]+:\d+")
 _SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 # Never patchable, whatever the user's protect list says: the harness that judges the patch.
@@ -183,6 +184,9 @@ class ClusterConfig:
     # Where a worker keeps its clone; "": under the worker's local directory.
     workdir: str = ""
     remeasure: int = 2  # times a win measured against a best that moved is measured again
+    # When it is: "overlap", only when the keeps since its measurement touched one of its files
+    # (else kept on that evidence, said in its record); "always", whenever the best moved.
+    remeasure_when: str = "overlap"
     connect_timeout_s: float = 60.0  # for the scheduler and its first bench worker
     # How long a lost scheduler may take to come back before the night stops (its experiments
     # in flight recorded as interrupted, run again on resume).
@@ -456,6 +460,10 @@ def _check_numbers(config: Config) -> None:
         raise ConfigError(
             f"{path}: 'cluster.remeasure' must be >= 0, 'cluster.connect_timeout_s' and "
             "'cluster.scheduler_grace_s' > 0"
+        )
+    if config.cluster.remeasure_when not in REMEASURE_WHEN:
+        raise ConfigError(
+            f"{path}: 'cluster.remeasure_when' must be one of {', '.join(REMEASURE_WHEN)}"
         )
     if config.session.keep_logs < 0:
         raise ConfigError(f"{path}: 'session.keep_logs' must be >= 0 (0 keeps every log)")

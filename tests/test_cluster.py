@@ -52,6 +52,13 @@ def sleepy(target, tmp_path: Path, sleep_s: float = 0.2, **overrides) -> dict[st
     }
 
 
+def remeasure(target, when: str) -> None:
+    target.config_path.write_text(
+        target.config_path.read_text() + f'\n[cluster]\nremeasure_when = "{when}"\n'
+    )
+    git(target.root, "commit", "-qam", f"remeasure {when}")
+
+
 def drive(target, scheduler: str, env: dict[str, str], progress=None, **options):
     options.setdefault("confirm", False)
     return run_cluster_session(
@@ -71,6 +78,8 @@ def test_two_hosts_measure_side_by_side_and_a_stale_win_is_measured_again(
     target, tmp_path, cluster
 ):
     env = sleepy(target, tmp_path)
+    # The two wins touch files of their own: measured again only because the config says so.
+    remeasure(target, "always")
     target.add_hypothesis("a-value", {"src/value.txt": "80\n"}, title="value down")
     target.add_hypothesis("b-knob", {"src/knobs.txt": "k = 0.9\n"}, title="knob down")
     target.add_hypothesis("c-noop", {"src/noop.txt": "nothing\n"}, title="no effect")
@@ -320,3 +329,31 @@ def test_a_best_is_calibrated_once_and_hosts_of_its_kind_take_it_up(target, tmp_
     other = {**measured, "host_kind": "another machine"}
     own, runs = job("d", calibrations=(other,), calibrate=False, fallbacks=(other,))
     assert own["calibration_new"] and runs == 4 + 6
+
+
+def test_a_win_whose_files_the_keeps_since_did_not_touch_is_kept_on_its_measurement(
+    target, tmp_path, cluster
+):
+    """Two wins in files of their own, sent at once: the one landing second won against a best
+    that moved, but the keep since touched none of its files, so it is kept on that evidence
+    (by default), committed on the new best, its record saying which best it was measured
+    against and where it was kept."""
+    env = sleepy(target, tmp_path)
+    target.add_hypothesis("a-value", {"src/value.txt": "80\n"}, title="value down")
+    target.add_hypothesis("b-knob", {"src/knobs.txt": "k = 0.9\n"}, title="knob down")
+    said = io.StringIO()
+
+    outcome = drive(target, cluster.scheduler_address, env, Progress(said))
+
+    assert outcome.kept == 2
+    chain = git(target.root, "rev-list", "--first-parent", "autoresearch/t").split()
+    earlier, landed = sorted(experiments(target), key=lambda r: chain.index(r.kept_commit) * -1)
+    base = read_journal(target.journal).sessions[0].base_commit
+    # Both were sent against the base at once (two hosts); the second to land was kept on
+    # its measurement there, committed on the first.
+    assert earlier.parent_commit == landed.parent_commit == base
+    assert git(target.root, "rev-parse", f"{landed.kept_commit}^").strip() == earlier.kept_commit
+    assert landed.cluster["kept_on"] == earlier.kept_commit and landed.cluster["stale"] == []
+    assert "touched none of its files: kept on that measurement" in said.getvalue()
+    assert git(target.root, "show", "autoresearch/t:src/value.txt") == "80\n"
+    assert git(target.root, "show", "autoresearch/t:src/knobs.txt") == "k = 0.9\n"

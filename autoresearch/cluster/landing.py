@@ -114,10 +114,26 @@ class Landing:
         decision = self.replay(result)
         measured |= {"decision": decision.to_dict(), "sentinels": decision.sentinels}
         flight.draft.note(asi={"result": decision.reason})
-        if decision.status == Status.KEEP and flight.parent != session.ws.tip():
-            self.measure_again(flight, decision, host, measured)
-            return
+        tip = session.ws.tip()
+        if decision.status == Status.KEEP and flight.parent != tip:
+            moved = self.moved_files(flight.parent, tip)
+            if session.config.cluster.remeasure_when == "always" or moved & set(flight.paths):
+                self.measure_again(flight, decision, host, measured)
+                return
+            # The keeps since touched none of its files: kept on its evidence against the best
+            # it was measured on (parent_commit), committed on the new one, and said so.
+            session.progress.info(
+                f"{flight.exp_id} won against {flight.parent[:10]}; the keeps since, up to "
+                f"{tip[:10]}, touched none of its files: kept on that measurement"
+            )
+            flight.draft.note(cluster={**flight.draft.fields["cluster"], "kept_on": tip})
+            flight.parent = tip
         self.finish(flight, decision, measured)
+
+    def moved_files(self, old: str, new: str) -> set[str]:
+        """The files the keeps from `old` to `new` changed."""
+        listed = self.session.ws.source.must("diff", "--name-only", "-z", old, new)
+        return {path for path in listed.split("\0") if path}
 
     def replay(self, result: dict[str, Any]) -> Decision:
         """The decision rule on the host's samples, with the host's own calibration: the
