@@ -1,12 +1,13 @@
 """Experiments per hour against the number of bench hosts, on a real Dask LocalCluster.
 
 Each worker process stands for one bench host (one unit of the `bench` resource, its own clone
-directory). The bench is the synthetic target's (tests/synthetic.py) sleeping a fixed time per
-run instead of burning CPU, so that eight "hosts" fit on a small machine and the figure measures
-the cluster's scheduling, not the machine's cores. Every experiment is a null patch decided at
-a fixed 3 pairs (6 runs); each host calibrates the best once (4 runs). The ideal line is the
-one-host rate times the hosts; the overhead per experiment is the one-host cluster's time per
-experiment against the same experiments run by the local loop, side by side in one run.
+directory). The bench is a shell script on the synthetic target (tests/synthetic.py) sleeping a
+fixed time per run instead of burning CPU, so that eight "hosts" fit on a small machine and the
+figure measures the cluster's scheduling, not the machine's cores. Every experiment is a null
+patch decided at a fixed 3 pairs (6 runs); each host calibrates the best once (4 runs). The
+ideal line is the one-host rate times the hosts; the overhead per experiment is the one-host
+cluster's time per experiment against the same experiments run by the local loop, side by
+side in one run.
 
     python benchmarks/cluster_throughput.py [--workers 1,2,4,8] [--per-worker 6] [--sleep 0.5]
 
@@ -42,12 +43,34 @@ from autoresearch.loop.driver import run_session  # noqa: E402
 from autoresearch.loop.session import RunOptions  # noqa: E402
 from autoresearch.progress import Progress  # noqa: E402
 
+# The bench: a shell script that sleeps, then prints the synthetic target's value times the
+# factors of its speedup files. A Python bench's own start-up (20-30 ms of CPU a run) would
+# make eight hosts on two cores measure the cores, not the cluster.
+SLEEPY_BENCH = """#!/bin/sh
+sleep "${BENCH_SLEEP_S:-0}"
+cat src/value.txt src/speedup-*.txt 2>/dev/null | awk '{v = NR == 1 ? $1 : v * $1}
+  END {printf "METRIC time_ms=%f\\nMETRIC sentinel_ms=50\\n", v}'
+"""
 
-def target_with(root: Path, experiments: int):
+
+def sleepy_target(root: Path, calibration_runs: int):
+    """The synthetic target benched by SLEEPY_BENCH, decided at a fixed 3 pairs."""
     target = make_target(root)
-    target.configure(min_runs=3, max_runs=3, looks=1, calibration_runs=4)
+    target.configure(min_runs=3, max_runs=3, looks=1, calibration_runs=calibration_runs)
+    bench = root / "sleepy.sh"
+    bench.write_text(SLEEPY_BENCH)
+    bench.chmod(0o755)
+    config = target.config_path.read_text().replace(
+        'command = "./bench.py"', 'command = "./sleepy.sh"'
+    )
+    target.config_path.write_text(config)
     git(root, "add", "-A")
     git(root, "commit", "-qm", "config")
+    return target
+
+
+def target_with(root: Path, experiments: int):
+    target = sleepy_target(root, calibration_runs=4)
     for i in range(experiments):
         target.add_hypothesis(f"{i:03d}-null", {f"src/null-{i}.txt": f"{i}\n"}, title=f"null {i}")
     return target
@@ -56,10 +79,7 @@ def target_with(root: Path, experiments: int):
 def target_with_wins(root: Path, hosts: int):
     """Per host: 8 hypotheses, 3 of them 10% wins, each in a file of its own; the rule decides
     at a fixed 3 pairs; the default 10 calibration runs per best."""
-    target = make_target(root)
-    target.configure(min_runs=3, max_runs=3, looks=1, calibration_runs=10)
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "config")
+    target = sleepy_target(root, calibration_runs=10)
     for i in range(8 * hosts):
         factor = "0.9" if i % 8 in (1, 4, 6) else "1.0"
         target.add_hypothesis(f"{i:03d}-h", {f"src/speedup-{i}.txt": f"{factor}\n"}, title=f"h {i}")
