@@ -10,8 +10,9 @@ Keeps stay serial: a win measured against a best that has moved since (another e
 kept meanwhile) is measured again when the keeps since touched one of its files (always, with
 `cluster.remeasure_when = "always"`): its patch is applied to the new best and measured again
 (up to `cluster.remeasure` times), or recorded `apply_failed` when it no longer applies; else
-it is kept on its measurement, committed on the new best, and said so (landing.py). A host that dies takes nothing with it: Dask runs its job again elsewhere, and
-the record is written once, here, when a result lands. A driver that dies leaves a marker per
+it is kept on its measurement, committed on the new best, and said so (landing.py). A host
+that dies takes nothing with it: Dask runs its job again elsewhere, and the record is written
+once, here, when a result lands. A driver that dies leaves a marker per
 experiment in flight (state `flights/`): the next run sends those again before asking for more.
 """
 
