@@ -219,6 +219,7 @@ class Driver(Landing):
         flying = self.flights + list(self.again)
         self.flights, self._bundle = [], None
         self.again = deque(flying)
+        self.calibrating.clear()  # those jobs are gone: the next sent for a best calibrates it
         if self.client.status == "running":
             session.progress.info(
                 f"the scheduler at {address} is back: sending the {len(flying)} experiment(s) "
