@@ -124,15 +124,27 @@ def processes(counts: list[int], sleep: float) -> int:
     )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for workers, experiments, kept, again, calibrated, took in rows:
-        rate = experiments / took * 3600
-        ideal = one * workers if one else None
-        share = f"{100 * rate / ideal:.0f}%" if ideal else ""
+        rate, ideal, share = against_ideal(experiments, took, one, workers)
         print(
             f"| {workers} | {experiments} | {kept} | {again} | {calibrated} | {took:.1f} | "
-            f"{rate:.0f} | {f'{ideal:.0f}' if ideal else ''} | {share} |"
+            f"{rate} | {ideal} | {share} |"
         )
     print(f"machine: {os.cpu_count()} CPUs")
     return 0
+
+
+def against_ideal(
+    experiments: int, took: float, one: float | None, workers: int
+) -> tuple[str, str, str]:
+    """Experiments per hour, the ideal line (one host's rate times the hosts) and the share of
+    it, as table cells."""
+    rate = experiments / took * 3600
+    ideal = one * workers if one else None
+    return (
+        f"{rate:.0f}",
+        f"{ideal:.0f}" if ideal else "",
+        f"{100 * rate / ideal:.0f}%" if ideal else "",
+    )
 
 
 def timed(run, target, sleep: float) -> float:
@@ -200,13 +212,8 @@ def main() -> int:
     )
     print("|---:|---:|---:|---:|---:|---:|")
     for workers, experiments, took in rows:
-        rate = experiments / took * 3600
-        ideal = one * workers if one else None
-        share = f"{100 * rate / ideal:.0f}%" if ideal else ""
-        print(
-            f"| {workers} | {experiments} | {took:.1f} | {rate:.0f} | "
-            f"{f'{ideal:.0f}' if ideal else ''} | {share} |"
-        )
+        rate, ideal, share = against_ideal(experiments, took, one, workers)
+        print(f"| {workers} | {experiments} | {took:.1f} | {rate} | {ideal} | {share} |")
     if rows[0][0] == 1:
         per_cluster = rows[0][2] / rows[0][1]
         per_local = local / n
