@@ -1,11 +1,12 @@
-"""The fault suite's category for bench hosts (see faults.py): real `dask scheduler` and
+"""The fault suite's categories for bench hosts (see faults.py): real `dask scheduler` and
 `dask worker` processes started as the README says, a night driven with `run --cluster`, and a
-worker process killed with SIGKILL while its bench runs.
+worker process, a whole host, the driver or the scheduler killed with SIGKILL while a bench
+runs.
 
 Beyond the night's invariants (fault_night.py): no bench run of a dead worker outlives it into
 the next run on its host (no two completed runs of one host's clone overlap), no process of any
 host is left, both true wins kept and neither null, and the worker its nanny restarts takes
-back the dead one's clone (one clone per live worker, never a fresh one per restart). Half the
+back the dead one's clone (the machine's slots, one per live worker, never a fresh one). Half the
 nights run the hosts' benches confined.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import os
+import re
 import shlex
 import signal
 import socket
@@ -31,17 +33,24 @@ from autoresearch.journal.store import read_journal
 
 __all__ = ["HOST_CATEGORIES", "Hosts"]
 
-WORKERS = 2
+WORKERS = 3
 BENCH_SLEEP_S = 0.4
 # Each in a file of its own (the synthetic bench multiplies its time by each factor): two true
 # wins and two nulls, independent of each other.
 WINS_AND_NULLS = {"a": 0.8, "b": 1.0, "c": 0.7, "d": 1.0}
 
 
-def killed_workers(tally: Tally, trials: int) -> None:
-    """Each night: four hypotheses (two wins) over two hosts, one worker killed mid-bench."""
+# What is killed with SIGKILL while a bench runs on a host, night by night.
+HOST_FAULTS = ("worker", "host", "driver")
+
+
+def killed_processes(tally: Tally, trials: int) -> None:
+    """Each night: four hypotheses (two wins) over three hosts, and one of HOST_FAULTS in
+    turn: a worker process (its nanny starts another), a whole host (`dask worker` and its
+    worker, gone for good) or the driver (run again, as a user would)."""
     for trial in range(trials):
-        confined = trial % 2 == 1 and bwrap_problem() is None
+        fault = HOST_FAULTS[trial % len(HOST_FAULTS)]
+        confined = (trial // len(HOST_FAULTS)) % 2 == 1 and bwrap_problem() is None
         with tempfile.TemporaryDirectory() as tmp, Hosts(Path(tmp) / "dask") as hosts:
             night = Night(Path(tmp), {"sandbox": "bwrap" if confined else "off", "min_runs": 3})
             for i, (name, factor) in enumerate(WINS_AND_NULLS.items()):
@@ -51,14 +60,19 @@ def killed_workers(tally: Tally, trials: int) -> None:
             if not confined:  # a confined bench has a /tmp of its own: the file is not there
                 env["BENCH_SPANS"] = str(spans)
             driver = _drive(night, hosts, env)
-            killed = hosts.kill_a_benching_worker(skip=trial)
+            killed = hosts.kill_while_benching(fault, driver, skip=trial)
             code, err = _reap(driver)
+            if fault == "driver":  # killed by us: its output is not judged; the rerun's is
+                code, err = _reap(_drive(night, hosts, env))
             night._saw(code, err)
             problems = night.check()
             problems["records_lost"] += _lost_results(night)
             problems["processes_left"] += _overlaps(spans) + len(hosts.left_running())
+            # One clone per live worker, taken back after a restart: slots 0 to workers - 1 of
+            # this machine, never a new one (a host that got no work has none).
             clones = hosts.clones()
-            problems["dirty_trees"] += 0 if len(clones) == WORKERS else 1
+            slots = {f"{_machine()}-{n}" for n in range(hosts.workers)}
+            problems["dirty_trees"] += 0 if set(clones) <= slots else 1
             how = "confined" if confined else "unconfined"
             note = f"{how}, killed {killed}, exit {code}, clones {clones}"
             tally.add(problems, note)
@@ -134,8 +148,8 @@ class Hosts:
                 proc.wait()
         self._log.close()
 
-    def kill_a_benching_worker(self, skip: int) -> str:
-        """SIGKILL the worker process (not its nanny) of a host whose bench is running, after
+    def kill_while_benching(self, fault: str, driver: subprocess.Popen, skip: int) -> str:
+        """SIGKILL what `fault` names (HOST_FAULTS) while a bench of these hosts runs, after
         `skip` bench runs have been seen to start (the moment moves from night to night)."""
         nannies = {p.pid for p in self.procs[1:]}  # unsupervised: `dask worker` is the nanny
         seen: set[int] = set()
@@ -146,9 +160,17 @@ class Hosts:
                 if worker is None or bench in seen:
                     continue
                 seen.add(bench)
-                if len(seen) > skip:
-                    os.kill(worker, signal.SIGKILL)
-                    return f"worker {worker} during bench {bench}"
+                if len(seen) <= skip:
+                    continue
+                if fault == "driver":
+                    driver.kill()
+                    return f"the driver during bench {bench}"
+                if fault == "host":  # the nanny's group: the nanny and its worker
+                    nanny = next(n for n in nannies if _ancestor_under(bench, {n}) is not None)
+                    os.killpg(nanny, signal.SIGKILL)
+                    return f"host {nanny} (nanny and worker) during bench {bench}"
+                os.kill(worker, signal.SIGKILL)
+                return f"worker {worker} during bench {bench}"
             time.sleep(0.02)
         return "nothing (no bench seen)"
 
@@ -289,6 +311,10 @@ def _ancestor_under(pid: int, parents: set[int]) -> int | None:
     return None
 
 
+def _machine() -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname())
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -296,6 +322,6 @@ def _free_port() -> int:
 
 
 HOST_CATEGORIES = {
-    "hosts": ("bench hosts' processes (real dask workers)", killed_workers, 4, 2),
+    "hosts": ("bench hosts' processes (real dask workers)", killed_processes, 6, 3),
     "scheduler": ("a lost Dask scheduler", lost_schedulers, 4, 2),
 }
