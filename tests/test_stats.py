@@ -6,8 +6,10 @@ import random
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scipy.stats import mannwhitneyu
 
 from autoresearch.decide.percent import ratio_pct
+from autoresearch.decide.ranks import mann_whitney
 from autoresearch.decide.stats import compare, robust_cv_pct
 
 
@@ -57,3 +59,23 @@ def test_interval_contains_the_estimate(base, cand, confidence):
     assert c.ci_low_pct <= c.change_pct + 1e-9
     assert c.change_pct <= c.ci_high_pct + 1e-9
     assert 0 <= c.p_lower <= 1 and 0 <= c.p_higher <= 1
+
+
+values = st.one_of(st.floats(1, 1e6), st.sampled_from([1.0, 2.0, 3.0]))
+
+
+@given(
+    st.lists(values, min_size=1, max_size=14),
+    st.lists(values, min_size=1, max_size=14),
+)
+def test_the_rank_test_gives_scipy_s_p_values(x, y):
+    """Exact for small arms without ties, normal with tie and continuity corrections else:
+    the p values SciPy's `mannwhitneyu` gives, without its second-long import."""
+    lower, higher = mann_whitney(x, y)
+    assert lower == pytest.approx(mannwhitneyu(x, y, alternative="less").pvalue, rel=1e-9)
+    assert higher == pytest.approx(mannwhitneyu(x, y, alternative="greater").pvalue, rel=1e-9)
+
+
+def test_the_rank_test_s_exact_tail():
+    # All five of x below all five of y: one ordering of C(10, 5) = 252.
+    assert mann_whitney([1, 2, 3, 4, 5], [6, 7, 8, 9, 10]) == (pytest.approx(1 / 252), 1.0)
