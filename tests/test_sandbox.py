@@ -147,6 +147,29 @@ def test_a_toolchain_cache_pinned_outside_the_sandbox_moves_to_the_arms_own(tmp_
     assert tree.parent in used.parents and list(pinned.iterdir()) == []
 
 
+def test_tools_on_path_under_tmp_stay_visible_read_only(tmp_path):
+    """A virtualenv or a CI runner's toolchain under /tmp, on PATH: the private /tmp would hide
+    it (the bench's `python3` then "required file not found"); it is mounted again, read-only."""
+    tools = tmp_path / "venv" / "bin"
+    tools.mkdir(parents=True)
+    (tools / "greet").write_text("#!/bin/sh\necho hello from $0\n")
+    (tools / "greet").chmod(0o755)
+    (tmp_path / "tree").mkdir()
+    result = LocalRunner(sandbox=Sandbox()).run(
+        "greet > said && (touch $(dirname $(command -v greet))/planted || echo refused > tried)",
+        cwd=tmp_path / "tree",
+        env={"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"},
+        log_path=tmp_path / "tools.log",
+        timeout_s=60,
+        stop=None,
+        on_start=None,
+        token=None,
+    )
+    assert result.ok, result.tail
+    assert (tmp_path / "tree" / "said").read_text() == f"hello from {tools / 'greet'}\n"
+    assert (tmp_path / "tree" / "tried").exists() and not (tools / "planted").exists()
+
+
 def test_a_confined_run_reaches_no_network_unless_allowed(tmp_path):
     server = socket.create_server(("127.0.0.1", 0))
     port = server.getsockname()[1]

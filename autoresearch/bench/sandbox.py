@@ -85,6 +85,11 @@ class Sandbox:
         for shown in _repository_paths(cwd):
             if _under(shown, Path("/tmp")):
                 argv += ["--ro-bind", str(shown), str(shown)]
+        # And, read-only, the tools the run is given that live there: a virtualenv or a CI
+        # runner's toolchain under /tmp on PATH (hidden, `python3` would be another one, or
+        # none: "required file not found").
+        for shown in _tool_roots({**os.environ, **env}.get("PATH", "")):
+            argv += ["--ro-bind", str(shown), str(shown)]
         extra = {"TMPDIR": "/tmp"}
         binds = [cwd, *(p.resolve() for p in self.writable if p.exists())]
         caches = {
@@ -143,6 +148,21 @@ def _make_cache(path: Path, seed: Path | None) -> None:
         partial.rename(path)  # whole or not at all: a copy cut short is made again
     else:
         path.mkdir()
+
+
+def _tool_roots(path: str) -> list[Path]:
+    """The directories under /tmp that hold entries of `path`, each by its first component
+    (`/tmp/venv/bin` -> `/tmp/venv`: a virtualenv's interpreter needs its site-packages)."""
+    tmp = Path("/tmp")
+    roots: list[Path] = []
+    for entry in filter(None, path.split(os.pathsep)):
+        resolved = Path(entry).resolve()
+        if resolved == tmp or not _under(resolved, tmp) or not resolved.is_dir():
+            continue
+        root = tmp / resolved.relative_to(tmp).parts[0]
+        if root not in roots:
+            roots.append(root)
+    return roots
 
 
 def private_tmp(cwd: Path) -> Path:
