@@ -34,8 +34,9 @@ ISOLATION = (
 # Whatever a run may have left in the repository before the seal (repo/seal.py) puts it back,
 # the loop's own git calls do not follow it: a `core.fsmonitor` command would run inside each of
 # them, outside every timeout, and a replace ref (`git replace -f HEAD HEAD`) would make every
-# object read fail.
-HARDENED = ("-c", "core.fsmonitor=false")
+# object read fail. Nor does a keep commit start git's housekeeping: `gc --auto` detaches and
+# would repack the repository beside the next bench runs, outside every process the loop tracks.
+HARDENED = ("-c", "core.fsmonitor=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false")
 HARDENED_ENV = {"GIT_NO_REPLACE_OBJECTS": "1"}
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
