@@ -232,6 +232,8 @@ def test_benchmarkdotnet_medians_and_allocations(benches):
 
 
 @given(st.dictionaries(names, st.dictionaries(names, values, min_size=1, max_size=3), min_size=1))
+@example({"0": {"0": 1.0}, "Benchmarks": {"0": 1.0}})  # BenchmarkDotNet's key, as a benchmark
+@example({"benchmarks": {"0": 1.0}, "context": {"0": 1.0}})  # Google Benchmark's keys
 def test_bmf_each_measure_of_each_benchmark(doc):
     text = json.dumps({b: {m: {"value": v} for m, v in ms.items()} for b, ms in doc.items()})
     assert detect(text) == ["bmf"]

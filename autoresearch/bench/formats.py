@@ -329,12 +329,20 @@ def _bmf_shape(doc: Any) -> bool:
     )
 
 
+def _listing(key: str, *beside: str) -> Callable[[Any], bool]:
+    """A document whose `key` is a list (of benchmarks), with `beside` keys too: a list, so
+    that a BMF document with a benchmark of that name is not taken for it."""
+    return lambda d: (
+        isinstance(d, dict) and isinstance(d.get(key), list) and all(k in d for k in beside)
+    )
+
+
 _JSON_SHAPES: dict[str, Callable[[Any], bool]] = {
-    "pytest-benchmark": lambda d: isinstance(d, dict) and "machine_info" in d and "benchmarks" in d,
-    "google-benchmark": lambda d: isinstance(d, dict) and "context" in d and "benchmarks" in d,
-    "hyperfine": lambda d: isinstance(d, dict) and isinstance(d.get("results"), list),
+    "pytest-benchmark": _listing("benchmarks", "machine_info"),
+    "google-benchmark": _listing("benchmarks", "context"),
+    "hyperfine": _listing("results"),
     "jmh": lambda d: isinstance(d, list) and bool(d) and "primaryMetric" in d[0],
-    "benchmarkdotnet": lambda d: isinstance(d, dict) and "Benchmarks" in d,
+    "benchmarkdotnet": _listing("Benchmarks"),
     "bmf": _bmf_shape,
 }
 
