@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from conftest import run_cli
 
+from autoresearch.bench.fingerprint import toolchains
 from autoresearch.loop.calibrate import _aa_check
 from autoresearch.report.render import _shorten
 
@@ -48,3 +49,26 @@ def test_long_report_lines_end_at_a_word():
     short = _shorten(line)
     assert len(short) <= 160 and short.endswith("word…")
     assert _shorten("short line") == "short line"
+
+
+def test_toolchain_versions_are_asked_again_only_when_what_picks_them_changes(tmp_path):
+    """Every calibration records the bench's toolchains; they are asked once, and again when
+    the binary or a pin file in the tree changes (a keep that bumps go.mod's toolchain)."""
+    bin_dir, tree = tmp_path / "bin", tmp_path / "tree"
+    bin_dir.mkdir()
+    tree.mkdir()
+    asked = tmp_path / "asked"
+    go = bin_dir / "go"
+    go.write_text(f'#!/bin/sh\necho x >> {asked}\nread v < go.mod; echo "go version $v"\n')
+    go.chmod(0o755)
+    (tree / "go.mod").write_text("go1.90\n")
+    env = {"PATH": str(bin_dir)}
+
+    assert toolchains(tree, env) == {"go": "go version go1.90"}
+    assert toolchains(tree, env) == {"go": "go version go1.90"}
+    assert asked.read_text().count("x") == 1
+    (tree / "go.mod").write_text("go1.91\n")
+    assert toolchains(tree, env) == {"go": "go version go1.91"}
+    go.write_text(go.read_text() + "# another build of it\n")
+    assert toolchains(tree, env) == {"go": "go version go1.91"}
+    assert asked.read_text().count("x") == 3

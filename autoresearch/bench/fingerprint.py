@@ -39,19 +39,67 @@ def environment() -> dict[str, str | int | None]:
     }
 
 
+# What picks a toolchain's version besides the binary PATH finds: version managers' variables
+# (rustup, pyenv, Go's toolchain switch, ...) and the pin files they read in the tree.
+VERSION_VARIABLES = ("RUSTUP_TOOLCHAIN", "PYENV_VERSION", "GOTOOLCHAIN", "JAVA_HOME", "ASDF_DIR")
+PIN_FILES = (
+    "rust-toolchain",
+    "rust-toolchain.toml",
+    ".python-version",
+    ".tool-versions",
+    ".nvmrc",
+    ".node-version",
+    ".java-version",
+    ".sdkmanrc",
+    "go.mod",
+    "go.work",
+)
+_ASKED: dict[tuple, dict[str, str]] = {}  # by what picks the versions: asked once per process
+
+
 def toolchains(cwd: Path, env: dict[str, str]) -> dict[str, str]:
     """The versions of the toolchains the bench finds on its PATH (`env` over the loop's own),
-    asked in its tree: what measured, for the record and the PR."""
-    path = {**os.environ, **env}.get("PATH")
+    asked in its tree: what measured, for the record and the PR. Asked again only when a
+    binary, a version manager's variable or a pin file in the tree has changed (a keep that
+    bumps rust-toolchain.toml is measured with the new one, and said so)."""
+    merged = {**os.environ, **env}
     found = {}
     for name, command in TOOLCHAINS.items():
-        if shutil.which(command[0], path=path) is None:
-            continue
-        done = capture(command, cwd=cwd, timeout_s=TOOL_TIMEOUT_S, env=env)
+        where = shutil.which(command[0], path=merged.get("PATH"))
+        if where is not None:
+            found[name] = where
+    key = _version_key(cwd, merged, found)
+    if key not in _ASKED:
+        _ASKED[key] = _ask(cwd, env, found)
+    return dict(_ASKED[key])
+
+
+def _ask(cwd: Path, env: dict[str, str], found: dict[str, str]) -> dict[str, str]:
+    versions = {}
+    for name in found:
+        done = capture(TOOLCHAINS[name], cwd=cwd, timeout_s=TOOL_TIMEOUT_S, env=env)
         text = (done.text() or done.err.decode("utf-8", "replace")).strip()
         if done.ok and text:
-            found[name] = text.splitlines()[0][:200]
-    return found
+            versions[name] = text.splitlines()[0][:200]
+    return versions
+
+
+def _version_key(cwd: Path, env: dict[str, str], found: dict[str, str]) -> tuple:
+    binaries = []
+    for name, where in sorted(found.items()):
+        try:
+            stat = os.stat(where)
+            binaries.append((name, os.path.realpath(where), stat.st_mtime_ns, stat.st_size))
+        except OSError:
+            binaries.append((name, where, None, None))
+    pins = []
+    for name in PIN_FILES:
+        try:
+            pins.append((name, (cwd / name).read_bytes()))
+        except OSError:
+            continue
+    variables = tuple((name, env.get(name)) for name in VERSION_VARIABLES)
+    return (env.get("PATH"), tuple(binaries), tuple(pins), variables)
 
 
 def _version(command: list[str]) -> str | None:
