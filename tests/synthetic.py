@@ -181,6 +181,8 @@ def reach(what, root, common, baseline):
         git("-c", "user.name=x", "-c", "user.email=x@y", "commit", "-qam", "sneaky")
     elif what == "checkout":
         (checkout / "README").write_text("written into your checkout")
+    elif what == "baseline-late":  # into a directory the best gained after the night began
+        (baseline / "src" / "late" / "deeper" / "planted.txt").write_text("x\n")
     elif what == "baseline-untracked":  # a file the baseline's bench reads: the best slows
         (baseline / "src" / "override.txt").write_text("200\n")
     elif what == "hook":

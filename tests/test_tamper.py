@@ -77,3 +77,19 @@ def test_rewriting_an_already_changed_file_of_the_checkout_is_caught(target):
     (record,) = experiments(target)
     assert record.status == "tampered"
     assert "tracked files of your checkout" in record.error
+
+
+def test_a_write_into_a_directory_the_baseline_gained_mid_night_is_caught(target):
+    """The watches last the night: a directory the baseline's tree gains when the best moves
+    is watched from then on, so a candidate's write there is seen without a walk."""
+    target.add_hypothesis("01-win", {"src/late/deeper/kept.txt": "1\n", "src/value.txt": "80\n"})
+    target.add_hypothesis("02-tamper", {"src/mode.txt": "tamper-baseline-late\n"})
+
+    run(target)
+
+    first, second = experiments(target)
+    assert first.status == "keep", (first.status, first.error)
+    assert second.status == "tampered", (second.status, second.error)
+    assert "the baseline worktree was written to during the candidate's run" in second.error
+    paths = session_paths(target.load())
+    assert not (paths.baseline / "src" / "late" / "deeper" / "planted.txt").exists()

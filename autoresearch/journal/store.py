@@ -148,6 +148,13 @@ class Journal:
         self._cached: tuple[tuple[int, int, int], JournalContents] | None = None
         self._digest: tuple[tuple[int, int, int], SessionDigest] | None = None
 
+    def owns(self, path: str) -> bool:
+        """Whether `path` is this journal or a file folded beside it (`.<name>.index`, ...):
+        the loop's own writes in your checkout, not a run's."""
+        folder, _, name = path.rpartition(os.sep)
+        own = self.path.name
+        return folder == str(self.path.parent) and (name == own or name.startswith(f".{own}."))
+
     def append(self, record: _Record) -> Span:
         """Append `record`; where its line lies."""
         span = append_record(self.path, record)

@@ -91,6 +91,7 @@ def _judge(session: Session, hypothesis: Hypothesis, draft: Draft, paths: list[s
             session=session.config.session.name,
             skip=(session.config.ideas_path,),
         ),
+        watches=session.watches,
     )
     pair = measure_candidate(session, draft, guard)
     measured = {

@@ -27,6 +27,7 @@ from ..journal.summary import SessionDigest
 from ..progress import Progress
 from ..proposers import ProposalContext, Proposer, make_proposer
 from ..proposers.chain import ProposerChain
+from ..repo.watch import Watches
 from ..repo.workspace import BaselineTree, Workspace, open_workspace
 from ..statuses import Status
 from .recovery import KeptCommit, kept_commits, next_experiment_number, reconcile_branch, recover
@@ -133,6 +134,8 @@ class Session:
     # Every experiment's whole record, oldest first, once a proposer has read them (`records`).
     whole: list[ExperimentRecord] | None = None
     keep_changes: dict[str, float | None] = field(default_factory=dict)  # by experiment id
+    # Inotify watches on the trees the tamper guard fingerprints, for the session's life.
+    watches: Watches = field(default_factory=Watches)
 
     def records(self) -> list[ExperimentRecord]:
         """The session's experiment records, whole, by number: read from the journal the first
@@ -268,13 +271,16 @@ def _no_phase_marker_left(paths: SessionPaths) -> Iterator[None]:
 def _session(config, options, progress, paths, ws, journal, stop, base, history, commits, proposer):
     """The Session value of a run opening with this history."""
     attempts = attempts_by_patch(history.attempts)
+    watches = Watches(quiet=journal.owns)
     return Session(
         config=config,
         options=options,
         progress=progress,
         paths=paths,
         ws=ws,
-        baseline_tree=BaselineTree(ws.source, paths.baseline, keep=ws.build_output),
+        baseline_tree=BaselineTree(
+            ws.source, paths.baseline, keep=ws.build_output, watches=watches
+        ),
         journal=journal,
         proposer=proposer,
         stop=stop,
@@ -290,6 +296,7 @@ def _session(config, options, progress, paths, ws, journal, stop, base, history,
         calibration=Calibration.from_record(history.calibrations[-1], config.metric.name)
         if history.calibrations
         else None,
+        watches=watches,
     )
 
 

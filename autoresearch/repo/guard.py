@@ -30,7 +30,7 @@ from pathlib import Path
 
 from .gitrepo import Repo
 from .seal import RepoSeal
-from .watch import TreeWatch, WriteWatch
+from .watch import Watches, all_files
 
 __all__ = ["TreeGuard"]
 
@@ -59,6 +59,7 @@ class TreeGuard:
         patch_paths: list[str],
         hooks: bool = False,
         seal: RepoSeal | None = None,
+        watches: Watches | None = None,
     ):
         self.seal = seal
         self.candidate = candidate
@@ -66,27 +67,32 @@ class TreeGuard:
         self.baseline = Repo(baseline, hooks) if baseline is not None else None
         self.checkout = checkout
         self.patch_paths = patch_paths
-        trees = [candidate.path] + ([self.baseline.path] if self.baseline is not None else [])
-        self.watch = TreeWatch(trees)
+        # The session's watches: a tree nothing wrote to since its fingerprint was taken (in
+        # this experiment or an earlier one) is not walked again.
+        self.watches = watches if watches is not None else Watches()
         self.expected = self._snapshot()
-        self.watch.changed()  # the snapshot's own reads are not the candidate's writes
-        # Writes into the baseline's tree while the candidate runs (see the module's text).
-        self._baseline_watch = WriteWatch([self.baseline.path]) if self.baseline else None
-        self._armed = False
+        # Writes into the baseline's tree while the candidate runs (see the module's text):
+        # the watch's count when the run started, or the tree's files where there is no watch.
+        self._armed: int | frozenset | None = None
 
     def before_run(self) -> None:
         """A run of the candidate (its build, a bench run, the checks) starts now: what is
         written into the baseline's tree from here to the next check is the candidate's."""
-        if self._baseline_watch is None:
+        if self.baseline is None:
             return
-        self._baseline_watch.arm()
-        self._armed = True
+        watch = self.watches.of(self.baseline.path)
+        self._armed = watch.generation() if watch.usable else all_files([self.baseline.path])
 
     def _baseline_written(self) -> str | None:
-        if not self._armed or self._baseline_watch is None:
+        armed, self._armed = self._armed, None
+        if armed is None or self.baseline is None:
             return None
-        self._armed = False
-        if not self._baseline_watch.written():
+        watch = self.watches.of(self.baseline.path)
+        if isinstance(armed, int) and watch.usable:
+            written = watch.generation() != armed
+        else:
+            written = all_files([self.baseline.path]) != armed
+        if not written:
             return None
         return (
             "the baseline worktree was written to during the candidate's run "
@@ -97,12 +103,7 @@ class TreeGuard:
         """What changed outside the candidate's patch since the guard was made, or None;
         `checkout=False` looks at the two worktrees and the branch only."""
         was = self.expected
-        if not self.watch.changed():
-            # Nothing was written in either worktree: their contents stand; HEADs and the
-            # branch can move without a write there (a commit), so they are read anyway.
-            now = self._snapshot(checkout, trees=False)
-        else:
-            now = self._snapshot(checkout)
+        now = self._snapshot(checkout)
         if now.branch_tip != was.branch_tip:
             return (
                 f"the session branch moved from {was.branch_tip[:10]} to {now.branch_tip[:10]} "
@@ -151,23 +152,30 @@ class TreeGuard:
         self.candidate.must("update-ref", f"refs/heads/{self.branch}", tip)
         self.candidate.must("checkout", "--quiet", "--force", self.branch)
 
-    def _snapshot(self, checkout: bool = True, trees: bool = True) -> _Snapshot:
+    def _snapshot(self, checkout: bool = True) -> _Snapshot:
+        """HEADs and the branch read every time (they move without a write in the tree: a
+        commit); each tree's changes walked only when something was written there since."""
         baseline = self.baseline
-        was = getattr(self, "expected", None)
-        if trees or was is None:
-            candidate_changes = _fingerprint(self.candidate, self.patch_paths)
-            baseline_changes = _fingerprint(baseline, [], True) if baseline is not None else None
-        else:
-            candidate_changes, baseline_changes = was.candidate_changes, was.baseline_changes
+        candidate_head = self.candidate.head()
+        baseline_head = baseline.head() if baseline is not None else None
+        checkout_head = self.checkout.head() if checkout else ""
         return _Snapshot(
-            candidate_head=self.candidate.head(),
+            candidate_head=candidate_head,
             branch_tip=self.candidate.branch_tip(self.branch) or "",
-            candidate_changes=candidate_changes,
-            baseline_head=baseline.head() if baseline is not None else None,
-            baseline_changes=baseline_changes,
-            checkout_head=self.checkout.head() if checkout else "",
-            checkout_changes=_fingerprint(self.checkout, [], True) if checkout else "",
+            candidate_changes=self._changes(self.candidate, candidate_head, self.patch_paths),
+            baseline_head=baseline_head,
+            baseline_changes=self._changes(baseline, baseline_head, [], True)
+            if baseline is not None
+            else None,
+            checkout_head=checkout_head,
+            checkout_changes=self._changes(self.checkout, checkout_head, [], True)
+            if checkout
+            else "",
         )
+
+    def _changes(self, repo: Repo, head: str | None, files: list[str], stamps=False) -> str:
+        key = ("changes", head, tuple(files), stamps)
+        return self.watches.memo(repo.path, key, lambda: _fingerprint(repo, files, stamps))
 
     def _changed(self, repo: Repo, extra: list[str] | None = None) -> str:
         paths = [p for p in repo.status_paths() if p in (extra or []) or _tracked(repo, p)]

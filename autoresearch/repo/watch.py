@@ -1,10 +1,14 @@
-"""Whether anything under some directories was written since the last look, cheaply: inotify.
+"""Whether anything under some directories was written since a given look, cheaply: inotify.
 
-The tamper guard compares trees with `git diff` after every run of a candidate; on a tree of
-20,000 files that walk costs tens of milliseconds a run. An inotify watch on every directory
-of the two worktrees answers "nothing was written" for the price of one non-blocking read, so
-the walk runs only when something was. When inotify is not there (another OS, a watch limit
-reached) the watch answers "maybe" every time and the guard walks, as it would without it.
+The tamper guard compares trees with `git diff` after every run of a candidate, and the
+baseline tree is checked for changes before it is measured again; on a tree of 20,000 files
+each such walk costs tens of milliseconds. An inotify watch on every directory of a tree
+answers "nothing was written" for the price of one non-blocking read, so a walk runs only when
+something was. The watches last as long as the session (setting them up is itself a walk of
+every directory): a directory created later is watched as its creation is read, one that
+goes away takes its watch with it, and a lost event queue or a tree that went away is set up
+again. Where inotify cannot watch a tree (another OS, the watch limit reached, a tree not made
+yet) every look answers "maybe", and the callers walk as they would without it.
 """
 
 from __future__ import annotations
@@ -12,14 +16,17 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import struct
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
-__all__ = ["TreeWatch", "WriteWatch"]
+__all__ = ["TreeWatch", "Watches", "WriteWatch"]
 
 _IN_MODIFY, _IN_ATTRIB, _IN_MOVED_FROM, _IN_MOVED_TO = 0x2, 0x4, 0x40, 0x80
 _IN_CREATE, _IN_DELETE, _IN_DELETE_SELF, _IN_MOVE_SELF = 0x100, 0x200, 0x400, 0x800
+_IN_Q_OVERFLOW, _IN_IGNORED, _IN_ISDIR = 0x4000, 0x8000, 0x40000000
 MASK = (
     _IN_MODIFY
     | _IN_ATTRIB
@@ -31,53 +38,180 @@ MASK = (
     | _IN_MOVE_SELF
 )
 MAX_WATCHES = 20_000  # more directories than this: not worth it, walk instead
+_EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then the name
 
 
 class TreeWatch:
-    """`changed()` is False only when nothing under the roots was written since the last call."""
+    """A count that grows whenever anything under the roots (their .git left out) is written:
+    `generation()` now, compared with one taken earlier, says whether anything was since.
+    `quiet(path)` names files whose writes do not count (the loop's own journal)."""
 
-    def __init__(self, roots: list[Path]):
+    def __init__(self, roots: Iterable[Path], quiet: Callable[[str], bool] | None = None):
+        self.roots = [Path(r) for r in roots]
+        self.quiet = quiet
         self.fd: int | None = None
-        try:
+        self._dirs: dict[int, str] = {}
+        self._roots_wd: set[int] = set()
+        self._generation = 0
+        self._libc: Any = None
+        self._finalizer: weakref.finalize | None = None
+        with contextlib.suppress(OSError, AttributeError):
             libc = ctypes.CDLL(None, use_errno=True)
-            fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        except (OSError, AttributeError):
-            return
-        if fd < 0:
-            return
-        weakref.finalize(self, _close, fd)
-        count = 0
-        for root in roots:
-            for directory, subdirs, _ in os.walk(root):
-                subdirs[:] = [d for d in subdirs if d != ".git"]
-                count += 1
-                if (
-                    count > MAX_WATCHES
-                    or libc.inotify_add_watch(fd, os.fsencode(directory), MASK) < 0
-                ):
-                    return  # unwatched parts: every answer stays "maybe"
-        self.fd = fd
-        self.changed()  # what happened while the watches were being set up is not a change
+            if hasattr(libc, "inotify_init1"):  # none: every look is a "maybe"
+                self._libc = libc
+        self._watch_all()
+
+    @property
+    def usable(self) -> bool:
+        return self.fd is not None
+
+    def generation(self) -> int:
+        """The count as of now: it grew if anything was written since the last look."""
+        if self.fd is None:
+            self._watch_all()  # a tree made since, or a watch lost: what happened is unknown
+            self._generation += 1
+            return self._generation
+        data = self._read()
+        if data is None or not self._handle(data):
+            self._watch_all()  # events were lost, or a tree went away
+            self._generation += 1
+        elif data and self._counted(data):
+            self._generation += 1
+        return self._generation
 
     def changed(self) -> bool:
-        if self.fd is None:
-            return True
-        seen = False
+        """Whether anything was written since the last call."""
+        was = self._generation
+        return self.generation() != was
+
+    def close(self) -> None:
+        if self._finalizer is not None:
+            self._finalizer()  # closes the descriptor once, never a number reused since
+        self._finalizer = None
+        self.fd = None
+        self._dirs.clear()
+
+    def _watch_all(self) -> None:
+        self.close()
+        if self._libc is None or not all(root.is_dir() for root in self.roots):
+            return
+        fd = self._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        if fd < 0:
+            return
+        self.fd = fd
+        self._finalizer = weakref.finalize(self, _close, fd)
+        self._roots_wd = set()
+        for root in self.roots:
+            wd = self._add_tree(str(root))
+            if wd is None:
+                self.close()  # unwatched parts: every answer stays "maybe"
+                return
+            self._roots_wd.add(wd)
+        self._read()  # what happened while the watches were being set up is not a change
+
+    def _add_tree(self, top: str) -> int | None:
+        """Watch `top` and every directory under it; the first's descriptor, None on failure."""
+        first = None
+        for directory, subdirs, _ in os.walk(top):
+            subdirs[:] = [d for d in subdirs if d != ".git"]
+            if len(self._dirs) >= MAX_WATCHES:
+                return None
+            wd = self._libc.inotify_add_watch(self.fd, os.fsencode(directory), MASK)
+            if wd < 0:
+                if directory == top:
+                    return None
+                continue  # gone already: its removal was an event of its own
+            self._dirs[wd] = directory
+            first = wd if first is None else first
+        return first
+
+    def _read(self) -> bytes | None:
+        chunks = []
         while True:
             try:
-                data = os.read(self.fd, 65536)
+                data = os.read(self.fd, 65536)  # type: ignore[arg-type]
             except BlockingIOError:
-                return seen
+                return b"".join(chunks)
             except OSError:
-                return True
+                return None
             if not data:
-                return seen
-            seen = True
+                return b"".join(chunks)
+            chunks.append(data)
+
+    def _handle(self, data: bytes) -> bool:
+        """Watch the directories `data` says were made or moved in; False when the watches no
+        longer cover the trees (a lost queue, a root gone)."""
+        for wd, mask, name in _events(data):
+            if mask & _IN_Q_OVERFLOW or (wd in self._roots_wd and mask & _IN_IGNORED):
+                return False
+            if mask & _IN_IGNORED:
+                self._dirs.pop(wd, None)
+            elif mask & _IN_ISDIR and mask & (_IN_CREATE | _IN_MOVED_TO) and name != ".git":
+                parent = self._dirs.get(wd)
+                added = parent is not None and self._add_tree(os.path.join(parent, name))
+                if added is None and len(self._dirs) >= MAX_WATCHES:
+                    return False
+        return True
+
+    def _counted(self, data: bytes) -> bool:
+        """Whether any event of `data` is a write that counts."""
+        for wd, mask, name in _events(data):
+            if mask & _IN_IGNORED:
+                continue
+            parent = self._dirs.get(wd)
+            if self.quiet is None or parent is None or not self.quiet(os.path.join(parent, name)):
+                return True
+        return False
+
+
+def _events(data: bytes):
+    offset = 0
+    while offset + _EVENT.size <= len(data):
+        wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
+        start = offset + _EVENT.size
+        name = data[start : start + length].rstrip(b"\0")
+        yield wd, mask, os.fsdecode(name)
+        offset = start + length
 
 
 def _close(fd: int) -> None:
     with contextlib.suppress(OSError):
         os.close(fd)
+
+
+class Watches:
+    """A session's watches, one per tree, and what they vouch for: a value computed from a tree
+    (its fingerprint, whether it is clean) is reused until something is written there."""
+
+    def __init__(self, quiet: Callable[[str], bool] | None = None):
+        self.quiet = quiet
+        self._trees: dict[Path, TreeWatch] = {}
+        self._memo: dict[tuple[Path, Any], tuple[int, Any]] = {}
+
+    def of(self, tree: Path) -> TreeWatch:
+        tree = Path(tree).resolve()
+        if tree not in self._trees:
+            self._trees[tree] = TreeWatch([tree], self.quiet)
+        return self._trees[tree]
+
+    def memo(self, tree: Path, key: Any, compute: Callable[[], Any]) -> Any:
+        """`compute()`, or its value from before when nothing was written under `tree` since
+        (`key` holds whatever else it depends on: the tree's HEAD, the files it reads)."""
+        watch = self.of(tree)
+        generation = watch.generation()  # taken first: a write while computing is seen next time
+        slot = (Path(tree).resolve(), key)
+        known = self._memo.get(slot)
+        if known is not None and known[0] == generation and watch.usable:
+            return known[1]
+        value = compute()
+        self._memo[slot] = (generation, value)
+        return value
+
+    def close(self) -> None:
+        for watch in self._trees.values():
+            watch.close()
+        self._trees.clear()
+        self._memo.clear()
 
 
 class WriteWatch:
@@ -89,17 +223,18 @@ class WriteWatch:
         self.roots = [r for r in roots if r.exists()]
         self._watch = TreeWatch(self.roots)
         self._files: frozenset | None = None
+        self._armed = 0
 
     def arm(self) -> None:
-        if self._watch.fd is None:
+        if not self._watch.usable:
             self._files = all_files(self.roots)
         else:
-            self._watch.changed()
+            self._armed = self._watch.generation()
 
     def written(self) -> bool:
-        if self._watch.fd is None:
+        if not self._watch.usable:
             return all_files(self.roots) != self._files
-        return self._watch.changed()
+        return self._watch.generation() != self._armed
 
 
 def all_files(roots: Iterable[Path]) -> frozenset:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..errors import WorkspaceError
 from .gitrepo import COMMIT_ENV, Repo, open_repo
+from .watch import Watches
 
 __all__ = ["ApplyResult", "BaselineTree", "Workspace", "apply_patch", "open_workspace"]
 
@@ -112,10 +113,16 @@ class BaselineTree:
     """
 
     def __init__(
-        self, source: Repo, path: Path, stamp: Path | None = None, keep: tuple[str, ...] = ()
+        self,
+        source: Repo,
+        path: Path,
+        stamp: Path | None = None,
+        keep: tuple[str, ...] = (),
+        watches: Watches | None = None,
     ):
         self.source = source
         self.path = path.resolve()
+        self.watches = watches  # a session's: a tree nothing wrote to is not asked its status
         self.build_output = keep  # what its cleaning leaves, as the Workspace's
         # The commit its build output belongs to: in memory, or in `stamp` for a bench host
         # whose jobs each open the tree afresh.
@@ -160,11 +167,16 @@ class BaselineTree:
         tree = Repo(self.path, self.source.hooks)
         # Unknown build output (a new session, or a run wrote into the tree) is cleaned too:
         # an ignored file planted there is as good as a changed one to the baseline's bench.
-        if tree.head() == commit and not tree.is_dirty() and self.built_at is not None:
+        if tree.head() == commit and self.built_at is not None and self._clean(tree, commit):
             return False
         tree.must("checkout", "--quiet", "--force", "--detach", commit)
         clean(tree, self.build_output)
         return True
+
+    def _clean(self, tree: Repo, head: str) -> bool:
+        if self.watches is None:
+            return not tree.is_dirty()
+        return self.watches.memo(self.path, ("clean", head), lambda: not tree.is_dirty())
 
 
 def clean(tree: Repo, keep: tuple[str, ...] = ()) -> None:
