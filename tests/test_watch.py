@@ -68,3 +68,19 @@ def test_a_fingerprint_is_taken_again_only_after_a_write(tmp_path):
     assert watches.memo(tmp_path, "k", fingerprint) == 3
     assert watches.memo(tmp_path / "missing", "k", fingerprint) == 4  # unwatched: every time
     assert watches.memo(tmp_path / "missing", "k", fingerprint) == 5
+
+
+def test_a_tree_too_big_to_watch_is_a_maybe_without_a_walk_at_every_look(tmp_path, monkeypatch):
+    import autoresearch.repo.watch as watch_module
+
+    for name in "abc":
+        (tmp_path / name).mkdir()
+    monkeypatch.setattr(watch_module, "MAX_WATCHES", 2)
+    walks = []
+    real_walk = watch_module.os.walk
+    monkeypatch.setattr(watch_module.os, "walk", lambda top: walks.append(top) or real_walk(top))
+    watch = TreeWatch([tmp_path])
+    assert not watch.usable and len(walks) == 1
+    first = watch.generation()
+    assert watch.generation() != first  # every look: something may have been written
+    assert len(walks) == 1

@@ -53,6 +53,9 @@ class TreeWatch:
         self._dirs: dict[int, str] = {}
         self._roots_wd: set[int] = set()
         self._generation = 0
+        # Set when the trees cannot be watched for good (no inotify, too many directories, the
+        # watch limit): then every look is a "maybe", without a walk to try again.
+        self._gave_up = False
         self._libc: Any = None
         self._finalizer: weakref.finalize | None = None
         with contextlib.suppress(OSError, AttributeError):
@@ -68,8 +71,9 @@ class TreeWatch:
     def generation(self) -> int:
         """The count as of now: it grew if anything was written since the last look."""
         if self.fd is None:
-            self._watch_all()  # a tree made since, or a watch lost: what happened is unknown
-            self._generation += 1
+            if not self._gave_up:  # a tree made since, or a watch lost: try again
+                self._watch_all()
+            self._generation += 1  # what happened meanwhile is unknown
             return self._generation
         data = self._read()
         if data is None or not self._handle(data):
@@ -93,10 +97,14 @@ class TreeWatch:
 
     def _watch_all(self) -> None:
         self.close()
-        if self._libc is None or not all(root.is_dir() for root in self.roots):
+        if self._libc is None:
+            self._gave_up = True
             return
+        if not all(root.is_dir() for root in self.roots):
+            return  # not made yet: the next look tries again
         fd = self._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if fd < 0:
+            self._gave_up = True
             return
         self.fd = fd
         self._finalizer = weakref.finalize(self, _close, fd)
@@ -105,6 +113,7 @@ class TreeWatch:
             wd = self._add_tree(str(root))
             if wd is None:
                 self.close()  # unwatched parts: every answer stays "maybe"
+                self._gave_up = root.is_dir()  # too big to watch, unless it just went away
                 return
             self._roots_wd.add(wd)
         self._read()  # what happened while the watches were being set up is not a change
@@ -118,8 +127,8 @@ class TreeWatch:
                 return None
             wd = self._libc.inotify_add_watch(self.fd, os.fsencode(directory), MASK)
             if wd < 0:
-                if directory == top:
-                    return None
+                if directory == top or os.path.isdir(directory):
+                    return None  # the watch limit: a part unwatched would go unseen
                 continue  # gone already: its removal was an event of its own
             self._dirs[wd] = directory
             first = wd if first is None else first
