@@ -181,6 +181,12 @@ def reach(what, root, common, baseline):
         git("-c", "user.name=x", "-c", "user.email=x@y", "commit", "-qam", "sneaky")
     elif what == "checkout":
         (checkout / "README").write_text("written into your checkout")
+    elif what == "stage":  # stage a change to another file, the working tree untouched
+        blob = subprocess.run(
+            ["git", "hash-object", "-w", "--stdin"], cwd=root, input="smuggled\n",
+            capture_output=True, text=True,
+        ).stdout.strip()
+        git("update-index", "--cacheinfo", f"100644,{blob},README")
     elif what == "baseline-late":  # into a directory the best gained after the night began
         (baseline / "src" / "late" / "deeper" / "planted.txt").write_text("x\n")
     elif what == "baseline-untracked":  # a file the baseline's bench reads: the best slows

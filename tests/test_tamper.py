@@ -93,3 +93,17 @@ def test_a_write_into_a_directory_the_baseline_gained_mid_night_is_caught(target
     assert "the baseline worktree was written to during the candidate's run" in second.error
     paths = session_paths(target.load())
     assert not (paths.baseline / "src" / "late" / "deeper" / "planted.txt").exists()
+
+
+def test_a_change_staged_by_the_candidate_is_not_committed_with_its_keep(target):
+    """The guard compares the working tree with HEAD; a change staged in the index alone
+    (`git update-index`) is not there. The keep commits the patch's paths only."""
+    target.add_hypothesis("01-win", {"src/mode.txt": "tamper-stage\n", "src/value.txt": "80\n"})
+
+    run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "keep", (record.status, record.error)
+    changed = git(target.root, "show", "--name-only", "--format=", record.kept_commit).split()
+    assert sorted(changed) == ["src/mode.txt", "src/value.txt"]
+    assert "smuggled" not in git(target.root, "show", f"{record.kept_commit}:README")

@@ -272,6 +272,7 @@ def _session(config, options, progress, paths, ws, journal, stop, base, history,
     """The Session value of a run opening with this history."""
     attempts = attempts_by_patch(history.attempts)
     watches = Watches(quiet=journal.owns)
+    ws.watches = watches
     return Session(
         config=config,
         options=options,

@@ -89,10 +89,14 @@ class Repo:
             raise WorkspaceError(f"{self.path}: HEAD names no commit")
         return sha
 
+    def git_path(self, name: str) -> Path:
+        """A file of this working tree's own git directory (its HEAD, its index)."""
+        return Path(self._repo.git_dir) / name
+
     def head_ref(self) -> str:
         """What HEAD names: its branch's full ref name, or its commit when detached. Read from
         the HEAD file when it is a plain one (a link or anything odd is asked of git)."""
-        head = Path(self._repo.git_dir) / "HEAD"
+        head = self.git_path("HEAD")
         with contextlib.suppress(OSError, UnicodeDecodeError):
             if head.is_file() and not head.is_symlink():
                 text = head.read_text(encoding="utf-8").strip()

@@ -6,6 +6,7 @@ The user's checkout is never modified: experiments run in a git worktree on the 
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +33,10 @@ class Workspace:
         self.tree = tree
         self.branch = branch
         self.build_output = keep
+        # A session's watches (see watch.py): with them, a revert right after a revert to the
+        # same tip, with nothing written or staged between, is not done twice.
+        self.watches: Watches | None = None
+        self._reverted: tuple | None = None
 
     @property
     def path(self) -> Path:
@@ -78,7 +83,10 @@ class Workspace:
         present = [p for p in paths if p in tracked or (self.path / p).exists()]
         # --force: a file the patch adds is kept even when a .gitignore pattern matches it.
         self.tree.must("add", "--all", "--force", "--", *present)
-        self.tree.must("commit", "--no-verify", "--quiet", "-m", message, env=COMMIT_ENV)
+        # Those paths only (`git commit -- paths`): a change a run staged in the index alone,
+        # with the working tree untouched, is not in what the guard compared, nor in the keep.
+        only = ["--", *present] if present else []
+        self.tree.must("commit", "--no-verify", "--quiet", "-m", message, *only, env=COMMIT_ENV)
         sha = self.tree.head()
         # Whatever else the bench left behind must not survive into the next experiment.
         self.revert()
@@ -92,8 +100,26 @@ class Workspace:
     def revert(self) -> None:
         """Back to the last kept commit: changes undone, untracked and ignored files removed."""
         tip = self.tip()
+        if self._reverted is not None and self._reverted == self._revert_state(tip):
+            return  # nothing written in the tree, nothing staged, HEAD at the tip since
         self.tree.must("reset", "--hard", "--quiet", tip)
         clean(self.tree, self.build_output)
+        self._reverted = self._revert_state(tip) if self.watches is not None else None
+
+    def _revert_state(self, tip: str) -> tuple | None:
+        """What must stand for the tree to be as the last revert left it: the watch's count
+        (no write), the index file (nothing staged), HEAD at the tip."""
+        if self.watches is None:
+            return None
+        watch = self.watches.of(self.path)
+        try:
+            index = os.stat(self.tree.git_path("index"))
+            staged = (index.st_ino, index.st_mtime_ns, index.st_size)
+        except OSError:
+            return None
+        if not watch.usable or self.tree.head() != tip:
+            return None
+        return (tip, watch.generation(), staged)
 
     def scrub(self) -> None:
         """Back to the last kept commit with nothing untracked left, its kept build output
