@@ -14,6 +14,7 @@ from autoresearch.bench.measure import Harness, measure_pair
 from autoresearch.config import load_config
 from autoresearch.decide.calibration import run_seconds
 from autoresearch.journal.store import read_journal
+from autoresearch.loop.session_dir import session_paths
 
 
 def test_arms_alternate_after_calibration_on_the_baseline_tree(target, tmp_path):
@@ -269,3 +270,7 @@ def test_a_sentinel_command_that_prints_no_sentinel_stops_before_the_night(targe
     assert "bench.sentinel_command" in done.stderr
     assert "printed no 'METRIC sentinel_ms=...' line" in done.stderr
     assert experiments(target) == []
+    # A clean stop: no in-flight marker left for `status` to take for a run that died.
+    assert not session_paths(target.load()).inflight.exists()
+    status = run_cli("status", cwd=target.root)
+    assert "in flight" not in status.stdout and "died" not in status.stdout, status.stdout
