@@ -96,3 +96,42 @@ def test_the_ecosystem_can_be_named_or_refused(tmp_path):
     )  # fmt: skip
     assert named.returncode == 0, named.stderr
     assert "/opt/py/bin/python3 -m pytest" in (repo / "autoresearch.sh").read_text()
+
+
+def test_a_cmake_project_s_benchmark_executable_is_found_where_it_is_built(tmp_path):
+    """The executable linked with Google Benchmark, in a subdirectory's CMakeLists.txt: built
+    under build/ at the same place; no ctest tests, so the build is the check."""
+    repo = project(
+        tmp_path,
+        {
+            "CMakeLists.txt": "project(p CXX)\nadd_subdirectory(perf)\n",
+            "perf/CMakeLists.txt": (
+                "find_package(benchmark REQUIRED)\nadd_executable(speed speed.cc)\n"
+                "target_link_libraries(\n  speed\n  PRIVATE benchmark::benchmark_main)\n"
+            ),
+            "perf/speed.cc": "",
+        },
+    )
+    done = run_cli("init", "--metric", "bm_x_ns", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "a CMake project with a Google Benchmark executable (speed)" in done.stdout
+    config = load_config(repo / "autoresearch.toml")
+    assert (config.bench.format, config.bench.output) == (
+        "google-benchmark",
+        ".autoresearch-bench.json",
+    )
+    assert config.bench.keep == ["build/"] and "cmake --build build" in config.bench.build
+    assert "./build/perf/speed --benchmark_out=" in (repo / "autoresearch.sh").read_text()
+    assert "cmake --build build" in (repo / "autoresearch.checks.sh").read_text()
+    assert "**/*.cc" in config.scope.include
+
+
+def test_a_cmake_project_without_google_benchmark_is_named_when_asked_for(tmp_path):
+    repo = project(tmp_path, {"CMakeLists.txt": "project(p C)\nadd_executable(p main.c)\n"})
+    assert "found " not in run_cli("init", cwd=repo).stdout
+    asked = run_cli("init", "--force", "--ecosystem", "cmake-google-benchmark", cwd=repo)
+    assert asked.returncode == 1
+    assert asked.stderr.strip() == (
+        f"error: {repo / 'CMakeLists.txt'}: no executable linked with benchmark::benchmark "
+        "(target_link_libraries(NAME ... benchmark::benchmark))"
+    )

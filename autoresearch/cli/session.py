@@ -340,7 +340,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def _ecosystem(directory: Path, name: str, python: str):
     """The ecosystem `init --ecosystem` names, or the one found in `directory` (auto)."""
-    from ..init.ecosystems import ECOSYSTEMS, detect_ecosystem, python_ecosystem
+    from ..init.ecosystems import ECOSYSTEMS, cmake_ecosystem, detect_ecosystem, python_ecosystem
 
     if name == "none":
         return None
@@ -348,6 +348,14 @@ def _ecosystem(directory: Path, name: str, python: str):
         return detect_ecosystem(directory, python)
     if name == "pytest-benchmark":
         return python_ecosystem(python)
+    if name == "cmake-google-benchmark":
+        found = cmake_ecosystem(directory)
+        if found is None:
+            raise UserError(
+                f"{directory / 'CMakeLists.txt'}: no executable linked with "
+                "benchmark::benchmark (target_link_libraries(NAME ... benchmark::benchmark))"
+            )
+        return found
     return ECOSYSTEMS[name]
 
 
@@ -500,7 +508,7 @@ def _add_housekeeping_parsers(sub) -> None:
 
 
 def _add_init_parser(sub) -> None:
-    from ..init.ecosystems import ECOSYSTEMS  # a small module: the choices are its names
+    from ..init.ecosystems import NAMES  # a small module: the choices are its names
 
     init = sub.add_parser("init", help=doc(cmd_init), description=doc(cmd_init))
     init.add_argument("directory", nargs="?", default=".", help="the repository (default: .)")
@@ -519,10 +527,11 @@ def _add_init_parser(sub) -> None:
     init.add_argument(
         "--ecosystem",
         default="auto",
-        choices=["auto", "none", *ECOSYSTEMS],
+        choices=["auto", "none", *NAMES],
         help="the benchmarks to run and read: auto (default) finds a Cargo crate with criterion "
         "or #[bench] benches, a Go module with Benchmark functions, Python tests using "
-        "pytest-benchmark; none writes the plain METRIC-line template",
+        "pytest-benchmark, a CMake project with a Google Benchmark executable; none writes the "
+        "plain METRIC-line template",
     )
     init.add_argument(
         "--python",

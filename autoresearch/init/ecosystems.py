@@ -1,7 +1,8 @@
 """What `init` recognises in a repository, and the bench it writes for it.
 
 A Cargo crate with criterion benches (or libtest `#[bench]` ones), a Python project whose tests
-use pytest-benchmark's `benchmark` fixture, a Go module with `Benchmark` functions: each gets a
+use pytest-benchmark's `benchmark` fixture, a Go module with `Benchmark` functions, a CMake
+project with a Google Benchmark executable: each gets a
 bench script that runs the project's own benchmarks and a config that reads their output in the
 tool's format (bench/formats.py), a build step where the toolchain has one (so that runs measure
 the code, not the compiler), its usual tests as the checks, and its sources as the scope.
@@ -14,7 +15,14 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-__all__ = ["ECOSYSTEMS", "Ecosystem", "detect_ecosystem", "python_ecosystem"]
+__all__ = [
+    "ECOSYSTEMS",
+    "NAMES",
+    "Ecosystem",
+    "cmake_ecosystem",
+    "detect_ecosystem",
+    "python_ecosystem",
+]
 
 # Directories no ecosystem's sources are looked for in.
 SKIP = {".git", "target", "node_modules", ".venv", "venv", "__pycache__", "build", "vendor"}
@@ -53,7 +61,48 @@ def detect_ecosystem(directory: Path, python: str = "python3") -> Ecosystem | No
     tests = [p for p in files if p.suffix == ".py" and re.search(r"\bbenchmark\b", _text(p))]
     if any(re.search(r"def test\w*\([^)]*\bbenchmark\b", _text(p)) for p in tests):
         return python_ecosystem(python)
-    return None
+    return cmake_ecosystem(directory, files)
+
+
+# An executable linked with Google Benchmark: `target_link_libraries(name ... benchmark::...)`.
+_BENCH_TARGET = re.compile(
+    r"target_link_libraries\s*\(\s*([A-Za-z0-9_.+-]+)[^)]*\bbenchmark::benchmark", re.S
+)
+
+
+def cmake_ecosystem(directory: Path, files: list[Path] | None = None) -> Ecosystem | None:
+    """A CMake project with a Google Benchmark executable: configured and built in Release
+    into `build/` (kept across reverts, each arm its own), the executable run with its JSON
+    written to the file the loop reads, the project's ctest tests (or its build) as checks.
+    None when no CMakeLists.txt links an executable with benchmark::benchmark."""
+    if not (directory / "CMakeLists.txt").is_file():
+        return None
+    lists = [p for p in (files or _files(directory)) if p.name == "CMakeLists.txt"]
+    found = [(p, m.group(1)) for p in lists for m in _BENCH_TARGET.finditer(_text(p))]
+    if not found:
+        return None
+    where, target = found[0]
+    folder = where.parent.relative_to(directory).as_posix()
+    binary = f"build/{target}" if folder == "." else f"build/{folder}/{target}"
+    tested = any(re.search(r"^\s*add_test\s*\(", _text(p), re.M) for p in lists)
+    configure = "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null"
+    return Ecosystem(
+        name="cmake-google-benchmark",
+        says=f"a CMake project with a Google Benchmark executable ({target})",
+        bench=(f"./{binary} --benchmark_out=.autoresearch-bench.json --benchmark_out_format=json"),
+        checks=(
+            "ctest --test-dir build --output-on-failure"
+            if tested
+            else "cmake --build build  # no ctest tests: the build is the check"
+        ),
+        build=f"{configure} && cmake --build build --parallel",
+        format="google-benchmark",
+        output=".autoresearch-bench.json",
+        keep=("build/",),
+        scope=("**/*.cpp", "**/*.cc", "**/*.cxx", "**/*.c", "**/*.h", "**/*.hpp"),
+        metrics="bm_name_arg_ns: Google Benchmark's real time per iteration, in nanoseconds "
+        "(bm_name_arg_cpu_ns, its CPU time, beside it)",
+    )
 
 
 def python_ecosystem(python: str) -> Ecosystem:
@@ -105,6 +154,10 @@ ECOSYSTEMS["cargo-libtest"] = replace(
     format="libtest",
     metrics="bench_name_ns: ns/iter",
 )
+
+
+# What `init --ecosystem` takes: the fixed ones, and CMake's (its executable found in the tree).
+NAMES = (*ECOSYSTEMS, "cmake-google-benchmark")
 
 
 def _files(directory: Path) -> list[Path]:

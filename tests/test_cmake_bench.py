@@ -1,0 +1,136 @@
+"""A C++ project built with CMake and benched with Google Benchmark, as a new user sets it up:
+`init` finds the executable linked with benchmark::benchmark and writes the build (a Release
+build kept in each arm's `build/`), the bench (its JSON written to the file the loop reads) and
+the checks (ctest); nothing is written by hand but the hypotheses, and the night keeps the
+known win and not the null change; the PR names the metric and the compiler.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from conftest import edit_file, git, run_cli
+from synthetic import unified_patch
+
+from autoresearch.journal.store import read_journal
+
+pytestmark = pytest.mark.slow  # C++ builds and Google Benchmark runs
+
+CMAKE = """cmake_minimum_required(VERSION 3.16)
+project(summer CXX)
+set(CMAKE_CXX_STANDARD 17)
+find_package(benchmark REQUIRED)
+add_library(summer src/summer.cpp)
+target_include_directories(summer PUBLIC include)
+add_executable(summer_bench bench/summer_bench.cpp)
+target_link_libraries(summer_bench PRIVATE summer benchmark::benchmark benchmark::benchmark_main)
+enable_testing()
+add_executable(summer_test test/summer_test.cpp)
+target_link_libraries(summer_test PRIVATE summer)
+add_test(NAME summer_test COMMAND summer_test)
+"""
+SLOW = """#include "summer.h"
+
+#include <numeric>
+#include <vector>
+
+// The sum 1 + 2 + ... + n.
+long long sum_to(int n) {
+    std::vector<long long> values;
+    for (int i = 1; i <= n; ++i) values.push_back(i);
+    return std::accumulate(values.begin(), values.end(), 0LL);
+}
+"""
+FAST = """#include "summer.h"
+
+// The sum 1 + 2 + ... + n.
+long long sum_to(int n) { return static_cast<long long>(n) * (n + 1) / 2; }
+"""
+NULL = SLOW.replace("// The sum 1 + 2 + ... + n.", "// The sum of the first n integers.")
+FILES = {
+    "CMakeLists.txt": CMAKE,
+    "include/summer.h": "#pragma once\nlong long sum_to(int n);\n",
+    "src/summer.cpp": SLOW,
+    "bench/summer_bench.cpp": """#include <benchmark/benchmark.h>
+
+#include "summer.h"
+
+static void BM_SumTo(benchmark::State& state) {
+    for (auto _ : state) benchmark::DoNotOptimize(sum_to(static_cast<int>(state.range(0))));
+}
+BENCHMARK(BM_SumTo)->Arg(10000);
+""",
+    "test/summer_test.cpp": """#include "summer.h"
+
+int main() { return sum_to(100) == 5050 && sum_to(1) == 1 ? 0 : 1; }
+""",
+}
+
+
+def test_the_machine_has_what_a_cmake_project_needs():
+    """The README's set-up and .ci/run install Google Benchmark (Debian's libbenchmark-dev)."""
+    assert shutil.which("cmake") and shutil.which("c++"), "cmake and a C++ compiler"
+
+
+def test_a_night_on_a_cmake_project_benched_with_google_benchmark(tmp_path):
+    repo = tmp_path / "summer"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    for name, text in FILES.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "summer")
+
+    init = run_cli("init", "--metric", "bm_sumto_10000_ns", cwd=repo)
+    assert init.returncode == 0, init.stderr
+    assert "found a CMake project with a Google Benchmark executable (summer_bench)" in init.stdout
+    text = (repo / "autoresearch.toml").read_text()
+    assert 'format = "google-benchmark"' in text and 'keep = ["build/"]' in text
+    assert "./build/summer_bench --benchmark_out=" in (repo / "autoresearch.sh").read_text()
+    assert "ctest --test-dir build" in (repo / "autoresearch.checks.sh").read_text()
+    edit_file(
+        repo / "autoresearch.toml",
+        {  # a shorter decision and shorter runs than a night's: the test's time
+            "[bench]\n": '[bench]\nenv = { BENCHMARK_MIN_TIME = "0.05" }\n',
+            "min_runs = 3": "min_runs = 4",
+            "max_runs = 28": "max_runs = 8",
+            "looks = 7": "looks = 2",
+            "target_effect_pct = 5.0": "target_effect_pct = 25.0",
+            "confirm_runs = 15": "confirm_runs = 6",
+        },
+    )
+    header = "Title: {}\nMechanism: {}\n\n"
+    (repo / "hypotheses" / "01-closed-form.patch").write_text(
+        header.format("Sum in closed form", "n(n+1)/2: no vector, no loop")
+        + unified_patch("src/summer.cpp", SLOW, FAST)
+    )
+    (repo / "hypotheses" / "02-comment.patch").write_text(
+        header.format("Say what it sums", "none: a comment")
+        + unified_patch("src/summer.cpp", SLOW, NULL)
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "autoresearch session")
+
+    check = run_cli("check", cwd=repo)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert any(line.split()[:1] == ["bm_sumto_10000_ns"] for line in check.stdout.splitlines())
+
+    done = run_cli("run", "--accept-noise", cwd=repo, timeout=600)
+    assert done.returncode == 0, done.stderr
+    journal = read_journal(repo / "experiments.jsonl")
+    outcomes = {r.title: r.status for r in journal.experiments}
+    assert outcomes["Sum in closed form"] == "keep", journal.experiments[0].decision
+    assert outcomes["Say what it sums"] != "keep"
+    kept = next(r for r in journal.experiments if r.status == "keep")
+    assert kept.decision["metrics"]["bm_sumto_10000_ns"]["change_pct"] < -50
+    # Each arm built in its own build/, kept across the reverts: never one shared.
+    state = repo / ".git" / "autoresearch" / "main"
+    assert (state / "worktree" / "build" / "summer_bench").is_file()
+    assert (state / "baseline" / "build" / "summer_bench").is_file()
+
+    pr = run_cli("pr", cwd=repo)
+    assert pr.returncode == 0, pr.stderr
+    assert pr.stdout.startswith("# perf: bm_sumto_10000_ns -")
+    measured = next(x for x in pr.stdout.splitlines() if x.startswith("- Measured with: "))
+    assert "cc (" in measured or "c++" in measured or "g++" in measured, measured
