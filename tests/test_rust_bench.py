@@ -1,0 +1,140 @@
+"""A Rust crate benched with criterion, as a new user sets it up: `init` finds the criterion
+dependency and writes the build (`cargo bench --no-run`, its `target/` kept in each arm's tree
+across reverts), the bench (criterion's text read as it prints it) and the checks (`cargo
+test`); nothing is written by hand but the hypotheses, and the night keeps the known win and
+not the null change, each arm building in its own `target/`; the PR names the metric and the
+toolchain.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+from conftest import edit_file, git, run_cli
+from synthetic import unified_patch
+
+from autoresearch.journal.store import read_journal
+
+pytestmark = pytest.mark.slow  # criterion fetched from crates.io and built, in release
+
+CARGO = """[package]
+name = "fibs"
+version = "0.1.0"
+edition = "2021"
+
+[dev-dependencies]
+criterion = { version = "0.5", default-features = false, features = ["cargo_bench_support"] }
+
+[[bench]]
+name = "fib"
+harness = false
+"""
+SLOW = """/// The n-th Fibonacci number.
+pub fn fib(n: u64) -> u64 {
+    if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_first_numbers() {
+        assert_eq!((0..8).map(super::fib).collect::<Vec<_>>(), [0, 1, 1, 2, 3, 5, 8, 13]);
+    }
+}
+"""
+FAST = SLOW.replace(
+    "    if n < 2 { n } else { fib(n - 1) + fib(n - 2) }\n",
+    "    let (mut a, mut b) = (0, 1);\n    for _ in 0..n {\n        (a, b) = (b, a + b);\n"
+    "    }\n    a\n",
+)
+NULL = SLOW.replace("/// The n-th Fibonacci number.", "/// The n-th Fibonacci number, F(n).")
+# The crate's own criterion settings: short runs (the test's time, not a night's).
+BENCH = """use std::time::Duration;
+
+use criterion::{black_box, criterion_group, criterion_main, Criterion};
+
+fn bench(c: &mut Criterion) {
+    c.bench_function("fib 20", |b| b.iter(|| fibs::fib(black_box(20))));
+}
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default()
+        .warm_up_time(Duration::from_millis(100))
+        .measurement_time(Duration::from_millis(300))
+        .sample_size(10);
+    targets = bench
+}
+criterion_main!(benches);
+"""
+
+
+def test_the_machine_has_cargo():
+    """The machine's Rust toolchain; criterion comes from crates.io."""
+    assert shutil.which("cargo"), "cargo on the PATH"
+
+
+def test_a_night_on_a_rust_crate_benched_with_criterion(tmp_path):
+    repo = tmp_path / "fibs"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    for name, text in {
+        "Cargo.toml": CARGO,
+        "src/lib.rs": SLOW,
+        "benches/fib.rs": BENCH,
+        ".gitignore": "target/\n",
+    }.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    # The dependencies fetched before the night, as the README says (the runs have no network),
+    # and Cargo.lock committed with the crate.
+    subprocess.run(["cargo", "fetch", "--quiet"], cwd=repo, check=True, timeout=600)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "fibs")
+
+    init = run_cli("init", "--metric", "fib_20_ns", cwd=repo)
+    assert init.returncode == 0, init.stderr
+    assert "found a Cargo crate with criterion benches" in init.stdout
+    text = (repo / "autoresearch.toml").read_text()
+    assert 'keep = ["target/"]' in text and 'format = "criterion"' in text
+    edit_file(
+        repo / "autoresearch.toml",
+        {  # a shorter decision than a night's: the test's time
+            "min_runs = 3": "min_runs = 4",
+            "max_runs = 28": "max_runs = 8",
+            "looks = 7": "looks = 2",
+            "target_effect_pct = 5.0": "target_effect_pct = 25.0",
+            "confirm_runs = 15": "confirm_runs = 6",
+        },
+    )
+    header = "Title: {}\nMechanism: {}\n\n"
+    (repo / "hypotheses" / "01-iterate.patch").write_text(
+        header.format("Iterate", "n additions instead of fib(n) calls")
+        + unified_patch("src/lib.rs", SLOW, FAST)
+    )
+    (repo / "hypotheses" / "02-docstring.patch").write_text(
+        header.format("Say F(n)", "none: a doc comment") + unified_patch("src/lib.rs", SLOW, NULL)
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "autoresearch session")
+
+    done = run_cli("run", "--accept-noise", cwd=repo, timeout=900)
+    assert done.returncode == 0, done.stderr
+    journal = read_journal(repo / "experiments.jsonl")
+    outcomes = {r.title: r.status for r in journal.experiments}
+    assert outcomes["Iterate"] == "keep", journal.experiments[0].decision
+    assert outcomes["Say F(n)"] != "keep"
+    kept = next(r for r in journal.experiments if r.status == "keep")
+    assert kept.decision["metrics"]["fib_20_ns"]["change_pct"] < -50
+    assert journal.confirmations and journal.confirmations[-1].change_pct < -50
+    # Each arm built in its own target/, kept across the reverts: never one shared.
+    state = repo / ".git" / "autoresearch" / "main"
+    for tree in ("worktree", "baseline"):
+        assert (state / tree / "target" / "release").is_dir(), tree
+
+    pr = run_cli("pr", cwd=repo)
+    assert pr.returncode == 0, pr.stderr
+    assert pr.stdout.startswith("# perf: fib_20_ns -")
+    measured = next(x for x in pr.stdout.splitlines() if x.startswith("- Measured with: "))
+    assert "rustc " in measured and "cargo " in measured, measured
