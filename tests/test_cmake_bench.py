@@ -10,10 +10,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from conftest import edit_file, git, run_cli
-from synthetic import unified_patch
-
-from autoresearch.journal.store import read_journal
+from conftest import edit_file, run_cli
+from ecosystem_night import measured_with, night, project, queue_win_and_null
 
 pytestmark = pytest.mark.slow  # C++ builds and Google Benchmark runs
 
@@ -74,13 +72,7 @@ def test_the_machine_has_what_a_cmake_project_needs():
 
 
 def test_a_night_on_a_cmake_project_benched_with_google_benchmark(tmp_path):
-    repo = tmp_path / "summer"
-    git(tmp_path, "init", "-q", "-b", "main", str(repo))
-    for name, text in FILES.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "summer")
+    repo = project(tmp_path, "summer", FILES)
 
     init = run_cli("init", "--metric", "bm_sumto_10000_ns", cwd=repo)
     assert init.returncode == 0, init.stderr
@@ -89,48 +81,26 @@ def test_a_night_on_a_cmake_project_benched_with_google_benchmark(tmp_path):
     assert 'format = "google-benchmark"' in text and 'keep = ["build/"]' in text
     assert "./build/summer_bench --benchmark_out=" in (repo / "autoresearch.sh").read_text()
     assert "ctest --test-dir build" in (repo / "autoresearch.checks.sh").read_text()
+    # Google Benchmark's flags read their environment: shorter runs than a night's.
     edit_file(
         repo / "autoresearch.toml",
-        {  # a shorter decision and shorter runs than a night's: the test's time
-            "[bench]\n": '[bench]\nenv = { BENCHMARK_MIN_TIME = "0.05" }\n',
-            "min_runs = 3": "min_runs = 4",
-            "max_runs = 28": "max_runs = 8",
-            "looks = 7": "looks = 2",
-            "target_effect_pct = 5.0": "target_effect_pct = 25.0",
-            "confirm_runs = 15": "confirm_runs = 6",
-        },
+        {"[bench]\n": '[bench]\nenv = { BENCHMARK_MIN_TIME = "0.05" }\n'},
     )
-    header = "Title: {}\nMechanism: {}\n\n"
-    (repo / "hypotheses" / "01-closed-form.patch").write_text(
-        header.format("Sum in closed form", "n(n+1)/2: no vector, no loop")
-        + unified_patch("src/summer.cpp", SLOW, FAST)
+    queue_win_and_null(
+        repo,
+        "src/summer.cpp",
+        SLOW,
+        ("Sum in closed form", "n(n+1)/2: no vector, no loop", FAST),
+        ("Say what it sums", "none: a comment", NULL),
     )
-    (repo / "hypotheses" / "02-comment.patch").write_text(
-        header.format("Say what it sums", "none: a comment")
-        + unified_patch("src/summer.cpp", SLOW, NULL)
-    )
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "autoresearch session")
 
     check = run_cli("check", cwd=repo)
     assert check.returncode == 0, check.stdout + check.stderr
     assert any(line.split()[:1] == ["bm_sumto_10000_ns"] for line in check.stdout.splitlines())
 
-    done = run_cli("run", "--accept-noise", cwd=repo, timeout=600)
-    assert done.returncode == 0, done.stderr
-    journal = read_journal(repo / "experiments.jsonl")
-    outcomes = {r.title: r.status for r in journal.experiments}
-    assert outcomes["Sum in closed form"] == "keep", journal.experiments[0].decision
-    assert outcomes["Say what it sums"] != "keep"
-    kept = next(r for r in journal.experiments if r.status == "keep")
-    assert kept.decision["metrics"]["bm_sumto_10000_ns"]["change_pct"] < -50
+    night(repo, "bm_sumto_10000_ns", "Sum in closed form", "Say what it sums")
     # Each arm built in its own build/, kept across the reverts: never one shared.
     state = repo / ".git" / "autoresearch" / "main"
     assert (state / "worktree" / "build" / "summer_bench").is_file()
     assert (state / "baseline" / "build" / "summer_bench").is_file()
-
-    pr = run_cli("pr", cwd=repo)
-    assert pr.returncode == 0, pr.stderr
-    assert pr.stdout.startswith("# perf: bm_sumto_10000_ns -")
-    measured = next(x for x in pr.stdout.splitlines() if x.startswith("- Measured with: "))
-    assert "cc (" in measured or "c++" in measured or "g++" in measured, measured
+    assert "cc (" in measured_with(repo, "bm_sumto_10000_ns")

@@ -9,10 +9,8 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest import edit_file, git, run_cli
-from synthetic import unified_patch
-
-from autoresearch.journal.store import read_journal
+from conftest import run_cli
+from ecosystem_night import measured_with, night, project, queue_win_and_null
 
 pytestmark = pytest.mark.slow  # pytest-benchmark runs, tens of them
 
@@ -44,17 +42,10 @@ def test_the_first_numbers():
 
 
 def test_a_night_on_a_python_package_benched_with_pytest_benchmark(tmp_path):
-    repo = tmp_path / "fibby"
-    git(tmp_path, "init", "-q", "-b", "main", str(repo))
-    (repo / "fibmod.py").write_text(SLOW)
-    (repo / "test_fib_bench.py").write_text(BENCH_TEST)
-    (repo / "test_fibmod.py").write_text(TEST)
+    files = {"fibmod.py": SLOW, "test_fib_bench.py": BENCH_TEST, "test_fibmod.py": TEST}
     # The project's own pytest settings: short benchmark runs (the test's time, not a night's).
-    (repo / "pytest.ini").write_text(
-        "[pytest]\naddopts = --benchmark-max-time=0.02 --benchmark-min-rounds=10\n"
-    )
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "fibby")
+    ini = "[pytest]\naddopts = --benchmark-max-time=0.02 --benchmark-min-rounds=10\n"
+    repo = project(tmp_path, "fibby", {**files, "pytest.ini": ini})
 
     init = run_cli(
         "init",
@@ -68,43 +59,19 @@ def test_a_night_on_a_python_package_benched_with_pytest_benchmark(tmp_path):
     )
     assert init.returncode == 0, init.stderr
     assert "found a Python project whose tests use pytest-benchmark" in init.stdout
-    config = repo / "autoresearch.toml"
-    text = config.read_text()
+    text = (repo / "autoresearch.toml").read_text()
     assert 'output = ".autoresearch-bench.json"' in text and 'unit = "ns"' in text
-    edits = {  # a shorter decision than a night's: the test's time
-        "min_runs = 3": "min_runs = 4",
-        "max_runs = 28": "max_runs = 8",
-        "looks = 7": "looks = 2",
-        "target_effect_pct = 5.0": "target_effect_pct = 25.0",
-        "confirm_runs = 15": "confirm_runs = 6",
-    }
-    edit_file(config, edits)
-    header = "Title: {}\nMechanism: {}\n\n"
-    (repo / "hypotheses" / "01-cache.patch").write_text(
-        header.format("Cache fib", "each F(k) computed once")
-        + unified_patch("fibmod.py", SLOW, FAST)
+    queue_win_and_null(
+        repo,
+        "fibmod.py",
+        SLOW,
+        ("Cache fib", "each F(k) computed once", FAST),
+        ("Say F(n)", "none: a docstring", NULL),
     )
-    (repo / "hypotheses" / "02-docstring.patch").write_text(
-        header.format("Say F(n)", "none: a docstring") + unified_patch("fibmod.py", SLOW, NULL)
-    )
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "autoresearch session")
 
     check = run_cli("check", cwd=repo)
     assert check.returncode == 0, check.stdout + check.stderr
     assert any(line.split()[:1] == ["test_fib_ns"] for line in check.stdout.splitlines())
 
-    done = run_cli("run", "--accept-noise", cwd=repo, timeout=600)
-    assert done.returncode == 0, done.stderr
-    journal = read_journal(repo / "experiments.jsonl")
-    outcomes = {r.title: r.status for r in journal.experiments}
-    assert outcomes["Cache fib"] == "keep", journal.experiments[0].decision
-    assert outcomes["Say F(n)"] != "keep"
-    kept = next(r for r in journal.experiments if r.status == "keep")
-    assert kept.decision["metrics"]["test_fib_ns"]["change_pct"] < -50
-
-    pr = run_cli("pr", cwd=repo)
-    assert pr.returncode == 0, pr.stderr
-    assert pr.stdout.startswith("# perf: test_fib_ns -")
-    measured = next(x for x in pr.stdout.splitlines() if x.startswith("- Measured with: "))
-    assert "Python 3" in measured
+    night(repo, "test_fib_ns", "Cache fib", "Say F(n)")
+    assert "Python 3" in measured_with(repo, "test_fib_ns")

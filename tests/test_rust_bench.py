@@ -12,10 +12,8 @@ import shutil
 import subprocess
 
 import pytest
-from conftest import edit_file, git, run_cli
-from synthetic import unified_patch
-
-from autoresearch.journal.store import read_journal
+from conftest import git, run_cli
+from ecosystem_night import measured_with, night, project, queue_win_and_null
 
 pytestmark = pytest.mark.slow  # criterion fetched from crates.io and built, in release
 
@@ -77,64 +75,32 @@ def test_the_machine_has_cargo():
 
 
 def test_a_night_on_a_rust_crate_benched_with_criterion(tmp_path):
-    repo = tmp_path / "fibs"
-    git(tmp_path, "init", "-q", "-b", "main", str(repo))
-    for name, text in {
-        "Cargo.toml": CARGO,
-        "src/lib.rs": SLOW,
-        "benches/fib.rs": BENCH,
-        ".gitignore": "target/\n",
-    }.items():
-        (repo / name).parent.mkdir(parents=True, exist_ok=True)
-        (repo / name).write_text(text)
+    files = {"Cargo.toml": CARGO, "src/lib.rs": SLOW, "benches/fib.rs": BENCH}
+    repo = project(tmp_path, "fibs", {**files, ".gitignore": "target/\n"})
     # The dependencies fetched before the night, as the README says (the runs have no network),
     # and Cargo.lock committed with the crate.
     subprocess.run(["cargo", "fetch", "--quiet"], cwd=repo, check=True, timeout=600)
     git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "fibs")
+    git(repo, "commit", "-qm", "Cargo.lock")
 
     init = run_cli("init", "--metric", "fib_20_ns", cwd=repo)
     assert init.returncode == 0, init.stderr
     assert "found a Cargo crate with criterion benches" in init.stdout
     text = (repo / "autoresearch.toml").read_text()
     assert 'keep = ["target/"]' in text and 'format = "criterion"' in text
-    edit_file(
-        repo / "autoresearch.toml",
-        {  # a shorter decision than a night's: the test's time
-            "min_runs = 3": "min_runs = 4",
-            "max_runs = 28": "max_runs = 8",
-            "looks = 7": "looks = 2",
-            "target_effect_pct = 5.0": "target_effect_pct = 25.0",
-            "confirm_runs = 15": "confirm_runs = 6",
-        },
+    queue_win_and_null(
+        repo,
+        "src/lib.rs",
+        SLOW,
+        ("Iterate", "n additions instead of fib(n) calls", FAST),
+        ("Say F(n)", "none: a doc comment", NULL),
     )
-    header = "Title: {}\nMechanism: {}\n\n"
-    (repo / "hypotheses" / "01-iterate.patch").write_text(
-        header.format("Iterate", "n additions instead of fib(n) calls")
-        + unified_patch("src/lib.rs", SLOW, FAST)
-    )
-    (repo / "hypotheses" / "02-docstring.patch").write_text(
-        header.format("Say F(n)", "none: a doc comment") + unified_patch("src/lib.rs", SLOW, NULL)
-    )
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "autoresearch session")
 
-    done = run_cli("run", "--accept-noise", cwd=repo, timeout=900)
-    assert done.returncode == 0, done.stderr
-    journal = read_journal(repo / "experiments.jsonl")
-    outcomes = {r.title: r.status for r in journal.experiments}
-    assert outcomes["Iterate"] == "keep", journal.experiments[0].decision
-    assert outcomes["Say F(n)"] != "keep"
-    kept = next(r for r in journal.experiments if r.status == "keep")
-    assert kept.decision["metrics"]["fib_20_ns"]["change_pct"] < -50
+    journal = night(repo, "fib_20_ns", "Iterate", "Say F(n)", timeout=900)
     assert journal.confirmations and journal.confirmations[-1].change_pct < -50
     # Each arm built in its own target/, kept across the reverts: never one shared.
     state = repo / ".git" / "autoresearch" / "main"
     for tree in ("worktree", "baseline"):
         assert (state / tree / "target" / "release").is_dir(), tree
-
-    pr = run_cli("pr", cwd=repo)
-    assert pr.returncode == 0, pr.stderr
-    assert pr.stdout.startswith("# perf: fib_20_ns -")
-    measured = next(x for x in pr.stdout.splitlines() if x.startswith("- Measured with: "))
+    measured = measured_with(repo, "fib_20_ns")
     assert "rustc " in measured and "cargo " in measured, measured

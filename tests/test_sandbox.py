@@ -21,6 +21,21 @@ from autoresearch.journal.store import read_journal
 from autoresearch.loop.session_dir import session_paths
 
 
+def _run(sandbox, command: str, tree: Path, log: Path, env: dict | None = None, **options):
+    """One run of `command` in `tree` through the local runner, confined by `sandbox`."""
+    return LocalRunner(sandbox=sandbox).run(
+        command,
+        cwd=tree,
+        env=env or {},
+        log_path=log,
+        timeout_s=60,
+        stop=None,
+        on_start=None,
+        token=None,
+        **options,
+    )
+
+
 def test_this_machine_can_confine_runs():
     """The README's set-up and .ci/run install bubblewrap: every test here runs confined."""
     assert bwrap_problem() is None
@@ -104,15 +119,12 @@ def test_nothing_a_confined_run_starts_outlives_it(tmp_path):
     survivors = {}
     for name, sandbox in (("unconfined", None), ("confined", Sandbox())):
         mark = uuid.uuid4().hex
-        result = LocalRunner(sandbox=sandbox).run(
+        result = _run(
+            sandbox,
             command,
-            cwd=tmp_path / "tree",
-            env={"DAEMON_MARK": mark},
-            log_path=tmp_path / f"{name}.log",
-            timeout_s=60,
-            stop=None,
-            on_start=None,
-            token=None,
+            tmp_path / "tree",
+            tmp_path / f"{name}.log",
+            {"DAEMON_MARK": mark},
             concurrent=True,  # no sweep of this process's new children: only the namespace
         )
         assert result.ok, result.tail
@@ -131,16 +143,8 @@ def test_a_toolchain_cache_pinned_outside_the_sandbox_moves_to_the_arms_own(tmp_
     monkeypatch.setenv("GOCACHE", str(pinned))  # in the user's shell, not the run's own env
     tree = tmp_path / "arm"
     tree.mkdir()
-    result = LocalRunner(sandbox=Sandbox()).run(
-        'echo entry > "$GOCACHE/x" && echo "$GOCACHE" > where',
-        cwd=tree,
-        env={},
-        log_path=tmp_path / "pinned.log",
-        timeout_s=60,
-        stop=None,
-        on_start=None,
-        token=None,
-    )
+    command = 'echo entry > "$GOCACHE/x" && echo "$GOCACHE" > where'
+    result = _run(Sandbox(), command, tree, tmp_path / "pinned.log")
     assert result.ok, result.tail
     used = Path((tree / "where").read_text().strip())
     assert used != pinned and (used / "x").read_text() == "entry\n"
@@ -155,15 +159,12 @@ def test_tools_on_path_under_tmp_stay_visible_read_only(tmp_path):
     (tools / "greet").write_text("#!/bin/sh\necho hello from $0\n")
     (tools / "greet").chmod(0o755)
     (tmp_path / "tree").mkdir()
-    result = LocalRunner(sandbox=Sandbox()).run(
+    result = _run(
+        Sandbox(),
         "greet > said && (touch $(dirname $(command -v greet))/planted || echo refused > tried)",
-        cwd=tmp_path / "tree",
-        env={"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"},
-        log_path=tmp_path / "tools.log",
-        timeout_s=60,
-        stop=None,
-        on_start=None,
-        token=None,
+        tmp_path / "tree",
+        tmp_path / "tools.log",
+        {"PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"},
     )
     assert result.ok, result.tail
     assert (tmp_path / "tree" / "said").read_text() == f"hello from {tools / 'greet'}\n"
@@ -179,15 +180,8 @@ def test_a_confined_run_reaches_no_network_unless_allowed(tmp_path):
     try:
         outcomes = {}
         for network in (False, True):
-            result = LocalRunner(sandbox=Sandbox(network=network)).run(
-                probe,
-                cwd=tmp_path / "tree",
-                env={},
-                log_path=tmp_path / f"net-{network}.log",
-                timeout_s=60,
-                stop=None,
-                on_start=None,
-                token=None,
+            result = _run(
+                Sandbox(network=network), probe, tmp_path / "tree", tmp_path / f"net-{network}.log"
             )
             outcomes[network] = result.ok
     finally:
