@@ -41,6 +41,9 @@ class Tally:
     processes_left: int = 0
     tracebacks: int = 0
     notes: list[str] = field(default_factory=list)
+    # The suite's own failure in this category (a host that would not start, ...): not a
+    # fault the loop failed, but the category's figures are incomplete.
+    harness_error: str | None = None
 
     def add(self, problems: dict[str, int], note: str) -> None:
         self.faults += 1

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -351,14 +352,18 @@ def main(argv: list[str] | None = None) -> int:
         label, run, full, quick = CATEGORIES[name]
         tally = Tally(label)
         started = time.monotonic()
-        run(tally, quick if args.quick else full)
+        try:
+            run(tally, quick if args.quick else full)
+        except Exception:  # the suite's own failure: said, and the other categories still run
+            tally.harness_error = traceback.format_exc(limit=8)
+            print(f"{label}: the suite itself failed:\n{tally.harness_error}", file=sys.stderr)
         tally.notes.append(f"{time.monotonic() - started:.0f} s")
         tallies.append(tally)
         print(f"{label}: {tally.survived}/{tally.faults} survived", file=sys.stderr, flush=True)
     _print_table(tallies)
     if args.json:
         Path(args.json).write_text(json.dumps([vars(t) for t in tallies], indent=2))
-    failed = any(t.survived != t.faults or t.faults == 0 for t in tallies)
+    failed = any(t.survived != t.faults or t.faults == 0 or t.harness_error for t in tallies)
     return 1 if failed else 0
 
 
@@ -369,8 +374,9 @@ def _print_table(tallies: list[Tally]) -> None:
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for t in tallies:
+        name = f"{t.name} (incomplete: the suite itself failed)" if t.harness_error else t.name
         print(
-            f"| {t.name} | {t.faults} | {t.survived} | {t.records_lost} | "
+            f"| {name} | {t.faults} | {t.survived} | {t.records_lost} | "
             f"{t.records_duplicated} | {t.commits_unrecorded} | {t.dirty_trees} | "
             f"{t.processes_left} | {t.tracebacks} |"
         )
