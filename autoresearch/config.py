@@ -81,7 +81,9 @@ class BenchConfig:
     # Run once per arm before its bench runs, so that runs measure the code, not the compiler.
     build: str = ""
     timeout_s: float = 600.0
-    calibration_runs: int = 10  # 5 per arm: the A/A check can fail, the noise holds still
+    # 8 per arm: the A/A check can fail, and the A/A pairs' spread, pooled into each decision's
+    # test, gives its early looks 7 degrees of freedom more
+    calibration_runs: int = 16
     go_bench: bool = False
     # What the bench's numbers are written in, beyond METRIC lines (bench/formats.py): "auto"
     # recognises each tool's output by its shape; and a file the bench writes them to, in its
@@ -150,10 +152,10 @@ class BudgetConfig:
 class DecisionConfig:
     min_effect_pct: float = 2.0  # the floor: the smallest change worth claiming
     noise_multiplier: float = 0.0  # > 0 raises the floor to this many times the noise
-    alpha: float = 0.01
-    min_runs: int = 3  # runs per arm (pairs) at the first look
+    alpha: float = 0.005  # false keeps: the looks' boundaries spend exactly this
+    min_runs: int = 2  # runs per arm (pairs) at the first look
     max_runs: int = 28  # the most runs per arm a decision may take
-    looks: int = 7  # looks from min_runs to the cap, spaced geometrically
+    looks: int = 6  # looks from min_runs to the cap, spaced geometrically
     target_effect_pct: float = 5.0
     sentinel_confidence: float = 0.95
     agree_with: list[str] = field(default_factory=list)

@@ -163,8 +163,8 @@ def test_init_scaffolds_a_working_session(tmp_path):
     done = run_cli("run", "--max-experiments", "1", "--accept-noise", cwd=repo)
     assert done.returncode == 0, done.stderr
     assert "1 experiments this run" in done.stdout
-    # The template calibrates with five runs per arm: its A/A check can fail, and says nothing.
-    assert "calibrating on " in done.stderr and "5 runs in each arm" in done.stderr
+    # The template calibrates with eight runs per arm: its A/A check can fail, and says nothing.
+    assert "calibrating on " in done.stderr and "8 runs in each arm" in done.stderr
     assert "cannot fail" not in done.stderr
 
 

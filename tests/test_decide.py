@@ -1,11 +1,13 @@
 """The sequential rule, on samples made to order."""
 
 import dataclasses
+import math
 import random
 
 import pytest
 
 from autoresearch.config import DecisionConfig, load_config
+from autoresearch.decide.calibration import Calibration
 from autoresearch.decide.design import (
     REFUSE_FACTOR,
     detectable_effect_pct,
@@ -13,6 +15,7 @@ from autoresearch.decide.design import (
     runs_needed,
 )
 from autoresearch.decide.rule import Judge
+from autoresearch.journal.records import CalibrationRecord
 
 CONFIG = """
 [metric]
@@ -53,19 +56,42 @@ def arms(n, cand_factor, noise=0.02, sentinel_factor=1.0, t10_factor=None, seed=
 
 
 def test_schedule_alphas_and_the_cap(config):
-    judge = Judge(config, threshold=2.0)
+    judge = Judge(config, threshold=2.0)  # no noise known: max_runs, no futility stops
     assert judge.cap == 20 and judge.schedule == [6, 9, 13, 20]
-    assert sum(judge.alphas) == pytest.approx(0.01)
-    assert judge.alphas == sorted(judge.alphas)  # more of alpha to the later looks
+    assert judge.design.effect_pct is None and judge.design.bounds.futility[0] == -math.inf
+    # The looks share their pairs, so their exact nominal p's add up to more than alpha: the
+    # union bound (each look its share of alpha) gave the same false keeps a smaller p to beat.
+    assert sum(judge.alphas) > config.decision.alpha
+    assert max(judge.alphas) < config.decision.alpha
     assert judge.extension == [30, 40] and judge.limit == 40  # for unresolved sentinels
     assert DecisionConfig(looks=1, max_runs=9).schedule() == [9]
-    # The cap: enough runs to detect the floor at the noise, at least 3 x min_runs, at most
-    # max_runs and what the time budget allows.
-    assert Judge(config, 2.0, noise_pct=0.5).cap == 18
-    assert Judge(config, 2.0, noise_pct=8.0).cap == 20
+    # The cap: the fewest pairs whose design keeps a win of target_effect_pct 95% of the time;
+    # a bench too noisy for it gets max_runs, built for the smallest win they can see.
+    quiet, noisy = Judge(config, 2.0, noise_pct=0.5), Judge(config, 2.0, noise_pct=8.0)
+    assert quiet.cap == config.decision.min_runs
+    assert quiet.design.effect_pct == pytest.approx(config.decision.target_effect_pct)
+    assert noisy.cap == 20 and noisy.design.effect_pct > 2 * config.decision.target_effect_pct
+    middling = Judge(config, 2.0, noise_pct=2.5)
+    assert quiet.cap < middling.cap < noisy.cap
     budget = dataclasses.replace(config.decision, budget_s=60.0)
     timed = Judge(dataclasses.replace(config, decision=budget), 2.0, noise_pct=8.0, run_s=2.0)
     assert timed.cap == 15 and timed.schedule[-1] == 15
+
+
+def test_the_calibrations_pairs_join_the_test_and_shorten_the_design(config):
+    base, cand = arms(6, 0.96, noise=0.01, seed=4)
+    alone = Judge(config, 2.0, noise_pct=1.0)
+    # Seven degrees of freedom of A/A pairs with the same spread (a pair's sd 1.4%).
+    prior = (7 * 0.014**2, 7)
+    pooled = Judge(config, 2.0, noise_pct=1.0, prior=prior)
+    ev_alone = alone.look(base, cand, final=False).metrics["t_ms"]
+    ev_pooled = pooled.look(base, cand, final=False).metrics["t_ms"]
+    assert (ev_alone["df"], ev_pooled["df"]) == (5, 12)
+    assert ev_pooled["pooled_with_calibration"] and not ev_alone["pooled_with_calibration"]
+    assert ev_pooled["p_better"] < ev_alone["p_better"]
+    # A candidate that adds noise is judged by its own spread.
+    wild, calm = arms(6, 0.96, noise=0.08, seed=4)
+    assert not pooled.look(wild, calm, final=False).metrics["t_ms"]["pooled_with_calibration"]
 
 
 def test_clear_win_is_kept_at_the_first_look(config):
@@ -121,10 +147,14 @@ def test_a_null_on_a_noisy_machine_is_not_worth_more_runs(config):
     wobble = [0.08, -0.08, 0.05, -0.05, 0.01, -0.01]
     base = {"t_ms": [100.0] * 6, "s_ms": [50.0] * 6}
     cand = {"t_ms": [100 * (1 + e) for e in wobble], "s_ms": [50.0] * 6}
-    judge = Judge(config, 2.0)
+    judge = Judge(config, 2.0, noise_pct=3.0)
     decision = judge.look(base, cand, final=False)
     assert (decision.status, decision.rule) == ("discard", "not_promising")
     assert f"by {judge.cap} runs per arm" in decision.reason
+    design = judge.design
+    assert f"keeps a {design.effect_pct:.1f}% win {design.power:.0%} of the time" in decision.reason
+    # Without a calibrated noise there is no win to build the stops for: it runs on.
+    assert Judge(config, 2.0).look(base, cand, final=False) is None
     # At the last look there is nothing left to spend: undecided is inconclusive.
     assert Judge(config, 2.0).look(base, cand, final=True).rule == "max_runs"
 
@@ -266,3 +296,29 @@ def test_the_noise_verdict_refuses_only_a_bench_blind_to_several_times_the_targe
 
     loud = noise_verdict(config, 15.0, run_s=1.0)
     assert loud.refuse and loud.detectable_pct > REFUSE_FACTOR * d.target_effect_pct
+
+
+def test_a_calibration_gives_the_judge_its_aa_pairs_spread(config):
+    """The record's samples are one arm's runs then the other's: run i of each is a pair."""
+    first, second = [100.0, 102.0, 98.0, 101.0], [101.0, 101.0, 99.0, 103.0]
+    record = CalibrationRecord(
+        session="s",
+        at="now",
+        commit="0" * 40,
+        samples={"t_ms": first + second},
+        medians={},
+        noise_pct={"t_ms": 1.5},
+        threshold_pct=1.0,
+        bench_logs=["a", "b"],
+        duration_s=8.0,
+    )
+    calibration = Calibration.from_record(record, "t_ms")
+    ratios = [math.log(c / b) for b, c in zip(first, second, strict=True)]
+    mean = sum(ratios) / 4
+    assert calibration.pair_df == 3
+    assert calibration.pair_ss == pytest.approx(sum((r - mean) ** 2 for r in ratios))
+    judge = calibration.judge(config)
+    assert judge.prior == (calibration.pair_ss, 3) and judge.design.prior_df == 3
+    # A keep's own runs stand for the new best; the spread stays the calibration's.
+    kept = calibration.kept({"t_ms": [90.0, 91.0]})
+    assert (kept.pair_ss, kept.pair_df) == (calibration.pair_ss, 3)

@@ -7,6 +7,7 @@ decision rule sees the same value.
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -31,6 +32,10 @@ class Calibration:
     run_s: float | None  # one bench run's duration
     sentinel_run_s: float | None = None  # one run of bench.sentinel_command's
     detectable_pct: float | None = None  # the change max_runs detect with 90% power
+    # The A/A pairs' log ratios of the primary metric: their sum of squares about their mean
+    # and its degrees of freedom, pooled into each decision's test (`compare_paired`).
+    pair_ss: float | None = None
+    pair_df: int = 0
 
     @classmethod
     def from_record(cls, record: CalibrationRecord, primary: str) -> Calibration:
@@ -42,6 +47,7 @@ class Calibration:
             run_s=run_seconds(record),
             sentinel_run_s=record.sentinel_run_s,
             detectable_pct=record.detectable_effect_pct,
+            **_aa_pairs(record.samples.get(primary) or []),
         )
 
     def median(self, metric: str) -> float | None:
@@ -50,12 +56,28 @@ class Calibration:
 
     def judge(self, config: Config) -> Judge:
         """The decision rule for one experiment against this best."""
-        return Judge(config, self.threshold, self.noise_pct, self.run_s, self.sentinel_run_s)
+        prior = (self.pair_ss, self.pair_df) if self.pair_ss else None
+        return Judge(config, self.threshold, self.noise_pct, self.run_s, self.sentinel_run_s, prior)
 
     def kept(self, samples: dict[str, list[float]]) -> Calibration:
         """A keep's own runs standing for the new best until it is calibrated afresh (the
         commit stays the one last calibrated: the new best is not, yet)."""
         return replace(self, samples=samples)
+
+
+def _aa_pairs(values: list[float | None]) -> dict:
+    """The spread of the calibration's A/A pairs (run i of each arm): the first half of the
+    samples are one arm's, the second half the other's, in the order they ran."""
+    half = len(values) // 2
+    pairs = [
+        math.log(c / b)
+        for b, c in zip(values[:half], values[half : 2 * half], strict=True)
+        if b is not None and c is not None and b > 0 and c > 0
+    ]
+    if len(pairs) < 2:
+        return {}
+    mean = sum(pairs) / len(pairs)
+    return {"pair_ss": sum((x - mean) ** 2 for x in pairs), "pair_df": len(pairs) - 1}
 
 
 def run_seconds(record: CalibrationRecord) -> float | None:

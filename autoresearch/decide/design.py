@@ -1,4 +1,5 @@
-"""How many runs a decision may take: the floor, the cap, the looks and their share of alpha.
+"""How many runs a decision may take: the floor, the design (its looks and boundaries), what a
+bench can detect.
 
 Pure functions of the config and the calibrated noise; the rule (rule.py) uses them for one
 experiment, the calibration (loop/calibrate.py) to say before the night what it can detect.
@@ -6,33 +7,38 @@ experiment, the calibration (loop/calibrate.py) to say before the night what it 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 from ..config import Config, DecisionConfig
-from .dist import norm_ppf
+from .boundaries import Boundaries, boundaries, power
+from .dist import special
 
 __all__ = [
-    "MIN_CAP_FACTOR",
+    "DESIGN_BETA",
     "POWER",
     "REFUSE_FACTOR",
     "SPENDING",
+    "Design",
     "NoiseVerdict",
     "budget_runs",
-    "cap_runs",
     "detectable_effect_pct",
     "look_alphas",
     "noise_verdict",
     "runs_needed",
+    "sequential_design",
     "threshold_pct",
 ]
 
 POWER = 0.9  # of the cap: the chance to detect a change of the floor
-SPENDING = 1.0  # look k gets alpha in proportion to n_k ** SPENDING: more to the later looks
-MIN_CAP_FACTOR = 3  # the cap is at least this many times min_runs: a t-test needs some pairs
+SPENDING = 1.0  # a sentinel's look k gets its error in proportion to n_k ** SPENDING
 # A night is refused only when the bench cannot see this many times the effect asked for: a
 # bench that detects 7% against a 5% target still keeps the 10% and 20% wins a night is for.
 REFUSE_FACTOR = 3.0
+# The design keeps a win of the effect asked for (or, if the bench cannot see that within the
+# runs allowed, of the smallest it can) this often: its futility stops spend the rest.
+DESIGN_BETA = 0.05
 
 
 def threshold_pct(config: Config, noise: float | None) -> float:
@@ -44,23 +50,42 @@ def threshold_pct(config: Config, noise: float | None) -> float:
     return floor if noise is None or not multiplier else max(floor, multiplier * noise)
 
 
-def _z_sum(decision: DecisionConfig) -> float:
-    # About half of alpha is left for the last look (see look_alphas).
-    return norm_ppf(1 - decision.alpha / 2) + norm_ppf(POWER)
-
-
 def runs_needed(config: Config, noise_pct: float, effect_pct: float) -> int:
-    """Runs per arm (pairs) to detect `effect_pct` with 90% power when one run's noise is
-    `noise_pct`: a pair's log ratio has sqrt(2) times that noise when the runs are independent,
-    less when load moves both alike."""
-    return math.ceil((_z_sum(config.decision) * math.sqrt(2) * noise_pct / effect_pct) ** 2) + 1
+    """Runs per arm (pairs) whose design keeps a win of `effect_pct` with 90% power when one
+    run's noise is `noise_pct` (a pair's log ratio has sqrt(2) times that noise when the runs
+    are independent, less when load moves both alike), whatever max_runs says."""
+    return _fewest_pairs(_shape(config), _pair_sd(noise_pct), _prior_df(config), effect_pct)
 
 
 def detectable_effect_pct(config: Config, noise_pct: float, run_s: float | None = None) -> float:
-    """The change detected with 90% power at the most runs per arm a decision may take:
-    `max_runs`, or fewer when `budget_s` at `run_s` a run pays for fewer."""
-    n = _most_runs(config.decision, run_s)
-    return _z_sum(config.decision) * math.sqrt(2) * noise_pct / math.sqrt(max(n - 1, 1))
+    """The smallest win kept with 90% power at the most runs per arm a decision may take:
+    `max_runs`, or fewer when `budget_s` at `run_s` a run pays for fewer. The same design the
+    rule builds for a bench too noisy for its target."""
+    most = _most_runs(config.decision, run_s)
+    effect = _smallest_win(_shape(config), most, _pair_sd(noise_pct), _prior_df(config))
+    return -math.expm1(-effect) * 100
+
+
+def _pair_sd(noise_pct: float) -> float:
+    """One run's noise in percent as a pair's log ratio's sd, on the 1% grid designs share."""
+    return _on_grid(math.sqrt(2) * noise_pct / 100)
+
+
+def _on_grid(pair_sd: float) -> float:
+    # The noise in steps of 1%: calibrations that differ by less share one design. A bench
+    # with no noise at all (identical runs) sees the smallest change.
+    return math.exp(round(math.log(max(pair_sd, 1e-6)) * 100) / 100)
+
+
+def _prior_df(config: Config) -> int:
+    """The degrees of freedom a calibration's A/A pairs give each test."""
+    return max(config.bench.calibration_runs // 2 - 1, 0)
+
+
+def _shape(config: Config) -> tuple[float, int, int]:
+    """What shapes a design, hashable: alpha, min_runs, looks."""
+    d = config.decision
+    return d.alpha, d.min_runs, d.looks
 
 
 def _most_runs(d: DecisionConfig, run_s: float | None) -> int:
@@ -117,22 +142,6 @@ def noise_verdict(config: Config, noise_pct: float, run_s: float | None) -> Nois
     return NoiseVerdict(detectable, target, refuse, message)
 
 
-def cap_runs(
-    config: Config, noise_pct: float | None, run_s: float | None, floor: float | None = None
-) -> int:
-    """Runs per arm a decision may take: enough to detect the floor at this noise, at least
-    MIN_CAP_FACTOR x min_runs, at most max_runs and what budget_s allows at run_s a run."""
-    d = config.decision
-    cap = d.max_runs
-    if noise_pct:
-        needed = runs_needed(config, noise_pct, floor or d.min_effect_pct)
-        cap = min(cap, max(needed, MIN_CAP_FACTOR * d.min_runs))
-    budget = budget_runs(d, run_s)
-    if budget is not None:
-        cap = min(cap, budget)
-    return max(cap, d.min_runs)
-
-
 def budget_runs(d: DecisionConfig, run_s: float | None) -> int | None:
     """The pairs `budget_s` pays for at `run_s` a run; None without a budget."""
     return int(d.budget_s / (2 * run_s)) if d.budget_s and run_s else None
@@ -142,3 +151,137 @@ def look_alphas(alpha: float, schedule: list[int]) -> list[float]:
     """Each look's share of alpha: in proportion to n ** SPENDING, adding up to alpha."""
     weights = [n**SPENDING for n in schedule]
     return [alpha * w / sum(weights) for w in weights]
+
+
+@dataclass(frozen=True)
+class Design:
+    """One experiment's sequential design against the calibrated best: the looks, their
+    boundaries, and the win (`effect_pct`) the futility stops are built to let through."""
+
+    looks: tuple[int, ...]
+    bounds: Boundaries
+    effect_pct: float | None  # None: no noise known, no futility stops
+    prior_df: int  # degrees of freedom the calibration's pairs add to each look's test
+    power: float | None = None  # how often the design keeps a win of effect_pct
+
+    @property
+    def cap(self) -> int:
+        return self.looks[-1]
+
+    def look_df(self, k: int) -> int:
+        return self.prior_df + self.looks[k] - 1
+
+
+def sequential_design(
+    config: Config, pair_sd: float | None, prior_df: int, run_s: float | None
+) -> Design:
+    """The fewest pairs whose design keeps a win of `target_effect_pct` with probability
+    1 - DESIGN_BETA at this noise (one pair's log ratio's standard deviation, `pair_sd`), within
+    max_runs and budget_s; past those, the most pairs allowed, built for the smallest win they
+    can keep that often. Without a noise, max_runs with efficacy boundaries alone."""
+    d = config.decision
+    most = _most_runs(d, run_s)
+    if not pair_sd:
+        looks = tuple(d.schedule(most))
+        return Design(looks, boundaries(looks, d.alpha, DESIGN_BETA, None), None, prior_df, None)
+    return _plan(_shape(config), d.target_effect_pct, most, _on_grid(pair_sd), prior_df)
+
+
+@functools.lru_cache(maxsize=512)
+def _plan(
+    shape: tuple[float, int, int], target_pct: float, most: int, pair_sd: float, prior_df: int
+) -> Design:
+    """The design for one noise: the target's, or (too noisy) the smallest win's at `most`."""
+    alpha = shape[0]
+    target = -math.log1p(-target_pct / 100)  # as a log ratio
+    if _keeps(shape, most, target, pair_sd, prior_df, DESIGN_BETA):
+        n = _fewest_pairs(shape, pair_sd, prior_df, target_pct, DESIGN_BETA, most)
+        return _design(_looks(shape, n), alpha, target, pair_sd, prior_df, DESIGN_BETA)
+    effect = _smallest_win(shape, most, pair_sd, prior_df)
+    return _design(_looks(shape, most), alpha, effect, pair_sd, prior_df, 1 - POWER)
+
+
+def _looks(shape: tuple[float, int, int], n: int) -> tuple[int, ...]:
+    alpha, min_runs, looks = shape
+    return tuple(DecisionConfig(alpha=alpha, min_runs=min_runs, looks=looks).schedule(n))
+
+
+def _keeps(shape, n: int, effect: float, pair_sd: float, prior_df: int, beta: float) -> bool:
+    """Whether n pairs' design keeps a win of `effect` (a log ratio) 1 - beta of the time."""
+    drift = effect / pair_sd
+    return _t_power(_looks(shape, n), shape[0], drift, prior_df, beta) >= 1 - beta
+
+
+@functools.lru_cache(maxsize=512)
+def _fewest_pairs(
+    shape,
+    pair_sd: float,
+    prior_df: int,
+    effect_pct: float,
+    beta: float = 1 - POWER,
+    most: int = 100_000,
+) -> int:
+    """The fewest pairs (at most `most`) whose design keeps a win of `effect_pct`."""
+    effect = -math.log1p(-effect_pct / 100)
+    low, high = shape[1] - 1, most
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (
+            (low, mid) if _keeps(shape, mid, effect, pair_sd, prior_df, beta) else (mid, high)
+        )
+    return high
+
+
+@functools.lru_cache(maxsize=512)
+def _smallest_win(shape, most: int, pair_sd: float, prior_df: int) -> float:
+    """The smallest win (a log ratio) that `most` pairs keep with 90% power."""
+    low, high = 0.0, 3.0
+    for _ in range(16):
+        mid = (low + high) / 2
+        low, high = (
+            (low, mid) if _keeps(shape, most, mid, pair_sd, prior_df, 1 - POWER) else (mid, high)
+        )
+    return high
+
+
+def _design(
+    looks: tuple[int, ...],
+    alpha: float,
+    effect: float,
+    pair_sd: float,
+    prior_df: int,
+    beta: float,
+) -> Design:
+    drift = _as_read(looks, alpha, effect / pair_sd, prior_df)
+    bounds = boundaries(looks, alpha, beta, drift)
+    return Design(looks, bounds, -math.expm1(-effect) * 100, prior_df, 1 - beta)
+
+
+def _t_efficacy(looks: tuple[int, ...], alpha: float, prior_df: int) -> tuple[float, ...]:
+    """Each look's efficacy boundary as the test reads it: the t quantile of its nominal p at
+    that look's degrees of freedom."""
+    sp = special()
+    return tuple(
+        float(sp.stdtrit(prior_df + n - 1, sp.ndtr(c)))
+        for c, n in zip(boundaries(looks, alpha, DESIGN_BETA, None).efficacy, looks, strict=True)
+    )
+
+
+def _as_read(looks: tuple[int, ...], alpha: float, drift: float, prior_df: int) -> float:
+    """A win's drift as a t test with an estimated spread sees it: the statistic's spread
+    about its mean grows by sqrt(1 + c^2 / 2 df) near the boundary c (the noncentral t's
+    normal approximation), which reads as a smaller drift in the z-scale design."""
+    last = _t_efficacy(looks, alpha, prior_df)[-1]
+    return drift / math.sqrt(1 + last**2 / (2 * (prior_df + looks[-1] - 1)))
+
+
+def _t_power(
+    looks: tuple[int, ...], alpha: float, drift: float, prior_df: int, beta: float
+) -> float:
+    """The design's power for a win of `drift`, as the looks' t tests read it: the drift as
+    they see it, the t scale's efficacy boundaries, futility built for that drift."""
+    seen = _as_read(looks, alpha, drift, prior_df)
+    efficacy = _t_efficacy(looks, alpha, prior_df)
+    bounds = boundaries(looks, alpha, beta, seen)
+    futility = tuple(min(f, e) for f, e in zip(bounds.futility, efficacy, strict=True))
+    return power(looks, efficacy, futility, seen)

@@ -9,31 +9,32 @@ from __future__ import annotations
 
 import functools
 
-__all__ = ["norm_cdf", "norm_ppf", "t_cdf", "t_ppf", "t_sf"]
+__all__ = ["norm_cdf", "norm_ppf", "special", "t_cdf", "t_ppf", "t_sf"]
 
 
 @functools.cache
-def _special():
+def special():
+    """scipy.special, imported at first use (vectorised ndtr and friends)."""
     import scipy.special
 
     return scipy.special
 
 
 def norm_cdf(x: float) -> float:
-    return float(_special().ndtr(x))
+    return float(special().ndtr(x))
 
 
 def norm_ppf(q: float) -> float:
-    return float(_special().ndtri(q))
+    return float(special().ndtri(q))
 
 
 def t_cdf(x: float, df: float) -> float:
-    return float(_special().stdtr(df, x))
+    return float(special().stdtr(df, x))
 
 
 def t_sf(x: float, df: float) -> float:
-    return float(_special().stdtr(df, -x))
+    return float(special().stdtr(df, -x))
 
 
 def t_ppf(q: float, df: float) -> float:
-    return float(_special().stdtrit(df, q))
+    return float(special().stdtrit(df, q))

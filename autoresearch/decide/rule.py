@@ -3,16 +3,18 @@
 Baseline (the current best) and candidate run in interleaved pairs (B C, C B, ...). What a
 decision reads is each pair's log ratio log(c/b): whatever moves both runs of a pair alike
 (load that changes slower than one pair, a step when another process starts) cancels there.
-Their mean is the change, with a t interval; the runs per arm a decision may take grow from
-`min_runs` to a cap, with looks in between (`schedule`).
+Their mean is the change, with a t interval (the calibration's A/A pairs pooled in: more
+degrees of freedom); the runs per arm a decision may take grow from `min_runs` to the
+design's cap, with looks in between (`schedule`), each with group-sequential boundaries
+(design.py, boundaries.py).
 
-- keep: better with a one-sided p under the look's share of alpha (the shares add up to alpha:
-  false keeps stay under it however the looks fall, the union bound needs nothing more), a
-  gain of at least the floor `min_effect_pct` (the smallest change worth claiming), every
-  sentinel shown within its budget, and small wins agreeing with `agree_with`;
+- keep: better with a one-sided p under the look's efficacy boundary (the boundaries spend
+  alpha over the looks as they are, correlated: false keeps are alpha however the looks
+  fall), a gain of at least the floor `min_effect_pct` (the smallest change worth claiming),
+  every sentinel shown within its budget, and small wins agreeing with `agree_with`;
 - discard: worse with p < 0.05 over the looks; or the gain is shown below the floor (its
-  one-sided 90% bound); or, before the last look, even a gain one standard error better than
-  the estimate would be unlikely (under 10%) to clear the last look: not worth more runs;
+  one-sided 90% bound); or, before the last look, its t under the look's futility boundary
+  (spending the design's beta under the win it is built for): not worth more runs;
 - otherwise run more; past the last look, inconclusive.
 
 A win decided while a sentinel is still unresolved keeps running, both arms, up to twice the
@@ -21,10 +23,10 @@ cap, until the sentinel is shown within its budget or over it (`sentinel_extensi
 run it instead: the same seconds buy more pairs where the uncertainty is.
 
 The noise decides how many runs a decision may take, not what is worth claiming: the cap is
-what detects a change of the floor with 90% power at the calibrated noise, bounded by
-`max_runs` and by `budget_s` at the calibrated run time. An unknown comparison (no samples,
-non-positive values) is never significant. `paired = false` judges the two arms as two
-samples (Mann-Whitney and Hodges-Lehmann) instead.
+the fewest pairs whose design keeps a win of `target_effect_pct` 95% of the time at the
+calibrated noise, bounded by `max_runs` and by `budget_s` at the calibrated run time. An
+unknown comparison (no samples, non-positive values) is never significant. `paired = false`
+judges the two arms as two samples (Mann-Whitney and Hodges-Lehmann) instead.
 """
 
 from __future__ import annotations
@@ -35,8 +37,7 @@ from typing import Any
 
 from ..config import Config, MetricSpec, SentinelSpec
 from ..statuses import Rule, Status
-from .design import budget_runs, cap_runs, look_alphas
-from .dist import norm_cdf, t_ppf
+from .design import budget_runs, look_alphas, sequential_design
 from .stats import Comparison, compare, compare_paired
 
 __all__ = ["CONFIDENCE", "WORSE_ALPHA", "Decision", "Judge", "improvement"]
@@ -45,10 +46,6 @@ CONFIDENCE = 0.95  # of the reported intervals
 WORSE_ALPHA = 0.05  # a false discard only costs a win, so a loss needs less evidence
 # "No gain worth claiming" needs the gain's one-sided 90% upper bound below the floor.
 FUTILITY_CONFIDENCE = 0.80
-# "Not worth more runs": the chance of a keep at the last look, if the rest of the runs showed
-# the estimate plus PROMISE_OPTIMISM standard errors, is below PROMISE_POWER.
-PROMISE_POWER = 0.10
-PROMISE_OPTIMISM = 1.0
 SMALL_WIN_FACTOR = 2.0  # a win under this many floors must agree with `agree_with`
 SENTINEL_EXTENSION = 2.0  # a win with an unresolved sentinel may run to this many caps
 
@@ -99,7 +96,8 @@ class _Look:
 class Judge:
     """The sequential rule for one experiment; `look` after each pair, it decides at the
     scheduled ones. `noise_pct` (one run's, from calibration) and `run_s` (one run's duration)
-    set the cap; without them it is `max_runs`."""
+    and `prior` (the calibration's A/A pairs: sum of squares, degrees of freedom) set the
+    design (sequential_design); without them it is `max_runs` with no futility stops."""
 
     def __init__(
         self,
@@ -108,13 +106,20 @@ class Judge:
         noise_pct: float | None = None,
         run_s: float | None = None,
         sentinel_run_s: float | None = None,
+        prior: tuple[float, int] | None = None,
     ):
         self.config = config
         self.threshold = threshold
+        self.prior = prior if prior and prior[0] > 0 and prior[1] > 0 else None
+        if self.prior is not None:
+            pair_sd: float | None = math.sqrt(self.prior[0] / self.prior[1])
+        else:  # one run's noise, as a pair's when the runs are independent
+            pair_sd = math.sqrt(2) * noise_pct / 100 if noise_pct else None
+        self.design = sequential_design(config, pair_sd, self.prior[1] if self.prior else 0, run_s)
+        self.cap = self.design.cap
+        self.schedule = list(self.design.looks)
+        self.alphas = [self.design.bounds.nominal_alpha(k) for k in range(len(self.schedule))]
         d = config.decision
-        self.cap = cap_runs(config, noise_pct, run_s, threshold)
-        self.schedule = d.schedule(self.cap)
-        self.alphas = look_alphas(d.alpha, self.schedule)
         self.alpha_worse = WORSE_ALPHA / len(self.schedule)
         # A win waiting for its sentinels: more looks, each with its own share of the
         # sentinels' error, up to SENTINEL_EXTENSION caps (and budget_s).
@@ -201,6 +206,7 @@ class Judge:
             "alphas": self.alphas,
             "schedule": self.schedule,
             "cap": self.cap,
+            "designed_for_pct": self.design.effect_pct,
             "analysis": "paired" if self.config.decision.paired else "two-sample",
             "n_baseline": n,
             "n_candidate": len(candidate.get(primary.name, [])),
@@ -269,14 +275,16 @@ class Judge:
                 f"with {(1 + FUTILITY_CONFIDENCE) / 2:.0%} confidence",
             )
         if not at.final:
-            chance = self._promise(ev, n)
-            if chance is not None and chance < PROMISE_POWER:
+            bound = self._futility(ev, at.number - 1)
+            if bound is not None:
                 return self._decided(
                     at,
                     Status.DISCARD,
                     Rule.NOT_PROMISING,
-                    f"{said} at {n} runs per arm: even at one standard error better, a keep "
-                    f"by {self.cap} runs per arm is {chance:.0%} likely; not worth the runs",
+                    f"{said} at {n} runs per arm: t {bound[0]:.2f} under the futility bound "
+                    f"{bound[1]:.2f}: the design keeps a {self.design.effect_pct:.1f}% win "
+                    f"{self.design.power:.0%} of the time by {self.cap} runs per arm; not "
+                    "worth the runs",
                 )
             return None
         why = f"{said}, p={p_better:.2g}: not decided after {n} runs per arm"
@@ -340,7 +348,9 @@ class Judge:
     def _compare(self, spec, baseline: dict, candidate: dict, confidence: float):
         b, c = baseline.get(spec.name, []), candidate.get(spec.name, [])
         if self.config.decision.paired:
-            paired = compare_paired(b, c, confidence)
+            # The calibration measured the primary metric's pairs: its spread joins the test.
+            prior = self.prior if spec.name == self.config.metric.name else None
+            paired = compare_paired(b, c, confidence, prior)
             if paired is not None or len(b) == len(c):
                 return paired
         # A metric some runs did not print cannot be paired run by run.
@@ -350,21 +360,16 @@ class Judge:
         comparison = self._compare(spec, baseline, candidate, FUTILITY_CONFIDENCE)
         return comparison is not None and improvement(spec, comparison)[2] < self.threshold
 
-    def _promise(self, ev: dict[str, Any], n: int) -> float | None:
-        """The chance of a keep at the last look if the remaining pairs showed the estimate
-        plus PROMISE_OPTIMISM standard errors (conditional power; paired analysis only)."""
+    def _futility(self, ev: dict[str, Any], k: int) -> tuple[float, float] | None:
+        """(t, bound) when look k's test is under the design's futility bound, else None."""
         se = ev.get("se_pct")
-        if se is None or n >= self.cap:
+        if se is None or self.design.effect_pct is None or k >= len(self.schedule) - 1:
             return None
-        # The gain as a log ratio, positive: better.
+        # The gain as a log ratio, positive: better; its t statistic.
         m = math.log1p(ev["change_pct"] / 100) * (-1 if ev["direction"] == "lower" else 1)
-        se = max(se / 100, 1e-12)
-        sd, cap = se * math.sqrt(n), self.cap
-        theta = m + PROMISE_OPTIMISM * se
-        critical = t_ppf(1 - self.alphas[-1], cap - 1)
-        # The last look's t statistic, its sd taken as known: B-value arithmetic.
-        shortfall = critical * math.sqrt(cap) - (n * m + (cap - n) * theta) / sd
-        return 1 - norm_cdf(shortfall / math.sqrt(cap - n))
+        t = m / max(se / 100, 1e-12)
+        bound = self.design.bounds.futility[k]
+        return (t, bound) if t < bound else None
 
     def _evidence(self, spec, baseline: dict, candidate: dict) -> dict[str, Any]:
         b, c = baseline.get(spec.name, []), candidate.get(spec.name, [])
@@ -401,6 +406,8 @@ class Judge:
             ci_high_pct=comparison.ci_high_pct,
             paired=comparison.paired,
             se_pct=comparison.se_pct,
+            df=comparison.df,
+            pooled_with_calibration=comparison.pooled,
             p_better=p_better,
             p_worse=comparison.p_higher if spec.direction == "lower" else comparison.p_lower,
             improvement_pct=gain,

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .dist import norm_ppf, t_cdf, t_ppf, t_sf
+from .dist import norm_ppf, special, t_cdf, t_ppf, t_sf
 from .percent import ratio_pct
 from .ranks import mann_whitney
 
 __all__ = [
     "MAD_TO_SIGMA",
+    "POOL_F",
     "Comparison",
     "compare",
     "compare_paired",
@@ -24,6 +25,9 @@ __all__ = [
 ]
 
 MAD_TO_SIGMA = 1.4826  # MAD times this estimates the standard deviation of normal data
+# An experiment's pairs are pooled with the calibration's unless their variance is larger at
+# this level: pooling a candidate that adds noise would make its decisions too sure.
+POOL_F = 0.95
 
 
 def robust_cv_pct(samples: list[float]) -> float | None:
@@ -54,6 +58,8 @@ class Comparison:
     p_higher: float  # ... that it tends higher
     paired: bool = False  # from within-pair ratios (a t-test) or from the two arms (ranks)
     se_pct: float | None = None  # the standard error of the paired mean log ratio, in percent
+    df: int | None = None  # the paired t-test's degrees of freedom
+    pooled: bool = False  # its variance pooled with the calibration's A/A pairs
 
 
 def compare(baseline: list[float], candidate: list[float], confidence: float) -> Comparison | None:
@@ -98,7 +104,10 @@ def _hodges_lehmann(x: np.ndarray, y: np.ndarray, confidence: float) -> tuple[fl
 
 
 def compare_paired(
-    baseline: list[float], candidate: list[float], confidence: float
+    baseline: list[float],
+    candidate: list[float],
+    confidence: float,
+    prior: tuple[float, int] | None = None,
 ) -> Comparison | None:
     """The within-pair log ratios log(c_i / b_i) of runs made side by side: their mean is the
     change (a geometric-mean ratio), with a t interval and one-sided t-test p values.
@@ -109,6 +118,10 @@ def compare_paired(
     it could not decide before about ten pairs at the alpha of an early look; the t-test on
     log ratios can, and the calibration suite (benchmarks/decision_calibration.py) shows its
     false keeps stay under alpha under heavy-tailed, bimodal, drifting and stepped noise.
+    `prior`: the sum of squares and degrees of freedom of the calibration's A/A pairs (the
+    same bench, the same best in both arms). Their variance is pooled with these pairs' (more
+    degrees of freedom: an early look can decide) unless these pairs are shown noisier
+    (an F test at POOL_F): a candidate that adds noise is judged by its own spread.
     None when there are fewer than two pairs, the arms differ in length, or a value is not
     positive.
     """
@@ -121,10 +134,20 @@ def compare_paired(
         return None
     d = np.log(y) - np.log(x)
     mean = float(d.mean())
+    ss, df = float(((d - mean) ** 2).sum()), n - 1
+    variance = ss / df
+    pooled = _poolable(ss, df, prior)
+    if pooled:
+        assert prior is not None
+        # Never below these pairs' own spread: an outlier among them (heavy-tailed noise)
+        # widens the interval as much as it would unpooled, the extra degrees of freedom
+        # only shorten the t quantile.
+        variance = max(variance, (ss + prior[0]) / (df + prior[1]))
+        df += prior[1]
     # Identical runs (a quiet synthetic bench) have no spread: the sign of the mean decides.
-    se = max(float(d.std(ddof=1)) / math.sqrt(n), 1e-12)
+    se = max(math.sqrt(variance) / math.sqrt(n), 1e-12)
     t = mean / se
-    half = t_ppf(0.5 + confidence / 2, n - 1) * se
+    half = t_ppf(0.5 + confidence / 2, df) * se
     return Comparison(
         n_baseline=n,
         n_candidate=n,
@@ -134,8 +157,18 @@ def compare_paired(
         ci_low_pct=ratio_pct(mean - half),
         ci_high_pct=ratio_pct(mean + half),
         confidence=confidence,
-        p_lower=t_cdf(t, n - 1),
-        p_higher=t_sf(t, n - 1),
+        p_lower=t_cdf(t, df),
+        p_higher=t_sf(t, df),
         paired=True,
         se_pct=100.0 * se,
+        df=df,
+        pooled=pooled,
     )
+
+
+def _poolable(ss: float, df: int, prior: tuple[float, int] | None) -> bool:
+    """Whether these pairs' spread is consistent with the calibration's (not shown larger)."""
+    if prior is None or prior[1] <= 0 or prior[0] <= 0:
+        return False
+    ratio = (ss / df) / (prior[0] / prior[1])
+    return ratio <= float(special().fdtri(df, prior[1], POOL_F))
