@@ -5,7 +5,8 @@ The sequential rule runs through the real code: `calibrate` and `measure_pair` w
 run), which writes `METRIC t_ms=...` output drawn from a noise model into each run's log. For each
 kind of noise it draws null patches, true wins of 2, 5 and 10% and true losses of 2, 5 and
 10%, and decides with:
-- paired (the default): within-pair log ratios, looks from min_runs to the cap;
+- paired (the default): within-pair log ratios, looks from min_runs to the cap, the
+  calibration's A/A pairs pooled in;
 - two-sample: the same runs and looks, the arms judged as two samples (`paired = false`);
 - single-shot: one run each, keep if the candidate's is lower (what single-shot loops do);
 - fixed 10v10: ten baseline runs then ten candidate runs, one-sided Mann-Whitney at 0.05
@@ -191,7 +192,8 @@ def main() -> int:
         d = paired.decision
         print(
             f"Defaults: alpha {d.alpha}, floor {d.min_effect_pct}%, looks from {d.min_runs} to "
-            f"at most {d.max_runs} runs per arm (the cap set by the noise), "
+            f"{d.max_runs} runs per arm (futility stops built for a {d.target_effect_pct:g}% "
+            "win, or the smallest the noise lets the runs see), "
             f"{paired.bench.calibration_runs} calibration runs. {args.nulls} null patches and "
             f"{args.trials} patches per true effect for each noise kind.\n"
         )

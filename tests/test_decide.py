@@ -65,14 +65,14 @@ def test_schedule_alphas_and_the_cap(config):
     assert max(judge.alphas) < config.decision.alpha
     assert judge.extension == [30, 40] and judge.limit == 40  # for unresolved sentinels
     assert DecisionConfig(looks=1, max_runs=9).schedule() == [9]
-    # The cap: the fewest pairs whose design keeps a win of target_effect_pct 95% of the time;
-    # a bench too noisy for it gets max_runs, built for the smallest win they can see.
+    # Futility stops built for a win of target_effect_pct, its size read at each look; a bench
+    # too noisy for it: built for the smallest win max_runs can see.
     quiet, noisy = Judge(config, 2.0, noise_pct=0.5), Judge(config, 2.0, noise_pct=8.0)
-    assert quiet.cap == config.decision.min_runs
     assert quiet.design.effect_pct == pytest.approx(config.decision.target_effect_pct)
+    assert quiet.design.remeasured and not noisy.design.remeasured
     assert noisy.cap == 20 and noisy.design.effect_pct > 2 * config.decision.target_effect_pct
-    middling = Judge(config, 2.0, noise_pct=2.5)
-    assert quiet.cap < middling.cap < noisy.cap
+    # The quieter a look measures the bench, the sooner a null is given up at that look.
+    assert quiet.design.futility(0, 0.01) > quiet.design.futility(0, 0.03)
     budget = dataclasses.replace(config.decision, budget_s=60.0)
     timed = Judge(dataclasses.replace(config, decision=budget), 2.0, noise_pct=8.0, run_s=2.0)
     assert timed.cap == 15 and timed.schedule[-1] == 15
@@ -91,7 +91,7 @@ def test_the_calibrations_pairs_join_the_test_and_shorten_the_design(config):
     assert ev_pooled["p_better"] < ev_alone["p_better"]
     # A candidate that adds noise is judged by its own spread.
     wild, calm = arms(6, 0.96, noise=0.08, seed=4)
-    assert not pooled.look(wild, calm, final=False).metrics["t_ms"]["pooled_with_calibration"]
+    assert not pooled.look(wild, calm, final=True).metrics["t_ms"]["pooled_with_calibration"]
 
 
 def test_clear_win_is_kept_at_the_first_look(config):

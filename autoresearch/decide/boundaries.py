@@ -44,6 +44,7 @@ class Boundaries:
     efficacy: tuple[float, ...]  # keep at look k when z >= efficacy[k]
     futility: tuple[float, ...]  # give up at look k when z < futility[k]
     power: float  # the chance of a keep at the effect the futility was built for
+    efficacy_alpha: float  # the alpha the efficacy boundary spends
 
     def nominal_alpha(self, k: int) -> float:
         """Look k's efficacy as a one-sided p: what the look's test must get under."""
@@ -172,9 +173,9 @@ def boundaries(
     efficacy = _efficacy(looks, alpha)
     if drift is None:
         futility = [-math.inf] * (len(looks) - 1) + [efficacy[-1]]
-        return Boundaries(looks, tuple(efficacy), tuple(futility), math.nan)
+        return Boundaries(looks, tuple(efficacy), tuple(futility), math.nan, alpha)
     futility, won = _futility(looks, efficacy, beta, drift)
-    return Boundaries(looks, tuple(efficacy), tuple(futility), won)
+    return Boundaries(looks, tuple(efficacy), tuple(futility), won, alpha)
 
 
 def power(

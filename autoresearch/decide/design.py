@@ -163,22 +163,36 @@ class Design:
     effect_pct: float | None  # None: no noise known, no futility stops
     prior_df: int  # degrees of freedom the calibration's pairs add to each look's test
     power: float | None = None  # how often the design keeps a win of effect_pct
+    # The target's win is a percent: its size in pair standard deviations is read again at
+    # each look, from the spread the look measures (a bench noisier than its calibration
+    # said would otherwise stop such wins too often). The smallest win a noisy bench can see
+    # is a size in those deviations already (what the most pairs keep 90% of the time).
+    remeasured: bool = False
 
     @property
     def cap(self) -> int:
         return self.looks[-1]
 
-    def look_df(self, k: int) -> int:
-        return self.prior_df + self.looks[k] - 1
+    def futility(self, k: int, pair_sd: float) -> float:
+        """Look k's futility boundary (z scale) when the look measures this spread of a
+        pair's log ratio."""
+        if not self.remeasured or self.effect_pct is None or self.power is None:
+            return self.bounds.futility[k]
+        alpha = self.bounds.efficacy_alpha
+        sought = -math.log1p(-self.effect_pct / 100) / max(pair_sd, 1e-9)
+        drift = _as_read(self.looks, alpha, round(sought, 2), self.prior_df)
+        return boundaries(self.looks, alpha, 1 - self.power, drift).futility[k]
 
 
 def sequential_design(
     config: Config, pair_sd: float | None, prior_df: int, run_s: float | None
 ) -> Design:
-    """The fewest pairs whose design keeps a win of `target_effect_pct` with probability
-    1 - DESIGN_BETA at this noise (one pair's log ratio's standard deviation, `pair_sd`), within
-    max_runs and budget_s; past those, the most pairs allowed, built for the smallest win they
-    can keep that often. Without a noise, max_runs with efficacy boundaries alone."""
+    """Looks from min_runs to the most pairs allowed (max_runs, or what budget_s pays for at
+    run_s), efficacy boundaries spending alpha over them, and futility stops that give up at
+    most DESIGN_BETA of the wins of `target_effect_pct` (its size read again at each look) or,
+    when the most pairs cannot keep that win 95% of the time at this noise (`pair_sd`: one
+    pair's log ratio's standard deviation), of the smallest win they keep 90% of the time.
+    Without a noise: efficacy boundaries alone."""
     d = config.decision
     most = _most_runs(d, run_s)
     if not pair_sd:
@@ -195,10 +209,10 @@ def _plan(
     alpha = shape[0]
     target = -math.log1p(-target_pct / 100)  # as a log ratio
     if _keeps(shape, most, target, pair_sd, prior_df, DESIGN_BETA):
-        n = _fewest_pairs(shape, pair_sd, prior_df, target_pct, DESIGN_BETA, most)
-        return _design(_looks(shape, n), alpha, target, pair_sd, prior_df, DESIGN_BETA)
+        looks = _looks(shape, most)
+        return _design(looks, alpha, target, pair_sd, prior_df, DESIGN_BETA, remeasured=True)
     effect = _smallest_win(shape, most, pair_sd, prior_df)
-    return _design(_looks(shape, most), alpha, effect, pair_sd, prior_df, 1 - POWER)
+    return _design(_looks(shape, most), alpha, effect, pair_sd, prior_df, DESIGN_BETA)
 
 
 def _looks(shape: tuple[float, int, int], n: int) -> tuple[int, ...]:
@@ -213,22 +227,14 @@ def _keeps(shape, n: int, effect: float, pair_sd: float, prior_df: int, beta: fl
 
 
 @functools.lru_cache(maxsize=512)
-def _fewest_pairs(
-    shape,
-    pair_sd: float,
-    prior_df: int,
-    effect_pct: float,
-    beta: float = 1 - POWER,
-    most: int = 100_000,
-) -> int:
-    """The fewest pairs (at most `most`) whose design keeps a win of `effect_pct`."""
+def _fewest_pairs(shape, pair_sd: float, prior_df: int, effect_pct: float) -> int:
+    """The fewest pairs whose design keeps a win of `effect_pct` 90% of the time."""
     effect = -math.log1p(-effect_pct / 100)
-    low, high = shape[1] - 1, most
+    low, high = shape[1] - 1, 100_000
     while high - low > 1:
         mid = (low + high) // 2
-        low, high = (
-            (low, mid) if _keeps(shape, mid, effect, pair_sd, prior_df, beta) else (mid, high)
-        )
+        keeps = _keeps(shape, mid, effect, pair_sd, prior_df, 1 - POWER)
+        low, high = (low, mid) if keeps else (mid, high)
     return high
 
 
@@ -251,10 +257,11 @@ def _design(
     pair_sd: float,
     prior_df: int,
     beta: float,
+    remeasured: bool = False,
 ) -> Design:
     drift = _as_read(looks, alpha, effect / pair_sd, prior_df)
     bounds = boundaries(looks, alpha, beta, drift)
-    return Design(looks, bounds, -math.expm1(-effect) * 100, prior_df, 1 - beta)
+    return Design(looks, bounds, -math.expm1(-effect) * 100, prior_df, 1 - beta, remeasured)
 
 
 def _t_efficacy(looks: tuple[int, ...], alpha: float, prior_df: int) -> tuple[float, ...]:

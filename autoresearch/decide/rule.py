@@ -22,9 +22,10 @@ cap, until the sentinel is shown within its budget or over it (`sentinel_extensi
 `bench.sentinel_command` (only the sentinels, cheaper than the whole bench) those extra pairs
 run it instead: the same seconds buy more pairs where the uncertainty is.
 
-The noise decides how many runs a decision may take, not what is worth claiming: the cap is
-the fewest pairs whose design keeps a win of `target_effect_pct` 95% of the time at the
-calibrated noise, bounded by `max_runs` and by `budget_s` at the calibrated run time. An
+The noise decides how many runs a decision takes, not what is worth claiming: the futility
+stops are built for a win of `target_effect_pct` (or, on a bench too noisy for it, the
+smallest win the cap can see), the cap is `max_runs` or what `budget_s` pays for at the
+calibrated run time. An
 unknown comparison (no samples, non-positive values) is never significant. `paired = false`
 judges the two arms as two samples (Mann-Whitney and Hodges-Lehmann) instead.
 """
@@ -367,8 +368,9 @@ class Judge:
             return None
         # The gain as a log ratio, positive: better; its t statistic.
         m = math.log1p(ev["change_pct"] / 100) * (-1 if ev["direction"] == "lower" else 1)
-        t = m / max(se / 100, 1e-12)
-        bound = self.design.bounds.futility[k]
+        se = max(se / 100, 1e-12)
+        t = m / se
+        bound = self.design.futility(k, se * math.sqrt(ev["n_baseline"]))
         return (t, bound) if t < bound else None
 
     def _evidence(self, spec, baseline: dict, candidate: dict) -> dict[str, Any]:

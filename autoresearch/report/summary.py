@@ -411,9 +411,11 @@ def _methodology(history: History, df: pd.DataFrame) -> dict:
                 if d.paired
                 else "by a one-sided Mann-Whitney U test and the Hodges-Lehmann change"
             )
-            + f" at looks from {d.min_runs} to at most {d.max_runs} runs per arm (the cap set "
-            f"by the noise, the floor and the time budget), alpha {d.alpha:g} shared among the "
-            f"looks; kept only when significant and at least the floor "
+            + f" at looks from {d.min_runs} to at most {d.max_runs} runs per arm (a "
+            f"group-sequential design: alpha {d.alpha:g} spent exactly over the looks, "
+            f"futility stops giving up at most 5% of {d.target_effect_pct:g}% wins, or of the "
+            "smallest win a noisy bench can see); kept only when significant and at least "
+            "the floor "
             + (
                 f"max({d.min_effect_pct:g}%, {d.noise_multiplier:g} x noise)"
                 if d.noise_multiplier
