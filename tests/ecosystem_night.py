@@ -12,9 +12,10 @@ from autoresearch.journal.store import JournalContents, read_journal
 
 # A shorter decision than a night's: the test's time.
 SHORT_DECISION = {
-    "min_runs = 3": "min_runs = 4",
+    "calibration_runs = 16": "calibration_runs = 10",
+    "min_runs = 2": "min_runs = 4",
     "max_runs = 28": "max_runs = 8",
-    "looks = 7": "looks = 2",
+    "looks = 6": "looks = 2",
     "target_effect_pct = 5.0": "target_effect_pct = 25.0",
     "confirm_runs = 15": "confirm_runs = 6",
 }
