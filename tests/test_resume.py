@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
+import subprocess
+import sys
 
 import pytest
 from conftest import alive, experiments, git, run, run_cli, spawn_loop, wait_for, wait_for_candidate
@@ -161,6 +164,31 @@ def test_second_loop_on_same_session_refuses(target):
     assert done.returncode == 1
     assert done.stderr.startswith("error: session is already running (pid ")
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_lock_whose_named_holder_is_dead_is_waited_for_not_refused(tmp_path):
+    """A killed loop's child between fork and exec holds the lock's descriptor a moment
+    longer than the loop lives: the next run waits for it instead of saying "busy"."""
+    lock = tmp_path / "lock"
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    lock.write_text(f"pid {gone.pid} on {socket.gethostname()}")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_FOR_A_MOMENT, str(lock)], stdout=subprocess.PIPE, text=True
+    )
+    assert holder.stdout.readline() == "holding\n"
+    with SessionLock(lock):
+        assert holder.poll() is not None  # taken once the leftover let go
+    holder.communicate(timeout=30)
+
+
+HOLD_FOR_A_MOMENT = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("holding", flush=True)
+time.sleep(0.5)
+"""
 
 
 def test_lock_held_by_a_killed_process_is_free(target, tmp_path):

@@ -87,6 +87,41 @@ class SessionPaths:
         return self.logs / experiment / f"{name}.log"
 
 
+# A loop killed with -9 while starting a process leaves a child between fork and exec that
+# still holds the lock's descriptor until its exec closes it: on a busy machine, for a moment
+# after the loop is gone. A lock whose recorded holder is dead is waited for this long.
+DEAD_HOLDER_GRACE_S = 5.0
+
+
+def _flock_soon(fd: int) -> bool:
+    """Take the flock; if it is held but the pid written in it is dead (a leftover child of a
+    killed loop letting go), try again for up to DEAD_HOLDER_GRACE_S."""
+    deadline = time.monotonic() + DEAD_HOLDER_GRACE_S
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if _holder_alive(fd) or time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+
+
+def _holder_alive(fd: int) -> bool:
+    """Whether the pid the lock file names (written by its holder, on this host) still runs;
+    unknown counts as alive."""
+    words = os.pread(fd, 200, 0).decode("utf-8", errors="replace").split()
+    if len(words) < 4 or words[0] != "pid" or words[3] != socket.gethostname():
+        return True
+    try:
+        os.kill(int(words[1]), 0)
+    except ProcessLookupError:
+        return False
+    except (ValueError, PermissionError):
+        return True
+    return True
+
+
 class SessionLock:
     """An exclusive flock on the session: the kernel drops it when the holder dies, even by -9."""
 
@@ -102,9 +137,7 @@ class SessionLock:
             raise StateError(
                 f"{self.path}: cannot create the session lock: {exc.strerror}"
             ) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not _flock_soon(fd):
             holder = os.pread(fd, 200, 0).decode("utf-8", errors="replace").strip()
             os.close(fd)
             raise SessionBusyError(
