@@ -209,10 +209,9 @@ def _plan(
     alpha = shape[0]
     target = -math.log1p(-target_pct / 100)  # as a log ratio
     if _keeps(shape, most, target, pair_sd, prior_df, DESIGN_BETA):
-        looks = _looks(shape, most)
-        return _design(looks, alpha, target, pair_sd, prior_df, DESIGN_BETA, remeasured=True)
+        return _design(_looks(shape, most), alpha, target, pair_sd, prior_df, remeasured=True)
     effect = _smallest_win(shape, most, pair_sd, prior_df)
-    return _design(_looks(shape, most), alpha, effect, pair_sd, prior_df, DESIGN_BETA)
+    return _design(_looks(shape, most), alpha, effect, pair_sd, prior_df)
 
 
 def _looks(shape: tuple[float, int, int], n: int) -> tuple[int, ...]:
@@ -256,12 +255,11 @@ def _design(
     effect: float,
     pair_sd: float,
     prior_df: int,
-    beta: float,
     remeasured: bool = False,
 ) -> Design:
     drift = _as_read(looks, alpha, effect / pair_sd, prior_df)
-    bounds = boundaries(looks, alpha, beta, drift)
-    return Design(looks, bounds, -math.expm1(-effect) * 100, prior_df, 1 - beta, remeasured)
+    bounds = boundaries(looks, alpha, DESIGN_BETA, drift)
+    return Design(looks, bounds, -math.expm1(-effect) * 100, prior_df, 1 - DESIGN_BETA, remeasured)
 
 
 def _t_efficacy(looks: tuple[int, ...], alpha: float, prior_df: int) -> tuple[float, ...]:
