@@ -94,3 +94,18 @@ def test_the_loop_and_the_light_commands_import_nothing_heavy(modules):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+def test_no_module_over_500_lines_and_no_function_over_60():
+    """Small modules and functions that fit on a screen: the limits the layout was cut to."""
+    long_modules, long_functions = [], []
+    for path in PACKAGE.rglob("*.py"):
+        text = path.read_text()
+        name = str(path.relative_to(ROOT))
+        if len(text.splitlines()) > 500:
+            long_modules.append(name)
+        for node in ast.walk(ast.parse(text)):
+            function = isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            if function and node.end_lineno - node.lineno + 1 > 60:
+                long_functions.append(f"{name}:{node.name}")
+    assert (long_modules, long_functions) == ([], [])

@@ -1,6 +1,6 @@
 """The command line: parse arguments, load the config, call the library. Nothing else lives here.
 
-One module per group of commands (session.py, agents.py, review.py), each with its command
+One module per group of commands (session.py, init.py, agents.py, review.py), each with its command
 functions, its `COMMANDS` and `add_parsers`; this module assembles them and is the one place
 where a `UserError` becomes `error: ...` and exit code 1.
 """
@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 
 from ..errors import UserError
 from ..loop.signals import install_stop_handlers
-from . import agents, review, session
+from . import agents, init, review, session
 from .common import EXIT_FAILED, EXIT_USER_ERROR
 
 __all__ = ["COMMANDS", "EXIT_FAILED", "EXIT_USER_ERROR", "TRACEBACK_ENV", "build_parser", "main"]
@@ -28,6 +28,7 @@ LONG_RUNNING = (
 )  # a signal asks them for a clean stop, from the first moment
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     **session.COMMANDS,
+    **init.COMMANDS,
     **agents.COMMANDS,
     **review.COMMANDS,
 }
@@ -41,7 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"Set {TRACEBACK_ENV}=1 to see the traceback behind an error.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for group in (session, agents, review):
+    for group in (session, init, agents, review):
         group.add_parsers(sub)
     return parser
 

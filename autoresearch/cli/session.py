@@ -7,7 +7,6 @@ import dataclasses
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 
 from ..config import check_session_name
 from ..errors import UserError
@@ -32,7 +31,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     scheduler = args.cluster if args.cluster is not None else config.cluster.scheduler
     if scheduler:
         from ..cluster import run_cluster_session
-        from ..config import check_scheduler
+        from ..config_checks import check_scheduler
 
         check_scheduler(scheduler, "--cluster")
         outcome = run_cluster_session(config, scheduler, options, Progress(quiet=args.quiet))
@@ -285,80 +284,6 @@ def cmd_clean(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_init(args: argparse.Namespace) -> int:
-    """Scaffold a session in a repository: config, bench and checks scripts, ideas file; or,
-    with --from-pi, turn a pi-autoresearch session into one whose journal holds its runs."""
-    from ..init.scaffold import scaffold
-
-    directory = Path(args.directory).resolve()
-    if args.from_pi is not None:
-        from ..init.pi_import import import_pi
-
-        lines = import_pi(
-            directory,
-            log=Path(args.from_pi) if args.from_pi else None,
-            session=args.session,
-            metric=args.metric,
-            direction=args.direction,
-            unit=args.unit,
-            scope=args.scope,
-            force=args.force,
-        )
-        print("\n".join(lines))
-        return 0
-    ecosystem = _ecosystem(directory, args.ecosystem, args.python)
-    written = scaffold(
-        directory,
-        session=args.session,
-        metric=args.metric or "bench_ms",
-        direction=args.direction or "lower",
-        unit=args.unit if args.unit is not None else ("ns" if ecosystem else "ms"),
-        scope=args.scope or (list(ecosystem.scope) if ecosystem else ["src/**"]),
-        force=args.force,
-        ecosystem=ecosystem,
-    )
-    for path in written:
-        print(f"wrote {path.relative_to(directory)}")
-    if ecosystem is None:
-        print(
-            "next: edit autoresearch.sh to print your METRIC lines, set [scope] in "
-            "autoresearch.toml, commit the scripts, put patches in hypotheses/, then "
-            "`autoresearch run`"
-        )
-        return 0
-    print(
-        f"found {ecosystem.says}: autoresearch.sh runs `{ecosystem.bench}`, and "
-        f"autoresearch.checks.sh `{ecosystem.checks}`; metrics read as {ecosystem.metrics}"
-    )
-    print(
-        "next: `autoresearch check` lists the metrics the bench prints; set [metric] name to "
-        "the one to improve (--metric at init), commit the scripts, put patches in hypotheses/, "
-        "then `autoresearch run`"
-    )
-    return 0
-
-
-def _ecosystem(directory: Path, name: str, python: str):
-    """The ecosystem `init --ecosystem` names, or the one found in `directory` (auto)."""
-    from ..init.ecosystems import ECOSYSTEMS, cmake_ecosystem, detect_ecosystem, python_ecosystem
-
-    if name == "none":
-        return None
-    if name == "auto":
-        return detect_ecosystem(directory, python)
-    if name == "pytest-benchmark":
-        return python_ecosystem(python)
-    if name == "cmake-google-benchmark":
-        found = cmake_ecosystem(directory)
-        if found is None:
-            raise UserError(
-                f"{directory / 'CMakeLists.txt'}: no executable linked with "
-                "benchmark::benchmark (target_link_libraries(NAME ... benchmark::benchmark))"
-            )
-        return found
-    return ECOSYSTEMS[name]
-
-
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "run": cmd_run,
     "check": cmd_check,
@@ -369,7 +294,6 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "prune": cmd_prune,
     "sessions": cmd_sessions,
     "clean": cmd_clean,
-    "init": cmd_init,
 }
 
 
@@ -429,7 +353,7 @@ def _add_loop_parsers(sub) -> None:
     status.add_argument("--json", action="store_true", help="machine-readable output")
 
 
-def _add_housekeeping_parsers(sub) -> None:
+def _add_finalize_parser(sub) -> None:
     final = sub.add_parser("finalize", help=doc(cmd_finalize), description=doc(cmd_finalize))
     add_config_options(final)
     final.add_argument(
@@ -480,6 +404,9 @@ def _add_housekeeping_parsers(sub) -> None:
     add_env_option(final)
     final.add_argument("--quiet", action="store_true", help="no progress lines")
 
+
+def _add_housekeeping_parsers(sub) -> None:
+    _add_finalize_parser(sub)
     sessions = sub.add_parser("sessions", help=doc(cmd_sessions), description=doc(cmd_sessions))
     add_config_options(sessions)
 
@@ -504,48 +431,3 @@ def _add_housekeeping_parsers(sub) -> None:
         "only those of kept experiments, the first and last calibration, the last confirmation)",
     )
     prune.add_argument("--dry-run", action="store_true", help="list what would be removed")
-    _add_init_parser(sub)
-
-
-def _add_init_parser(sub) -> None:
-    from ..init.ecosystems import NAMES  # a small module: the choices are its names
-
-    init = sub.add_parser("init", help=doc(cmd_init), description=doc(cmd_init))
-    init.add_argument("directory", nargs="?", default=".", help="the repository (default: .)")
-    init.add_argument("--session", default="main", help="session name (default: main)")
-    init.add_argument(
-        "--metric", help="primary metric name (default: bench_ms, or the pi session's)"
-    )
-    init.add_argument(
-        "--direction", choices=["lower", "higher"], help="default: lower, or the pi session's"
-    )
-    init.add_argument("--unit", help="primary metric unit (default: ms, or the pi session's)")
-    init.add_argument(
-        "--scope", action="append", metavar="GLOB", help="what patches may touch (repeatable)"
-    )
-    init.add_argument("--force", action="store_true", help="overwrite existing files")
-    init.add_argument(
-        "--ecosystem",
-        default="auto",
-        choices=["auto", "none", *NAMES],
-        help="the benchmarks to run and read: auto (default) finds a Cargo crate with criterion "
-        "or #[bench] benches, a Go module with Benchmark functions, Python tests using "
-        "pytest-benchmark, a CMake project with a Google Benchmark executable; none writes the "
-        "plain METRIC-line template",
-    )
-    init.add_argument(
-        "--python",
-        default="python3",
-        metavar="INTERPRETER",
-        help="the interpreter a pytest-benchmark bench runs (default: python3 on the PATH); "
-        "its version is recorded with every calibration",
-    )
-    init.add_argument(
-        "--from-pi",
-        nargs="?",
-        const="",
-        metavar="LOG",
-        help="import a pi-autoresearch session: its bench and checks scripts, ideas and log "
-        "(autoresearch.jsonl or .auto/log.jsonl, found in DIRECTORY unless LOG names it) "
-        "become this session's, its runs the journal's history",
-    )

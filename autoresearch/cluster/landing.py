@@ -90,6 +90,12 @@ class Landing:
             why = f"the bench host could not run it: {type(exc).__name__}: {exc}"
             self.record(flight.draft, flight.draft.finish(Status.INTERRUPTED, why, error=why))
             return
+        self.settle(flight, result)
+
+    def settle(self, flight: Flight, result: dict[str, Any]) -> None:
+        """A host's result, journaled: its failure as the loop maps it, or the rule's decision
+        on its samples (measured again first when a keep since touched its files)."""
+        session = self.session
         host = host_name(result)
         calibration = result.get("calibration") or {}
         if result.get("calibration_new") or self.unadopted(calibration.get("commit")):

@@ -134,16 +134,7 @@ def compare_paired(
         return None
     d = np.log(y) - np.log(x)
     mean = float(d.mean())
-    ss, df = float(((d - mean) ** 2).sum()), n - 1
-    variance = ss / df
-    pooled = _poolable(ss, df, prior)
-    if pooled:
-        assert prior is not None
-        # Never below these pairs' own spread: an outlier among them (heavy-tailed noise)
-        # widens the interval as much as it would unpooled, the extra degrees of freedom
-        # only shorten the t quantile.
-        variance = max(variance, (ss + prior[0]) / (df + prior[1]))
-        df += prior[1]
+    variance, df, pooled = _pair_variance(float(((d - mean) ** 2).sum()), n - 1, prior)
     # Identical runs (a quiet synthetic bench) have no spread: the sign of the mean decides.
     se = max(math.sqrt(variance) / math.sqrt(n), 1e-12)
     t = mean / se
@@ -164,6 +155,17 @@ def compare_paired(
         df=df,
         pooled=pooled,
     )
+
+
+def _pair_variance(ss: float, df: int, prior: tuple[float, int] | None) -> tuple[float, int, bool]:
+    """The pairs' variance, its degrees of freedom, and whether the calibration's were pooled.
+
+    Pooled, the variance is never below these pairs' own: an outlier among them (heavy-tailed
+    noise) widens the interval as much as it would unpooled, the extra degrees of freedom only
+    shorten the t quantile."""
+    if prior is None or not _poolable(ss, df, prior):
+        return ss / df, df, False
+    return max(ss / df, (ss + prior[0]) / (df + prior[1])), df + prior[1], True
 
 
 def _poolable(ss: float, df: int, prior: tuple[float, int] | None) -> bool:

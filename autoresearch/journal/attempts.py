@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from ..statuses import Status
+
 if TYPE_CHECKING:
     from .records import ExperimentRecord
 
-__all__ = ["Attempt", "Span"]
+__all__ = ["Attempt", "Span", "attempts_by_patch", "may_run_again", "tried_patches"]
 
 
 class Span(NamedTuple):
@@ -51,3 +53,27 @@ class Attempt(NamedTuple):
             end,
             record.rule or str(record.status),
         )
+
+
+def attempts_by_patch(experiments: list[Attempt]) -> dict[str, list[Attempt]]:
+    """The attempts of each patch (by its sha256), in journal order."""
+    found: dict[str, list[Attempt]] = {}
+    for attempt in experiments:
+        found.setdefault(attempt.patch_sha256, []).append(attempt)
+    return found
+
+
+def tried_patches(attempts: dict[str, list[Attempt]], retries: int) -> set[str]:
+    """Patches not to propose again (of `attempts` by patch): all tried ones but those whose
+    last try was cut short and that have retries left."""
+    return {sha for sha, tries in attempts.items() if not may_run_again(tries, retries)}
+
+
+UNDECIDED = frozenset(s.value for s in Status if s.undecided)
+
+
+def may_run_again(records: list[Attempt], retries: int) -> bool:
+    """An experiment cut short (a crash of the loop, a signal, a failing baseline) decided
+    nothing about its patch: it runs again at once, up to `[budget] retries` times
+    (inconclusive ones wait for the second look at the end, second_look.py)."""
+    return len(records) <= retries and records[-1].status in UNDECIDED

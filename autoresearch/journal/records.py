@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import functools
 import math
-import types
-import typing
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from ..errors import JournalError, NewerSchemaError, UserError
 from ..statuses import EXIT_CODES, FAILED_STATUSES, STATUSES, Status
+from .field_types import (
+    OPTIONAL_NUMBER,
+    OPTIONAL_TEXT,
+    checker,
+    field_checks,
+    optional_number,
+    problem,
+)
 
 __all__ = [
     "EXIT_CODES",
@@ -86,13 +90,13 @@ class _Record:
         """Every field of the type its annotation says, and the nested parts that are read back
         (evidence, the recorded config) of the shape the review expects: a line of valid JSON
         with `"decision": 5` is a damaged line, not a traceback in every command."""
-        for name, ok, hint in _field_checks(type(self)):
+        for name, ok, hint in field_checks(type(self)):
             value = getattr(self, name)
             if not ok(value):
-                raise JournalError(f"{where}: {self.kind} field '{name}' {_problem(value, hint)}")
+                raise JournalError(f"{where}: {self.kind} field '{name}' {problem(value, hint)}")
         for name, value, hint in self._nested():
-            if not _checker(hint)(value):
-                raise JournalError(f"{where}: {self.kind} field '{name}' {_problem(value, hint)}")
+            if not checker(hint)(value):
+                raise JournalError(f"{where}: {self.kind} field '{name}' {problem(value, hint)}")
 
     def _nested(self) -> list[tuple[str, Any, Any]]:
         return []
@@ -244,13 +248,13 @@ class ExperimentRecord(_Record):
 
     def _nested(self) -> list[tuple[str, Any, Any]]:
         found: list[tuple[str, Any, Any]] = [
-            (f"asi.{f.name}", getattr(self.asi, f.name), _OPTIONAL_TEXT)
+            (f"asi.{f.name}", getattr(self.asi, f.name), OPTIONAL_TEXT)
             for f in dataclasses.fields(self.asi)
         ]
         decision = self.decision or {}
         found += [
-            ("decision.rule", decision.get("rule"), _OPTIONAL_TEXT),
-            ("decision.reason", decision.get("reason"), _OPTIONAL_TEXT),
+            ("decision.rule", decision.get("rule"), OPTIONAL_TEXT),
+            ("decision.reason", decision.get("reason"), OPTIONAL_TEXT),
             ("decision.metrics", decision.get("metrics"), dict[str, dict] | None),
         ]
         evidence = {**(decision.get("metrics") or {}), **self.sentinels}
@@ -260,9 +264,9 @@ class ExperimentRecord(_Record):
                 continue
             # Only the numbers that fail go on to be reported: a record carries dozens.
             found += [
-                (f"evidence {name}.{k}", ev.get(k), _OPTIONAL_NUMBER)
+                (f"evidence {name}.{k}", ev.get(k), OPTIONAL_NUMBER)
                 for k in _EVIDENCE_NUMBERS
-                if not _optional_number(ev.get(k))
+                if not optional_number(ev.get(k))
             ]
         return found
 
@@ -374,124 +378,6 @@ _EVIDENCE_NUMBERS = (
     "p_worse",
     "improvement_pct",
 )
-
-
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
-@functools.cache
-def _field_checks(cls: type) -> tuple[tuple[str, Callable[[Any], bool], Any], ...]:
-    hints = _hints(cls)
-    return tuple((f.name, _checker(hints[f.name]), hints[f.name]) for f in dataclasses.fields(cls))
-
-
-def _problem(value: Any, hint: Any) -> str:
-    shown = repr(value)
-    return f"must be {_describe(hint)}, got {shown[:60]}"
-
-
-@functools.cache
-def _checker(hint: Any) -> Callable[[Any], bool]:
-    """A test of `hint` made once per annotation: reading a long journal checks millions of
-    values, and asking `typing` about each of them cost most of a resume."""
-    origin = typing.get_origin(hint)
-    if hint is Any:
-        return _anything
-    if origin in (typing.Union, types.UnionType):
-        args = typing.get_args(hint)
-        others = tuple(_checker(a) for a in args if a is not type(None))
-        if len(others) == 1 and len(args) == 2:  # `X | None`, the common case
-            (other,) = others
-            return lambda v: v is None or other(v)
-        return lambda v: (v is None and type(None) in args) or any(c(v) for c in others)
-    if hint is type(None) or hint is None:
-        return _is_none
-    if hint is float:
-        return _is_finite_number
-    if hint is int:
-        return _is_integer
-    if origin is list:
-        (item,) = typing.get_args(hint)
-        item_ok = _checker(float | None if item is float else item)  # an unkeepable number
-        if item is float:
-            return lambda v: isinstance(v, list) and _numbers_ok(v, item_ok)
-        return lambda v: isinstance(v, list) and all(map(item_ok, v))
-    if origin is dict:
-        _, item = typing.get_args(hint)
-        value_ok = _checker(float | None if item is float else item)
-        values_ok = (
-            (lambda v: _numbers_ok(list(v), value_ok))
-            if item is float
-            else (lambda v: all(map(value_ok, v)))
-        )
-        return lambda v: (
-            isinstance(v, dict) and all(type(k) is str for k in v) and values_ok(v.values())
-        )
-    if isinstance(hint, type):
-        return lambda v: isinstance(v, hint)
-    return _anything
-
-
-def _anything(value: Any) -> bool:
-    return True
-
-
-def _is_none(value: Any) -> bool:
-    return value is None
-
-
-def _is_finite_number(value: Any) -> bool:
-    kind = type(value)
-    if kind is float:
-        return value - value == 0  # false for inf and nan
-    if kind is int:
-        return True
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-_PLAIN_NUMBERS = frozenset({float, int, type(None)})
-
-
-def _numbers_ok(values: list, item_ok: Callable[[Any], bool]) -> bool:
-    """`all(map(item_ok, values))` for a list of finite numbers or None, with no Python call
-    per sample when they are plain floats: a run's samples are most of a journal's values."""
-    # A sum of finite numbers is finite unless it overflows: then each is looked at.
-    kinds = set(map(type, values))
-    if kinds <= _PLAIN_NUMBERS:
-        numbers = values if type(None) not in kinds else [v for v in values if v is not None]
-        with contextlib.suppress(OverflowError):  # an int too large for a float
-            if math.isfinite(sum(numbers)):
-                return True
-    return all(map(item_ok, values))
-
-
-def _optional_number(value: Any) -> bool:
-    return value is None or _is_finite_number(value)
-
-
-_OPTIONAL_TEXT = str | None
-_OPTIONAL_NUMBER = float | None
-
-
-def _is_integer(value: Any) -> bool:
-    return type(value) is int or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def _describe(hint: Any) -> str:
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        return " or ".join(_describe(a) for a in typing.get_args(hint))
-    if hint is type(None):
-        return "null"
-    if origin is list or hint is list:
-        return "an array"
-    if origin is dict or hint is dict:
-        return "an object"
-    return {str: "a string", int: "an integer", float: "a finite number", bool: "a boolean"}.get(
-        hint, getattr(hint, "__name__", str(hint))
-    )
 
 
 def no_keep_streak(experiments: list[ExperimentRecord]) -> int:

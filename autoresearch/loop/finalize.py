@@ -75,19 +75,8 @@ def finalize(
         raise UserError(f"session '{session}': its branch {config.branch} does not exist")
     if tip == base:
         raise UserError(f"session '{session}' kept nothing: its branch is at its base")
-    records = {}
-    for attempt in digest.attempts or []:
-        if attempt.status == Status.KEEP:
-            record = journal.record(attempt)
-            if record is not None and record.kept_commit:
-                records[record.kept_commit] = {
-                    "n": record.n,
-                    "title": record.title,
-                    "change_pct": record.evidence().change_pct,
-                    "mechanism": record.asi.mechanism if record.asi else None,
-                }
     result = Finalized(base=base, tip=tip)
-    kept = kept_commits(repo, base, tip, records)
+    kept = kept_commits(repo, base, tip, _kept_records(journal, digest))
     result.dropped = _dropped(kept, drop, session)
     result.groups = group_commits([k for k in kept if k not in result.dropped])
     target = tip
@@ -107,17 +96,33 @@ def finalize(
         return result
     if result.differing:
         without_them = "".join(f" without #{k.n}" for k in result.dropped)
+        more = len(result.differing) - 5
         raise UserError(
             f"the branches together would differ from the session's tip{without_them} in "
-            + ", ".join(result.differing[:5])
-            + ("" if len(result.differing) <= 5 else f" and {len(result.differing) - 5} more")
-            + ": nothing written (--dry-run shows the groups)"
+            f"{', '.join(result.differing[:5])}{f' and {more} more' if more > 0 else ''}: "
+            "nothing written (--dry-run shows the groups)"
         )
     _refuse_existing(repo, result.groups, force)
     for group in result.groups:
         repo.must("update-ref", f"refs/heads/{group.branch}", group.tip)
     result.written = True
     return result
+
+
+def _kept_records(journal: Journal, digest) -> dict[str, dict]:
+    """What the journal says of each kept commit (by its sha): number, title, change, mechanism."""
+    records = {}
+    for attempt in digest.attempts or []:
+        if attempt.status == Status.KEEP:
+            record = journal.record(attempt)
+            if record is not None and record.kept_commit:
+                records[record.kept_commit] = {
+                    "n": record.n,
+                    "title": record.title,
+                    "change_pct": record.evidence().change_pct,
+                    "mechanism": record.asi.mechanism if record.asi else None,
+                }
+    return records
 
 
 def confirm_branches(

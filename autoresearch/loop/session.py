@@ -19,7 +19,7 @@ from ..config import Config, script_path
 from ..decide.calibration import Calibration
 from ..decide.headline import baseline_calibration
 from ..errors import UserError
-from ..journal.attempts import Attempt
+from ..journal.attempts import Attempt, attempts_by_patch, may_run_again, tried_patches
 from ..journal.draft import now_iso
 from ..journal.records import CalibrationRecord, ExperimentRecord, SessionRecord, no_keep_streak
 from ..journal.store import Journal
@@ -49,7 +49,6 @@ __all__ = [
     "harness_env",
     "log_label",
     "marker",
-    "may_run_again",
     "open_session",
     "prepare_best",
     "proposal_context",
@@ -478,26 +477,3 @@ def _start_session(
         f"on {config.branch} (worktree {ws.path}); journal {config.journal_path}"
     )
     return base
-
-
-def attempts_by_patch(experiments: list[Attempt]) -> dict[str, list[Attempt]]:
-    found: dict[str, list[Attempt]] = {}
-    for attempt in experiments:
-        found.setdefault(attempt.patch_sha256, []).append(attempt)
-    return found
-
-
-def tried_patches(attempts: dict[str, list[Attempt]], retries: int) -> set[str]:
-    """Patches not to propose again (of `attempts` by patch): all tried ones but those whose
-    last try was cut short and that have retries left."""
-    return {sha for sha, tries in attempts.items() if not may_run_again(tries, retries)}
-
-
-UNDECIDED = frozenset(s.value for s in Status if s.undecided)
-
-
-def may_run_again(records: list[Attempt], retries: int) -> bool:
-    """An experiment cut short (a crash of the loop, a signal, a failing baseline) decided
-    nothing about its patch: it runs again at once, up to `[budget] retries` times
-    (inconclusive ones wait for the second look at the end, second_look.py)."""
-    return len(records) <= retries and records[-1].status in UNDECIDED

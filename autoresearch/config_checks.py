@@ -1,0 +1,190 @@
+"""What a config must satisfy beyond its types: ranges, choices, and names that must exist.
+
+Each failure is a ConfigError naming the file and the key. The types themselves are checked
+where the TOML becomes dataclasses (tables.build).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from typing import TYPE_CHECKING
+
+from .bench.formats import bench_problem
+from .errors import ConfigError
+
+if TYPE_CHECKING:
+    from .config import Config
+
+DIRECTIONS = ("lower", "higher")
+CHECKS_WHEN = ("keep", "always", "never")
+AGGREGATES = ("best", "median")
+SANDBOX_MODES = ("auto", "bwrap", "off")
+REMEASURE_WHEN = ("overlap", "always")
+_SCHEDULER = re.compile(r"local:\d+|([a-z]+://)?[A-Za-z0-9_.\-\[\]:]+:\d+")
+_SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+
+
+# Never patchable, whatever the user's protect list says: the harness that judges the patch.
+def check_session_name(name: str, where: str) -> str:
+    """A session name names a branch and a directory: letters, digits, '.', '_', '-' only."""
+    if not _SESSION_NAME.fullmatch(name) or ".." in name or name.endswith(".lock"):
+        raise ConfigError(
+            f"{where} must be letters, digits, '.', '_' or '-', starting with a letter or "
+            f"digit (it names the branch autoresearch/<name> and a state directory), got {name!r}"
+        )
+    return name
+
+
+def check_scheduler(address: str, where: str) -> str:
+    """A Dask scheduler address (`tcp://host:8786`, `host:8786`), `local:N` for N workers on
+    this machine, or empty for no cluster."""
+    if address and not _SCHEDULER.fullmatch(address):
+        raise ConfigError(
+            f"{where} must be a scheduler address such as tcp://bench1:8786, or local:N for N "
+            f"workers on this machine, got {address!r}"
+        )
+    if address.startswith("local:") and int(address.removeprefix("local:")) < 1:
+        raise ConfigError(f"{where}: local:N needs at least one worker, got {address!r}")
+    return address
+
+
+def _check_proposers(config: Config) -> None:
+    """Each `[[proposer]]` names an installed kind and only options that kind knows."""
+    from .proposers.registry import proposer_class  # proposers build on the config
+
+    if not config.proposer:
+        raise ConfigError(f"{config.path}: 'proposer' is empty: name at least one proposer")
+    for i, table in enumerate(config.proposer):
+        where = f"{config.path}: proposer[{i}]"
+        kind = table.get("kind", "queue")
+        if not isinstance(kind, str):
+            raise ConfigError(f"{where}: 'kind' must be a string (queue, sweep, or a plug-in's)")
+        options = {k: v for k, v in table.items() if k != "kind"}
+        proposer_class(kind, where).check_options(options, config, where)
+
+
+def check_config(config: Config) -> None:
+    """What the types cannot say: ranges, choices, and names that must exist."""
+    _check_metrics(config)
+    _check_bench(config)
+    _check_numbers(config)
+    _check_decision(config)
+    _check_sandbox(config)
+    _check_proposers(config)
+    check_session_name(config.session.name, f"{config.path}: 'session.name'")
+
+
+def _check_metrics(config: Config) -> None:
+    path = config.path
+    specs = [("metric", config.metric)]
+    specs += [(f"secondary[{i}]", s) for i, s in enumerate(config.secondary)]
+    specs += [(f"sentinel[{i}]", s) for i, s in enumerate(config.sentinel)]
+    for key, spec in specs:
+        if spec.direction not in DIRECTIONS:
+            raise ConfigError(
+                f"{path}: '{key}.direction' must be 'lower' or 'higher', got '{spec.direction}'"
+            )
+        if not spec.name:
+            raise ConfigError(f"{path}: '{key}.name' is empty")
+    for i, sentinel in enumerate(config.sentinel):
+        if sentinel.budget_pct < 0:
+            raise ConfigError(f"{path}: 'sentinel[{i}].budget_pct' must be >= 0")
+
+
+def _check_bench(config: Config) -> None:
+    path = config.path
+    if not config.bench.command.strip():
+        raise ConfigError(f"{path}: 'bench.command' is empty")
+    if config.bench.aggregate not in AGGREGATES:
+        raise ConfigError(f"{path}: 'bench.aggregate' must be one of {', '.join(AGGREGATES)}")
+    if config.bench.warmup_runs < 0 or config.bench.repeat < 1:
+        raise ConfigError(f"{path}: 'bench.warmup_runs' must be >= 0 and 'bench.repeat' >= 1")
+    if config.bench.sentinel_command and not config.sentinel:
+        raise ConfigError(
+            f"{path}: 'bench.sentinel_command' is set but no [[sentinel]] is declared: "
+            "it runs only when a sentinel is unresolved"
+        )
+    if problem := bench_problem(config.bench.format, config.bench.output, config.bench.keep):
+        raise ConfigError(f"{path}: {problem}")
+    if config.bench.cpus and shutil.which("taskset") is None:
+        raise ConfigError(f"{path}: 'bench.cpus' needs taskset (util-linux), not found on PATH")
+    if config.checks.when not in CHECKS_WHEN:
+        raise ConfigError(f"{path}: 'checks.when' must be one of {', '.join(CHECKS_WHEN)}")
+
+
+def _check_numbers(config: Config) -> None:
+    path = config.path
+    positive = {
+        "bench.timeout_s": config.bench.timeout_s,
+        "bench.calibration_runs": config.bench.calibration_runs,
+        "decision.looks": config.decision.looks,
+        "decision.confirm_runs": config.decision.confirm_runs,
+        "checks.timeout_s": config.checks.timeout_s,
+        "budget.max_experiments": config.budget.max_experiments,
+        "budget.max_hours": config.budget.max_hours,
+    }
+    for key, value in positive.items():
+        if value <= 0:
+            raise ConfigError(f"{path}: '{key}' must be > 0, got {value}")
+    if config.budget.retries < 0:
+        raise ConfigError(f"{path}: 'budget.retries' must be >= 0")
+    check_scheduler(config.cluster.scheduler, f"{path}: 'cluster.scheduler'")
+    if (
+        config.cluster.remeasure < 0
+        or config.cluster.connect_timeout_s <= 0
+        or config.cluster.scheduler_grace_s <= 0
+    ):
+        raise ConfigError(
+            f"{path}: 'cluster.remeasure' must be >= 0, 'cluster.connect_timeout_s' and "
+            "'cluster.scheduler_grace_s' > 0"
+        )
+    if config.cluster.remeasure_when not in REMEASURE_WHEN:
+        raise ConfigError(
+            f"{path}: 'cluster.remeasure_when' must be one of {', '.join(REMEASURE_WHEN)}"
+        )
+    if config.session.keep_logs < 0:
+        raise ConfigError(f"{path}: 'session.keep_logs' must be >= 0 (0 keeps every log)")
+    if not config.session.max_run_log_mb >= 0.125 or not config.session.max_logs_mb >= 1:
+        raise ConfigError(
+            f"{path}: 'session.max_run_log_mb' must be >= 0.125 and 'session.max_logs_mb' >= 1"
+        )
+    if config.bench.calibration_runs < 4:
+        raise ConfigError(f"{path}: 'bench.calibration_runs' must be >= 4 to measure noise")
+
+
+def _check_decision(config: Config) -> None:
+    path = config.path
+    decision = config.decision
+    if not 2 <= decision.min_runs <= decision.max_runs:
+        raise ConfigError(
+            f"{path}: 'decision.min_runs' must be >= 2 and <= 'decision.max_runs' "
+            f"(got {decision.min_runs} and {decision.max_runs})"
+        )
+    if decision.budget_s < 0 or decision.noise_multiplier < 0:
+        raise ConfigError(
+            f"{path}: 'decision.budget_s' and 'decision.noise_multiplier' must be >= 0"
+        )
+    if not 0 < decision.alpha < 0.5:
+        raise ConfigError(f"{path}: 'decision.alpha' must be between 0 and 0.5")
+    if not 0.5 <= decision.sentinel_confidence < 1:
+        raise ConfigError(f"{path}: 'decision.sentinel_confidence' must be in [0.5, 1)")
+    known = {spec.name for spec in config.all_metrics()}
+    for i, name in enumerate(decision.agree_with):
+        if name not in known:
+            raise ConfigError(
+                f"{path}: 'decision.agree_with[{i}]' names '{name}', which is not a "
+                "secondary or sentinel metric"
+            )
+
+
+def _check_sandbox(config: Config) -> None:
+    path, sandbox = config.path, config.sandbox
+    if sandbox.mode not in SANDBOX_MODES:
+        raise ConfigError(f"{path}: 'sandbox.mode' must be one of {', '.join(SANDBOX_MODES)}")
+    for name in sandbox.cache_seeds:
+        if name not in sandbox.caches:
+            raise ConfigError(
+                f"{path}: 'sandbox.cache_seeds.{name}' seeds no cache: add it to "
+                "'sandbox.caches' (the per-arm directory it starts)"
+            )
