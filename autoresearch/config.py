@@ -36,6 +36,7 @@ __all__ = [
 ]
 
 CONFIG_NAMES = ("autoresearch.toml", "pyproject.toml")
+# Never patchable, whatever the user's protect list says: the harness that judges the patch.
 ALWAYS_PROTECTED = ("autoresearch.toml", "**/go.mod", "**/go.sum", ".git", ".gitmodules")
 
 

@@ -25,7 +25,6 @@ _SCHEDULER = re.compile(r"local:\d+|([a-z]+://)?[A-Za-z0-9_.\-\[\]:]+:\d+")
 _SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
-# Never patchable, whatever the user's protect list says: the harness that judges the patch.
 def check_session_name(name: str, where: str) -> str:
     """A session name names a branch and a directory: letters, digits, '.', '_', '-' only."""
     if not _SESSION_NAME.fullmatch(name) or ".." in name or name.endswith(".lock"):

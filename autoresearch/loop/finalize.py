@@ -14,6 +14,7 @@ from ..decide.percent import CONTRIBUTION, interval_side
 from ..errors import UserError
 from ..journal.records import ConfirmationRecord
 from ..journal.store import Journal
+from ..journal.summary import SessionDigest
 from ..progress import Progress
 from ..repo.finalize import (
     Group,
@@ -109,7 +110,7 @@ def finalize(
     return result
 
 
-def _kept_records(journal: Journal, digest) -> dict[str, dict]:
+def _kept_records(journal: Journal, digest: SessionDigest) -> dict[str, dict]:
     """What the journal says of each kept commit (by its sha): number, title, change, mechanism."""
     records = {}
     for attempt in digest.attempts or []:

@@ -117,8 +117,8 @@ def _holder_alive(fd: int) -> bool:
         os.kill(int(words[1]), 0)
     except ProcessLookupError:
         return False
-    except (ValueError, PermissionError):
-        return True
+    except (ValueError, PermissionError):  # not a pid, or another user's live process
+        pass
     return True
 
 
