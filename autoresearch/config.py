@@ -146,7 +146,7 @@ class DecisionConfig:
     alpha: float = 0.005  # false keeps: the looks' boundaries spend exactly this
     min_runs: int = 2  # runs per arm (pairs) at the first look
     max_runs: int = 28  # the most runs per arm a decision may take
-    looks: int = 6  # looks from min_runs to the cap, spaced geometrically
+    looks: int = 10  # looks from min_runs to the cap, spaced geometrically
     target_effect_pct: float = 5.0
     sentinel_confidence: float = 0.95
     agree_with: list[str] = field(default_factory=list)

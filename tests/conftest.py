@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,10 +25,14 @@ from autoresearch.progress import Progress
 __all__ = ["Target", "git", "make_target", "unified_patch"]  # shared with the test modules
 
 
+_HOME = pytest.StashKey[Path]()
+
+
 def pytest_configure(config):
     """Hermetic git: no user or system config, hooks or signing reach the tests or the loop
     they drive; the identity the helpers commit with comes from here."""
     home = Path(tempfile.mkdtemp(prefix="autoresearch-tests-git-"))
+    config.stash[_HOME] = home
     gitconfig = home / "gitconfig"
     gitconfig.write_text("[user]\n\tname = test\n\temail = test@example.com\n")
     os.environ["GIT_CONFIG_GLOBAL"] = str(gitconfig)
@@ -37,6 +42,13 @@ def pytest_configure(config):
     user_cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     os.environ.setdefault("GOCACHE", str(Path(user_cache) / "go-build"))
     os.environ["XDG_CACHE_HOME"] = str(home / "cache")
+
+
+def pytest_unconfigure(config):
+    """The hermetic home goes with the session (every run would otherwise leave one in /tmp)."""
+    home = config.stash.get(_HOME, None)
+    if home is not None:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ SHORT_DECISION = {
     "calibration_runs = 16": "calibration_runs = 10",
     "min_runs = 2": "min_runs = 4",
     "max_runs = 28": "max_runs = 8",
-    "looks = 6": "looks = 2",
+    "looks = 10": "looks = 2",
     "target_effect_pct = 5.0": "target_effect_pct = 25.0",
     "confirm_runs = 15": "confirm_runs = 6",
 }

@@ -19,7 +19,8 @@ def write(tmp_path: Path, text: str, name: str = "autoresearch.toml") -> Path:
 def test_minimal_config_has_defaults(tmp_path):
     config = load_config(write(tmp_path, MINIMAL))
     assert config.metric.name == "t_ms" and config.metric.direction == "lower"
-    assert config.decision.schedule() == [2, 3, 6, 10, 17, 28] and config.checks.when == "keep"
+    assert config.decision.schedule() == [2, 3, 4, 5, 6, 9, 12, 16, 21, 28]
+    assert config.checks.when == "keep"
     assert config.repo_path == tmp_path.resolve()
     assert config.branch == "autoresearch/main"
     assert config.state_path is None

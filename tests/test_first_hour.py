@@ -117,7 +117,7 @@ def _edit_config(path: Path) -> None:
     edits = {
         "min_runs = 2": "min_runs = 4",
         "max_runs = 28": "max_runs = 10",
-        "looks = 6": "looks = 2",
+        "looks = 10": "looks = 2",
         "target_effect_pct = 5.0": "target_effect_pct = 25.0",
         "confirm_runs = 15": "confirm_runs = 6",
     }

@@ -20,6 +20,7 @@ __all__ = [
     "POWER",
     "REFUSE_FACTOR",
     "SPENDING",
+    "TARGET_BETA",
     "Design",
     "NoiseVerdict",
     "budget_runs",
@@ -36,9 +37,14 @@ SPENDING = 1.0  # a sentinel's look k gets its error in proportion to n_k ** SPE
 # A night is refused only when the bench cannot see this many times the effect asked for: a
 # bench that detects 7% against a 5% target still keeps the 10% and 20% wins a night is for.
 REFUSE_FACTOR = 3.0
-# The design keeps a win of the effect asked for (or, if the bench cannot see that within the
-# runs allowed, of the smallest it can) this often: its futility stops spend the rest.
+# A bench too noisy for the effect asked for (its most pairs cannot keep such a win this
+# often) gets a design for the smallest win it can see, whose futility stops give up at most
+# this many of those wins: they are the most a noisy night can find.
 DESIGN_BETA = 0.05
+# A bench that can see the effect asked for gets futility stops that give up at most this many
+# wins of that size: with the cap's pairs to spare, its design still keeps 95% of them (the
+# calibration suite), and a null is given up within a few pairs (fewer runs per decision).
+TARGET_BETA = 0.10
 
 
 def threshold_pct(config: Config, noise: float | None) -> float:
@@ -189,9 +195,10 @@ def sequential_design(
 ) -> Design:
     """Looks from min_runs to the most pairs allowed (max_runs, or what budget_s pays for at
     run_s), efficacy boundaries spending alpha over them, and futility stops that give up at
-    most DESIGN_BETA of the wins of `target_effect_pct` (its size read again at each look) or,
+    most TARGET_BETA of the wins of `target_effect_pct` (its size read again at each look) or,
     when the most pairs cannot keep that win 95% of the time at this noise (`pair_sd`: one
-    pair's log ratio's standard deviation), of the smallest win they keep 90% of the time.
+    pair's log ratio's standard deviation), DESIGN_BETA of the smallest win they keep 90% of
+    the time.
     Without a noise: efficacy boundaries alone."""
     d = config.decision
     most = _most_runs(d, run_s)
@@ -209,9 +216,10 @@ def _plan(
     alpha = shape[0]
     target = -math.log1p(-target_pct / 100)  # as a log ratio
     if _keeps(shape, most, target, pair_sd, prior_df, DESIGN_BETA):
-        return _design(_looks(shape, most), alpha, target, pair_sd, prior_df, remeasured=True)
+        looks = _looks(shape, most)
+        return _design(looks, alpha, target, pair_sd, prior_df, TARGET_BETA, remeasured=True)
     effect = _smallest_win(shape, most, pair_sd, prior_df)
-    return _design(_looks(shape, most), alpha, effect, pair_sd, prior_df)
+    return _design(_looks(shape, most), alpha, effect, pair_sd, prior_df, DESIGN_BETA)
 
 
 def _looks(shape: tuple[float, int, int], n: int) -> tuple[int, ...]:
@@ -255,11 +263,12 @@ def _design(
     effect: float,
     pair_sd: float,
     prior_df: int,
+    beta: float,
     remeasured: bool = False,
 ) -> Design:
     drift = _as_read(looks, alpha, effect / pair_sd, prior_df)
-    bounds = boundaries(looks, alpha, DESIGN_BETA, drift)
-    return Design(looks, bounds, -math.expm1(-effect) * 100, prior_df, 1 - DESIGN_BETA, remeasured)
+    bounds = boundaries(looks, alpha, beta, drift)
+    return Design(looks, bounds, -math.expm1(-effect) * 100, prior_df, 1 - beta, remeasured)
 
 
 def _t_efficacy(looks: tuple[int, ...], alpha: float, prior_df: int) -> tuple[float, ...]:
