@@ -37,6 +37,8 @@ def test_title_table_raw_output_and_status_come_from_the_confirmation(target, mo
     calibrations = read_journal(target.journal).calibrations
     detectable = f"{calibrations[-1].detectable_effect_pct:.1f}%"
     assert "detectable with 90% power at the cap: " in pr and detectable in pr
+    # The rule as the night ran it: its own looks (5 and 8 pairs here), not today's defaults.
+    assert "at looks after 5, 8 runs per arm (a group-sequential design" in pr
     text = run_cli("report", cwd=target.root).stdout
     assert f"{detectable} detectable with 90% power" in text
     numbers = [float(x) for x in re.findall(r"([\d.]+) ms", title)]

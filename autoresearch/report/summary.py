@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 
 from ..config import Config
+from ..decide.design import DESIGN_BETA, TARGET_BETA
 from ..decide.percent import CONTRIBUTION, change_pct, interval_side
 from ..journal.records import FAILED_STATUSES, STATUSES
 from ..repo.globs import matches_any
@@ -411,11 +412,14 @@ def _methodology(history: History, df: pd.DataFrame) -> dict:
                 if d.paired
                 else "by a one-sided Mann-Whitney U test and the Hodges-Lehmann change"
             )
-            + f" at looks from {d.min_runs} to at most {d.max_runs} runs per arm (a "
+            + f" at looks after {', '.join(map(str, d.schedule()))} runs per arm"
+            + (" where budget_s allowed" if d.budget_s else "")
+            + " (a "
             f"group-sequential design: alpha {d.alpha:g} spent exactly over the looks, "
-            f"futility stops giving up at most 5% of {d.target_effect_pct:g}% wins, or of the "
-            "smallest win a noisy bench can see); kept only when significant and at least "
-            "the floor "
+            f"futility stops giving up at most {TARGET_BETA:.0%} of "
+            f"{d.target_effect_pct:g}% wins, or {DESIGN_BETA:.0%} of the smallest win a "
+            "noisy bench can see); kept only when "
+            "significant and at least the floor "
             + (
                 f"max({d.min_effect_pct:g}%, {d.noise_multiplier:g} x noise)"
                 if d.noise_multiplier
