@@ -9,7 +9,9 @@ import pytest
 from autoresearch.config import DecisionConfig, load_config
 from autoresearch.decide.calibration import Calibration
 from autoresearch.decide.design import (
+    DESIGN_BETA,
     REFUSE_FACTOR,
+    TARGET_BETA,
     detectable_effect_pct,
     noise_verdict,
     runs_needed,
@@ -70,6 +72,9 @@ def test_schedule_alphas_and_the_cap(config):
     quiet, noisy = Judge(config, 2.0, noise_pct=0.5), Judge(config, 2.0, noise_pct=8.0)
     assert quiet.design.effect_pct == pytest.approx(config.decision.target_effect_pct)
     assert quiet.design.remeasured and not noisy.design.remeasured
+    # The target's stops may give up more of its wins than the noisy bench's of its smallest.
+    assert quiet.design.power == pytest.approx(1 - TARGET_BETA)
+    assert noisy.design.power == pytest.approx(1 - DESIGN_BETA)
     assert noisy.cap == 20 and noisy.design.effect_pct > 2 * config.decision.target_effect_pct
     # The quieter a look measures the bench, the sooner a null is given up at that look.
     assert quiet.design.futility(0, 0.01) > quiet.design.futility(0, 0.03)
