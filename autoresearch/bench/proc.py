@@ -220,21 +220,24 @@ def _wait(
     A pidfd wakes the wait at the exit itself; `Popen.wait(timeout)` polls in sleeps that grow
     to 50 ms, which a short run's duration (and a test's bench) would pay each time."""
     with _exit_fd(proc.pid) as exit_fd:
-        while True:
-            if exit_fd is not None:
-                select.select([exit_fd], [], [], POLL_S)
-                if proc.poll() is not None:
-                    return False, False
-            else:
-                try:
-                    proc.wait(timeout=POLL_S)
-                    return False, False
-                except subprocess.TimeoutExpired:
-                    pass
+        while not _exited(proc, exit_fd):
             if time.monotonic() > deadline:
                 return True, False
             if stop is not None and stop.is_set():
                 return False, True
+    return False, False
+
+
+def _exited(proc: subprocess.Popen, exit_fd: int | None) -> bool:
+    """Whether the command has exited, waiting at most POLL_S for it."""
+    if exit_fd is None:
+        try:
+            proc.wait(timeout=POLL_S)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    select.select([exit_fd], [], [], POLL_S)
+    return proc.poll() is not None
 
 
 @contextlib.contextmanager

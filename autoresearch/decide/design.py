@@ -215,11 +215,11 @@ def _plan(
     """The design for one noise: the target's, or (too noisy) the smallest win's at `most`."""
     alpha = shape[0]
     target = -math.log1p(-target_pct / 100)  # as a log ratio
+    looks = _looks(shape, most)
     if _keeps(shape, most, target, pair_sd, prior_df, DESIGN_BETA):
-        looks = _looks(shape, most)
         return _design(looks, alpha, target, pair_sd, prior_df, TARGET_BETA, remeasured=True)
     effect = _smallest_win(shape, most, pair_sd, prior_df)
-    return _design(_looks(shape, most), alpha, effect, pair_sd, prior_df, DESIGN_BETA)
+    return _design(looks, alpha, effect, pair_sd, prior_df, DESIGN_BETA)
 
 
 def _looks(shape: tuple[float, int, int], n: int) -> tuple[int, ...]:

@@ -418,8 +418,7 @@ def _methodology(history: History, df: pd.DataFrame) -> dict:
             f"group-sequential design: alpha {d.alpha:g} spent exactly over the looks, "
             f"futility stops giving up at most {TARGET_BETA:.0%} of "
             f"{d.target_effect_pct:g}% wins, or {DESIGN_BETA:.0%} of the smallest win a "
-            "noisy bench can see); kept only when "
-            "significant and at least the floor "
+            "noisy bench can see); kept only when significant and at least the floor "
             + (
                 f"max({d.min_effect_pct:g}%, {d.noise_multiplier:g} x noise)"
                 if d.noise_multiplier
