@@ -8,10 +8,13 @@ import re
 import statistics
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from conftest import run, run_cli
 
+from autoresearch.decide.design import TARGET_BETA
 from autoresearch.journal.store import read_journal
+from autoresearch.report.summary import _futility_designs
 
 
 def test_title_table_raw_output_and_status_come_from_the_confirmation(target, monkeypatch):
@@ -39,6 +42,10 @@ def test_title_table_raw_output_and_status_come_from_the_confirmation(target, mo
     assert "detectable with 90% power at the cap: " in pr and detectable in pr
     # The rule as the night ran it: its own looks (5 and 8 pairs here), not today's defaults.
     assert "at looks after 5, 8 runs per arm (a group-sequential design" in pr
+    # And the futility stops each decision had, as the decision recorded them.
+    (record,) = read_journal(target.journal).experiments
+    assert record.decision["designed_power"] == pytest.approx(1 - TARGET_BETA)
+    assert "futility stops giving up at most 10% of 5% wins (1 decision)" in pr
     text = run_cli("report", cwd=target.root).stdout
     assert f"{detectable} detectable with 90% power" in text
     numbers = [float(x) for x in re.findall(r"([\d.]+) ms", title)]
@@ -65,3 +72,16 @@ def test_without_a_confirmation_the_figure_says_what_it_is(target):
     assert "not confirmed" in status
     report = json.loads(run_cli("report", "--format", "json", cwd=target.root).stdout)
     assert report["headline_note"].startswith("not confirmed")
+
+
+def test_the_methodology_names_each_futility_design_the_night_had():
+    rows = pd.DataFrame(
+        {"designed_for_pct": [5.0, 5.0, 12.34, None], "designed_power": [0.9, 0.9, 0.95, None]}
+    )
+    assert _futility_designs(rows, 5.0) == (
+        "at most 10% of 5% wins (2 decisions); "
+        "at most 5% of 12.3% wins, the smallest the noise let them see (1 decision)"
+    )
+    # Decisions that did not record their design: the designs this code builds, said as such.
+    assert _futility_designs(rows.iloc[3:], 5.0).endswith("smallest win a noisy bench can see")
+    assert "smallest win a noisy bench" in _futility_designs(pd.DataFrame({"n": [1]}), 5.0)

@@ -208,6 +208,9 @@ class Judge:
             "schedule": self.schedule,
             "cap": self.cap,
             "designed_for_pct": self.design.effect_pct,
+            # How often the futility stops let a win of that size through: the review says
+            # which design each decision had, not what the code would build today.
+            "designed_power": self.design.power,
             "analysis": "paired" if self.config.decision.paired else "two-sample",
             "n_baseline": n,
             "n_candidate": len(candidate.get(primary.name, [])),

@@ -33,8 +33,9 @@ __all__ = [
     "update_index",
 ]
 
-INDEX_VERSION = 5  # 2: rows carry retry_of, proposal, parent; 3: proposer, family, agent cost;
-# 4: import records; 5: the patch's hash (a resume reads its attempts from the summary)
+INDEX_VERSION = 6  # 2: rows carry retry_of, proposal, parent; 3: proposer, family, agent cost;
+# 4: import records; 5: the patch's hash (a resume reads its attempts from the summary);
+# 6: the win each decision's futility stops were built for, and their power
 HEAD_BYTES = 4096
 
 
@@ -198,6 +199,8 @@ def experiment_row(record: dict[str, Any]) -> dict[str, Any]:
         "ci_low_pct": primary.get("ci_low_pct"),
         "ci_high_pct": primary.get("ci_high_pct"),
         "p_value": primary.get("p_better"),
+        "designed_for_pct": decision.get("designed_for_pct"),
+        "designed_power": decision.get("designed_power"),
         "rule": decision.get("rule") or record["status"],
         "reason": decision.get("reason") or record.get("error"),
         "hypothesis": asi.get("hypothesis"),

@@ -47,6 +47,8 @@ COLUMNS = [
     "ci_low_pct",
     "ci_high_pct",
     "p_value",
+    "designed_for_pct",  # the win the decision's futility stops were built for
+    "designed_power",  # how often they let such a win through
     "rule",
     "reason",
     "hypothesis",
@@ -71,6 +73,8 @@ NUMERIC = [
     "ci_low_pct",
     "ci_high_pct",
     "p_value",
+    "designed_for_pct",
+    "designed_power",
     "duration_s",
     "bench_s",
     "checks_s",
@@ -393,6 +397,8 @@ def _pi_row(run: dict[str, Any], metric: str) -> dict[str, Any]:
         "ci_low_pct": None,
         "ci_high_pct": None,
         "p_value": None,
+        "designed_for_pct": None,
+        "designed_power": None,
         "rule": run.get("status"),
         "reason": _unescape(asi.get("rollback_reason") or asi.get("result") or ""),
         "hypothesis": _unescape(asi.get("hypothesis") or ""),

@@ -416,9 +416,8 @@ def _methodology(history: History, df: pd.DataFrame) -> dict:
             + (" where budget_s allowed" if d.budget_s else "")
             + " (a "
             f"group-sequential design: alpha {d.alpha:g} spent exactly over the looks, "
-            f"futility stops giving up at most {TARGET_BETA:.0%} of "
-            f"{d.target_effect_pct:g}% wins, or {DESIGN_BETA:.0%} of the smallest win a "
-            "noisy bench can see); kept only when significant and at least the floor "
+            f"futility stops giving up {_futility_designs(df, d.target_effect_pct)}); "
+            "kept only when significant and at least the floor "
             + (
                 f"max({d.min_effect_pct:g}%, {d.noise_multiplier:g} x noise)"
                 if d.noise_multiplier
@@ -438,6 +437,35 @@ def _methodology(history: History, df: pd.DataFrame) -> dict:
         "confirm_runs": d.confirm_runs,
     }
     return info
+
+
+def _futility_designs(df: pd.DataFrame, target_pct: float) -> str:
+    """What the night's futility stops were built to let through, from its decisions: the win
+    and the share of such wins given up, with how many decisions had each design. A journal
+    whose decisions did not record it is described by the designs this code builds."""
+    if "designed_power" not in df:
+        designs = pd.DataFrame()
+    else:
+        designs = df[df["designed_power"].notna() & df["designed_for_pct"].notna()]
+    if designs.empty:
+        return (
+            f"at most {TARGET_BETA:.0%} of {target_pct:g}% wins, or {DESIGN_BETA:.0%} of the "
+            "smallest win a noisy bench can see"
+        )
+    counts = (
+        designs.assign(
+            effect=designs["designed_for_pct"].round(1),
+            given_up=(1 - designs["designed_power"]).round(3),
+        )
+        .groupby(["effect", "given_up"], sort=False)
+        .size()
+    )
+    parts = []
+    for (effect, given_up), count in counts.items():
+        what = "" if math.isclose(effect, target_pct) else ", the smallest the noise let them see"
+        decisions = f"{count} decision{'s' if count != 1 else ''}"
+        parts.append(f"at most {given_up:.0%} of {effect:g}% wins{what} ({decisions})")
+    return "; ".join(parts)
 
 
 def _toolchains(calibrations: list[dict]) -> list[str]:
