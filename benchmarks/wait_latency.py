@@ -2,7 +2,10 @@
 
 Runs a short command many times through the real `proc.run` (own session, log relay, tree
 clean-up), once waiting on a pidfd and once with the pidfd withheld (Popen.wait's sleeps,
-which grow to 50 ms), alternating, and prints the median recorded duration of each.
+which grow to 50 ms), alternating, and prints the median recorded duration of each. Then the
+same for the loop's git calls (`Repo.run`, thousands a night): `git rev-parse HEAD` through
+`proc.capture` (a pidfd), through `Popen.communicate(timeout=)` (its polling wait) and through
+GitPython's `execute(kill_after_timeout=)` (a watchdog thread a call), wall time per call.
 
     python benchmarks/wait_latency.py [--runs 40] [--rounds 3] [--command "python3 -S -c pass"]
 """
@@ -12,10 +15,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import statistics
+import subprocess
 import tempfile
+import time
 from pathlib import Path
 
+import git
+
 from autoresearch.bench import proc
+from autoresearch.repo.gitrepo import GIT_TIMEOUT_S, Repo
+
+GIT_CALLS = 200  # per round and way
+
+
+_WITH_PIDFD = proc._exit_fd
 
 
 @contextlib.contextmanager
@@ -47,6 +60,39 @@ def main() -> None:
     for name, values in medians.items():
         shown = ", ".join(f"{1000 * v:.1f}" for v in values)
         print(f"{name:8s} median duration per round (ms): {shown}")
+    _git_calls(args.rounds)
+
+
+def _git_calls(rounds: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(["git", "init", "-q", tmp], check=True)
+        subprocess.run(
+            ["git", "-C", tmp, "-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q",
+             "--allow-empty", "-m", "x"],
+            check=True,
+        )  # fmt: skip
+        repo, argv = Repo(Path(tmp)), ["git", "rev-parse", "HEAD"]
+        gitpython = git.Repo(tmp).git
+        ways = {
+            "capture": lambda: repo.run("rev-parse", "HEAD"),
+            "communicate": lambda: subprocess.run(
+                argv, cwd=tmp, capture_output=True, timeout=GIT_TIMEOUT_S
+            ),
+            "gitpython": lambda: gitpython.execute(
+                argv, with_exceptions=False, kill_after_timeout=GIT_TIMEOUT_S
+            ),
+        }
+        per_call: dict[str, list[float]] = {name: [] for name in ways}
+        proc._exit_fd = _WITH_PIDFD
+        for _ in range(rounds):
+            for name, call in ways.items():
+                started = time.perf_counter()
+                for _ in range(GIT_CALLS):
+                    call()
+                per_call[name].append((time.perf_counter() - started) / GIT_CALLS)
+    for name, values in per_call.items():
+        shown = ", ".join(f"{1000 * v:.2f}" for v in values)
+        print(f"git rev-parse via {name:11s} ms per call, per round: {shown}")
 
 
 if __name__ == "__main__":

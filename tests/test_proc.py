@@ -1,11 +1,12 @@
 """The subprocess helper: logs, exit codes, timeouts that kill the whole group."""
 
 import os
+import sys
 import threading
 
 from conftest import gone
 
-from autoresearch.bench.proc import run
+from autoresearch.bench.proc import capture, run
 
 
 def test_output_goes_to_the_log_and_the_tail(tmp_path):
@@ -71,3 +72,35 @@ def test_env_is_passed(tmp_path):
     )
     assert result.tail == "bar"
     assert os.environ.get("FOO") != "bar"
+
+
+def test_capture_moves_more_than_a_pipe_holds_both_ways(tmp_path):
+    # A helper that writes while its input is still being fed: feeding all of it first, or
+    # reading one stream to its end before the other, would deadlock on full pipes.
+    data = os.urandom(1 << 20)
+    script = "import sys; d = sys.stdin.buffer.read(); sys.stderr.write('x' * 300000); "
+    script += "sys.stdout.buffer.write(d[::-1]); sys.exit(3)"
+    done = capture([sys.executable, "-c", script], cwd=tmp_path, stdin=data)
+    assert (done.code, done.timed_out) == (3, False)
+    assert done.out == data[::-1] and done.err == b"x" * 300000
+    assert done.why() == "x" * 300000
+
+
+def test_capture_timeout_kills_what_the_helper_started(tmp_path):
+    # Its background child keeps the pipes open: the deadline, not their end, stops the wait.
+    script = "sleep 300 & echo $!; exec sleep 300"
+    done = capture(["sh", "-c", script], cwd=tmp_path, timeout_s=1)
+    assert done.timed_out and not done.ok and done.why() == "timed out"
+    assert gone(int(done.out.split()[0]))
+
+
+def test_capture_of_a_helper_that_closes_its_output_waits_for_its_exit(tmp_path):
+    done = capture(["sh", "-c", "exec >&- 2>&-; sleep 300"], cwd=tmp_path, timeout_s=1)
+    assert done.timed_out and done.code is not None
+    fast = capture(["sh", "-c", "exec >&- 2>&-; exit 5"], cwd=tmp_path, timeout_s=60)
+    assert (fast.code, fast.timed_out) == (5, False)
+
+
+def test_capture_of_a_missing_command_says_why(tmp_path):
+    done = capture(["no-such-helper-anywhere"], cwd=tmp_path)
+    assert done.code is None and not done.ok and "no-such-helper-anywhere" in done.why()

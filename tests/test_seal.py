@@ -5,6 +5,7 @@ and what it changed is put back."""
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import pytest
@@ -132,3 +133,44 @@ def test_another_session_writing_beside_the_run_is_not_tampering(target):
     journal = read_journal(target.journal)
     assert sorted({r.session for r in journal.sessions}) == ["other", "t"]
     assert git(target.root, "rev-parse", "--verify", "-q", "autoresearch/other").strip()
+
+
+def test_refs_rewritten_in_place_are_seen_without_asking_git_after_every_run(tmp_path):
+    from autoresearch.repo.gitrepo import Repo
+    from autoresearch.repo.seal import RepoSeal
+
+    root = tmp_path / "repo"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "f.txt").write_text("1\n")
+    git(root, "add", "f.txt")
+    git(root, "commit", "-q", "-m", "one")
+    first = git(root, "rev-parse", "HEAD").strip()
+    git(root, "commit", "-q", "--allow-empty", "-m", "two")
+    git(root, "tag", "packed", first)
+    git(root, "pack-refs", "--all")
+    git(root, "branch", "loose", first)
+    seal = RepoSeal(Repo(root), tmp_path / "journal.jsonl")
+    asked = []
+    run_git = seal.checkout.run
+    seal.checkout.run = lambda *args, **kw: asked.append(args[0]) or run_git(*args, **kw)
+    assert seal.changes(checkout=False) == [] and seal.changes(checkout=False) == []
+    assert "for-each-ref" not in asked  # nothing where refs live changed since the seal
+
+    # The same bytes count, the file's times put back: its change time still moves.
+    second = git(root, "rev-parse", "HEAD").strip()
+    for path in (root / ".git/refs/heads/loose", root / ".git/packed-refs"):
+        was = path.stat()
+        path.write_text(path.read_text().replace(first, second))
+        os.utime(path, ns=(was.st_atime_ns, was.st_mtime_ns))
+    found = seal.changes(checkout=False)
+    assert "ref refs/heads/loose was moved" in found and "ref refs/tags/packed was moved" in found
+    assert seal.restore() == [] and seal.changes(checkout=False) == []
+
+    # A link where refs live: what it points at could change unseen, so git is asked each time.
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (root / ".git/refs/links").symlink_to(outside)
+    asked.clear()
+    seal.changes(checkout=False), seal.changes(checkout=False)
+    assert asked.count("for-each-ref") == 2

@@ -1,4 +1,4 @@
-"""The one git wrapper: GitPython for reads, the git CLI (through GitPython) for mutations."""
+"""The one git wrapper: GitPython for reads, the git CLI (through proc.capture) for the rest."""
 
 from __future__ import annotations
 
@@ -38,6 +38,8 @@ ISOLATION = (
 # would repack the repository beside the next bench runs, outside every process the loop tracks.
 HARDENED = ("-c", "core.fsmonitor=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false")
 HARDENED_ENV = {"GIT_NO_REPLACE_OBJECTS": "1"}
+# The CLI's own calls: git's messages in English (they are read back, and shown as they are).
+GIT_ENV = {**HARDENED_ENV, "LANGUAGE": "C", "LC_ALL": "C"}
 _SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 
@@ -160,16 +162,19 @@ class Repo:
     # -- the CLI, for everything else ------------------------------------------------------------
 
     def run(self, *args: str, env: dict[str, str] | None = None) -> GitResult:
-        """Run `git <args>` in this tree; never raises on a non-zero exit."""
-        code, out, err = self._repo.git.execute(
+        """Run `git <args>` in this tree; never raises on a non-zero exit. In a session of its
+        own (proc.capture): a hook's leftovers die with the call, a hang with its timeout."""
+        done = capture(
             ["git", *HARDENED, *([] if self.hooks else ISOLATION), *args],
-            with_extended_output=True,
-            with_exceptions=False,
-            strip_newline_in_stdout=False,
-            env={**HARDENED_ENV, **(env or {})},
-            kill_after_timeout=GIT_TIMEOUT_S,
+            cwd=self.path,
+            env={**GIT_ENV, **(env or {})},
+            timeout_s=GIT_TIMEOUT_S,
         )
-        return GitResult(code, out, err)
+        err = done.err.decode("utf-8", "surrogateescape")
+        if done.timed_out:
+            err += f"git {args[0] if args else ''} timed out after {GIT_TIMEOUT_S} s"
+        code = -1 if done.code is None or done.timed_out else done.code
+        return GitResult(code, done.out.decode("utf-8", "surrogateescape"), err)
 
     def must(self, *args: str, env: dict[str, str] | None = None) -> str:
         """Run `git <args>`; a failure is a WorkspaceError carrying git's own words."""

@@ -27,6 +27,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -178,6 +179,7 @@ class RepoSeal:
         shared journal (records of another `session`) and `skip` (the ideas file, which
         `autoresearch ideas` and the MCP tools write) are theirs, not the run's."""
         self.session = session
+        self._refs_seen: tuple[tuple, dict[str, str]] | None = None  # (storage stamp, refs)
         self.watch_journal = watch_journal
         self.ignore_refs = ignore_refs
         self.checkout = checkout
@@ -384,12 +386,19 @@ class RepoSeal:
         return sorted(set(names))
 
     def _refs(self) -> dict[str, str]:
+        # Asked after every run of a candidate: git is asked again only when a file or
+        # directory where refs live has changed since (a write moves its ctime, which no one
+        # can set back), saving a git process a run.
+        stamp = _ref_storage_stamp(self.common)
+        if stamp is not None and self._refs_seen is not None and self._refs_seen[0] == stamp:
+            return self._refs_seen[1]
         out = self.checkout.run("for-each-ref", "--format=%(refname)%00%(objectname)").out
         refs = {}
         for line in out.splitlines():
             name, _, sha = line.partition("\0")
             if name and name not in self.ignore_refs and not name.startswith(SESSION_REFS):
                 refs[name] = sha
+        self._refs_seen = (stamp, refs) if stamp is not None else None
         return refs
 
     def _checkout_branch(self) -> str:
@@ -453,6 +462,28 @@ class RepoSeal:
 
     def _git_path(self, name: str) -> str:
         return str(self.common / name)
+
+
+def _ref_storage_stamp(common: Path) -> tuple | None:
+    """Where the refs live (loose under refs/, packed-refs, a reftable), as every file's and
+    directory's identity, size and change times; None where that cannot stand for them (a
+    link among them: what it points at could change unseen)."""
+    paths = [common / "packed-refs", common / "refs", common / "reftable"]
+    for top in ("refs", "reftable"):
+        for dirpath, dirnames, filenames in os.walk(common / top):
+            paths += [Path(dirpath, name) for name in (*dirnames, *filenames)]
+    stamp = []
+    for path in paths:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            return None
+        stamp.append((str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(stamp)
 
 
 def _differs(old: _FileState | None, new: _FileState | None) -> bool:
