@@ -24,6 +24,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .logcap import DEFAULT_CAP, CappedLog
+from .procfs import (
+    children_of,
+    environ_of,
+    process_started,
+    reap,
+    running,
+    send_signal,
+    stat_of,
+)
 
 __all__ = [
     "TOKEN_ENV",
@@ -149,7 +158,7 @@ def run(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     full_env = {**os.environ, **(env or {}), **({TOKEN_ENV: token} if token else {})}
     started = time.monotonic()
-    before = None if concurrent else _children(os.getpid())
+    before = None if concurrent else children_of(os.getpid())
     log = CappedLog(log_path, max_log_bytes)
     try:
         argv = [*(["taskset", "-c", cpus] if cpus else []), *(wrapper or []), "bash", "-c", command]
@@ -305,7 +314,7 @@ def capture(
     try:
         out, err, timed_out = _communicate(proc, stdin, time.monotonic() + timeout_s)
     finally:
-        _signal(proc.pid, signal.SIGKILL, group=True)  # nothing it started outlives it
+        send_signal(proc.pid, signal.SIGKILL, group=True)  # nothing it started outlives it
         for pipe in (proc.stdin, proc.stdout, proc.stderr):
             if pipe is not None:
                 with contextlib.suppress(OSError):
@@ -384,15 +393,15 @@ def _kill_tree(
     if proc.poll() is None:
         term = [leader, *find_processes(token, leader, exclude=before)]
         for pid in dict.fromkeys(term):
-            _signal(pid, signal.SIGKILL if urgent else signal.SIGTERM, group=pid == leader)
+            send_signal(pid, signal.SIGKILL if urgent else signal.SIGTERM, group=pid == leader)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=0 if urgent else TERM_GRACE_S)
-    _signal(leader, signal.SIGKILL, group=True)
+    send_signal(leader, signal.SIGKILL, group=True)
     proc.wait()
     kill_processes(token, leader, exclude=before)
     # Orphans that ended by themselves after they were reparented to us.
     if before is not None:
-        _reap({pid for pid in _children(os.getpid()) - before if (_stat(pid) or "Z")[0] == "Z"})
+        reap({pid for pid in children_of(os.getpid()) - before if (stat_of(pid) or "Z")[0] == "Z"})
 
 
 def find_processes(
@@ -409,7 +418,7 @@ def find_processes(
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
         pid = int(entry.name)
-        stat = _stat(pid)
+        stat = stat_of(pid)
         if stat is None or stat[0] == "Z":
             continue
         _state, ppid, pgrp, sid = stat
@@ -418,7 +427,7 @@ def find_processes(
         ours = leader is not None and leader in (pgrp, sid)
         ours = ours or (exclude is not None and ppid == me and pid not in exclude)
         if not ours and needle is not None:
-            ours = needle in _environ(pid)
+            ours = needle in environ_of(pid)
         if ours:
             found.append(pid)
     return found
@@ -434,92 +443,22 @@ def kill_processes(
         if not pids:
             break
         for pid in pids:
-            _signal(pid, signal.SIGKILL)
+            send_signal(pid, signal.SIGKILL)
             killed.add(pid)
-        _reap(killed)
+        reap(killed)
         time.sleep(POLL_S / 5)
-    _reap(killed)
+    reap(killed)
     return len(killed)
-
-
-def running(pid: int, started: int | None = None) -> bool:
-    """Whether `pid` is a live process (a zombie is not; one of ours is reaped on the way);
-    with `started` (what `process_started` said of it), the same process and not a later one
-    that was given its number."""
-    stat = _stat(pid) if pid > 0 else None
-    if stat is not None and started is not None and process_started(pid) != started:
-        return False
-    if stat is not None and stat[0] == "Z":
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, os.WNOHANG)
-        return False
-    return stat is not None
 
 
 def _spared(pid: int, pgrp: int, sid: int, spared: dict[int, str | None], token) -> bool:
     """A process of a command running beside this one: by its group, or by its own token."""
     if any(leader in (pid, pgrp, sid) for leader in spared):
         return True
-    environ = _environ(pid) + b"\0"
+    environ = environ_of(pid) + b"\0"
     return any(
         t and t != token and f"{TOKEN_ENV}={t}\0".encode() in environ for t in spared.values()
     )
-
-
-def process_started(pid: int) -> int | None:
-    """When `pid` started (clock ticks after boot, /proc/<pid>/stat): with the pid, a name
-    for one process that a reused pid does not take over. None once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2 :].split()
-    return int(fields[19]) if len(fields) > 19 else None
-
-
-def _stat(pid: int) -> tuple[str, int, int, int] | None:
-    """(state, parent, group, session) from /proc/<pid>/stat; None once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2 :].split()  # the name may hold spaces and parentheses
-    return fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3])
-
-
-def _environ(pid: int) -> bytes:
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as handle:
-            return handle.read()
-    except OSError:
-        return b""
-
-
-def _children(me: int) -> set[int]:
-    found = set()
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            stat = _stat(int(entry.name))
-            if stat is not None and stat[1] == me:
-                found.add(int(entry.name))
-    return found
-
-
-def _reap(pids: set[int]) -> None:
-    """Collect the exit status of killed processes reparented to us: no zombies left behind."""
-    for pid in pids:
-        with contextlib.suppress(ChildProcessError, OSError):
-            os.waitpid(pid, os.WNOHANG)
-
-
-def _signal(pid: int, sig: int, group: bool = False) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        if group:
-            os.killpg(pid, sig)
-        else:
-            os.kill(pid, sig)
 
 
 def read_log(path: Path | str) -> str:

@@ -27,12 +27,12 @@ import hashlib
 import json
 import os
 import shutil
-import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..journal.fold import derived_paths
 from .gitrepo import Repo
+from .watch import tree_stamp
 
 __all__ = ["JournalMirror", "RepoSeal"]
 
@@ -47,7 +47,12 @@ GIT_FILES = (
 )
 MAX_KEPT_BYTES = 4 * 1024 * 1024  # a bigger file there is not config: compared by hash only
 TAIL_BYTES = 4096
-SESSION_REFS = "refs/heads/autoresearch/"  # the sessions' branches: each guards its own
+SESSION_REFS = "refs/heads/autoresearch/"
+REF_STORAGE = (
+    "packed-refs",
+    "refs",
+    "reftable",
+)  # loose, packed, or a reftable  # the sessions' branches: each guards its own
 
 
 @dataclass(frozen=True)
@@ -389,7 +394,7 @@ class RepoSeal:
         # Asked after every run of a candidate: git is asked again only when a file or
         # directory where refs live has changed since (a write moves its ctime, which no one
         # can set back), saving a git process a run.
-        stamp = _ref_storage_stamp(self.common)
+        stamp = tree_stamp(self.common / name for name in REF_STORAGE)
         if stamp is not None and self._refs_seen is not None and self._refs_seen[0] == stamp:
             return self._refs_seen[1]
         out = self.checkout.run("for-each-ref", "--format=%(refname)%00%(objectname)").out
@@ -462,28 +467,6 @@ class RepoSeal:
 
     def _git_path(self, name: str) -> str:
         return str(self.common / name)
-
-
-def _ref_storage_stamp(common: Path) -> tuple | None:
-    """Where the refs live (loose under refs/, packed-refs, a reftable), as every file's and
-    directory's identity, size and change times; None where that cannot stand for them (a
-    link among them: what it points at could change unseen)."""
-    paths = [common / "packed-refs", common / "refs", common / "reftable"]
-    for top in ("refs", "reftable"):
-        for dirpath, dirnames, filenames in os.walk(common / top):
-            paths += [Path(dirpath, name) for name in (*dirnames, *filenames)]
-    stamp = []
-    for path in paths:
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            continue
-        except OSError:
-            return None
-        if stat.S_ISLNK(st.st_mode):
-            return None
-        stamp.append((str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
-    return tuple(stamp)
 
 
 def _differs(old: _FileState | None, new: _FileState | None) -> bool:

@@ -16,13 +16,14 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import stat
 import struct
 import weakref
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TreeWatch", "Watches", "WriteWatch"]
+__all__ = ["TreeWatch", "Watches", "WriteWatch", "tree_stamp"]
 
 _IN_MODIFY, _IN_ATTRIB, _IN_MOVED_FROM, _IN_MOVED_TO = 0x2, 0x4, 0x40, 0x80
 _IN_CREATE, _IN_DELETE, _IN_DELETE_SELF, _IN_MOVE_SELF = 0x100, 0x200, 0x400, 0x800
@@ -254,6 +255,30 @@ def all_files(roots: Iterable[Path]) -> frozenset:
             subdirs[:] = [d for d in subdirs if d != ".git"]
             for name in files:
                 with contextlib.suppress(OSError):
-                    stat = os.lstat(os.path.join(directory, name))
-                    found.add((directory, name, stat.st_size, stat.st_mtime_ns))
+                    st = os.lstat(os.path.join(directory, name))
+                    found.add((directory, name, st.st_size, st.st_mtime_ns))
     return frozenset(found)
+
+
+def tree_stamp(roots: Iterable[Path]) -> tuple | None:
+    """Every file's and directory's identity, size and change times under `roots` (files or
+    directories; missing ones left out): two equal stamps mean nothing there was written
+    between them, for a write moves a change time that no one can set back. None where a link
+    is among them (what it points at could change unseen) or something cannot be read."""
+    paths = []
+    for root in roots:
+        paths.append(root)
+        for dirpath, dirnames, filenames in os.walk(root):
+            paths += [Path(dirpath, name) for name in (*dirnames, *filenames)]
+    stamp = []
+    for path in paths:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return None
+        if stat.S_ISLNK(st.st_mode):
+            return None
+        stamp.append((str(path), st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns))
+    return tuple(stamp)

@@ -214,9 +214,10 @@ def clean(tree: Repo, keep: tuple[str, ...] = ()) -> None:
 def apply_patch(tree: Repo, patch_file: Path) -> ApplyResult:
     """Apply a patch to `tree`; fall back to a three-way merge. On failure the tree may hold a
     partial merge: the caller reverts it."""
-    plain = tree.run("apply", "--check", "--whitespace=nowarn", str(patch_file))
+    # Without --reject, git apply checks every hunk before it writes anything: a patch that
+    # does not apply leaves the tree as it was, for the three-way merge to try.
+    plain = tree.run("apply", "--whitespace=nowarn", str(patch_file))
     if plain.ok:
-        tree.must("apply", "--whitespace=nowarn", str(patch_file))
         return ApplyResult(True)
     three_way = tree.run("apply", "--3way", "--whitespace=nowarn", str(patch_file))
     if three_way.ok:
