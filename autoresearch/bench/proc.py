@@ -238,15 +238,15 @@ def _wait(
     return False, False
 
 
-def _exited(proc: subprocess.Popen, exit_fd: int | None) -> bool:
-    """Whether the command has exited, waiting at most POLL_S for it."""
+def _exited(proc: subprocess.Popen, exit_fd: int | None, timeout_s: float = POLL_S) -> bool:
+    """Whether the command has exited, waiting at most `timeout_s` for it."""
     if exit_fd is None:
         try:
-            proc.wait(timeout=POLL_S)
+            proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             return False
         return True
-    select.select([exit_fd], [], [], POLL_S)
+    select.select([exit_fd], [], [], timeout_s)
     return proc.poll() is not None
 
 
@@ -341,13 +341,7 @@ def _communicate(
             selector.register(proc.stdin.fileno(), selectors.EVENT_WRITE)
         exited = False
         if _pump(selector, streams, proc.stdin, memoryview(stdin or b""), deadline):
-            remaining = max(deadline - time.monotonic(), 0.0)
-            if exit_fd is not None:
-                select.select([exit_fd], [], [], remaining)
-            else:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.wait(timeout=remaining)
-            exited = proc.poll() is not None
+            exited = _exited(proc, exit_fd, max(deadline - time.monotonic(), 0.0))
     return bytes(streams[out_fd]), bytes(streams[err_fd]), not exited
 
 

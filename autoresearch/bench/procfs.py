@@ -35,24 +35,26 @@ def running(pid: int, started: int | None = None) -> bool:
 def process_started(pid: int) -> int | None:
     """When `pid` started (clock ticks after boot, /proc/<pid>/stat): with the pid, a name
     for one process that a reused pid does not take over. None once it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as handle:
-            data = handle.read()
-    except OSError:
-        return None
-    fields = data[data.rfind(b")") + 2 :].split()
-    return int(fields[19]) if len(fields) > 19 else None
+    fields = _stat_fields(pid)
+    return int(fields[19]) if fields is not None and len(fields) > 19 else None
 
 
 def stat_of(pid: int) -> tuple[str, int, int, int] | None:
     """(state, parent, group, session) from /proc/<pid>/stat; None once it is gone."""
+    fields = _stat_fields(pid)
+    if fields is None:
+        return None
+    return fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3])
+
+
+def _stat_fields(pid: int) -> list[bytes] | None:
+    """/proc/<pid>/stat's fields after the name (which may hold spaces and parentheses)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as handle:
             data = handle.read()
     except OSError:
         return None
-    fields = data[data.rfind(b")") + 2 :].split()  # the name may hold spaces and parentheses
-    return fields[0].decode(), int(fields[1]), int(fields[2]), int(fields[3])
+    return data[data.rfind(b")") + 2 :].split()
 
 
 def environ_of(pid: int) -> bytes:

@@ -47,12 +47,8 @@ GIT_FILES = (
 )
 MAX_KEPT_BYTES = 4 * 1024 * 1024  # a bigger file there is not config: compared by hash only
 TAIL_BYTES = 4096
-SESSION_REFS = "refs/heads/autoresearch/"
-REF_STORAGE = (
-    "packed-refs",
-    "refs",
-    "reftable",
-)  # loose, packed, or a reftable  # the sessions' branches: each guards its own
+SESSION_REFS = "refs/heads/autoresearch/"  # the sessions' branches: each guards its own
+REF_STORAGE = ("packed-refs", "refs", "reftable")  # where refs live: packed, loose, a reftable
 
 
 @dataclass(frozen=True)
