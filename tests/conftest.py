@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -57,15 +58,24 @@ def target(tmp_path: Path) -> Target:
 
 
 def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120):
-    """The real console entry point in a child process."""
-    return subprocess.run(
+    """The real console entry point in a child process, in a session of its own (as the loop
+    starts its own children): past `timeout`, its whole group is killed."""
+    proc = subprocess.Popen(
         [sys.executable, "-m", "autoresearch.cli", *args],
         cwd=cwd,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
         env={**os.environ, **(env or {})},
+        start_new_session=True,
     )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
 
 
 def edit_file(path: Path, edits: dict[str, str]) -> str:

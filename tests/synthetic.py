@@ -28,18 +28,35 @@ import sys
 from pathlib import Path
 
 BENCH = r"""#!/usr/bin/env python3
-import os, random, subprocess, sys, time
-from pathlib import Path
+# os alone, no pathlib or subprocess (imported where a mode needs them): they were most of a
+# run's start-up, and the suite starts this script thousands of times.
+import os, random, sys, time
 
-root = Path(__file__).resolve().parent
+root = os.path.dirname(os.path.realpath(__file__))
+src = os.path.join(root, "src")
+tree = os.path.basename(root)
 def read(name, default):
-    path = root / "src" / name
-    return path.read_text().strip() if path.exists() else default
+    path = os.path.join(src, name)
+    if not os.path.exists(path):
+        return default
+    with open(path) as handle:
+        return handle.read().strip()
+def write(path, text):
+    with open(path, "w") as handle:
+        handle.write(text)
+def count_run(counter):  # how many runs before this one, counted in a file
+    count = int(open(counter).read()) if os.path.exists(counter) else 0
+    write(counter, str(count + 1))
+    return count
 
 mode = read("mode.txt", "ok")
 sentinels_only = sys.argv[1:] == ["--sentinels"]
 value = float(read("value.txt", "100"))
-factors = {f.stem: f.read_text().split() for f in (root / "src").glob("speedup-*.txt")}
+factors = {
+    name[: -len(".txt")]: read(name, "").split()
+    for name in os.listdir(src)
+    if name.startswith("speedup-") and name.endswith(".txt")
+}
 # "0.7 !speedup-c": does what speedup-c did, and more: beside it, speedup-c's factor is moot.
 moot = {n[1:] for _, *needs in factors.values() for n in needs if n.startswith("!")}
 for stem, (factor, *needs) in sorted(factors.items()):  # wins that live file by file
@@ -53,20 +70,17 @@ sentinel = float(read("sentinel.txt", "50"))
 noise = float(os.environ.get("BENCH_NOISE_PCT", "0")) / 100
 marker = os.environ.get("BENCH_STARTED")
 if marker:
-    Path(marker).write_text(str(os.getpid()))
+    write(marker, str(os.getpid()))
 trace = os.environ.get("BENCH_TRACE")
 if trace:  # which tree ran: the baseline worktree or the candidate's
     with open(trace, "a") as handle:
-        handle.write(root.name + "\n")
+        handle.write(tree + "\n")
 if mode == "crash":
     print("bench: segmentation fault (simulated)", file=sys.stderr)
     sys.exit(3)
 fail_tree = os.environ.get("BENCH_FAIL_TREE")
-if fail_tree == root.name:  # "baseline": the best's own runs fail after BENCH_FAIL_AFTER runs
-    counter = Path(os.environ["BENCH_FAIL_COUNTER"])
-    count = int(counter.read_text()) if counter.exists() else 0
-    counter.write_text(str(count + 1))
-    if count >= int(os.environ.get("BENCH_FAIL_AFTER", "0")):
+if fail_tree == tree:  # "baseline": the best's own runs fail after BENCH_FAIL_AFTER runs
+    if count_run(os.environ["BENCH_FAIL_COUNTER"]) >= int(os.environ.get("BENCH_FAIL_AFTER", "0")):
         print("bench: the machine hiccuped (simulated)", file=sys.stderr)
         sys.exit(7)
 sleep = 0.0 if sentinels_only else float(os.environ.get("BENCH_SLEEP_S", "0"))
@@ -76,8 +90,9 @@ if sleep:  # every run takes a while: phases long enough to be hit by a fault
 spans = os.environ.get("BENCH_SPANS")
 if spans:  # when this tree's host ran it: runs of one host must never overlap
     with open(spans, "a") as handle:
-        handle.write(f"{root.parent} {started} {time.time()}\n")
+        handle.write(f"{os.path.dirname(root)} {started} {time.time()}\n")
 if mode.startswith("daemon-"):  # leave a process behind that escapes the group, noting its pid
+    import subprocess
     how = mode.removeprefix("daemon-")
     argv = {
         "setsid": ["setsid", "sleep", "300"],
@@ -87,13 +102,15 @@ if mode.startswith("daemon-"):  # leave a process behind that escapes the group,
     child = subprocess.Popen(argv, cwd="/", start_new_session=how != "plain")
     pids = os.environ.get("BENCH_DAEMON_DIR")
     if pids:
-        Path(pids, str(child.pid)).write_text(how)
+        write(os.path.join(pids, str(child.pid)), how)
 if mode == "echo":  # print whatever src/output.txt holds: fuzzed bench output
-    sys.stdout.buffer.write((root / "src" / "output.txt").read_bytes())
+    with open(os.path.join(src, "output.txt"), "rb") as handle:
+        sys.stdout.buffer.write(handle.read())
     sys.exit(0)
 if mode == "hang":
+    import subprocess
     child = subprocess.Popen(["sleep", "600"])
-    Path(os.environ.get("BENCH_CHILD_PID", root / "child.pid")).write_text(str(child.pid))
+    write(os.environ.get("BENCH_CHILD_PID", os.path.join(root, "child.pid")), str(child.pid))
     time.sleep(600)
 if mode == "slow":
     time.sleep(float(os.environ.get("BENCH_SLOW_S", "30")))
@@ -107,29 +124,28 @@ if mode == "nometric":
     print("all good, no numbers today")
     sys.exit(0)
 if mode == "writes":  # untracked output: not a change, and never committed
-    (root / "src" / "cache.bin").write_text("build output")
-    (root / "out").mkdir(exist_ok=True)
-    (root / "out" / "result.txt").write_text("more output")
+    write(os.path.join(src, "cache.bin"), "build output")
+    os.makedirs(os.path.join(root, "out"), exist_ok=True)
+    write(os.path.join(root, "out", "result.txt"), "more output")
 if mode.startswith("tamper-"):  # a candidate that reaches outside its own patch (reach.py)
-    sys.path.insert(0, str(root))
+    from pathlib import Path
+    sys.path.insert(0, root)
     sys.dont_write_bytecode = True  # no __pycache__ in the tree
     import reach
-    reach.from_stage("bench", root, mode)
-override = root / "src" / "override.txt"  # untracked: what a tampering candidate writes
-if override.exists():
-    value = float(override.read_text())
+    reach.from_stage("bench", Path(root), mode)
+override = read("override.txt", None)  # untracked: what a tampering candidate writes
+if override is not None:
+    value = float(override)
 factor = 1 + random.gauss(0, noise)
 factors = os.environ.get("BENCH_FACTORS")
 if factors:  # a fixed sequence of noise factors, one per run, for exact expectations
-    counter = Path(os.environ["BENCH_COUNTER"])
-    count = int(counter.read_text()) if counter.exists() else 0
-    counter.write_text(str(count + 1))
+    count = count_run(os.environ["BENCH_COUNTER"])
     factor = [float(f) for f in factors.split(",")][count % len(factors.split(","))]
 cost = os.environ.get("BENCH_COST")
-knobs_file = root / "src" / "knobs.txt"
-if cost and knobs_file.exists():  # time_ms is a function of the knobs: `name = value` lines
+knobs_file = os.path.join(src, "knobs.txt")
+if cost and os.path.exists(knobs_file):  # time_ms is a function of the knobs: `name = value` lines
     knobs = {}
-    for line in knobs_file.read_text().splitlines():
+    for line in read("knobs.txt", "").splitlines():
         name, _, number = line.partition("=")
         knobs[name.strip()] = float(number)
     value = eval(cost, {}, {"value": value, **knobs})
@@ -140,9 +156,7 @@ sentinel_noise = float(os.environ.get("BENCH_SENTINEL_NOISE_PCT", noise * 100)) 
 sentinel_factor = 1 + random.gauss(0, sentinel_noise)
 spread = os.environ.get("BENCH_SENTINEL_SPREAD")
 if spread and not sentinels_only:  # the sentinel alone swings by up to +-spread, run by run
-    counter = Path(os.environ["BENCH_SENTINEL_COUNTER"])
-    count = int(counter.read_text()) if counter.exists() else 0
-    counter.write_text(str(count + 1))
+    count = count_run(os.environ["BENCH_SENTINEL_COUNTER"])
     sentinel_factor = 1 + random.Random(count).uniform(-float(spread), float(spread))
 print(f"METRIC sentinel_ms={sentinel * sentinel_factor:.6f}")
 """
@@ -329,8 +343,15 @@ dir = "hypotheses"
 
 
 def git(cwd: Path, *args: str) -> str:
+    # In a session of its own, as the loop's own git calls run.
     done = subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, check=True, env=_git_env()
+        ["git", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        check=True,
+        env=_git_env(),
+        start_new_session=True,
     )
     return done.stdout
 

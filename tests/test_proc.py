@@ -4,9 +4,12 @@ import os
 import sys
 import threading
 
+import pytest
 from conftest import gone
 
+from autoresearch.bench.environ import BLAS_THREADS_ENV, PINNED_ENV, pin_blas_threads
 from autoresearch.bench.proc import capture, run
+from autoresearch.cli import main
 
 
 def test_output_goes_to_the_log_and_the_tail(tmp_path):
@@ -104,3 +107,34 @@ def test_capture_of_a_helper_that_closes_its_output_waits_for_its_exit(tmp_path)
 def test_capture_of_a_missing_command_says_why(tmp_path):
     done = capture(["no-such-helper-anywhere"], cwd=tmp_path)
     assert done.code is None and not done.ok and "no-such-helper-anywhere" in done.why()
+
+
+def _blas_seen_by_a_target(tmp_path) -> str:
+    return run(
+        "echo ${OPENBLAS_NUM_THREADS:-unset}",
+        cwd=tmp_path,
+        log_path=tmp_path / "blas.log",
+        timeout_s=30,
+    ).tail
+
+
+def test_the_cli_runs_blas_on_one_thread_and_a_target_gets_the_user_s_setting(
+    tmp_path, monkeypatch
+):
+    monkeypatch.delenv(BLAS_THREADS_ENV, raising=False)
+    monkeypatch.delenv(PINNED_ENV, raising=False)
+    with pytest.raises(SystemExit):
+        main(["--help"])  # the pin comes before anything a command imports
+    assert os.environ[BLAS_THREADS_ENV] == "1"
+    assert _blas_seen_by_a_target(tmp_path) == "unset"
+    # An autoresearch process started by this one (a cluster's worker) inherits the pin and
+    # knows it is not the user's.
+    pin_blas_threads()
+    assert os.environ[PINNED_ENV] == BLAS_THREADS_ENV
+    assert _blas_seen_by_a_target(tmp_path) == "unset"
+    # A size the user chose is theirs: the loop keeps it and so does the bench.
+    monkeypatch.setenv(BLAS_THREADS_ENV, "3")
+    monkeypatch.delenv(PINNED_ENV)
+    pin_blas_threads()
+    assert os.environ[BLAS_THREADS_ENV] == "3"
+    assert _blas_seen_by_a_target(tmp_path) == "3"

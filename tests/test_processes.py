@@ -122,8 +122,9 @@ def test_kill9_leaves_a_daemon_that_left_the_tree_and_the_next_run_stops_it(targ
         bench.read_text().replace(
             'if mode == "slow":',
             'if mode == "slow":\n'
+            "    import subprocess\n"
             '    subprocess.Popen(["setsid", "sleep", "300"], cwd="/", start_new_session=True)\n'
-            f'    Path("{daemon_pid}").write_text("started")',
+            f'    write("{daemon_pid}", "started")',
         )
     )
     git(target.root, "commit", "-qam", "bench leaves a daemon when slow")

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .environ import target_environ
 from .logcap import DEFAULT_CAP, CappedLog
 from .procfs import (
     children_of,
@@ -156,7 +157,7 @@ def run(
     finds its processes by group and token only, never as "any new child of this process".
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    full_env = {**os.environ, **(env or {}), **({TOKEN_ENV: token} if token else {})}
+    full_env = {**target_environ(), **(env or {}), **({TOKEN_ENV: token} if token else {})}
     started = time.monotonic()
     before = None if concurrent else children_of(os.getpid())
     log = CappedLog(log_path, max_log_bytes)

@@ -13,6 +13,7 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 
+from ..bench.environ import pin_blas_threads
 from ..errors import UserError
 from ..loop.signals import install_stop_handlers
 from . import agents, init, review, session
@@ -49,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The console script: one place where a UserError becomes `error: ...` and exit 1."""
+    pin_blas_threads()  # before any command imports numpy
     args = build_parser().parse_args(argv)
     if args.command in LONG_RUNNING:
         install_stop_handlers()
