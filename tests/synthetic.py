@@ -35,17 +35,17 @@ import os, random, sys, time
 root = os.path.dirname(os.path.realpath(__file__))
 src = os.path.join(root, "src")
 tree = os.path.basename(root)
+def read_file(path):
+    with open(path) as handle:
+        return handle.read()
 def read(name, default):
     path = os.path.join(src, name)
-    if not os.path.exists(path):
-        return default
-    with open(path) as handle:
-        return handle.read().strip()
+    return read_file(path).strip() if os.path.exists(path) else default
 def write(path, text):
     with open(path, "w") as handle:
         handle.write(text)
 def count_run(counter):  # how many runs before this one, counted in a file
-    count = int(open(counter).read()) if os.path.exists(counter) else 0
+    count = int(read_file(counter)) if os.path.exists(counter) else 0
     write(counter, str(count + 1))
     return count
 

@@ -25,8 +25,7 @@ def pin_blas_threads() -> None:
     if BLAS_THREADS_ENV in os.environ:
         return
     os.environ[BLAS_THREADS_ENV] = "1"
-    pinned = set(filter(None, os.environ.get(PINNED_ENV, "").split(",")))
-    os.environ[PINNED_ENV] = ",".join(sorted(pinned | {BLAS_THREADS_ENV}))
+    os.environ[PINNED_ENV] = BLAS_THREADS_ENV
 
 
 def target_environ() -> dict[str, str]:
