@@ -221,10 +221,15 @@ def lost_schedulers(tally: Tally, trials: int) -> None:
             interrupted = sum(
                 r.status == "interrupted" for r in read_journal(night.target.journal).experiments
             )
+            resumed = ""
             if not back:
                 hosts.procs[0] = hosts.start_scheduler()
+                began = time.monotonic()
                 code, err = _reap(_drive(night, hosts, env))
                 night._saw(code, err)
+                lines = err.strip().splitlines()
+                resumed = f"; resumed: exit {code} after {time.monotonic() - began:.0f} s"
+                resumed += f", {lines[-1][:300]}" if lines else ""
             problems = night.check()
             problems["records_lost"] += _lost_results(night)
             problems["processes_left"] += len(hosts.left_running())
@@ -232,9 +237,12 @@ def lost_schedulers(tally: Tally, trials: int) -> None:
                 problems["tracebacks"] += 1  # not the one-line stop it should have been
             how = "back within the grace" if back else f"away past {grace} s"
             note = f"scheduler {how}: {interrupted} interrupted, {said[-1] if said else 'exit 0'}"
-            tally.add(problems, note[:300])
+            note = note[:300] + resumed
+            if problems["records_lost"]:  # what each hypothesis came to, in journal order
+                note += "; " + _outcomes(night)
+            tally.add(problems, note)
             if not any(problems.values()):
-                tally.notes.append(note[:300])
+                tally.notes.append(note)
 
 
 def _drive(night: Night, hosts: Hosts, env: dict[str, str]) -> subprocess.Popen:
@@ -269,6 +277,16 @@ def _lost_results(night: Night) -> int:
         if r.status == "keep"
     }
     return len(kept ^ {n for n, f in WINS_AND_NULLS.items() if f < 1})
+
+
+def _outcomes(night: Night) -> str:
+    """Each record's hypothesis and status, and the reason of a non-keep, in journal order."""
+    records = read_journal(night.target.journal).experiments
+    return ", ".join(
+        f"{r.title.split('-', 1)[1]}:{r.status}"
+        + ("" if r.status == "keep" else f" ({r.asi.result})")
+        for r in records
+    )
 
 
 def _overlaps(spans: Path) -> int:
