@@ -75,6 +75,8 @@ def killed_processes(tally: Tally, trials: int) -> None:
             problems["dirty_trees"] += 0 if set(clones) <= slots else 1
             how = "confined" if confined else "unconfined"
             note = f"{how}, killed {killed}, exit {code}, clones {clones}"
+            if problems["records_lost"]:
+                note += "; " + _outcomes(night)
             tally.add(problems, note)
             if not any(problems.values()):
                 tally.notes.append(note)
