@@ -74,9 +74,9 @@ def killed_processes(tally: Tally, trials: int) -> None:
             slots = {f"{_machine()}-{n}" for n in range(hosts.workers)}
             problems["dirty_trees"] += 0 if set(clones) <= slots else 1
             how = "confined" if confined else "unconfined"
-            note = f"{how}, killed {killed}, exit {code}, clones {clones}"
-            if problems["records_lost"]:
-                note += "; " + _outcomes(night)
+            note = _explained(
+                f"{how}, killed {killed}, exit {code}, clones {clones}", problems, night
+            )
             tally.add(problems, note)
             if not any(problems.values()):
                 tally.notes.append(note)
@@ -239,9 +239,7 @@ def lost_schedulers(tally: Tally, trials: int) -> None:
                 problems["tracebacks"] += 1  # not the one-line stop it should have been
             how = "back within the grace" if back else f"away past {grace} s"
             note = f"scheduler {how}: {interrupted} interrupted, {said[-1] if said else 'exit 0'}"
-            note = note[:300] + resumed
-            if problems["records_lost"]:  # what each hypothesis came to, in journal order
-                note += "; " + _outcomes(night)
+            note = _explained(note[:300] + resumed, problems, night)
             tally.add(problems, note)
             if not any(problems.values()):
                 tally.notes.append(note)
@@ -281,13 +279,20 @@ def _lost_results(night: Night) -> int:
     return len(kept ^ {n for n, f in WINS_AND_NULLS.items() if f < 1})
 
 
-def _outcomes(night: Night) -> str:
-    """Each record's hypothesis and status, and the reason of a non-keep, in journal order."""
+def _explained(note: str, problems: dict[str, int], night: Night) -> str:
+    """A trial's note; when it lost a result, with what each hypothesis came to (status, and
+    the reason of a non-keep, in journal order)."""
+    if not problems["records_lost"]:
+        return note
     records = read_journal(night.target.journal).experiments
-    return ", ".join(
-        f"{r.title.split('-', 1)[1]}:{r.status}"
-        + ("" if r.status == "keep" else f" ({r.asi.result})")
-        for r in records
+    return (
+        note
+        + "; "
+        + ", ".join(
+            f"{r.title.split('-', 1)[1]}:{r.status}"
+            + ("" if r.status == "keep" else f" ({r.asi.result})")
+            for r in records
+        )
     )
 
 
