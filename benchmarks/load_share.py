@@ -32,6 +32,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from machine_load import cores_busy
+
 CPU = [sys.executable, "-S", "-c", "x = 0\nfor i in range(12_000_000): x += i"]
 SHORT = [sys.executable, "-S", "-c", "import random"]
 
@@ -63,14 +65,9 @@ def measure(loops: int, repeats: int) -> tuple[dict[str, float], dict[str, float
     loaded: dict[str, list[float]] = {name: [] for name in WORKLOADS}
     for _ in range(repeats):
         a_round(quiet)
-        busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(loops)]
-        try:
+        with cores_busy(loops):
             time.sleep(0.5)  # the loops running before the first measurement
             a_round(loaded)
-        finally:
-            for process in busy:
-                process.kill()
-                process.wait()
     median = statistics.median
     return (
         {name: median(values) for name, values in quiet.items()},

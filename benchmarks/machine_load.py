@@ -10,15 +10,19 @@ from collections.abc import Iterator
 
 
 @contextlib.contextmanager
-def a_core_busy(busy: bool = True) -> Iterator[None]:
-    """One core kept busy by another process for the time of the block (nothing when not
-    `busy`), stopped at its end whatever happened."""
-    if not busy:
-        yield
-        return
-    other = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+def cores_busy(count: int) -> Iterator[None]:
+    """`count` cores kept busy, each by a process of its own in this one's session, for the
+    time of the block; all stopped at its end whatever happened."""
+    others = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
     try:
         yield
     finally:
-        other.kill()
-        other.wait()
+        for other in others:
+            other.kill()
+            other.wait()
+
+
+def a_core_busy(busy: bool = True) -> contextlib.AbstractContextManager[None]:
+    """One core kept busy by another process for the time of the block (nothing when not
+    `busy`)."""
+    return cores_busy(1 if busy else 0)

@@ -47,7 +47,8 @@ def pytest_terminal_summary(terminalreporter):
     if not _rows:
         return
     wall = sum(row[1] for row in _rows)
-    heavy = [row for row in _rows if row[2] + row[3] > CPU_HEAVY * row[1]]
+    heavy_walls = [row[1] for row in _rows if row[2] + row[3] > CPU_HEAVY * row[1]]
+    count, heavy = len(heavy_walls), sum(heavy_walls)
     write = terminalreporter.write_line
     write(
         f"suite_cpu: {len(_rows)} tests, {wall:.1f} s wall, "
@@ -55,6 +56,6 @@ def pytest_terminal_summary(terminalreporter):
         f"{sum(row[3] for row in _rows):.1f} s children's CPU"
     )
     write(
-        f"suite_cpu: {len(heavy)} CPU-heavy tests, {sum(row[1] for row in heavy):.1f} s "
-        f"of the wall time ({sum(row[1] for row in heavy) / max(wall, 1e-9):.0%})"
+        f"suite_cpu: {count} CPU-heavy tests, {heavy:.1f} s of the wall time "
+        f"({heavy / max(wall, 1e-9):.0%})"
     )
