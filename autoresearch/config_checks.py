@@ -23,6 +23,9 @@ SANDBOX_MODES = ("auto", "bwrap", "off")
 REMEASURE_WHEN = ("overlap", "always")
 _SCHEDULER = re.compile(r"local:\d+|([a-z]+://)?[A-Za-z0-9_.\-\[\]:]+:\d+")
 _SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+# The largest number of seconds a budget or timeout may name (about 30 years): beyond it the
+# arithmetic that turns a budget into runs overflows, and no night is that long.
+MAX_SECONDS = 1e9
 
 
 def check_session_name(name: str, where: str) -> str:
@@ -48,6 +51,17 @@ def check_scheduler(address: str, where: str) -> str:
     return address
 
 
+def check_env_names(env: dict[str, str], where: str) -> None:
+    """Each key of an environment table names a variable: not empty, no '=' (the OS would
+    split the name there and set another variable than the one meant)."""
+    for name in env:
+        if not name or "=" in name:
+            raise ConfigError(
+                f"{where}: {name!r} is not an environment variable's name (it must be "
+                "non-empty, without '=')"
+            )
+
+
 def _check_proposers(config: Config) -> None:
     """Each `[[proposer]]` names an installed kind and only options that kind knows."""
     from .proposers.registry import proposer_class  # proposers build on the config
@@ -68,6 +82,7 @@ def check_config(config: Config) -> None:
     _check_metrics(config)
     _check_bench(config)
     _check_numbers(config)
+    _check_envs(config)
     _check_decision(config)
     _check_sandbox(config)
     _check_proposers(config)
@@ -126,6 +141,19 @@ def _check_numbers(config: Config) -> None:
     for key, value in positive.items():
         if value <= 0:
             raise ConfigError(f"{path}: '{key}' must be > 0, got {value}")
+    seconds = {
+        "bench.timeout_s": config.bench.timeout_s,
+        "checks.timeout_s": config.checks.timeout_s,
+        "budget.max_hours": config.budget.max_hours * 3600,
+        "decision.budget_s": config.decision.budget_s,
+        "cluster.connect_timeout_s": config.cluster.connect_timeout_s,
+        "cluster.scheduler_grace_s": config.cluster.scheduler_grace_s,
+    }
+    for key, value in seconds.items():
+        if value > MAX_SECONDS:
+            raise ConfigError(
+                f"{path}: '{key}' is too large (at most {MAX_SECONDS:g} s), got {value:g}"
+            )
     if config.budget.retries < 0:
         raise ConfigError(f"{path}: 'budget.retries' must be >= 0")
     check_scheduler(config.cluster.scheduler, f"{path}: 'cluster.scheduler'")
@@ -152,6 +180,18 @@ def _check_numbers(config: Config) -> None:
         raise ConfigError(f"{path}: 'bench.calibration_runs' must be >= 4 to measure noise")
 
 
+def _check_envs(config: Config) -> None:
+    path = config.path
+    tables = {
+        "bench.env": config.bench.env,
+        "checks.env": config.checks.env,
+        "sandbox.caches": config.sandbox.caches,
+        "sandbox.cache_seeds": config.sandbox.cache_seeds,
+    }
+    for key, env in tables.items():
+        check_env_names(env, f"{path}: '{key}'")
+
+
 def _check_decision(config: Config) -> None:
     path = config.path
     decision = config.decision
@@ -160,10 +200,22 @@ def _check_decision(config: Config) -> None:
             f"{path}: 'decision.min_runs' must be >= 2 and <= 'decision.max_runs' "
             f"(got {decision.min_runs} and {decision.max_runs})"
         )
+    if decision.looks > decision.max_runs:
+        raise ConfigError(
+            f"{path}: 'decision.looks' must be <= 'decision.max_runs' (a look needs a run of its "
+            f"own), got {decision.looks} and {decision.max_runs}"
+        )
     if decision.budget_s < 0 or decision.noise_multiplier < 0:
         raise ConfigError(
             f"{path}: 'decision.budget_s' and 'decision.noise_multiplier' must be >= 0"
         )
+    # A change in percent of the metric, read as a ratio (1 - pct/100): 100% or more is no
+    # ratio at all (a time cannot fall by all of itself).
+    for key in ("min_effect_pct", "target_effect_pct"):
+        value = getattr(decision, key)
+        if not 0 <= value < 100 or (key == "target_effect_pct" and value == 0):
+            bound = ">= 0" if key == "min_effect_pct" else "> 0"
+            raise ConfigError(f"{path}: 'decision.{key}' must be {bound} and < 100, got {value:g}")
     if not 0 < decision.alpha < 0.5:
         raise ConfigError(f"{path}: 'decision.alpha' must be between 0 and 0.5")
     if not 0.5 <= decision.sentinel_confidence < 1:

@@ -67,12 +67,14 @@ def _coerce(hint, value, path: Path, key: str, strict: bool = True):
     if origin is dict and typing.get_args(hint)[1] is Any:
         if not isinstance(value, dict):
             raise ConfigError(f"{path}: '{key}' must be a table, got {_toml_type(value)}")
+        _no_nul(value, path, key)
         return dict(value)
     if origin is dict:
         if not isinstance(value, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in value.items()
         ):
             raise ConfigError(f"{path}: '{key}' must be a table of strings")
+        _no_nul(value, path, key)
         return dict(value)
     if origin in (typing.Union, types.UnionType):
         return _coerce(
@@ -83,11 +85,29 @@ def _coerce(hint, value, path: Path, key: str, strict: bool = True):
     if hint is float and isinstance(value, float) and not math.isfinite(value):
         # TOML reads `nan` and `inf`; no budget, timeout or threshold means anything with them.
         raise ConfigError(f"{path}: '{key}' must be a finite number, got {value}")
+    if hint is str and isinstance(value, str):
+        _no_nul(value, path, key)
     if hint in (str, int, float, bool) and (
         isinstance(value, hint) and not (hint is int and isinstance(value, bool))
     ):
         return value
     raise ConfigError(f"{path}: '{key}' must be {hint.__name__}, got {_toml_type(value)}")
+
+
+def _no_nul(value: Any, path: Path, key: str) -> None:
+    """A NUL byte in any string of `value` (a table's keys included) is a ConfigError naming
+    where: no command, path, ref or variable can hold one, and the OS would say only
+    "embedded null byte", far from the config."""
+    if isinstance(value, str):
+        if "\0" in value:
+            raise ConfigError(f"{path}: '{key}' holds a NUL byte (\\0), which no value may")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            _no_nul(item, path, f"{key}[{i}]")
+    elif isinstance(value, dict):
+        for name, item in value.items():
+            _no_nul(name, path, f"{key} (a key)")
+            _no_nul(item, path, f"{key}.{name}")
 
 
 def _toml_type(value) -> str:

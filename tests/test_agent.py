@@ -277,6 +277,10 @@ def test_bad_agent_options_are_named(target, tmp_path):
     use_agent(target, tmp_path, [edit("80\n", "x")], timeout_s="long")
     with pytest.raises(ConfigError, match="'timeout_s' must be a number"):
         target.load()
+    target.configure()
+    use_agent(target, tmp_path, [edit("80\n", "x")], env={"A=B": "1"})
+    with pytest.raises(ConfigError, match="'A=B' is not an environment variable's name"):
+        target.load()
 
 
 def _fake_clis(tmp_path: Path) -> Path:

@@ -58,6 +58,40 @@ def test_protected_globs_include_the_harness(tmp_path):
         ("[metric\n", "not valid TOML"),
         (MINIMAL + "[bench]\nenv = { A = 1 }\n", "'bench.env' must be a table of strings"),
         (MINIMAL + "[budget]\nmax_hours = true\n", "'budget.max_hours' must be float, got boolean"),
+        # Values the OS or the arithmetic would refuse far from the config: named here instead.
+        (MINIMAL + '[target]\nbase = "main\\u0000"\n', "'target.base' holds a NUL byte"),
+        (MINIMAL + '[bench]\ncommand = "./b.sh\\u0000"\n', "'bench.command' holds a NUL"),
+        (MINIMAL + '[bench]\nbuild = "make\\u0000"\n', "'bench.build' holds a NUL byte"),
+        (MINIMAL + '[bench]\ncpus = "0\\u0000"\n', "'bench.cpus' holds a NUL byte"),
+        (MINIMAL + '[checks]\ncommand = "t\\u0000"\n', "'checks.command' holds a NUL byte"),
+        (MINIMAL + '[bench]\nenv = { A = "x\\u0000" }\n', "'bench.env.A' holds a NUL byte"),
+        (
+            MINIMAL + '[[proposer]]\nkind = "queue"\ndir = "h\\u0000"\n',
+            "'proposer[0].dir' holds a NUL byte",
+        ),
+        (
+            MINIMAL + '[bench]\nenv = { "A=B" = "1" }\n',
+            "'bench.env': 'A=B' is not an environment variable's name",
+        ),
+        (
+            MINIMAL + '[checks]\nenv = { "=x" = "1" }\n',
+            "'checks.env': '=x' is not an environment variable's name",
+        ),
+        (
+            MINIMAL + "[decision]\ntarget_effect_pct = 1e308\n",
+            "'decision.target_effect_pct' must be > 0 and < 100, got 1e+308",
+        ),
+        (
+            MINIMAL + "[decision]\nmin_effect_pct = 100\n",
+            "'decision.min_effect_pct' must be >= 0 and < 100",
+        ),
+        (MINIMAL + "[decision]\nbudget_s = 1e308\n", "'decision.budget_s' is too large"),
+        (MINIMAL + "[budget]\nmax_hours = 1e300\n", "'budget.max_hours' is too large"),
+        (MINIMAL + "[bench]\ntimeout_s = 1e300\n", "'bench.timeout_s' is too large"),
+        (
+            MINIMAL + "[decision]\nlooks = 4611686018427387904\n",
+            "'decision.looks' must be <= 'decision.max_runs'",
+        ),
     ],
 )
 def test_errors_name_file_and_key(tmp_path, text, message):

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...config import Config
+from ...config_checks import check_env_names
 from ...errors import ConfigError
 from .cli import OUTPUTS, PRESETS
 
@@ -94,6 +95,7 @@ def agent_settings(options: dict, config: Config, where: str) -> AgentSettings:
         env = options["env"]
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
             raise ConfigError(f"{where}: 'env' must be a table of strings")
+        check_env_names(env, f"{where}: 'env'")
         values["env"] = dict(env)
     if "template" in values:
         template = config.resolve(values["template"])
