@@ -57,7 +57,7 @@ def _toml(table: dict) -> str:
             lines.append(f"{key} = {json.dumps(value)}")
     for key, value in subtables:
         lines.append(f"\n[proposer.{key}]")
-        lines += [f"{k} = {json.dumps(v)}" for k, v in value.items()]
+        lines += [f"{json.dumps(k)} = {json.dumps(v)}" for k, v in value.items()]
     return "\n".join(lines) + "\n"
 
 
