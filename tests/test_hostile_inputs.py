@@ -12,6 +12,7 @@ import pytest
 from conftest import experiments, git, run, run_cli, unified_patch
 from test_agent import edit, use_agent
 
+from autoresearch.agents.tries import TRY_ENV
 from autoresearch.bench.proc import process_started
 from autoresearch.loop.session_dir import session_paths
 from autoresearch.proposers.base import MAX_TITLE_CHARS
@@ -133,21 +134,33 @@ def test_result_answers_every_state_of_a_try_file(target, pid, outcome, expected
 
 
 def test_result_is_not_fooled_by_a_reused_pid(target):
+    """A try's pid file names its process by pid, start time and the try id it carries in its
+    environment: a pid the system gave to another process since (another start time, or the
+    same start time but not this try, as init's own pid 1 is) is a try that ended."""
     name = "try-20260101T000001"
     tries = _try_files(target, name)
-    sleeper = subprocess.Popen(["sleep", "60"])
+    env = {**os.environ, TRY_ENV: name}
+    sleeper = subprocess.Popen(["sleep", "60"], env=env)
+    stranger = subprocess.Popen(["sleep", "60"])
+    answers = {}
     try:
         started = process_started(sleeper.pid)
-        (tries / f"{name}.pid").write_text(f"{sleeper.pid} {started}")
-        alive = json.loads(run_cli("result", name, cwd=target.root).stdout)
-        # The same pid, another start time: the try's process ended and its number was reused.
-        (tries / f"{name}.pid").write_text(f"{sleeper.pid} {started - 1}")
-        reused = json.loads(run_cli("result", name, cwd=target.root).stdout)
+        cases = {
+            "alive": f"{sleeper.pid} {started}",
+            "reused": f"{sleeper.pid} {started - 1}",  # the same pid, another start time
+            "init": "1",  # no start time: pid 1 is alive, and not a try
+            "stranger": f"{stranger.pid} {process_started(stranger.pid)}",
+        }
+        for case, text in cases.items():
+            (tries / f"{name}.pid").write_text(text)
+            answers[case] = json.loads(run_cli("result", name, cwd=target.root).stdout)
     finally:
-        sleeper.kill()
-        sleeper.wait()
-    assert alive["status"] == "running"
-    assert reused["status"] == "error"
+        for proc in (sleeper, stranger):
+            proc.kill()
+            proc.wait()
+    assert answers["alive"]["status"] == "running"
+    for case in ("reused", "init", "stranger"):
+        assert answers[case]["status"] == "error", (case, answers[case])
 
 
 def test_odd_try_ids_are_named(target):

@@ -290,3 +290,28 @@ pathlib.Path({str(io / "seen.json")!r}).write_text(json.dumps(seen))
     (record,) = experiments(target)
     assert record.status == "keep", record.error
     assert record.agent["confinement"]["tool"] == "bwrap"
+
+
+def test_a_confined_agent_command_under_tmp_is_said_to_be_out_of_its_sight(target, tmp_path):
+    """An agent command named by its path under /tmp exists for the user, not in the agent's
+    sandbox (its /tmp is private): the record says where it was looked for, and why."""
+    from test_agent import edit, use_agent
+
+    where = Path(f"/tmp/autoresearch-agent-{uuid.uuid4().hex[:8]}")
+    where.mkdir()
+    script = where / "agent.sh"
+    script.write_text(
+        f"#!/bin/sh\nexec {sys.executable} {Path(__file__).with_name('standin_agent.py')}\n"
+    )
+    script.chmod(0o755)
+    use_agent(target, tmp_path, [edit("80\n", "a win")], command=str(script), max_proposals=1)
+    confine(target)
+    try:
+        run(target)
+    finally:
+        shutil.rmtree(where)
+
+    (record,) = experiments(target)
+    assert record.status == "agent_failed"
+    assert f"{script} was looked for inside the agent's sandbox" in record.error, record.error
+    assert "/tmp is private to the sandbox" in record.error

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bench.proc import process_started, running, spawn_detached
+from ..bench.procfs import environ_of
 from ..config import Config
 from ..errors import UserError
 from ..files import read_bounded
@@ -141,13 +142,20 @@ def start_detached(
         *try_args,
     ]
     pid = spawn_detached(
-        command, cwd=cwd, stdout=tries / f"{label}.json", stderr=tries / f"{label}.log"
+        command,
+        cwd=cwd,
+        stdout=tries / f"{label}.json",
+        stderr=tries / f"{label}.log",
+        env={TRY_ENV: label},
     )
     (tries / f"{label}.pid").write_text(f"{pid} {process_started(pid) or ''}".strip())
     return {"id": label, "status": "running", "log": str(tries / f"{label}.log")}
 
 
 TRY_ID = re.compile(r"try-[A-Za-z0-9_-]{1,80}")
+# What a detached try carries in its environment: its id, by which `result` tells its process
+# from another one the system gave the same pid since.
+TRY_ENV = "AUTORESEARCH_TRY_ID"
 
 
 def read_result(config: Config, try_id: str, wait_s: float = 0.0) -> dict[str, Any]:
@@ -164,7 +172,7 @@ def read_result(config: Config, try_id: str, wait_s: float = 0.0) -> dict[str, A
     deadline = time.monotonic() + wait_s
     while True:
         # Asked before reading: the outcome of a try that had ended is complete when read.
-        ended = pid is None or not running(pid, started)
+        ended = pid is None or not _is_try(pid, started, try_id)
         text = _read_text(tries / f"{try_id}.json")
         if text.strip():
             try:
@@ -183,6 +191,14 @@ def read_result(config: Config, try_id: str, wait_s: float = 0.0) -> dict[str, A
         if time.monotonic() >= deadline:
             return {"id": try_id, "status": "running", "log": str(log)}
         time.sleep(0.2)
+
+
+def _is_try(pid: int, started: int | None, try_id: str) -> bool:
+    """Whether `pid` is the live process of try `try_id`: started when its pid file says, and
+    carrying the try's id in its environment (a reused pid carries neither)."""
+    if not running(pid, started):
+        return False
+    return f"{TRY_ENV}={try_id}".encode() in environ_of(pid).split(b"\0")
 
 
 def _try_pid(path: Path) -> tuple[int | None, int | None]:

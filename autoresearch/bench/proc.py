@@ -371,12 +371,20 @@ def _pump(selector, streams: dict[int, bytearray], stdin, pending: memoryview, d
     return True
 
 
-def spawn_detached(argv: list[str], *, cwd: Path, stdout: Path, stderr: Path) -> int:
-    """Start `argv` in a session of its own that outlives this process (a background `try`);
-    its pid."""
+def spawn_detached(
+    argv: list[str], *, cwd: Path, stdout: Path, stderr: Path, env: dict[str, str] | None = None
+) -> int:
+    """Start `argv` in a session of its own that outlives this process (a background `try`),
+    with `env` added to ours; its pid."""
     with open(stdout, "wb") as out, open(stderr, "wb") as err:
         child = subprocess.Popen(
-            argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+            env={**os.environ, **(env or {})},
         )
     return child.pid
 

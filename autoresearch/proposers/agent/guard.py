@@ -14,6 +14,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import shlex
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,7 @@ __all__ = [
 MAX_HYPOTHESIS_BYTES = 1024 * 1024  # reasoning, not a novel: its fields are cut shorter still
 REQUIRED = ("title", "hypothesis", "family")
 OPTIONAL = ("mechanism", "expected_effect")
+NOT_FOUND = 127  # the shell's exit code for a command it could not find
 SIMILAR = 0.85  # normalized titles at least this alike (difflib ratio), same family: one idea
 
 
@@ -163,10 +165,31 @@ def _failure(proposal: Proposal) -> tuple[str, str] | None:
         return "timeout", f"the agent {result.describe()}"
     if result.exit_code != 0:  # what the CLI said of it, parsed, before its last words
         said = proposal.usage.error or _last_line(result.tail)
+        said += _not_found_hint(proposal.agent) if result.exit_code == NOT_FOUND else ""
         return "crash", f"the agent failed ({result.describe()})" + (f": {said}" if said else "")
     if proposal.usage.error:
         return "error", f"the agent reported an error: {proposal.usage.error}"
     return None
+
+
+def _not_found_hint(agent: dict[str, Any]) -> str:
+    """Where a command the shell could not find (exit 127) was looked for: inside the agent's
+    sandbox, /tmp is a private one, so a program there is not the one the user sees."""
+    try:
+        program = shlex.split(agent.get("command") or "")[0]
+    except (ValueError, IndexError):
+        return ""
+    confined = (agent.get("confinement") or {}).get("tool") == "bwrap"
+    where = "inside the agent's sandbox" if confined else "on this machine"
+    if not program.startswith("/"):
+        return f" ({program} was looked for on PATH {where})"
+    hint = f" ({program} was looked for {where}"
+    if confined and Path(program).is_relative_to("/tmp"):
+        hint += (
+            ", where /tmp is private to the sandbox and empty: put the agent's command "
+            "outside /tmp, or on PATH"
+        )
+    return hint + ")"
 
 
 def _refusal(
