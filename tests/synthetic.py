@@ -193,6 +193,8 @@ def reach(what, root, common, baseline):
         (root / "README").write_text("clobbered by the bench")
     elif what == "commit":
         git("-c", "user.name=x", "-c", "user.email=x@y", "commit", "-qam", "sneaky")
+    elif what == "nest":  # its own tree's src/nested made a repository: git add skips it
+        subprocess.run(["git", "init", "-q", str(root / "src" / "nested")], check=True)
     elif what == "checkout":
         (checkout / "README").write_text("written into your checkout")
     elif what == "stage":  # stage a change to another file, the working tree untouched

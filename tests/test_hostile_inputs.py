@@ -49,6 +49,53 @@ def test_a_nul_byte_in_a_text_hunk_is_binary_content(target):
     assert record.error == "the patch carries binary content"
 
 
+def test_a_gitlink_in_a_patch_is_refused_unmeasured_and_the_night_goes_on(target):
+    """A gitlink (mode 160000, a submodule's entry) applies as an empty directory and cannot
+    be committed: refused by the patch checks, beside a real win, before any bench time."""
+    tip = git(target.root, "rev-parse", "HEAD").strip()
+    gitlink = (
+        "diff --git a/src/sub b/src/sub\nnew file mode 160000\n"
+        f"index 0000000..{tip}\n--- /dev/null\n+++ b/src/sub\n@@ -0,0 +1 @@\n"
+        f"+Subproject commit {tip}\n"
+    )
+    win = unified_patch("src/value.txt", "100\n", "80\n")
+    (target.queue / "01-gitlink.patch").write_text("Title: a win and a gitlink\n\n" + win + gitlink)
+    target.add_hypothesis("02-win", {"src/value.txt": "70\n"})
+
+    done = run_cli("run", cwd=target.root)
+    again = run_cli("run", cwd=target.root)
+
+    assert done.returncode == 0, done.stderr
+    assert again.returncode == 0, again.stderr
+    first, second = experiments(target)
+    assert first.status == "scope_violation" and "gitlink" in first.error, first.error
+    assert not first.bench_logs
+    assert second.status == "keep"
+
+
+def test_a_change_its_run_made_uncommittable_is_a_failure_and_the_night_goes_on(target):
+    """The candidate's bench makes a repository of the directory its patch adds a file to:
+    git's add skips the file, the keep's commit would fail on every run. That experiment is
+    the failure, recorded once; the next hypothesis is kept and no resume replays it."""
+    target.add_hypothesis(
+        "01-nest",
+        {"src/nested/a.txt": "x\n", "src/value.txt": "80\n", "src/mode.txt": "tamper-nest\n"},
+    )
+    target.add_hypothesis("02-win", {"src/value.txt": "70\n"})
+
+    done = run_cli("run", cwd=target.root)
+    again = run_cli("run", cwd=target.root)
+
+    assert done.returncode == 0, done.stderr
+    assert again.returncode == 0, again.stderr
+    first, second = experiments(target)
+    assert first.status == "apply_failed", (first.status, first.error)
+    assert "src/nested/a.txt" in first.error and "cannot commit" in first.error, first.error
+    assert second.status == "keep"
+    assert target.branch_log()[0] == "02-win"
+    assert git(session_paths(target.load()).worktree, "status", "--porcelain") == ""
+
+
 def test_a_20_mb_title_is_cut_and_the_keep_commits(target):
     title = "faster " * (3 * 1024 * 1024)  # 21 MB on one header line
     target.add_hypothesis("01-win", {"src/value.txt": "80\n"}, title=title)

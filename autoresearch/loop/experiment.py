@@ -19,6 +19,7 @@ from ..proposers import Hypothesis
 from ..repo.guard import TreeGuard
 from ..repo.patchcheck import PatchProblem, check_paths, patch_paths
 from ..repo.seal import RepoSeal
+from ..repo.workspace import UncommittableError
 from ..statuses import Status
 from .second_look import second_look_count
 from .session import Session, StopRequested, prepare_best, proposal_context
@@ -240,6 +241,11 @@ def keep(
     message = _commit_message(hypothesis, decision, record.id, summary, session.config)
     try:
         sha = session.ws.keep(paths, message)
+    except UncommittableError as exc:
+        # The change's own doing: recorded as its failure (never run again), the night goes on.
+        session.ws.revert()
+        why = f"the keep commit of {record.id} failed: {exc}"
+        return draft.finish(Status.APPLY_FAILED, why, error=why, **measured)
     except WorkspaceError as exc:
         # A full disk, a broken repository: the win is not lost (it runs again once on the
         # next run), the tree is clean, and the night stops with the reason.

@@ -14,6 +14,13 @@ __all__ = ["PatchProblem", "check_paths", "patch_paths"]
 _HEADER_PATH = re.compile(r"^(?:---|\+\+\+) (.+?)(?:\t.*)?$")
 _GIT_META_PATH = re.compile(r"^(?:rename|copy) (?:from|to) (.+)$")
 _SYMLINK_MODE = re.compile(r"^(?:new file mode|new mode|deleted file mode|old mode) 120000", re.M)
+# A gitlink (a submodule's entry): git applies it as an empty directory, and no commit of the
+# patch's paths can take it.
+_GITLINK_MODE = re.compile(
+    r"^(?:(?:new file mode|new mode|deleted file mode|old mode) 160000"
+    r"|index [0-9a-f]+\.\.[0-9a-f]+ 160000)$",
+    re.M,
+)
 _BINARY = re.compile(r"^(?:GIT binary patch|Binary files .* differ)$", re.M)
 
 
@@ -55,6 +62,12 @@ def check_paths(
     if not paths:
         return PatchProblem(
             Status.APPLY_FAILED, "the patch touches no file (is it a unified diff?)"
+        )
+    if _GITLINK_MODE.search(patch):
+        return PatchProblem(
+            Status.SCOPE_VIOLATION,
+            "the patch adds or changes a gitlink (a submodule's entry, mode 160000), which a "
+            "keep cannot commit",
         )
     if _SYMLINK_MODE.search(patch):
         return PatchProblem(Status.SCOPE_VIOLATION, "the patch creates or changes a symbolic link")

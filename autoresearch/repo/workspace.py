@@ -14,7 +14,19 @@ from ..errors import WorkspaceError
 from .gitrepo import COMMIT_ENV, Repo, open_repo
 from .watch import Watches
 
-__all__ = ["ApplyResult", "BaselineTree", "Workspace", "apply_patch", "open_workspace"]
+__all__ = [
+    "ApplyResult",
+    "BaselineTree",
+    "UncommittableError",
+    "Workspace",
+    "apply_patch",
+    "open_workspace",
+]
+
+
+class UncommittableError(WorkspaceError):
+    """The change itself cannot be committed (not the repository, the disk or the signing):
+    that experiment's failure, not the night's."""
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,13 @@ class Workspace:
         present = [p for p in paths if p in tracked or (self.path / p).exists()]
         # --force: a file the patch adds is kept even when a .gitignore pattern matches it.
         self.tree.must("add", "--all", "--force", "--", *present)
+        missing = self._not_staged(present)
+        if missing:
+            raise UncommittableError(
+                f"git cannot commit {', '.join(missing[:5])}: it is not in the index after "
+                "`git add` (inside a directory that became a repository of its own, or a "
+                "gitlink?)"
+            )
         # Those paths only (`git commit -- paths`): a change a run staged in the index alone,
         # with the working tree untouched, is not in what the guard compared, nor in the keep.
         only = ["--", *present] if present else []
@@ -91,6 +110,15 @@ class Workspace:
         # Whatever else the bench left behind must not survive into the next experiment.
         self.revert()
         return sha
+
+    def _not_staged(self, present: list[str]) -> list[str]:
+        """The paths of `present` that are files but are not in the index as files after the
+        add: git skipped them, and `git commit -- <paths>` would refuse the lot."""
+        listed = self.tree.run("ls-files", "-s", "-z", "--", *present).out.split("\0")
+        staged = {
+            entry.partition("\t")[2] for entry in listed if entry and not entry.startswith("160000")
+        }
+        return [p for p in present if (self.path / p).is_file() and p not in staged]
 
     def show(self, commit: str) -> None:
         """The tree of `commit` checked out over the tip, HEAD left on the branch: what a
