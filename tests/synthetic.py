@@ -10,6 +10,8 @@ BENCH_SENTINEL_NOISE_PCT sets the sentinel's own noise (default: BENCH_NOISE_PCT
 BENCH_COST (a Python expression over the `name = value` lines of src/knobs.txt and `value`,
 src/value.txt's number) gives time_ms.
 BENCH_FAIL_TREE=baseline makes the baseline worktree's runs fail after BENCH_FAIL_AFTER of them.
+BENCH_FAIL_VALUE=80 makes the baseline worktree's runs at that src/value.txt fail, the first
+BENCH_FAIL_TIMES of them (counted in BENCH_FAIL_COUNTER), or all: a best that is flaky once kept.
 The bench adds gaussian noise of BENCH_NOISE_PCT percent (default 0), or multiplies by the
 factors in BENCH_FACTORS in turn (counted in the file BENCH_COUNTER); BENCH_SENTINEL_SPREAD
 swings the sentinel alone up and down by up to that fraction, the same way for the same run
@@ -81,6 +83,12 @@ if mode == "crash":
 fail_tree = os.environ.get("BENCH_FAIL_TREE")
 if fail_tree == tree:  # "baseline": the best's own runs fail after BENCH_FAIL_AFTER runs
     if count_run(os.environ["BENCH_FAIL_COUNTER"]) >= int(os.environ.get("BENCH_FAIL_AFTER", "0")):
+        print("bench: the machine hiccuped (simulated)", file=sys.stderr)
+        sys.exit(7)
+fail_value = os.environ.get("BENCH_FAIL_VALUE")
+if tree == "baseline" and fail_value and float(fail_value) == value:
+    times = os.environ.get("BENCH_FAIL_TIMES")
+    if times is None or count_run(os.environ["BENCH_FAIL_COUNTER"]) < int(times):
         print("bench: the machine hiccuped (simulated)", file=sys.stderr)
         sys.exit(7)
 sleep = 0.0 if sentinels_only else float(os.environ.get("BENCH_SLEEP_S", "0"))

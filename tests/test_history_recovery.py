@@ -7,6 +7,7 @@ import json
 from conftest import experiments, git, run, run_cli, unified_patch
 
 from autoresearch.journal.store import read_journal
+from autoresearch.loop.session_dir import session_paths
 
 
 def _two_keeps(target):
@@ -86,3 +87,47 @@ def test_a_failing_baseline_is_not_the_candidates_fault(target, tmp_path, monkey
 
     first, retry = experiments(target)
     assert (retry.status, retry.retry_of) == ("keep", first.id)
+
+
+def test_a_recalibration_whose_baseline_fails_once_is_retried_and_the_night_goes_on(
+    target, tmp_path, monkeypatch
+):
+    """The new best's bench fails once as it is calibrated after a keep: a baseline failure
+    like any other, said; the calibration runs again, and the rest of the queue runs."""
+    monkeypatch.setenv("BENCH_FAIL_VALUE", "80")
+    monkeypatch.setenv("BENCH_FAIL_TIMES", "1")
+    monkeypatch.setenv("BENCH_FAIL_COUNTER", str(tmp_path / "count"))
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    target.add_hypothesis("02-win", {"src/speedup-b.txt": "0.8\n"})
+
+    done = run_cli("run", cwd=target.root)
+
+    assert done.returncode == 0, done.stderr
+    assert "the calibration of the best failed (1 in a row)" in done.stderr, done.stderr
+    assert [r.status for r in experiments(target)] == ["keep", "keep"]
+    calibrations = read_journal(target.journal).calibrations
+    assert [c.medians["time_ms"] for c in calibrations] == [100, 80, 64]
+
+
+def test_a_best_whose_calibration_keeps_failing_stops_the_night_with_a_reason(
+    target, tmp_path, monkeypatch
+):
+    """Three failed calibrations in a row: no candidate can be judged against that best. The
+    night stops by itself, says why, and the queue is left for the next run."""
+    monkeypatch.setenv("BENCH_FAIL_VALUE", "80")
+    monkeypatch.setenv("BENCH_FAIL_COUNTER", str(tmp_path / "count"))
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    target.add_hypothesis("02-win", {"src/speedup-b.txt": "0.8\n"})
+
+    done = run_cli("run", cwd=target.root)
+
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "failed 3 times in a row" in done.stderr, done.stderr
+    assert [r.status for r in experiments(target)] == ["keep"]
+    assert not session_paths(target.load()).inflight.exists()
+
+    monkeypatch.delenv("BENCH_FAIL_VALUE")
+    again = run_cli("run", cwd=target.root)
+    assert again.returncode == 0, again.stderr
+    assert [r.status for r in experiments(target)] == ["keep", "keep"]

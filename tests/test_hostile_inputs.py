@@ -129,6 +129,8 @@ def test_a_bench_that_prints_without_end_keeps_a_capped_log(target):
 
 
 def test_a_clean_stop_after_a_failed_calibration_leaves_no_marker(target):
+    """A best whose bench always fails: three calibrations in a row fail, and the night stops
+    by itself (exit 3, the reason said), with no marker of a phase left behind."""
     git(target.root, "rm", "-q", "bench.py")
     (target.root / "bench.py").write_text("#!/bin/sh\nexit 3\n")
     os.chmod(target.root / "bench.py", 0o755)
@@ -137,7 +139,8 @@ def test_a_clean_stop_after_a_failed_calibration_leaves_no_marker(target):
 
     done = run_cli("run", cwd=target.root)
 
-    assert done.returncode == 1 and "error:" in done.stderr, done.stderr
+    assert done.returncode == 3, done.stderr
+    assert "stopped: the best's bench failed 3 times in a row" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
     assert not session_paths(target.load()).inflight.exists()
     status = run_cli("status", cwd=target.root)

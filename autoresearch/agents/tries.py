@@ -110,6 +110,8 @@ def try_change(
             raise UserError("interrupted during the pre-flight")
         if not restore_calibration(session) and not calibrate_best(session):
             raise UserError("interrupted during the calibration of the best")
+        if session.stop_error is not None:
+            raise UserError(session.stop_error)
         record = run_experiment(session, hypothesis)
         account(session, record)
         # The next try is measured against the new best's own runs.

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..config import Config
 from ..decide.calibration import Calibration
 from ..decide.design import noise_verdict
-from ..errors import PreflightError
+from ..errors import PreflightError, UserError
 from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..progress import Progress, format_value
 from ..proposers import Hypothesis
@@ -166,7 +166,37 @@ def _refuse_noise(session: Session) -> None:
 
 
 def calibrate_best(session: Session) -> bool:
-    """Measure the current best repeatedly: its samples and noise set the threshold."""
+    """Measure the current best repeatedly: its samples and noise set the threshold. A failed
+    run of the best is a baseline failure like any other: said, counted and measured again;
+    MAX_BASELINE_FAILURES in a row stop the night (`stop_error`). False: a signal stopped it."""
+    while True:
+        try:
+            record = _calibrate_once(session)
+        except UserError as exc:
+            session.tally.baseline_failures += 1
+            failures = session.tally.baseline_failures
+            session.progress.warn(
+                f"the calibration of the best failed ({failures} in a row): {exc}"
+            )
+            if failures < MAX_BASELINE_FAILURES:
+                continue
+            session.stop_error = (
+                f"the best's bench failed {failures} times in a row (the last in its "
+                f"calibration: {exc}): the bench or the machine is broken; fix it, and run "
+                "again to resume"
+            )
+            return True
+        if record is None:
+            return False
+        session.tally.baseline_failures = 0
+        session.journal.append(record)
+        _announce_calibration(session, record)
+        return True
+
+
+def _calibrate_once(session: Session) -> CalibrationRecord | None:
+    """One calibration of the current best; None when a signal stopped it, a UserError when
+    its bench failed."""
     tip = session.ws.tip()
     label = log_label(session, "calibration")
     pairs = session.config.bench.calibration_runs // 2
@@ -174,7 +204,7 @@ def calibrate_best(session: Session) -> bool:
     prepare_best(session, tip, label)
     # The worktree is clean at the tip here: recovery and keep both end with a revert.
     try:
-        record = calibrate(
+        return calibrate(
             session.config,
             session.harness("calibration", marker(session, "calibration")),
             arms=(session.baseline_tree.path, session.ws.path),
@@ -189,11 +219,6 @@ def calibrate_best(session: Session) -> bool:
     finally:
         session.ws.revert()
         session.paths.inflight.unlink(missing_ok=True)
-    if record is None:
-        return False
-    session.journal.append(record)
-    _announce_calibration(session, record)
-    return True
 
 
 def _announce_calibration(session: Session, record: CalibrationRecord) -> None:
