@@ -223,23 +223,40 @@ def test_odd_try_ids_are_named(target):
 
 
 def test_an_agent_that_breaks_its_scratch_tree_does_not_end_the_night(target, tmp_path):
-    """It deletes its tree's .git: that proposal fails (said, and asked again at once, since
-    nothing else has a hypothesis), the tree is made again, and the next proposal's win is
-    kept."""
+    """It deletes its tree's .git, or writes garbage there: that proposal is an agent_failed
+    record saying what it broke, the tree is made again, and the next proposal's win is
+    kept. An agent that breaks it every time leaves a record each time, not a night of
+    nothing."""
+    garble = "import pathlib; pathlib.Path('.git').write_text('gitdir: /nowhere\\n')"
     use_agent(
         target,
         tmp_path,
-        [edit("90\n", "breaks its tree", break_git=True), edit("80\n", "a real win")],
+        [
+            edit("90\n", "breaks its tree", break_git=True),
+            edit("85\n", "garbles its tree", run=garble),
+            edit("80\n", "a real win"),
+        ],
     )
 
     done = run_cli("run", cwd=target.root, timeout=300)
 
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
-    assert "not a git worktree any more (its .git is gone)" in done.stderr
-    kept = [r.title for r in experiments(target) if r.status == "keep"]
-    assert kept == ["a real win"]
+    records = experiments(target)
+    assert [r.status for r in records] == ["agent_failed", "agent_failed", "keep"]
+    assert "the agent broke its scratch tree" in records[0].error, records[0].error
+    assert "its .git is gone" in records[0].error
+    assert "the agent broke its scratch tree" in records[1].error, records[1].error
     assert target.branch_log()[0] == "a real win"
+
+
+def test_an_agent_that_always_breaks_its_scratch_tree_leaves_a_record_each_time(target, tmp_path):
+    use_agent(target, tmp_path, [edit("90\n", "breaks its tree", break_git=True)] * 3)
+
+    done = run_cli("run", cwd=target.root, timeout=300)
+
+    assert done.returncode == 0, done.stderr
+    assert [r.status for r in experiments(target)] == ["agent_failed"] * 3
 
 
 @pytest.mark.parametrize(

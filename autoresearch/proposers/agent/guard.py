@@ -64,6 +64,7 @@ class Proposal:
     branch_moved: bool = False
     stale: str | None = None  # made ahead at an older best, and why it cannot be used now
     reached: str | None = None  # what it changed outside its scratch tree (put back)
+    broken: str | None = None  # how it broke its scratch tree, so that no change could be read
 
 
 def fresh_scratch(source: Repo, path: Path, tip: str) -> Repo:
@@ -169,6 +170,11 @@ def _failure(proposal: Proposal) -> tuple[str, str] | None:
         return "crash", f"the agent failed ({result.describe()})" + (f": {said}" if said else "")
     if proposal.usage.error:
         return "error", f"the agent reported an error: {proposal.usage.error}"
+    if proposal.broken:
+        return "scratch", (
+            f"the agent broke its scratch tree, so that its change could not be read "
+            f"({proposal.broken}); the tree is made afresh for the next proposal"
+        )
     return None
 
 

@@ -32,7 +32,7 @@ from ...bench.proc import RunResult, read_log
 from ...bench.runners import LocalRunner
 from ...bench.sandbox import Sandbox, agent_sandbox
 from ...config import Config
-from ...errors import UserError
+from ...errors import UserError, WorkspaceError
 from ...files import read_bounded
 from ...journal.draft import parse_trailers
 from ...journal.records import ExperimentRecord, no_keep_streak
@@ -210,10 +210,15 @@ class AgentProposer:
         usage = read_usage(s.output, read_log(result.log_path), hypothesis_data)
         cost = f"${usage.cost_usd:.2f}" if usage.cost_usd is not None else "cost unknown"
         _say(context, f"agent #{k}: {result.describe()} after {result.duration_s:.0f} s, {cost}")
-        patch = self._patch(context, scratch.path, log_dir, hypothesis_path)
+        try:
+            patch, broken = self._patch(context, scratch.path, log_dir, hypothesis_path), None
+        except WorkspaceError as exc:
+            # Its tree is the loop's scratch space: made afresh for the next proposal.
+            patch, broken = b"", str(exc)
         branch_moved = _put_branch_back(source, context.branch, branch_before)
         return Proposal(
             patch=patch,
+            broken=broken,
             hypothesis=hypothesis_data,
             hypothesis_problem=hypothesis_problem,
             result=result,
