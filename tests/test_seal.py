@@ -5,11 +5,16 @@ and what it changed is put back."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-from conftest import experiments, git, run
+from conftest import eventually, experiments, git, run, spawn_loop
+from test_sandbox import confine
 
 from autoresearch.journal.store import read_journal
 from autoresearch.loop.session_dir import session_paths
@@ -174,3 +179,68 @@ def test_refs_rewritten_in_place_are_seen_without_asking_git_after_every_run(tmp
     asked.clear()
     seal.changes(checkout=False), seal.changes(checkout=False)
     assert asked.count("for-each-ref") == 2
+
+
+# -- what is yours, not the candidate's --------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["redirect", "tee"])
+@pytest.mark.parametrize("mode", ["off", "auto"])
+def test_the_loops_own_log_in_your_checkout_is_not_tampering(target, how, mode):
+    """`autoresearch run > night.log 2>&1` (or `| tee night.log`) from the checkout's top, the
+    log not ignored: the loop's own lines grow an untracked file of your checkout while the
+    candidate runs. That is the loop's writing, not the candidate's: the win is kept."""
+    if mode != "off":
+        confine(target, mode)
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    command = f"{shlex.quote(sys.executable)} -m autoresearch.cli run"
+    shell = (
+        f"{command} > night.log 2>&1" if how == "redirect" else f"{command} 2>&1 | tee night.log"
+    )
+
+    done = subprocess.run(
+        ["bash", "-c", shell],
+        cwd=target.root,
+        start_new_session=True,
+        timeout=300,
+        stdout=subprocess.DEVNULL,
+    )
+
+    log = (target.root / "night.log").read_text()
+    assert done.returncode == 0, log
+    (record,) = experiments(target)
+    assert record.status == "keep", record.error
+    assert "keep" in log
+
+
+def test_what_you_do_in_your_checkout_during_a_confined_night_is_yours(target, tmp_path):
+    """Confined, a candidate cannot write your checkout or the repository at all: a file you
+    write there and a commit you make on your branch while it is measured are yours. The win
+    is kept, and your commit stays where you put it."""
+    confine(target)
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    paths = session_paths(target.load())
+    loop = spawn_loop(target, {"BENCH_SLEEP_S": "0.3"})
+    try:
+        eventually(lambda: _phase(paths.inflight) == "bench", what="the candidate's bench")
+        (target.root / "notes.txt").write_text("my notes\n")
+        (target.root / "README").write_text("edited by hand\n")
+        git(target.root, "commit", "-qam", "my own commit")
+        mine = git(target.root, "rev-parse", "HEAD").strip()
+        _, err = loop.communicate(timeout=300)
+    finally:
+        loop.kill()
+        loop.wait()
+
+    assert loop.returncode == 0, err
+    (record,) = experiments(target)
+    assert record.status == "keep", record.error
+    assert git(target.root, "rev-parse", "main").strip() == mine
+    assert (target.root / "notes.txt").read_text() == "my notes\n"
+
+
+def _phase(marker: Path) -> str | None:
+    try:
+        return json.loads(marker.read_text()).get("phase")
+    except (OSError, ValueError):
+        return None

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+from pathlib import Path
 
 __all__ = [
     "children_of",
     "environ_of",
+    "files_of_session",
     "process_started",
     "reap",
     "running",
@@ -72,6 +74,28 @@ def children_of(me: int) -> set[int]:
             stat = stat_of(int(entry.name))
             if stat is not None and stat[1] == me:
                 found.add(int(entry.name))
+    return found
+
+
+def files_of_session(under: Path, session: int | None = None) -> set[Path]:
+    """The files under `under` that processes of `session` (this process's by default) hold
+    open: the loop's own log when its output is redirected there (`> night.log`, `nohup`,
+    `| tee night.log`: the shell's job shares the loop's session). A run of the target's code
+    is in a session of its own and cannot join another, so none of its files are here."""
+    session = os.getsid(0) if session is None else session
+    found: set[Path] = set()
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        stat = stat_of(int(entry.name))
+        if stat is None or stat[3] != session:
+            continue
+        with contextlib.suppress(OSError):
+            for fd in os.scandir(f"/proc/{entry.name}/fd"):
+                with contextlib.suppress(OSError):
+                    target = Path(os.readlink(fd.path))
+                    if target.is_relative_to(under):
+                        found.add(target)
     return found
 
 

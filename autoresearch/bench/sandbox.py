@@ -107,6 +107,15 @@ class Sandbox:
         argv += ["--chdir", str(cwd), "--"]
         return argv, {**env, **extra}
 
+    def reaches(self, path: Path) -> bool:
+        """Whether a confined run could write anything under `path` (or `path` itself): it
+        lies under, or holds, a directory the user shared with the runs."""
+        path = path.resolve()
+        return any(
+            _under(path, shared.resolve()) or _under(shared.resolve(), path)
+            for shared in self.writable
+        )
+
     @staticmethod
     def _pinned(env: dict[str, str], writable: list[Path]) -> dict[str, str]:
         """The pinned toolchain caches of `env` the run could not write, each to be an arm's

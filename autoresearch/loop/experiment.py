@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..bench.measure import PairMeasurement, measure_pair
 from ..bench.proc import RunResult
+from ..bench.sandbox import sandbox_for
 from ..config import Config
 from ..decide.rule import Decision
 from ..errors import StateError, WorkspaceError
@@ -77,6 +78,10 @@ def _announce(session: Session, hypothesis: Hypothesis, n: int) -> None:
 
 def _judge(session: Session, hypothesis: Hypothesis, draft: Draft, paths: list[str]):
     """Measure the applied candidate, gate it, and keep or revert it."""
+    sandbox, _ = sandbox_for(session.config)
+    # Confined runs cannot write your checkout or the repository: what changes there while
+    # they run is yours (repo/seal.py), unless you shared a path of it with them.
+    confined = sandbox is not None and not sandbox.reaches(session.ws.source.path)
     guard = TreeGuard(
         candidate=session.ws.tree,
         branch=session.ws.branch,
@@ -91,8 +96,10 @@ def _judge(session: Session, hypothesis: Hypothesis, draft: Draft, paths: list[s
             own=session.paths.root,
             session=session.config.session.name,
             skip=(session.config.ideas_path,),
+            confined=confined,
         ),
         watches=session.watches,
+        confined=confined,
     )
     pair = measure_candidate(session, draft, guard)
     measured = {

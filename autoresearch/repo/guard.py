@@ -60,8 +60,12 @@ class TreeGuard:
         hooks: bool = False,
         seal: RepoSeal | None = None,
         watches: Watches | None = None,
+        confined: bool = False,
     ):
+        """`confined`: the runs cannot write your checkout (the sandbox mounts it read-only),
+        so its HEAD and tracked files are yours to change meanwhile and are not compared."""
         self.seal = seal
+        self.confined = confined
         self.candidate = candidate
         self.branch = branch
         self.baseline = Repo(baseline, hooks) if baseline is not None else None
@@ -126,7 +130,7 @@ class TreeGuard:
         written = self._baseline_written()
         if written is not None:
             return written
-        if checkout:
+        if checkout and not self.confined:
             if now.checkout_head != was.checkout_head:
                 return f"your checkout {self.checkout.path} moved to another commit during the run"
             if now.checkout_changes != was.checkout_changes:
@@ -158,6 +162,7 @@ class TreeGuard:
         baseline = self.baseline
         candidate_head = self.candidate.head()
         baseline_head = baseline.head() if baseline is not None else None
+        checkout = checkout and not self.confined
         checkout_head = self.checkout.head() if checkout else ""
         return _Snapshot(
             candidate_head=candidate_head,

@@ -30,6 +30,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..bench.procfs import files_of_session
 from ..journal.fold import derived_paths
 from .gitrepo import Repo
 from .watch import tree_stamp
@@ -168,6 +169,7 @@ class RepoSeal:
         ignore_refs: tuple[str, ...] = (),
         session: str | None = None,
         skip: tuple[Path, ...] = (),
+        confined: bool = False,
     ):
         """`own`: the session's state directory, whose files the loop itself writes (it sits
         in the git directory by default, or wherever `[session] state_dir` puts it). A seal
@@ -178,8 +180,16 @@ class RepoSeal:
         Other sessions of the repository may run meanwhile: their branches
         (`refs/heads/autoresearch/*`; this session's is the tree guard's), their appends to a
         shared journal (records of another `session`) and `skip` (the ideas file, which
-        `autoresearch ideas` and the MCP tools write) are theirs, not the run's."""
+        `autoresearch ideas` and the MCP tools write) are theirs, not the run's.
+
+        `confined`: the runs cannot write the repository or your checkout at all (the sandbox
+        mounts them read-only), so what changes there meanwhile (a commit you make, a file you
+        write, a branch you switch to) is yours: only the git directory's files and the journal
+        are compared, and nothing of yours is put back. Unconfined, the files the loop's own
+        session writes in your checkout (its log, `> night.log`) are the loop's, not the run's.
+        """
         self.session = session
+        self.confined = confined
         self._refs_seen: tuple[tuple, dict[str, str]] | None = None  # (storage stamp, refs)
         self.watch_journal = watch_journal
         self.ignore_refs = ignore_refs
@@ -229,8 +239,9 @@ class RepoSeal:
                 f"{_branch(now.checkout_branch)}"
             )
         if checkout and now.untracked != was.untracked:
-            new = sorted({p for p, *_ in now.untracked} - {p for p, *_ in was.untracked})
-            changed = sorted({p for p, *_ in now.untracked ^ was.untracked} - set(new))
+            loops = self._loop_outputs()
+            new = sorted({p for p, *_ in now.untracked} - {p for p, *_ in was.untracked} - loops)
+            changed = sorted({p for p, *_ in now.untracked ^ was.untracked} - set(new) - loops)
             if new:
                 found.append(f"untracked files appeared in your checkout: {_names(new)}")
             if changed:
@@ -347,14 +358,27 @@ class RepoSeal:
 
     def _state(self, untracked: bool) -> _State:
         size, tail = self._journal_state()
+        yours = not self.confined  # what a run could have changed, beside you
         return _State(
             files={name: _file_state(self.common / name) for name in self._files()},
-            refs=self._refs(),
-            checkout_branch=self._checkout_branch(),
-            untracked=self._untracked() if untracked else self.expected.untracked,
+            refs=self._refs() if yours else {},
+            checkout_branch=self._checkout_branch() if yours else "",
+            untracked=(
+                frozenset()
+                if not yours
+                else self._untracked()
+                if untracked
+                else self.expected.untracked
+            ),
             journal_size=size,
             journal_tail=tail,
         )
+
+    def _loop_outputs(self) -> set[str]:
+        """Your checkout's files the loop's own session holds open (its redirected output), as
+        `ls-files` names them."""
+        root = self.checkout.path.resolve()
+        return {str(p.relative_to(root)) for p in files_of_session(root)}
 
     def _files(self) -> list[str]:
         names = [

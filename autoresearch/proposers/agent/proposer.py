@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ...bench.proc import RunResult, read_log
 from ...bench.runners import LocalRunner
-from ...bench.sandbox import Sandbox, agent_sandbox
+from ...bench.sandbox import Sandbox, agent_sandbox, sandbox_for
 from ...config import Config
 from ...errors import UserError, WorkspaceError
 from ...files import read_bounded
@@ -199,7 +199,7 @@ class AgentProposer:
         }
         # What an unconfined agent could change beyond its tree (hooks, config, refs, your
         # checkout, the journal): looked at after its run, and put back (repo/seal.py).
-        seal = self._seal(source, context)
+        seal = self._seal(source, context, confined=self._confined(scratch.path))
         # And the trees the loop measures in, unless it is measuring there meanwhile.
         trees = None if measuring is not None else WriteWatch(context.measured)
         if trees is not None:
@@ -259,9 +259,13 @@ class AgentProposer:
         if self._cli is not None and self._cli.note:
             context.notes.append(f"agent: {self._cli.note}")
 
-    def _seal(self, source: Repo, context: ProposalContext) -> RepoSeal:
-        """The seal of what an agent's run may not change (repo/seal.py)."""
+    def _seal(self, source: Repo, context: ProposalContext, confined: bool) -> RepoSeal:
+        """The seal of what an agent's run may not change (repo/seal.py). Confined, it can
+        write its own tree and git files only: your checkout and the refs are yours then,
+        unless you shared a path of them."""
         assert context.state_dir is not None
+        shared, _ = sandbox_for(self.config)
+        confined = confined and shared is not None and not shared.reaches(source.path)
         return RepoSeal(
             source,
             self.config.journal_path,
@@ -273,6 +277,7 @@ class AgentProposer:
             ignore_refs=(f"refs/heads/{context.branch}",),
             session=self.config.session.name,
             skip=(self.config.ideas_path,),
+            confined=confined,
         )
 
     def _patch(
@@ -315,9 +320,7 @@ class AgentProposer:
         ahead."""
         s = self.settings
         runner = context.runner or LocalRunner()
-        if self._sandbox is None:  # once a run: its home is copied from yours then
-            self._sandbox = agent_sandbox(self.config, cwd, s.home) or False
-        if self._sandbox:
+        if self._confined(cwd):
             runner = LocalRunner(sandbox=self._sandbox)
         return runner.run(
             command,
@@ -330,6 +333,13 @@ class AgentProposer:
             on_start=None,
             concurrent=s.prepare_ahead,
         )
+
+    def _confined(self, scratch: Path) -> bool:
+        """Whether the agent CLI runs confined (agent_sandbox); decided once a run, when its
+        home is copied from yours."""
+        if self._sandbox is None:
+            self._sandbox = agent_sandbox(self.config, scratch, self.settings.home) or False
+        return bool(self._sandbox)
 
     def _agent_record(
         self, command: str, result: RunResult, usage: Usage, log_dir: Path, prompt: str, pivot
