@@ -4,6 +4,7 @@ sleeps instead of burning CPU."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import itertools
 import os
@@ -236,24 +237,77 @@ def test_a_host_stops_what_a_killed_worker_left_running_before_it_measures(targe
     """A worker killed mid-run leaves its bench running, orphaned; the next job on that host
     (its clone, its token) stops it before measuring, so the two never overlap."""
     from autoresearch.bench.proc import TOKEN_ENV, process_token
-    from autoresearch.cluster.host import Job, run_job
+    from autoresearch.cluster.host import Job, host_sessions, run_job
 
     config = target.load()
+    job = Job("experiment", "t-0001", config, "autoresearch/t", "0" * 40)  # nothing to fetch
     # The first slot of this machine: what a host process takes when its worker has no name.
-    root = tmp_path / "hosts" / "autoresearch" / config.session.name / f"{socket.gethostname()}-0"
+    root = host_sessions(job, tmp_path / "hosts") / f"{socket.gethostname()}-0"
     root.mkdir(parents=True)
     orphan = subprocess.Popen(
         ["sleep", "300"],
         env={**os.environ, TOKEN_ENV: process_token(root)},
         start_new_session=True,
     )
-    job = Job("experiment", "t-0001", config, "autoresearch/t", "0" * 40)  # nothing to fetch
 
     out = run_job(job, None, str(tmp_path / "hosts"))
 
     assert out["leftovers_stopped"] == 1
     orphan.wait(timeout=10)  # gone (reaped by the host's kill, so no exit status of its own)
     assert out["failure"] == "interrupted" and "could not fetch" in out["detail"]
+
+
+def test_sessions_of_one_name_in_two_repositories_never_share_a_host_clone(tmp_path):
+    """Two repositories' sessions named alike, on the same hosts at once: each has clones of
+    its own (keyed by the driver's machine and repository too), so neither stops the other's
+    benches as its own leftovers."""
+    from conftest import make_target
+
+    from autoresearch.cluster.host import Job, host_sessions
+
+    first, second = (make_target(tmp_path / name).load() for name in ("one", "two"))
+    assert first.session.name == second.session.name
+    jobs = [Job("experiment", "t-0001", c, "autoresearch/t", "0" * 40) for c in (first, second)]
+    places = {host_sessions(job, tmp_path / "hosts") for job in jobs}
+    assert len(places) == 2
+    moved = replace(jobs[0], origin="another-driver")
+    assert host_sessions(moved, tmp_path / "hosts") not in places
+
+
+def test_a_killed_host_process_takes_its_unconfined_bench_with_it(tmp_path):
+    """A host process (a Dask worker) killed with SIGKILL mid-run: its bench, started in a
+    session of its own and unconfined, is stopped at once by the watchdog it left."""
+    script = (
+        "import os, subprocess, sys, time\n"
+        "from autoresearch.bench.orphans import stop_orphans_at_exit\n"
+        "from autoresearch.bench.proc import TOKEN_ENV\n"
+        "stop_orphans_at_exit('host-token-1')\n"
+        "env = {**os.environ, TOKEN_ENV: 'host-token-1'}\n"
+        "quiet = {'start_new_session': True, 'stdout': subprocess.DEVNULL}\n"
+        "bench = subprocess.Popen(['sleep', '300'], env=env, **quiet)\n"
+        "other = subprocess.Popen(['sleep', '300'], **quiet)\n"
+        "print(bench.pid, other.pid, flush=True)\n"
+        "time.sleep(300)\n"
+    )
+    host = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    bench, other = (int(pid) for pid in host.stdout.readline().split())
+    try:
+        host.kill()
+        host.communicate(timeout=10)
+        eventually(lambda: not _alive(bench), what="the orphaned bench to be stopped")
+        assert _alive(other)  # a process without the host's token is not the host's
+    finally:
+        for pid in (bench, other):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
 
 
 def test_a_restarted_worker_takes_back_the_clone_its_killed_predecessor_left(tmp_path):

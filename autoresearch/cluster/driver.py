@@ -334,6 +334,7 @@ class Driver(Landing):
             calibrations=tuple(known),
             calibrate=flight.calibrating,
             fallbacks=self.fallbacks(flight.parent),
+            origin=socket.gethostname(),
         )
         flight.future = self.submit(job, f"{flight.exp_id}-{len(flight.stale)}-{flight.losses}")
         self.flights.append(flight)
@@ -450,6 +451,7 @@ class Driver(Landing):
             tip=tip,
             runs=runs,
             env=harness_env(session, "confirmation"),
+            origin=socket.gethostname(),
         )
         try:
             result = self.submit(job, "confirm").result()

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import functools
+import hashlib
 import json
 import os
 import platform
@@ -35,6 +36,7 @@ from ..bench.measure import (
     measure_pair,
     prepare_baseline,
 )
+from ..bench.orphans import stop_orphans_at_exit
 from ..bench.proc import RunResult, capture, kill_processes, process_token, read_log
 from ..config import Config
 from ..decide.calibration import Calibration
@@ -48,7 +50,7 @@ from ..repo.gitrepo import Repo
 from ..repo.workspace import BaselineTree, apply_patch, clean
 from ..statuses import Status
 
-__all__ = ["Job", "run_job"]
+__all__ = ["Job", "host_sessions", "run_job"]
 
 LOG_TAIL_BYTES = 64 * 1024  # of each log sent back: the whole of a bench's METRIC output
 
@@ -73,6 +75,7 @@ class Job:
     # earlier best for each kind of host, until it lands.
     calibrate: bool = True
     fallbacks: tuple[dict[str, Any], ...] = ()
+    origin: str = ""  # the driver's machine: with the repository, whose session this is
 
 
 def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -> dict[str, Any]:
@@ -93,6 +96,7 @@ def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -
     # Every process a job starts carries this host's token: what a worker killed mid-job left
     # running (its bench goes on, orphaned) is found and stopped before this job measures.
     token = process_token(host.root)
+    stop_orphans_at_exit(token)  # a killed worker's bench stops with it, confined or not
     left = kill_processes(token)
     if left:
         out["leftovers_stopped"] = left
@@ -254,35 +258,46 @@ class Host:
 def _host_root(job: Job, workdir: str | None) -> Path:
     """The clone's directory, found again after a worker restarts: under the configured
     directory, else beside the workers' own scratch directories (which Dask makes anew for
-    each worker process); named by the worker's `--name`, else a slot of this machine that
-    the worker process holds locked while it lives, so that two live workers never share a
-    clone and a restarted one takes back the one its predecessor left."""
+    each worker process), in a directory of the session's own (host_sessions); named by the
+    worker's `--name`, else a slot of this machine. Either is held locked by the worker
+    process while it lives, so that two live workers never share a clone and a restarted one
+    takes back the one its predecessor left."""
     worker = _worker()
     base = workdir or job.config.cluster.workdir
     if not base:
         base = Path(worker.local_directory).parent if worker is not None else tempfile.gettempdir()
-    sessions = Path(base) / "autoresearch" / job.config.session.name
-    if worker is not None and str(worker.name) != str(worker.address):
-        root = sessions / re.sub(r"[^A-Za-z0-9._-]", "_", str(worker.name))
-    else:
-        root = _slot(sessions)
+    named = worker is not None and str(worker.name) != str(worker.address)
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", str(worker.name)) if named else None
+    root = _slot(host_sessions(job, Path(base)), name)
     root.mkdir(parents=True, exist_ok=True)
     return root
+
+
+def host_sessions(job: Job, base: Path) -> Path:
+    """Where a session's host clones live under `base`: keyed by the session's identity (the
+    driver's machine, its repository and the session's name), not its name alone: two
+    repositories' sessions of one name, measured on the same hosts at once, never share a
+    clone (each would stop the other's benches as its own leftovers)."""
+    identity = f"{job.origin}\0{job.config.repo_path}\0{job.config.session.name}"
+    digest = hashlib.sha256(identity.encode("utf-8", "surrogateescape")).hexdigest()[:12]
+    return base / "autoresearch" / f"{job.config.session.name}-{digest}"
 
 
 _SLOTS: dict[Path, Path] = {}  # the slot this process holds, by sessions directory
 _SLOT_LOCKS: list[int] = []  # their locks, held for the life of the process
 
 
-def _slot(sessions: Path) -> Path:
-    """The lowest slot (`<host>-<n>`) no live process holds, locked for this one's life."""
+def _slot(sessions: Path, name: str | None = None) -> Path:
+    """The clone directory this process holds, locked for its life: `name` (a worker's own)
+    when no live process holds it, else the lowest slot (`<host>-<n>`) none holds."""
     held = _SLOTS.get(sessions)
     if held is not None:
         return held
     sessions.mkdir(parents=True, exist_ok=True)
     host = re.sub(r"[^A-Za-z0-9._-]", "_", socket.gethostname())
-    for n in range(1024):
-        root = sessions / f"{host}-{n}"
+    names = ([name] if name else []) + [f"{host}-{n}" for n in range(1024)]
+    for candidate in names:
+        root = sessions / candidate
         fd = os.open(sessions / f".{root.name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
