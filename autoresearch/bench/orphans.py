@@ -14,15 +14,18 @@ returns, and it stops every process that carries the watched process's token.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
+from typing import TYPE_CHECKING
 
-from .proc import kill_processes
+from .proc import kill_processes, spawn_watcher
+
+if TYPE_CHECKING:
+    from subprocess import Popen
 
 __all__ = ["stop_orphans_at_exit"]
 
 # token -> the watchdog and the pipe's write end, both held for the life of the process
-_WATCHED: dict[str, tuple[subprocess.Popen, int]] = {}
+_WATCHED: dict[str, tuple[Popen, int]] = {}
 
 
 def stop_orphans_at_exit(token: str) -> None:
@@ -32,13 +35,8 @@ def stop_orphans_at_exit(token: str) -> None:
         return
     read, write = os.pipe()  # neither inheritable: no run this process starts holds the pipe
     try:
-        watchdog = subprocess.Popen(
-            [sys.executable, "-m", __name__, token],
-            stdin=read,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            start_new_session=True,  # not in the group a kill of the watched one's group takes
-        )
+        # In a session of its own: not in the group a kill of the watched one's group takes.
+        watchdog = spawn_watcher([sys.executable, "-m", __name__, token], stdin=read)
     except OSError:
         os.close(write)
         raise

@@ -50,6 +50,7 @@ __all__ = [
     "run",
     "running",
     "spawn_detached",
+    "spawn_watcher",
     "tail_text",
 ]
 
@@ -387,6 +388,13 @@ def spawn_detached(
             env={**os.environ, **(env or {})},
         )
     return child.pid
+
+
+def spawn_watcher(argv: list[str], stdin: int) -> subprocess.Popen:
+    """Start `argv` reading `stdin`, in a session of its own that outlives this process, its
+    output discarded: a watchdog (orphans.py)."""
+    quiet = subprocess.DEVNULL
+    return subprocess.Popen(argv, stdin=stdin, stdout=quiet, stderr=quiet, start_new_session=True)
 
 
 def _kill_tree(

@@ -33,9 +33,10 @@ from pathlib import Path
 from ..bench.procfs import files_of_session
 from ..journal.fold import derived_paths
 from .gitrepo import Repo
+from .mirror import JournalMirror, journal_tail
 from .watch import tree_stamp
 
-__all__ = ["JournalMirror", "RepoSeal"]
+__all__ = ["RepoSeal"]
 
 GIT_FILES = (
     "config",
@@ -47,7 +48,6 @@ GIT_FILES = (
     "shallow",
 )
 MAX_KEPT_BYTES = 4 * 1024 * 1024  # a bigger file there is not config: compared by hash only
-TAIL_BYTES = 4096
 SESSION_REFS = "refs/heads/autoresearch/"  # the sessions' branches: each guards its own
 REF_STORAGE = ("packed-refs", "refs", "reftable")  # where refs live: packed, loose, a reftable
 
@@ -77,71 +77,6 @@ def _file_state(path: Path) -> _FileState | None:
     except OSError:
         return _FileState(-2, "unreadable", None)
     return _FileState(len(data), hashlib.sha256(data).hexdigest(), data)
-
-
-class JournalMirror:
-    """A copy of the journal beside the session's state, brought up to date by appending what
-    is new (the journal only grows): what a journal emptied or rewritten by a run is put back
-    from. O(new bytes) per experiment."""
-
-    def __init__(self, journal: Path, copy: Path):
-        self.journal = journal
-        self.copy = copy
-
-    def sync(self) -> None:
-        try:
-            size = self.journal.stat().st_size
-        except FileNotFoundError:
-            return
-        have = self.copy.stat().st_size if self.copy.exists() else -1
-        if 0 <= have <= size and _tail(self.copy, have) == _tail(self.journal, have):
-            if have < size:
-                with self.journal.open("rb") as src, self.copy.open("ab") as dst:
-                    src.seek(have)
-                    shutil.copyfileobj(src, dst)
-            return
-        self.copy.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.copy.with_name(self.copy.name + ".partial")
-        shutil.copyfile(self.journal, partial)
-        partial.replace(self.copy)
-
-    def drop(self) -> None:
-        for path in (self.copy, self.copy.with_name(self.copy.name + ".partial")):
-            with contextlib.suppress(OSError):
-                path.unlink()
-
-    def restore(self, size: int) -> bool:
-        """Put the journal back as it was at `size` bytes, from the mirror; False if the
-        mirror cannot (it is shorter, or gone)."""
-        if not self.copy.exists() or self.copy.stat().st_size < size:
-            return False
-        partial = self.journal.with_name(self.journal.name + ".restoring")
-        with self.copy.open("rb") as src, partial.open("wb") as dst:
-            remaining = size
-            while remaining:
-                chunk = src.read(min(remaining, 1 << 20))
-                if not chunk:
-                    return False
-                dst.write(chunk)
-                remaining -= len(chunk)
-            dst.flush()
-            os.fsync(dst.fileno())
-        partial.replace(self.journal)
-        return True
-
-
-def _tail(path: Path, size: int) -> str:
-    """The hash of the bytes of `path` just before offset `size`."""
-    digest = hashlib.sha256()
-    if size <= 0:
-        return digest.hexdigest()
-    try:
-        with path.open("rb") as f:
-            f.seek(max(0, size - TAIL_BYTES))
-            digest.update(f.read(min(size, TAIL_BYTES)))
-    except OSError:
-        return "unreadable"
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -450,7 +385,7 @@ class RepoSeal:
             size = self.journal.stat().st_size
         except FileNotFoundError:
             return -1, ""
-        return size, _tail(self.journal, size)
+        return size, journal_tail(self.journal, size)
 
     def _appended(self) -> list[bytes]:
         """The lines the journal gained since the seal (bounded: a run that appends more than
@@ -474,7 +409,7 @@ class RepoSeal:
         return not (other and self.session is not None and found["session"] != self.session)
 
     def _journal_prefix_intact(self) -> bool:
-        return _tail(self.journal, self.expected.journal_size) == self.expected.journal_tail
+        return journal_tail(self.journal, self.expected.journal_size) == self.expected.journal_tail
 
     def _relative(self, path: Path) -> str | None:
         """`path` as `ls-files` names it (a prefix of the journal's own files, or a folder's
