@@ -167,6 +167,7 @@ AGENT_STEPS = [
     {"hypothesis_text": '{"title": "t", "hypothesis": "h", "family": "f", "input_tokens": 1e400}'},
     {"title": "t" * 400_000},
     {"break_git": True},
+    {"run": "import pathlib; pathlib.Path('.git').write_text('gitdir: /nowhere\\n')"},
     {"do": "crash"},
     {"do": "hang"},
     {"move_branch": "refs/heads/autoresearch/t"},
@@ -364,6 +365,6 @@ def _answer(night: Night, args: list[str]) -> tuple[int, bool]:
 TRUST_CATEGORIES: dict[str, tuple[str, Callable[[Tally, int], None], int, int]] = {
     "seal": ("repository reaches, unconfined (the seal)", unconfined_reaches, 48, 12),
     "sandbox": ("repository reaches, confined (bubblewrap)", confined_reaches, 48, 12),
-    "agents": ("misbehaving agents", misbehaving_agents, 10, 10),
+    "agents": ("misbehaving agents", misbehaving_agents, 11, 11),
     "inputs": ("odd try, result and MCP input", odd_inputs, 20, 20),
 }

@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from fault_classes import CLASS_CATEGORIES  # noqa: E402
 from fault_hosts import HOST_CATEGORIES  # noqa: E402
 from fault_night import Night, Tally, standard_queue  # noqa: E402
 from fault_trust import TRUST_CATEGORIES  # noqa: E402
@@ -336,6 +337,7 @@ CATEGORIES: dict[str, tuple[str, Callable[[Tally, int], None], int, int]] = {
     "tamper": ("tampering candidates", tampering, 10, 5),
     "journal": ("damaged journals", damaged_journals, 18, 9),
     **TRUST_CATEGORIES,
+    **CLASS_CATEGORIES,
     **HOST_CATEGORIES,
 }
 

@@ -26,7 +26,7 @@ def test_every_fault_is_survived(tmp_path):
     errors = [f"{t['name']}: {t['harness_error']}" for t in tallies if t["harness_error"]]
     assert not errors, "\n".join(errors)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
-    assert len(tallies) == 14
+    assert len(tallies) == 15
     for tally in tallies:
         assert tally["harness_error"] is None, tally["harness_error"]
         assert tally["faults"] > 0, tally
