@@ -201,6 +201,8 @@ def reach(what, root, common, baseline):
         (root / "README").write_text("clobbered by the bench")
     elif what == "commit":
         git("-c", "user.name=x", "-c", "user.email=x@y", "commit", "-qam", "sneaky")
+    elif what == "gitdir":  # its tree's .git pointed at your repository: the loop's git follows
+        (root / ".git").write_text(f"gitdir: {common}\n")
     elif what == "nest":  # its own tree's src/nested made a repository: git add skips it
         subprocess.run(["git", "init", "-q", str(root / "src" / "nested")], check=True)
     elif what == "checkout":

@@ -228,26 +228,35 @@ def test_an_agent_that_breaks_its_scratch_tree_does_not_end_the_night(target, tm
     kept. An agent that breaks it every time leaves a record each time, not a night of
     nothing."""
     garble = "import pathlib; pathlib.Path('.git').write_text('gitdir: /nowhere\\n')"
+    # Pointed at your repository: the loop's own `git add` and `read-tree` there would have
+    # replaced your index and moved your HEAD.
+    redirect = f"import pathlib; pathlib.Path('.git').write_text('gitdir: {target.root}/.git')"
     use_agent(
         target,
         tmp_path,
         [
             edit("90\n", "breaks its tree", break_git=True),
             edit("85\n", "garbles its tree", run=garble),
+            edit("84\n", "points its tree at yours", run=redirect),
             edit("80\n", "a real win"),
         ],
     )
+    (target.root / "README").write_text("staged work of yours\n")
+    git(target.root, "add", "README")
+    yours = (git(target.root, "rev-parse", "HEAD"), git(target.root, "diff", "--cached"))
 
     done = run_cli("run", cwd=target.root, timeout=300)
 
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     records = experiments(target)
-    assert [r.status for r in records] == ["agent_failed", "agent_failed", "keep"]
+    assert [r.status for r in records] == ["agent_failed"] * 3 + ["keep"]
     assert "the agent broke its scratch tree" in records[0].error, records[0].error
     assert "its .git is gone" in records[0].error
     assert "the agent broke its scratch tree" in records[1].error, records[1].error
+    assert f"rewritten to point at {target.root.resolve()}/.git" in records[2].error
     assert target.branch_log()[0] == "a real win"
+    assert (git(target.root, "rev-parse", "HEAD"), git(target.root, "diff", "--cached")) == yours
 
 
 def test_an_agent_that_always_breaks_its_scratch_tree_leaves_a_record_each_time(target, tmp_path):

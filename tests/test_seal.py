@@ -244,3 +244,44 @@ def _phase(marker: Path) -> str | None:
         return json.loads(marker.read_text()).get("phase")
     except (OSError, ValueError):
         return None
+
+
+@pytest.mark.parametrize("mode", ["off", "auto"])
+def test_a_worktree_s_git_file_pointed_at_your_repository_moves_nothing_of_yours(target, mode):
+    """The candidate's bench rewrites its tree's `.git` to `gitdir: <your repository>/.git`:
+    a git call that found its repository through that file would reset, clean and check out
+    your checkout. The loop's git calls name their repository themselves: your branch, your
+    staged work and your files stay exactly as they were, and the change is never kept."""
+    if mode != "off":
+        confine(target, mode)
+    target.add_hypothesis(
+        "01-redirect", {"src/value.txt": "80\n", "src/mode.txt": "tamper-gitdir\n"}
+    )
+    target.add_hypothesis("02-win", {"src/speedup-b.txt": "0.8\n"})
+    (target.root / "README").write_text("staged work of yours\n")
+    git(target.root, "add", "README")
+    (target.root / "notes.txt").write_text("untracked work of yours\n")
+    before = _yours(target)
+
+    run(target)
+
+    assert _yours(target) == before
+    statuses = [r.status for r in experiments(target)]
+    assert statuses[0] != "keep" and statuses[-1] == "keep", statuses
+    worktree = session_paths(target.load()).worktree
+    assert (worktree / ".git").read_text().startswith("gitdir: ")
+    assert git(worktree, "rev-parse", "--git-common-dir").strip() != ".git"
+
+
+def _yours(target) -> tuple:
+    """What you would look at: HEAD and its branch, the index's contents, your files (the
+    journal's derived files, the loop's own, left out)."""
+    status = git(target.root, "status", "--porcelain", "--untracked-files=all").splitlines()
+    return (
+        git(target.root, "symbolic-ref", "HEAD"),
+        git(target.root, "rev-parse", "HEAD"),
+        git(target.root, "diff", "--cached"),
+        [line for line in status if ".experiments.jsonl." not in line],
+        (target.root / "README").read_text(),
+        (target.root / "notes.txt").read_text(),
+    )

@@ -39,7 +39,7 @@ from ..loop.session import RunOptions, open_session
 from ..loop.session_dir import fresh_name, session_paths
 from ..progress import Progress
 from ..proposers import Hypothesis, parse_patch_file
-from ..repo.gitrepo import tree_patch
+from ..repo.gitrepo import Repo, tree_patch
 from ..statuses import Status
 
 __all__ = [
@@ -60,7 +60,8 @@ def worktree_patch(path: Path, tip: str, exclude: list[Path] | None = None) -> b
         with contextlib.suppress(ValueError):
             skipped.add(item.resolve().relative_to(root).as_posix())
     with tempfile.TemporaryDirectory(prefix="autoresearch-try-") as scratch:
-        return tree_patch(path, tip, skipped.__contains__, index=Path(scratch) / "index")
+        tree = Repo(path)  # your own tree: where its .git leads is yours to say
+        return tree_patch(tree, tip, skipped.__contains__, index=Path(scratch) / "index")
 
 
 def try_change(

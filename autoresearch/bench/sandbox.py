@@ -104,6 +104,11 @@ class Sandbox:
             extra[name] = str(path)
         for path in binds:
             argv += ["--bind", str(path), str(path)]
+        # The tree's `.git` (a linked worktree's `gitdir:` file) read-only over the writable
+        # tree: a run cannot point the tree, and the git of whoever works in it, elsewhere.
+        dotgit = cwd / ".git"
+        if dotgit.exists() and not dotgit.is_symlink():
+            argv += ["--ro-bind", str(dotgit), str(dotgit)]
         argv += ["--chdir", str(cwd), "--"]
         return argv, {**env, **extra}
 

@@ -196,7 +196,7 @@ class Host:
         """The candidate arm's tree at `commit`, plus `patch` when there is one (unbuilt)."""
         tree = self.trees[CANDIDATE]
         moved = tree.ensure(commit)  # a moved or dirty tree is checked out afresh and cleaned
-        repo = Repo(tree.path)
+        repo = Repo.worktree(self.repo, tree.path)
         if not moved:  # clean at the commit, it may still hold the last build's ignored output
             clean(repo, tree.build_output)
         if patch:

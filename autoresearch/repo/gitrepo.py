@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,16 +56,73 @@ class GitResult:
 
 
 class Repo:
-    """A git working tree (the user's checkout or a session worktree)."""
+    """A git working tree (the user's checkout or a session worktree).
 
-    def __init__(self, path: Path, hooks: bool = False):
+    Its git directory is found once, when it is opened, and named in every git call after
+    (GIT_DIR, GIT_WORK_TREE, GIT_COMMON_DIR): a run that rewrites the tree's `.git` file (to
+    `gitdir: <your repository>/.git`) cannot turn the loop's own reset, clean or add on your
+    repository. A tree the loop made is opened by `worktree()`, from what the repository
+    itself records of it, never from the tree's `.git`."""
+
+    def __init__(self, path: Path, hooks: bool = False, git_dir: Path | None = None):
         self.hooks = hooks
         try:
-            self._repo = git.Repo(path)
+            self._repo = git.Repo(git_dir if git_dir is not None else path)
         except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-            raise WorkspaceError(f"{path}: not a git repository") from None
-        self._repo.git.update_environment(**HARDENED_ENV)  # its object reads too
+            raise WorkspaceError(f"{git_dir or path}: not a git repository") from None
+        if self._repo.bare:
+            raise WorkspaceError(f"{path}: a bare repository has no working tree")
         self.path = Path(self._repo.working_tree_dir or path)
+        self.pinned = {
+            "GIT_DIR": str(Path(self._repo.git_dir).resolve()),
+            "GIT_WORK_TREE": str(self.path),
+            "GIT_COMMON_DIR": str(self.common_dir),
+        }
+        self._repo.git.update_environment(**HARDENED_ENV, **self.pinned)  # its object reads too
+
+    @classmethod
+    def worktree(cls, source: Repo, tree: Path, hooks: bool | None = None) -> Repo:
+        """The linked worktree at `tree` of `source`'s repository, its git directory found
+        in the repository's own records (`worktrees/<name>/gitdir`), not in the tree."""
+        wanted = (Path(tree).resolve() / ".git").as_posix()
+        root = source.common_dir / "worktrees"
+        for admin in sorted(root.iterdir()) if root.is_dir() else []:
+            with contextlib.suppress(OSError, UnicodeDecodeError):
+                recorded = (admin / "gitdir").read_text(encoding="utf-8").strip()
+                if Path(recorded).resolve(strict=False).as_posix() == wanted:
+                    return cls(tree, source.hooks if hooks is None else hooks, git_dir=admin)
+        raise WorkspaceError(f"{tree}: not a worktree of {source.path}")
+
+    def dotgit_problem(self) -> str | None:
+        """What is wrong with the tree's `.git` now, against the git directory it was opened
+        with (gone, rewritten, pointed elsewhere); None when it still leads there."""
+        dotgit = self.path / ".git"
+        if not dotgit.exists() and not dotgit.is_symlink():
+            return "its .git is gone"
+        if dotgit.is_symlink():
+            return "its .git was made a symbolic link"
+        leads = str(dotgit.resolve()) if dotgit.is_dir() else _gitdir_of(dotgit) or "nowhere"
+        if leads != self.pinned["GIT_DIR"]:
+            return f"its .git was rewritten to point at {leads}"
+        return None
+
+    def repair_dotgit(self) -> bool:
+        """A linked worktree's `.git` put back as it was made (`gitdir: <its git directory>`)
+        when a run rewrote, removed or replaced it; True when it had to be."""
+        if self.dotgit_problem() is None or self.pinned["GIT_DIR"] == self.pinned["GIT_COMMON_DIR"]:
+            return False  # intact, or a main checkout's own .git directory: not the loop's to make
+        dotgit = self.path / ".git"
+        if dotgit.is_dir() and not dotgit.is_symlink():
+            shutil.rmtree(dotgit)
+        else:
+            dotgit.unlink(missing_ok=True)
+        dotgit.write_text(f"gitdir: {self.pinned['GIT_DIR']}\n", encoding="utf-8")
+        return True
+
+    def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        """The environment of a git call in this tree: its repository named, git's messages
+        in English."""
+        return {**GIT_ENV, **self.pinned, **(extra or {})}
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -167,7 +225,7 @@ class Repo:
         done = capture(
             ["git", *HARDENED, *([] if self.hooks else ISOLATION), *args],
             cwd=self.path,
-            env={**GIT_ENV, **(env or {})},
+            env=self.env(env),
             timeout_s=GIT_TIMEOUT_S,
         )
         err = done.err.decode("utf-8", "surrogateescape")
@@ -187,6 +245,18 @@ class Repo:
         return result.out
 
 
+def _gitdir_of(dotgit: Path) -> str | None:
+    """Where a linked worktree's `.git` file points, resolved; None when it says nothing."""
+    try:
+        text = dotgit.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    target = Path(text.removeprefix("gitdir:").strip())
+    return str((target if target.is_absolute() else dotgit.parent / target).resolve())
+
+
 def open_repo(path: Path, hooks: bool = False) -> Repo:
     """The repository at `path` (its top level, if `path` is inside one)."""
     if not path.exists():
@@ -201,20 +271,21 @@ def open_repo(path: Path, hooks: bool = False) -> Repo:
 
 
 def tree_patch(
-    path: Path, base: str, leave_out: Callable[[str], bool], index: Path | None = None
+    tree: Repo, base: str, leave_out: Callable[[str], bool], index: Path | None = None
 ) -> bytes:
-    """The working tree at `path` against commit `base` as one binary-safe patch: tracked files,
-    untracked ones git does not ignore, and whatever was committed there since `base`; paths
-    `leave_out` names stay as they are at `base`. Staged through `index` when given (a scratch
-    index file, leaving the tree's own untouched), else through the tree's own index."""
-    if not (path / ".git").exists():  # git would find, and stage into, a repository above
-        raise WorkspaceError(f"{path}: not a git worktree any more (its .git is gone)")
-    env = {"GIT_CEILING_DIRECTORIES": str(path.parent)}
-    if index is not None:
-        env["GIT_INDEX_FILE"] = str(index)
+    """The working tree of `tree` against commit `base` as one binary-safe patch: tracked
+    files, untracked ones git does not ignore, and whatever was committed there since `base`;
+    paths `leave_out` names stay as they are at `base`. Staged through `index` when given (a
+    scratch index file, leaving the tree's own untouched), else through the tree's own index.
+    The tree's git directory is the one it was opened with, whatever its `.git` says now."""
+    path = tree.path
+    broken = tree.dotgit_problem()
+    if broken is not None:  # what was changed there cannot be read as the change
+        raise WorkspaceError(f"{path}: not the git worktree it was made as any more ({broken})")
+    env = tree.env({"GIT_INDEX_FILE": str(index)} if index is not None else {})
 
     def git(*args: str) -> bytes:
-        done = capture(["git", *args], cwd=path, env=env)
+        done = capture(["git", *HARDENED, *args], cwd=path, env=env)
         if not done.ok:
             raise WorkspaceError(f"{path}: git {args[0]} failed reading the change: {done.why()}")
         return done.out

@@ -68,7 +68,7 @@ class TreeGuard:
         self.confined = confined
         self.candidate = candidate
         self.branch = branch
-        self.baseline = Repo(baseline, hooks) if baseline is not None else None
+        self.baseline = Repo.worktree(checkout, baseline, hooks) if baseline is not None else None
         self.checkout = checkout
         self.patch_paths = patch_paths
         # The session's watches: a tree nothing wrote to since its fingerprint was taken (in
@@ -113,6 +113,10 @@ class TreeGuard:
                 f"the session branch moved from {was.branch_tip[:10]} to {now.branch_tip[:10]} "
                 "during the run (a commit made by the candidate's code)"
             )
+        for tree, arm in ((self.candidate, "candidate"), (self.baseline, "baseline")):
+            broken = tree.dotgit_problem() if tree is not None else None
+            if broken is not None:  # the loop's git ignores it; the tree's own runs would not
+                return f"the {arm} worktree's .git was changed during the run: {broken}"
         if now.candidate_head != was.candidate_head:
             return (
                 f"the candidate worktree's HEAD moved to {now.candidate_head[:10]} during the run"

@@ -130,6 +130,7 @@ class Workspace:
         tip = self.tip()
         if self._reverted is not None and self._reverted == self._revert_state(tip):
             return  # nothing written in the tree, nothing staged, HEAD at the tip since
+        self.tree.repair_dotgit()  # a run that rewrote it: the tree leads to its own repository
         self.tree.must("reset", "--hard", "--quiet", tip)
         clean(self.tree, self.build_output)
         self._reverted = self._revert_state(tip) if self.watches is not None else None
@@ -207,7 +208,7 @@ class BaselineTree:
         checks it out again and the best is built afresh."""
         self.mark_built(None)
         if self.path.exists():
-            clean(Repo(self.path, self.source.hooks))
+            clean(Repo.worktree(self.source, self.path))
 
     def ensure(self, commit: str) -> bool:
         """Check out `commit`; True when the tree changed (so its build is stale)."""
@@ -218,7 +219,9 @@ class BaselineTree:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self.source.must("worktree", "add", "--quiet", "--detach", str(self.path), commit)
             return True
-        tree = Repo(self.path, self.source.hooks)
+        tree = Repo.worktree(self.source, self.path)
+        if tree.repair_dotgit():
+            self.mark_built(None)  # a run reached into it: checked out and built afresh
         # Unknown build output (a new session, or a run wrote into the tree) is cleaned too:
         # an ignored file planted there is as good as a changed one to the baseline's bench.
         if tree.head() == commit and self.built_at is not None and self._clean(tree, commit):
@@ -284,7 +287,7 @@ def open_workspace(
             raise WorkspaceError(f"{worktree_path}: exists but is not the session's worktree")
         worktree_path.parent.mkdir(parents=True, exist_ok=True)
         source.must("worktree", "add", "--quiet", str(worktree_path), branch)
-    workspace = Workspace(source, Repo(worktree_path, hooks), branch, keep)
+    workspace = Workspace(source, Repo.worktree(source, worktree_path), branch, keep)
     if workspace.tree.head() != workspace.tip():
         # HEAD left detached or moved by hand inside the worktree: go back to the branch.
         workspace.tree.must("checkout", "--quiet", "--force", branch)

@@ -73,14 +73,14 @@ def fresh_scratch(source: Repo, path: Path, tip: str) -> Repo:
     tree = BaselineTree(source, path)
     try:
         moved = tree.ensure(tip)  # checks out, and cleans, whenever anything differs from `tip`
-        scratch = Repo(tree.path, source.hooks)
+        scratch = Repo.worktree(source, tree.path)
     except WorkspaceError:
         # The agent broke it (deleted or corrupted its `.git`): the tree is the loop's own
         # scratch space, so it is made again rather than ending the proposer.
         shutil.rmtree(path, ignore_errors=True)
         source.run("worktree", "prune")
         moved = tree.ensure(tip)
-        scratch = Repo(tree.path, source.hooks)
+        scratch = Repo.worktree(source, tree.path)
     if not moved:
         scratch.must("clean", "-ffdxq")
     return scratch
@@ -88,7 +88,7 @@ def fresh_scratch(source: Repo, path: Path, tip: str) -> Repo:
 
 def applies_at(tree: Repo, patch: bytes) -> str | None:
     """Why `patch` does not apply to `tree` as it is, or None when it does."""
-    done = capture(["git", "apply", "--check", "-"], cwd=tree.path, stdin=patch)
+    done = capture(["git", "apply", "--check", "-"], cwd=tree.path, env=tree.env(), stdin=patch)
     return None if done.ok else done.why()
 
 

@@ -211,7 +211,7 @@ class AgentProposer:
         cost = f"${usage.cost_usd:.2f}" if usage.cost_usd is not None else "cost unknown"
         _say(context, f"agent #{k}: {result.describe()} after {result.duration_s:.0f} s, {cost}")
         try:
-            patch, broken = self._patch(context, scratch.path, log_dir, hypothesis_path), None
+            patch, broken = self._patch(context, scratch, log_dir, hypothesis_path), None
         except WorkspaceError as exc:
             # Its tree is the loop's scratch space: made afresh for the next proposal.
             patch, broken = b"", str(exc)
@@ -281,7 +281,7 @@ class AgentProposer:
         )
 
     def _patch(
-        self, context: ProposalContext, scratch: Path, log_dir: Path, hypothesis_path: Path
+        self, context: ProposalContext, scratch: Repo, log_dir: Path, hypothesis_path: Path
     ) -> bytes:
         """What the agent changed, as one patch (kept beside its log with its hypothesis)."""
         # The hand-off files count even when an agent committed them: never part of the patch.
