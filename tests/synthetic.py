@@ -194,6 +194,11 @@ def reach(what, root, common, baseline):
     mine = lambda *a: subprocess.run(["git", "-C", str(checkout), *a], capture_output=True)
     if what == "baseline":  # make the baseline slow: the candidate would "win"
         (baseline / "src" / "value.txt").write_text("1000\n")
+    elif what == "bench-restored":  # rewrite its bench script, then put its bytes back
+        script = root / "bench.py"
+        was = script.read_bytes()
+        script.write_bytes(was + b"# rewritten while it ran\n")
+        script.write_bytes(was)
     elif what == "bench":  # edit its own bench script at run time
         with open(root / "bench.py", "a") as handle:
             handle.write("# edited at run time\n")

@@ -18,10 +18,22 @@ from autoresearch.errors import MetricParseError
 
 
 def test_metric_lines_among_other_output():
-    text = (
-        "building...\nMETRIC a_ms=12.5\nnoise METRIC b=1\n  METRIC b_bytes = 3e6  \nMETRICS x=1\n"
-    )
+    text = "building...\nMETRIC a_ms=12.5\n  METRIC b_bytes = 3e6  \nMETRICS x=1\nno METRICS=3\n"
     assert parse_metrics(text) == {"a_ms": 12.5, "b_bytes": 3e6}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        # The timed program printed a forged line and no newline: the bench's real line glued on.
+        ("METRIC t_ms=1.0\ndoneMETRIC t_ms=50\n", "line 2: METRIC text in the middle of a line"),
+        ("noise METRIC b=1\n", "line 1: METRIC text in the middle of a line"),
+        ("ok\nMETRIC t_ms=1.0", "line 2: the output ends inside a line holding METRIC text"),
+    ],
+)
+def test_a_metric_line_counts_only_whole(text, message):
+    with pytest.raises(MetricParseError, match=message):
+        parse_metrics(text, "bench.log")
 
 
 @pytest.mark.parametrize(
@@ -53,19 +65,19 @@ def test_a_metric_printed_twice_is_an_error():
     )
 )
 def test_metric_round_trip(values):
-    text = "\n".join(f"METRIC {k}={v!r}" for k, v in values.items())
+    text = "".join(f"METRIC {k}={v!r}\n" for k, v in values.items())
     assert parse_metrics(text) == values
 
 
 @given(st.floats(min_value=MAX_MAGNITUDE, exclude_min=True), st.sampled_from([1, -1]))
 def test_values_whose_median_would_overflow_are_refused(value, sign):
     with pytest.raises(MetricParseError, match="magnitude"):
-        parse_metrics(f"METRIC x={sign * value!r}")
+        parse_metrics(f"METRIC x={sign * value!r}\n")
 
 
 @given(st.text())
 def test_parser_never_fails_on_text_without_metric_lines(text):
-    clean = "\n".join(line for line in text.splitlines() if not line.strip().startswith("METRIC"))
+    clean = "\n".join(line for line in text.splitlines() if "METRIC" not in line)
     assert parse_metrics(clean) == {}
 
 

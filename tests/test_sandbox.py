@@ -315,3 +315,52 @@ def test_a_confined_agent_command_under_tmp_is_said_to_be_out_of_its_sight(targe
     assert record.status == "agent_failed"
     assert f"{script} was looked for inside the agent's sandbox" in record.error, record.error
     assert "/tmp is private to the sandbox" in record.error
+
+
+def test_a_confined_run_has_no_capability_even_as_root(tmp_path):
+    """Root inside the sandbox (CI runners, containers) would keep every capability: remount
+    the read-only file system writable, write outside its tree, edit a dependency. Confined,
+    it has none: the remount and the writes fail, its own tree is writable as before."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    # Outside /tmp (a confined run has a private one): beside the tests, read-only in there.
+    outside = Path(__file__).with_name(f".outside-{uuid.uuid4().hex[:8]}.txt")
+    outside.write_text("as it was\n")
+    script = (
+        "grep CapEff /proc/self/status; "
+        "mount -o remount,bind,rw / 2>/dev/null && echo remounted; "
+        f"echo changed > {outside} 2>/dev/null && echo wrote-outside; "
+        "unshare -Urm true 2>/dev/null && echo nested-namespace; "
+        "echo mine > mine.txt && echo wrote-tree"
+    )
+    try:
+        done = _run(Sandbox(), script, tree, tmp_path / "log")
+        after = outside.read_text()
+    finally:
+        outside.unlink()
+
+    out = Path(done.log_path).read_text()
+    assert "CapEff:\t0000000000000000" in out, out
+    assert "remounted" not in out and "wrote-outside" not in out, out
+    assert "nested-namespace" not in out, out
+    assert "wrote-tree" in out and (tree / "mine.txt").read_text() == "mine\n"
+    assert after == "as it was\n"
+
+
+@pytest.mark.parametrize("what", ["bench", "bench-restored"])
+def test_a_confined_run_cannot_rewrite_its_bench_script(target, what):
+    """The bench script (and the checks') is read-only to a confined run: rewriting it while
+    it runs, even with its bytes put back after (unseen by any look afterwards), fails. The
+    candidate is never kept; the next one is."""
+    confine(target)
+    target.add_hypothesis(
+        "01-rewrite", {"src/value.txt": "80\n", "src/mode.txt": f"tamper-{what}\n"}
+    )
+    target.add_hypothesis("02-win", {"src/speedup-b.txt": "0.8\n"})
+
+    run(target)
+
+    first, second = experiments(target)
+    assert first.status == "crash", (first.status, first.error)
+    assert "Read-only file system" in Path(first.bench_logs[-1]).read_text()
+    assert second.status == "keep"

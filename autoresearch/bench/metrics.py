@@ -18,19 +18,35 @@ __all__ = ["parse_go_bench", "parse_metrics", "read_run_metrics"]
 METRIC_PREFIX = "METRIC"
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-/]*"
 _METRIC_LINE = re.compile(rf"^METRIC\s+({_NAME})\s*=\s*(\S+)\s*$")
+# METRIC text after other output on the same line: a workload that printed a forged line and
+# no newline, so that the bench's real line was glued onto its own.
+_GLUED = re.compile(rf"\S\s*METRIC\s+{_NAME}\s*=")
 
 
 def parse_metrics(text: str, source: str = "bench output") -> dict[str, float]:
     """Parse `METRIC name=value` lines; any other line is ignored.
 
     A line that starts with METRIC but is not well formed, a value that is not a finite number,
-    or a name printed twice is an error naming the line: a bench that half-reports would
-    otherwise be judged on the half it got right.
+    a name printed twice, METRIC text in the middle of a line, or output that ends inside a
+    line holding METRIC text is an error naming the line: a bench that half-reports would
+    otherwise be judged on the half it got right, and a workload that prints a forged line
+    without its newline would have the bench's real line glued onto it, and ignored.
     """
     found: dict[str, float] = {}
     seen_at: dict[str, int] = {}
-    for lineno, raw in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    if lines and not text.endswith(("\n", "\r")) and METRIC_PREFIX in lines[-1]:
+        raise MetricParseError(
+            f"{source}, line {len(lines)}: the output ends inside a line holding METRIC text "
+            "(no newline after it): a METRIC line counts only whole"
+        )
+    for lineno, raw in enumerate(lines, start=1):
         line = raw.strip()
+        if _GLUED.search(line):
+            raise MetricParseError(
+                f"{source}, line {lineno}: METRIC text in the middle of a line ({_cut(line)!r}):"
+                " a METRIC line counts only whole, on a line of its own"
+            )
         if not line.startswith(METRIC_PREFIX) or not (
             len(line) == len(METRIC_PREFIX) or line[len(METRIC_PREFIX)].isspace()
         ):
@@ -56,6 +72,10 @@ def parse_metrics(text: str, source: str = "bench output") -> dict[str, float]:
         found[name] = value
         seen_at[name] = lineno
     return found
+
+
+def _cut(line: str, most: int = 120) -> str:
+    return line if len(line) <= most else line[: most - 1] + "…"
 
 
 def read_run_metrics(

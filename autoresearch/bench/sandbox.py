@@ -65,12 +65,16 @@ class Sandbox:
     writable: tuple[Path, ...] = ()  # shared by both arms: only what the user chose to share
     caches: dict[str, str] = field(default_factory=dict)  # env var -> per-arm directory name
     seeds: dict[str, Path] = field(default_factory=dict)  # env var -> what a new cache copies
+    # The harness's own scripts in the tree (the bench's, the checks'): read-only to the run,
+    # so that a timed program cannot rewrite the rest of a script bash is still reading.
+    harness: tuple[str, ...] = ()
 
     def wrap(self, cwd: Path, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
         """The bwrap argv that runs a command confined to `cwd`, and the environment the
         command needs in there (its per-arm caches, a private TMPDIR)."""
         cwd = cwd.resolve()
         argv = [bwrap(), "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+        argv += privileges()
         if not self.network:
             argv.append("--unshare-net")
         # A private /tmp on the same disk as before (a tmpfs would move a storage bench's files
@@ -104,11 +108,13 @@ class Sandbox:
             extra[name] = str(path)
         for path in binds:
             argv += ["--bind", str(path), str(path)]
-        # The tree's `.git` (a linked worktree's `gitdir:` file) read-only over the writable
-        # tree: a run cannot point the tree, and the git of whoever works in it, elsewhere.
-        dotgit = cwd / ".git"
-        if dotgit.exists() and not dotgit.is_symlink():
-            argv += ["--ro-bind", str(dotgit), str(dotgit)]
+        # The tree's `.git` (a linked worktree's `gitdir:` file) and the harness's scripts
+        # read-only over the writable tree: a run can neither point the tree at another
+        # repository nor rewrite the script that reports its metrics.
+        for rel in (".git", *self.harness):
+            fixed = cwd / rel
+            if fixed.exists() and not fixed.is_symlink() and _under(fixed.resolve(), cwd):
+                argv += ["--ro-bind", str(fixed), str(fixed)]
         argv += ["--chdir", str(cwd), "--"]
         return argv, {**env, **extra}
 
@@ -147,6 +153,8 @@ class Sandbox:
             ],
             "network": self.network,
             "pid_namespace": True,
+            "capabilities": "none",
+            "user_namespace": "--unshare-user" in privileges(),
         }
 
 
@@ -195,11 +203,23 @@ def bwrap() -> str:
 
 
 @functools.cache
+def privileges() -> list[str]:
+    """What a confined run keeps of its user's powers: no capability at all (root's included:
+    one could remount the read-only file system writable, or write anywhere past a
+    permission), in a user namespace of its own that cannot make another, where this machine
+    allows user namespaces; else the capabilities dropped alone."""
+    flags = ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+    probe = [bwrap(), "--die-with-parent", *flags, "--ro-bind", "/", "/", "--", "true"]
+    works = shutil.which(bwrap()) is not None and capture(probe, cwd=Path("/"), timeout_s=30).ok
+    return flags if works else ["--cap-drop", "ALL"]
+
+
+@functools.cache
 def bwrap_problem() -> str | None:
     """Why bubblewrap cannot confine runs on this machine, or None when it can."""
     if shutil.which(bwrap()) is None:
         return f"{bwrap()} is not installed (the Debian package `bubblewrap`)"
-    probe = [bwrap(), "--die-with-parent", "--unshare-pid", "--unshare-net"]
+    probe = [bwrap(), "--die-with-parent", *privileges(), "--unshare-pid", "--unshare-net"]
     probe += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"]
     done = capture(probe, cwd=Path("/"), timeout_s=30)
     if not done.ok:
@@ -234,7 +254,16 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
         return None, problem
     writable = tuple(config.resolve(os.path.expanduser(p)) for p in s.writable)
     seeds = {k: config.resolve(os.path.expanduser(v)) for k, v in s.cache_seeds.items()}
-    sandbox = Sandbox(network=s.network, writable=writable, caches=dict(s.caches), seeds=seeds)
+    from ..config import script_path  # the config's module builds on this package
+
+    harness = tuple(
+        script
+        for command in (config.bench.command, config.bench.sentinel_command, config.checks.command)
+        if (script := script_path(command))
+    )
+    sandbox = Sandbox(
+        network=s.network, writable=writable, caches=dict(s.caches), seeds=seeds, harness=harness
+    )
     return sandbox, None
 
 
