@@ -24,9 +24,14 @@ from ..journal.draft import now_iso
 from ..journal.records import CalibrationRecord
 from ..statuses import Status
 
-__all__ = ["AA_ALPHA", "calibrate"]
+__all__ = ["AA_ALPHA", "CalibrationFailed", "calibrate"]
 
 AA_ALPHA = 0.01  # two halves of identical runs differing at this level means the harness drifts
+
+
+class CalibrationFailed(UserError):
+    """A run of the best failed while it was calibrated: a baseline failure (the loop measures
+    it again), not a mistake in the config."""
 
 
 def calibrate(
@@ -49,7 +54,9 @@ def calibrate(
     if pair.failure == Status.INTERRUPTED:
         return None
     if pair.failure:
-        raise UserError(f"the baseline bench on {commit[:10]} failed in calibration: {pair.detail}")
+        raise CalibrationFailed(
+            f"the baseline bench on {commit[:10]} failed in calibration: {pair.detail}"
+        )
     timed = _time_sentinel_command(harness, arms, commit, logs)
     if timed is not None and timed.failure == Status.INTERRUPTED:
         return None

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from ..config import Config
 from ..decide.calibration import Calibration
 from ..decide.design import noise_verdict
-from ..errors import PreflightError, UserError
+from ..errors import PreflightError
 from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..progress import Progress, format_value
 from ..proposers import Hypothesis
 from ..statuses import Status
-from .calibrate import calibrate
+from .calibrate import CalibrationFailed, calibrate
 from .confirm import confirm_session
 from .experiment import run_experiment
 from .preflight import run_preflight
@@ -172,7 +172,7 @@ def calibrate_best(session: Session) -> bool:
     while True:
         try:
             record = _calibrate_once(session)
-        except UserError as exc:
+        except CalibrationFailed as exc:
             session.tally.baseline_failures += 1
             failures = session.tally.baseline_failures
             session.progress.warn(
@@ -195,8 +195,8 @@ def calibrate_best(session: Session) -> bool:
 
 
 def _calibrate_once(session: Session) -> CalibrationRecord | None:
-    """One calibration of the current best; None when a signal stopped it, a UserError when
-    its bench failed."""
+    """One calibration of the current best; None when a signal stopped it, CalibrationFailed
+    when a run of its bench failed."""
     tip = session.ws.tip()
     label = log_label(session, "calibration")
     pairs = session.config.bench.calibration_runs // 2
