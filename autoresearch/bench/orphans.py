@@ -15,17 +15,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import TYPE_CHECKING
 
 from .proc import kill_processes, spawn_watcher
 
-if TYPE_CHECKING:
-    from subprocess import Popen
-
 __all__ = ["stop_orphans_at_exit"]
 
-# token -> the watchdog and the pipe's write end, both held for the life of the process
-_WATCHED: dict[str, tuple[Popen, int]] = {}
+_WATCHED: dict[str, int] = {}  # token -> the pipe's write end, held for the life of the process
 
 
 def stop_orphans_at_exit(token: str) -> None:
@@ -36,13 +31,13 @@ def stop_orphans_at_exit(token: str) -> None:
     read, write = os.pipe()  # neither inheritable: no run this process starts holds the pipe
     try:
         # In a session of its own: not in the group a kill of the watched one's group takes.
-        watchdog = spawn_watcher([sys.executable, "-m", __name__, token], stdin=read)
+        spawn_watcher([sys.executable, "-m", __name__, token], stdin=read)
     except OSError:
         os.close(write)
         raise
     finally:
         os.close(read)
-    _WATCHED[token] = (watchdog, write)
+    _WATCHED[token] = write
 
 
 def _watch(token: str) -> None:

@@ -390,11 +390,17 @@ def spawn_detached(
     return child.pid
 
 
-def spawn_watcher(argv: list[str], stdin: int) -> subprocess.Popen:
+def spawn_watcher(argv: list[str], stdin: int) -> int:
     """Start `argv` reading `stdin`, in a session of its own that outlives this process, its
-    output discarded: a watchdog (orphans.py)."""
-    quiet = subprocess.DEVNULL
-    return subprocess.Popen(argv, stdin=stdin, stdout=quiet, stderr=quiet, start_new_session=True)
+    output discarded: a watchdog (orphans.py); its pid. Spawned bare, with no Popen to warn at
+    this process's exit that it still runs: it is meant to."""
+    quiet = (os.O_WRONLY, 0)
+    actions = [
+        (os.POSIX_SPAWN_DUP2, stdin, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, *quiet),
+        (os.POSIX_SPAWN_OPEN, 2, os.devnull, *quiet),
+    ]
+    return os.posix_spawn(argv[0], argv, dict(os.environ), file_actions=actions, setsid=True)
 
 
 def _kill_tree(
