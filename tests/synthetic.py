@@ -208,6 +208,10 @@ def reach(what, root, common, baseline):
         git("-c", "user.name=x", "-c", "user.email=x@y", "commit", "-qam", "sneaky")
     elif what == "gitdir":  # its tree's .git pointed at your repository: the loop's git follows
         (root / ".git").write_text(f"gitdir: {common}\n")
+    elif what == "fifo":  # its patched file made a FIFO: a plain read of it waits forever
+        import os
+        (root / "src" / "value.txt").unlink()
+        os.mkfifo(root / "src" / "value.txt")
     elif what == "nest":  # its own tree's src/nested made a repository: git add skips it
         subprocess.run(["git", "init", "-q", str(root / "src" / "nested")], check=True)
     elif what == "checkout":

@@ -13,9 +13,12 @@ CASES = {
     "readme": "files of the candidate worktree changed during the run: README",
     "commit": "the session branch moved",
     "checkout": "tracked files of your checkout",
+    # Its patched file made a FIFO: the guard's look must not wait on it.
+    "fifo": "files of the candidate worktree changed during the run: src/mode.txt, src/value.txt",
 }
 
 
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("what", list(CASES))
 def test_tampering_candidate_is_caught_and_undone(target, what):
     # A real win besides: without the guard, every one of these would be kept.

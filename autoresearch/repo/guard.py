@@ -28,11 +28,15 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import UserError
+from ..files import read_bounded
 from .gitrepo import Repo
 from .seal import RepoSeal
 from .watch import Watches, all_files
 
 __all__ = ["TreeGuard"]
+
+MAX_PATCHED_BYTES = 1 << 40  # no size limit worth the name: a patched file is read whole
 
 
 @dataclass(frozen=True)
@@ -209,13 +213,20 @@ def _fingerprint(repo: Repo, files: list[str], stamps: bool = False) -> str:
             stamp = f"{rel}\0{stat.st_mtime_ns}\0{stat.st_size}\0"
             digest.update(stamp.encode("utf-8", "surrogateescape"))
     for rel in files:
-        path = repo.path / rel
         digest.update(rel.encode("utf-8", "surrogateescape") + b"\0")
-        try:
-            digest.update(path.read_bytes() if not path.is_symlink() else b"<symlink>")
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            digest.update(b"<missing>")
+        digest.update(_bytes_of(repo.path / rel))
     return digest.hexdigest()
+
+
+def _bytes_of(path: Path) -> bytes:
+    """A patched file's bytes, or what stands in its place: read without following a link or
+    waiting on a FIFO a run put there (the guard's look must never hang on the candidate)."""
+    if path.is_symlink():
+        return b"<symlink>"
+    try:
+        return read_bounded(path, MAX_PATCHED_BYTES, "patched file")
+    except UserError as exc:  # gone, a directory, a FIFO, a device: not the patch's file
+        return f"<{exc}>".encode("utf-8", "surrogateescape")
 
 
 def _tracked(repo: Repo, path: str) -> bool:
