@@ -375,3 +375,20 @@ def test_an_agent_that_writes_into_the_measurement_trees_is_refused_and_they_are
     assert second.evidence().baseline_median == 100.0
     assert not (paths.baseline / "src" / "override.txt").exists()
     assert not (paths.baseline / "hypotheses" / "ignored.txt").exists()
+
+
+def test_terminal_control_characters_in_a_title_are_shown_inert(target):
+    """A title that would set your terminal's title and clear its screen: written out as
+    text in the record, the progress line and the report, never sent to the terminal."""
+    title = "faster\x1b]0;pwned\x07\x1b[2J\x9b31m win"
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"}, title=title)
+
+    done = run_cli("run", cwd=target.root)
+    report = run_cli("report", cwd=target.root)
+
+    assert done.returncode == 0, done.stderr
+    (record,) = experiments(target)
+    assert record.title == "faster\\x1b]0;pwned\\x07\\x1b[2J\\u009b31m win"
+    for said in (done.stderr, done.stdout, report.stdout, report.stderr):
+        assert "\x1b" not in said and "\x07" not in said and "\x9b" not in said
+    assert "faster\\x1b]0;pwned" in done.stderr and "faster\\x1b]0;pwned" in report.stdout

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 from ..bench.environ import pin_blas_threads
 from ..errors import UserError
+from ..inert import InertStream
 from ..loop.signals import install_stop_handlers
 from . import agents, init, review, session
 from .common import EXIT_FAILED, EXIT_USER_ERROR
@@ -27,6 +28,9 @@ LONG_RUNNING = (
     "confirm",
     "try",
 )  # a signal asks them for a clean stop, from the first moment
+# Commands whose standard streams carry a protocol, not text for a terminal (MCP's JSON-RPC on
+# stdin and stdout): every other command's output goes through `inert`.
+RAW_OUTPUT = ("mcp",)
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     **session.COMMANDS,
     **init.COMMANDS,
@@ -54,6 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command in LONG_RUNNING:
         install_stop_handlers()
+    if args.command not in RAW_OUTPUT:
+        sys.stdout, sys.stderr = InertStream(sys.stdout), InertStream(sys.stderr)
     try:
         return COMMANDS[args.command](args)
     except UserError as exc:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..inert import inert
 from ..statuses import Status
 
 if TYPE_CHECKING:  # at run time records would import config, which imports the proposers
@@ -38,7 +39,8 @@ def bounded_title(title: object) -> str:
 
 
 def _bounded(text: str, limit: int) -> str:
-    text = text.replace("\0", "")
+    # Shown in terminals, logs and commit messages: its control characters written out.
+    text = inert(text.replace("\0", ""))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
