@@ -349,6 +349,25 @@ def test_an_unconfined_agent_that_changes_the_repository_is_refused_and_put_back
     assert second.status == "keep"
 
 
+def test_a_patch_an_unconfined_agent_drops_into_your_queue_is_removed_and_named(target, tmp_path):
+    """The queue directory is yours (ignored by git, so no seal of the checkout sees it): a
+    patch the agent writes there would be measured by the queue proposer as if you had
+    queued it. It is removed, named in the refusal, and never measured."""
+    planted = target.queue / "99-planted.patch"
+    drop = f"import pathlib; pathlib.Path({str(planted)!r}).write_text('Title: planted\\n')"
+    use_agent(target, tmp_path, [edit("90\n", "plants", run=drop), edit("80\n", "honest")])
+    text = target.config_path.read_text()
+    target.config_path.write_text(text + '\n[[proposer]]\nkind = "queue"\ndir = "hypotheses"\n')
+
+    done = run_cli("run", cwd=target.root, timeout=300)
+
+    assert done.returncode == 0, done.stderr
+    records = experiments(target)
+    assert [r.status for r in records] == ["refused", "keep"], [r.error for r in records]
+    assert "99-planted.patch" in records[0].error and "removed" in records[0].error
+    assert not planted.exists()
+
+
 def test_an_agent_that_writes_into_the_measurement_trees_is_refused_and_they_are_scrubbed(
     target, tmp_path
 ):

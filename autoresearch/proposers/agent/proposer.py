@@ -52,6 +52,7 @@ from .guard import (
     read_hypothesis_file,
 )
 from .prompt import render_prompt
+from .reach import changed_beyond, joined, listing, unqueue
 from .settings import AgentSettings, agent_settings
 from .version import CliVersion, cli_version
 
@@ -204,8 +205,9 @@ class AgentProposer:
         trees = None if measuring is not None else WriteWatch(context.measured)
         if trees is not None:
             trees.arm()
+        queued = listing(self._queues())
         result = self._run(command, context, scratch.path, log_dir / "agent.log", env)
-        reached = _reached(seal, trees, context)
+        reached = joined(changed_beyond(seal, trees, context), unqueue(queued, self._queues()))
         hypothesis_data, hypothesis_problem = read_hypothesis_file(hypothesis_path)
         usage = read_usage(s.output, read_log(result.log_path), hypothesis_data)
         cost = f"${usage.cost_usd:.2f}" if usage.cost_usd is not None else "cost unknown"
@@ -334,6 +336,14 @@ class AgentProposer:
             concurrent=s.prepare_ahead,
         )
 
+    def _queues(self) -> list[Path]:
+        """The queue proposers' directories: yours to fill, not the agent's."""
+        return [
+            self.config.resolve(str(table.get("dir", "hypotheses")))
+            for table in self.config.proposer
+            if table.get("kind", "queue") == "queue"
+        ]
+
     def _confined(self, scratch: Path) -> bool:
         """Whether the agent CLI runs confined (agent_sandbox); decided once a run, when its
         home is copied from yours."""
@@ -453,22 +463,6 @@ def _put_branch_back(source: Repo, branch: str | None, before: str | None) -> bo
         return False
     source.must("update-ref", ref, keep_to)
     return True
-
-
-def _reached(seal: RepoSeal, trees: WriteWatch | None, context: ProposalContext) -> str | None:
-    """What the agent's run changed that the seal covers, or in the loop's measurement trees
-    (where a file the baseline's bench reads would slow the best), put back; None when
-    nothing."""
-    changes = seal.changes()
-    left = seal.restore() if changes else []
-    if trees is not None and trees.written():
-        names = ", ".join(str(p) for p in trees.roots)
-        changes.append(f"the loop's measurement trees were written to ({names})")
-        if context.scrub_measured is not None:
-            context.scrub_measured()
-    if not changes:
-        return None
-    return "; ".join(changes) + (f"; NOT put back: {'; '.join(left)}" if left else " (put back)")
 
 
 def _snapshot(context: ProposalContext, stop) -> ProposalContext:
