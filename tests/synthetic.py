@@ -248,6 +248,13 @@ def reach(what, root, common, baseline):
     elif what == "journal-forge":
         with open(checkout / "experiments.jsonl", "a") as handle:
             handle.write('{"kind": "experiment", "status": "keep", "kept_commit": "f00d"}\n')
+    elif what == "journal-edit":  # an earlier record's verdict, the same length, far back
+        journal = checkout / "experiments.jsonl"
+        data = journal.read_bytes()
+        # '"status": "discard"' -> '"status":    "keep"': valid JSON, the same length.
+        forged = data.replace(b'"status": "discard"', b'"status":    "keep"', 1)
+        assert len(forged) == len(data) and forged != data
+        journal.write_bytes(forged)
     elif what == "journal-wipe":
         (checkout / "experiments.jsonl").write_text("")
     elif what == "other-session":  # not a reach: what another session running beside does

@@ -285,3 +285,26 @@ def _yours(target) -> tuple:
         (target.root / "README").read_text(),
         (target.root / "notes.txt").read_text(),
     )
+
+
+def test_an_earlier_record_edited_far_back_in_the_journal_is_caught_and_put_back(target):
+    """Unconfined, a candidate rewrites an earlier record's verdict (`discard` to `keep`, the
+    same length, kilobytes before the journal's end, where the tail's hash does not reach):
+    the edit is tampering, and the journal is put back byte for byte."""
+    target.add_hypothesis("01-loss", {"src/value.txt": "150\n"})
+    for n in range(2, 5):  # records after it: the edit lies well before the hashed tail
+        target.add_hypothesis(f"0{n}-same", {"src/sentinel.txt": f"{50 + n / 10}\n"})
+    run(target)
+    before = target.journal.read_bytes()
+    assert len(before) > 8 * 1024 and b'"status": "discard"' in before
+    target.add_hypothesis(
+        "05-edit", {"src/value.txt": "80\n", "src/mode.txt": "tamper-journal-edit\n"}
+    )
+
+    run(target)
+
+    records = experiments(target)
+    assert records[-1].status == "tampered", records[-1].error
+    assert "the journal" in records[-1].error and "rewritten" in records[-1].error
+    assert target.journal.read_bytes()[: len(before)] == before
+    assert [r.status for r in records[:4]].count("keep") == 0

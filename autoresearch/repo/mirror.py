@@ -40,6 +40,22 @@ class JournalMirror:
         shutil.copyfile(self.journal, partial)
         partial.replace(self.copy)
 
+    def same_prefix(self, size: int) -> bool:
+        """Whether the journal's first `size` bytes are the copy's (False when either is
+        shorter or cannot be read)."""
+        try:
+            with self.journal.open("rb") as journal, self.copy.open("rb") as copy:
+                remaining = size
+                while remaining > 0:
+                    want = min(remaining, 1 << 20)
+                    mine, kept = journal.read(want), copy.read(want)
+                    if mine != kept or len(mine) < want:
+                        return False
+                    remaining -= want
+        except OSError:
+            return False
+        return True
+
     def drop(self) -> None:
         for path in (self.copy, self.copy.with_name(self.copy.name + ".partial")):
             with contextlib.suppress(OSError):

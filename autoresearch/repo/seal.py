@@ -143,6 +143,7 @@ class RepoSeal:
                 self.mirror.drop()
                 self.mirror = None
         self.expected = self._state(untracked=True)
+        self._journal_stamp = self._stamp()
 
     # -- what changed ----------------------------------------------------------------------------
 
@@ -151,7 +152,8 @@ class RepoSeal:
         untracked files (the rest costs a few small reads and one git call)."""
         was, now = self.expected, self._state(untracked=checkout)
         found: list[str] = []
-        if (now.journal_size, now.journal_tail) != (was.journal_size, was.journal_tail):
+        moved = (now.journal_size, now.journal_tail) != (was.journal_size, was.journal_tail)
+        if moved or self._earlier_bytes_changed():
             how = "emptied" if now.journal_size == 0 else "rewritten"
             if now.journal_size > was.journal_size and self._journal_prefix_intact():
                 forged = len(self._appended_here())
@@ -265,7 +267,8 @@ class RepoSeal:
     def _restore_journal(self, left: list[str]) -> None:
         was = self.expected
         size, tail = self._journal_state()
-        if (size, tail) == (was.journal_size, was.journal_tail):
+        same = (size, tail) == (was.journal_size, was.journal_tail)
+        if same and not self._earlier_bytes_changed():
             return
         if was.journal_size < 0:  # there was none: the run made it
             self.journal.unlink(missing_ok=True)
@@ -409,7 +412,28 @@ class RepoSeal:
         return not (other and self.session is not None and found["session"] != self.session)
 
     def _journal_prefix_intact(self) -> bool:
-        return journal_tail(self.journal, self.expected.journal_size) == self.expected.journal_tail
+        size = self.expected.journal_size
+        return (
+            journal_tail(self.journal, size) == self.expected.journal_tail
+            and not self._earlier_bytes_changed()
+        )
+
+    def _stamp(self) -> tuple[int, int] | None:
+        """The journal's identity and change time: a write moves the change time, which no
+        one can set back."""
+        try:
+            st = self.journal.stat()
+        except OSError:
+            return None
+        return st.st_ino, st.st_ctime_ns
+
+    def _earlier_bytes_changed(self) -> bool:
+        """Whether the journal's bytes before the seal's length differ from the mirror's (an
+        edit further back than the hashed tail). Read whole only when something wrote the
+        journal since the seal; without a mirror, only the tail is compared."""
+        if not self.watch_journal or self.mirror is None or self._stamp() == self._journal_stamp:
+            return False
+        return not self.mirror.same_prefix(self.expected.journal_size)
 
     def _relative(self, path: Path) -> str | None:
         """`path` as `ls-files` names it (a prefix of the journal's own files, or a folder's
