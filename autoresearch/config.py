@@ -38,6 +38,22 @@ __all__ = [
 CONFIG_NAMES = ("autoresearch.toml", "pyproject.toml")
 # Never patchable, whatever the user's protect list says: the harness that judges the patch.
 ALWAYS_PROTECTED = ("autoresearch.toml", "**/go.mod", "**/go.sum", ".git", ".gitmodules")
+# What judges a change in the common ecosystems: the tests and the files that configure how
+# they run. A patch may not edit them unless the config says so (`[scope] allow_tests`).
+TESTS_PROTECTED = (
+    "**/*_test.*",
+    "**/test_*.py",
+    "**/*.test.*",
+    "**/*.spec.*",
+    "**/tests/**",
+    "**/test/**",
+    "**/__tests__/**",
+    "**/testdata/**",
+    "**/conftest.py",
+    "**/pytest.ini",
+    "**/tox.ini",
+    "**/.coveragerc",
+)
 
 
 @dataclass(frozen=True)
@@ -127,6 +143,7 @@ class ScopeConfig:
     include: list[str] = field(default_factory=lambda: ["**"])
     protect: list[str] = field(default_factory=list)
     allow_binary: bool = False
+    allow_tests: bool = False  # true: a patch may edit the tests (TESTS_PROTECTED)
 
 
 @dataclass(frozen=True)
@@ -274,7 +291,8 @@ class Config:
             for command in (self.bench.command, self.bench.sentinel_command, self.checks.command)
             if (script := script_path(command))
         ]
-        return [*ALWAYS_PROTECTED, *extra, *self.scope.protect]
+        tests = () if self.scope.allow_tests else TESTS_PROTECTED
+        return [*ALWAYS_PROTECTED, *tests, *extra, *self.scope.protect]
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)

@@ -62,3 +62,42 @@ def test_binary_and_symlink_content(tmp_path):
 def test_empty_patch_is_an_apply_failure(tmp_path):
     problem = check("just words", [], tmp_path)
     assert problem.kind == "apply_failed"
+
+
+def test_the_tests_and_their_configuration_are_protected_unless_allowed(tmp_path):
+    """A patch that deletes an assert, or a root conftest.py that skips every test, would pass
+    the checks it edits: the tests are protected by default, editable only when allowed."""
+    from autoresearch.config import load_config
+
+    config = tmp_path / "autoresearch.toml"
+    config.write_text('[metric]\nname = "t_ms"\n')
+    for path in (
+        "conftest.py",
+        "pkg/tests/test_core.py",
+        "test_speed.py",
+        "store/store_test.go",
+        "web/app.spec.ts",
+        "pytest.ini",
+    ):
+        problem = check_paths(
+            unified_patch(path, "a\n", "b\n"),
+            [path],
+            worktree=tmp_path,
+            include=["**"],
+            protect=load_config(config).protected_globs(),
+            allow_binary=False,
+        )
+        assert problem is not None and "protected" in problem.message, path
+    config.write_text('[metric]\nname = "t_ms"\n[scope]\nallow_tests = true\n')
+    allowed = load_config(config).protected_globs()
+    assert (
+        check_paths(
+            unified_patch("conftest.py", "a\n", "b\n"),
+            ["conftest.py"],
+            worktree=tmp_path,
+            include=["**"],
+            protect=allowed,
+            allow_binary=False,
+        )
+        is None
+    )

@@ -28,8 +28,6 @@ GITIGNORE_LINES = (
     ".experiments.jsonl.*",  # what its readers keep beside it: the index, summary, columns
 )
 # Nanoseconds per unit, for the bench template's timer: it prints the metric in the unit given.
-# What the tests of most languages are called: a patch may not edit what judges it.
-TESTS = ("**/*_test.*", "tests/**")
 TIME_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
 
@@ -74,7 +72,8 @@ def scaffold(
         "bench": bench,
         "checks": checks,
         "checks_when": checks_when,
-        "protect": _strings([*protect, *TESTS]),
+        # The tests are protected by default ([scope] allow_tests, config.TESTS_PROTECTED).
+        "protect": _strings(list(protect)),
         **_ecosystem_values(ecosystem),
     }
     written = []
