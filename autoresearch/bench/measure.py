@@ -13,7 +13,7 @@ from __future__ import annotations
 import statistics
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -26,7 +26,8 @@ from ..statuses import Status
 from .metrics import read_run_metrics
 from .proc import RunResult, read_log
 from .runners import LocalRunner, Runner
-from .sandbox import sandbox_for
+from .sandbox import private_tmp, sandbox_for
+from .testcount import junit_option, read_junit
 
 __all__ = [
     "BASELINE",
@@ -39,6 +40,7 @@ __all__ = [
     "run_failure",
 ]
 
+TEST_REPORT = "autoresearch-tests.xml"  # the checks' JUnit XML report (testcount.py)
 BASELINE, CANDIDATE = "baseline", "candidate"
 
 
@@ -148,18 +150,28 @@ class Harness:
         return found or {"tool": "none", "why": self.unconfined or "not a local run"}
 
     def checks(self, cwd: Path, log: Path, on_start: Callable[[int], None] | None = None):
-        """One run of the checks in `cwd`, with their own timeout and environment."""
+        """One run of the checks in `cwd`, with their own timeout and environment, and the
+        test count pytest reports outside the tree (testcount.py)."""
         checks = self.config.checks
-        return self.runner.run(
+        env = {**self.env, **checks.env}
+        if getattr(self.runner, "sandbox", None) is not None:  # its own /tmp, beside the tree
+            seen, report = f"/tmp/{TEST_REPORT}", private_tmp(cwd) / TEST_REPORT
+        else:
+            report = log.with_name(f"{log.name}.{TEST_REPORT}")
+            seen = str(report)
+        report.unlink(missing_ok=True)
+        result = self.runner.run(
             checks.command,
             cwd=cwd,
             log_path=log,
             timeout_s=checks.timeout_s,
-            env={**self.env, **checks.env},
+            env={**env, **junit_option(env, seen)},
             stop=self.stop,
             on_start=on_start or self.on_start,
             token=self.token,
         )
+        counted = read_junit(report)
+        return replace(result, tests=counted.to_dict() if counted is not None else None)
 
     def bench(self, cwd: Path, log: Path, sentinels_only: bool = False) -> RunResult:
         """One bench run (or one of `bench.sentinel_command`), its output left for the caller

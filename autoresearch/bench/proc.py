@@ -102,6 +102,7 @@ class RunResult:
     duration_s: float
     log_path: str
     tail: str
+    tests: dict | None = None  # the checks' test count, from the runner's report (testcount.py)
 
     @property
     def ok(self) -> bool:
@@ -125,6 +126,7 @@ class RunResult:
             "duration_s": round(self.duration_s, 3),
             "log": self.log_path,
             "tail": self.tail,
+            **({"tests": self.tests} if self.tests is not None else {}),
         }
 
 

@@ -16,7 +16,7 @@ from ..errors import UserError
 from ..journal.draft import Draft
 from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..loop.driver import account, adopt_calibration
-from ..loop.experiment import keep, run_checks, wants_checks
+from ..loop.experiment import checks_failure, keep, run_checks, wants_checks
 from ..loop.session import Session
 from ..proposers import Hypothesis
 from ..statuses import Status
@@ -201,11 +201,10 @@ class Landing:
             draft.phase("checks")
             checks = run_checks(session, flight.exp_id, draft)
             measured["checks"] = checks.to_dict()
-            if not checks.ok:
+            failed = checks_failure(session, checks)
+            if failed is not None:
                 session.ws.revert()
-                status = Status.INTERRUPTED if checks.interrupted else Status.CHECKS_FAILED
-                why = f"checks {checks.describe()}; log: {checks.log_path}"
-                self.record(draft, draft.finish(status, why, **measured))
+                self.record(draft, draft.finish(*failed, **measured))
                 return
         if decision.status != Status.KEEP:
             if applied:

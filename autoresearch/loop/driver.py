@@ -35,6 +35,7 @@ from .session import (
     prepare_best,
     proposal_context,
 )
+from .testref import remember_tests
 
 __all__ = [
     "SessionOutcome",
@@ -144,6 +145,8 @@ def preflight_base(session: Session) -> bool:
         session.paths.inflight.unlink(missing_ok=True)
     if result.interrupted:
         return False
+    if result.checks is not None and result.checks.ok:
+        remember_tests(session, tip, result.checks.tests)
     for line in result.lines(session.config):
         session.progress.info(line)
     if not result.ok:

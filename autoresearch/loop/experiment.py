@@ -10,6 +10,7 @@ from pathlib import Path
 from ..bench.measure import PairMeasurement, measure_pair
 from ..bench.proc import RunResult
 from ..bench.sandbox import sandbox_for
+from ..bench.testcount import TestCount, count_problem
 from ..config import Config
 from ..decide.rule import Decision
 from ..errors import StateError, WorkspaceError
@@ -25,9 +26,11 @@ from ..statuses import Status
 from .second_look import second_look_count
 from .session import Session, StopRequested, prepare_best, proposal_context
 from .session_dir import require_space
+from .testref import best_tests, remember_tests
 
 __all__ = [
     "check_patch",
+    "checks_failure",
     "experiment_id",
     "keep",
     "new_draft",
@@ -124,12 +127,10 @@ def _judge(session: Session, hypothesis: Hypothesis, draft: Draft, paths: list[s
         tampered = guard.violation()
         if tampered is not None:
             return _tampered(session, guard, draft, f"checks: {tampered}", measured)
-        if not checks.ok:
-            require_space(Path(checks.log_path), "the checks' output")
+        failed = checks_failure(session, checks)
+        if failed is not None:
             session.ws.revert()
-            status = Status.INTERRUPTED if checks.interrupted else Status.CHECKS_FAILED
-            why = f"checks {checks.describe()}; log: {checks.log_path}"
-            return draft.finish(status, why, **measured)
+            return draft.finish(*failed, **measured)
     if decision.status != Status.KEEP:
         session.ws.revert()
         return draft.finish(decision.status, decision.reason, **measured)
@@ -222,6 +223,19 @@ def run_checks(session: Session, exp_id: str, draft: Draft) -> RunResult:
     return harness.checks(session.ws.path, session.paths.log(exp_id, "checks"))
 
 
+def checks_failure(session: Session, checks: RunResult) -> tuple[Status, str] | None:
+    """How the checks failed the candidate (its status and why), or None when they passed
+    and tested as much as the best's did (bench/testcount.py)."""
+    if not checks.ok:
+        require_space(Path(checks.log_path), "the checks' output")
+        status = Status.INTERRUPTED if checks.interrupted else Status.CHECKS_FAILED
+        return status, f"checks {checks.describe()}; log: {checks.log_path}"
+    fewer = count_problem(TestCount.from_dict(checks.tests), best_tests(session))
+    if fewer is not None:
+        return Status.CHECKS_FAILED, f"checks passed, but {fewer}; log: {checks.log_path}"
+    return None
+
+
 def keep(
     session: Session,
     draft: Draft,
@@ -260,6 +274,7 @@ def keep(
         session.stop_error = f"the keep commit of {record.id} failed: {exc}"
         why = f"{session.stop_error}; it runs again on the next run"
         return draft.finish(Status.INTERRUPTED, why, error=why, **measured)
+    remember_tests(session, sha, (measured.get("checks") or {}).get("tests"))
     # Until the recalibration measures it, the kept candidate's own runs stand for the best.
     samples = {name: ev["candidate_samples"] for name, ev in decision.metrics.items()}
     if session.calibration is not None:

@@ -1,0 +1,99 @@
+"""How many tests the checks ran, passed and skipped: read from a report the test runner writes
+outside the tree, not from what the tests print.
+
+A candidate's checks can be made to pass without testing anything: a `conftest.py` that skips
+every test, code that calls `os._exit(0)` inside the test process before any assert. The tests
+and their configuration are protected (config.TESTS_PROTECTED), and the count closes what is
+left: every checks run asks pytest for a JUnit XML report (`PYTEST_ADDOPTS`) in a place of the
+loop's choosing, and a candidate whose checks passed fewer tests than the best's, or skipped
+more, or left no report where the best's left one, fails its checks. Code that runs inside the
+test process can still lie about itself (it could write a report of its own): the count narrows
+what such code must forge, it does not make the test process trustworthy.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+from xml.etree import ElementTree
+
+__all__ = ["TestCount", "count_problem", "junit_option", "read_junit"]
+
+MAX_REPORT_BYTES = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class TestCount:
+    """A test run's totals (pytest's JUnit XML: tests, failures, errors, skipped)."""
+
+    tests: int
+    failed: int
+    skipped: int
+
+    @property
+    def passed(self) -> int:
+        return self.tests - self.failed - self.skipped
+
+    def to_dict(self) -> dict[str, int]:
+        return {"tests": self.tests, "passed": self.passed, "failed": self.failed,
+                "skipped": self.skipped}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, data: object) -> TestCount | None:
+        if not isinstance(data, dict):
+            return None
+        try:
+            return cls(int(data["tests"]), int(data["failed"]), int(data["skipped"]))
+        except (KeyError, TypeError, ValueError):
+            return None
+
+
+def junit_option(env: dict[str, str], report: str) -> dict[str, str]:
+    """`PYTEST_ADDOPTS` asking pytest for its JUnit XML report at `report` (as the run sees the
+    path), after whatever the user's own setting holds."""
+    current = env.get("PYTEST_ADDOPTS", os.environ.get("PYTEST_ADDOPTS", ""))
+    return {"PYTEST_ADDOPTS": f"{current} --junitxml={shlex.quote(report)}".strip()}
+
+
+def read_junit(path: Path) -> TestCount | None:
+    """The totals of the JUnit XML report at `path`; None when there is none, or it is not
+    one (the report is read once and removed: the next run writes its own)."""
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
+            return None
+        root = ElementTree.parse(path).getroot()
+    except (OSError, ElementTree.ParseError):
+        return None
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+    suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
+    if not suites:
+        return None
+    try:
+        tests = sum(int(s.get("tests", 0)) for s in suites)
+        failed = sum(int(s.get("failures", 0)) + int(s.get("errors", 0)) for s in suites)
+        skipped = sum(int(s.get("skipped", 0)) for s in suites)
+    except ValueError:
+        return None
+    return TestCount(tests, failed, skipped)
+
+
+def count_problem(candidate: TestCount | None, best: TestCount | None) -> str | None:
+    """Why the candidate's checks did not test what the best's did, or None."""
+    if best is None:
+        return None
+    if candidate is None:
+        return (
+            f"the checks left no test report (pytest's JUnit XML), where the best's reported "
+            f"{best.passed} passed: the test process ended before its end, or did not run"
+        )
+    if candidate.passed < best.passed or candidate.skipped > best.skipped:
+        return (
+            f"the checks passed {candidate.passed} tests and skipped {candidate.skipped}, where "
+            f"the best's passed {best.passed} and skipped {best.skipped}: fewer tests judged it"
+        )
+    return None

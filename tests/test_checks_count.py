@@ -1,0 +1,62 @@
+"""The checks judge by what they tested: a candidate that makes pytest pass by testing nothing
+(ending the test process before any assert, skipping every test from the code it imports) is
+`checks_failed`, by the count pytest reports outside the tree against the best's."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from conftest import experiments, git, run
+
+LIB = "def value():\n    return 100\n"
+TESTS = (
+    "import sys, pathlib\n"
+    "sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / 'src'))\n"
+    "import lib\n\n"
+    "def test_value():\n    assert lib.value() == 100\n\n"
+    "def test_again():\n    assert lib.value() > 0\n"
+)
+
+
+def with_pytest_checks(target) -> None:
+    """The synthetic target's checks as pytest over tests/ (protected by default), its code
+    in src/lib.py (in scope), counted from the pre-flight on."""
+    (target.root / "src" / "lib.py").write_text(LIB)
+    (target.root / "tests").mkdir()
+    (target.root / "tests" / "test_lib.py").write_text(TESTS)
+    text = target.config_path.read_text()
+    text = text.replace(
+        'command = "./checks.py"', f'command = "{sys.executable} -m pytest -q tests"'
+    )
+    text = text.replace("preflight = false", "preflight = true")
+    target.config_path.write_text(text)
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "pytest checks")
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        # The test process ends, successfully, before any assert.
+        ("import os\nos._exit(0)\n" + LIB, "left no test report"),
+        # Every test that calls the code is skipped: pytest exits 0, "2 skipped".
+        (
+            "def value():\n    import pytest\n    pytest.skip('not today')\n",
+            "passed 0 tests and skipped 2, where the best's passed 2 and skipped 0",
+        ),
+    ],
+)
+def test_checks_that_test_less_than_the_best_s_fail(target, code, expected):
+    with_pytest_checks(target)
+    target.add_hypothesis("01-cheat", {"src/value.txt": "80\n", "src/lib.py": code})
+    target.add_hypothesis("02-win", {"src/value.txt": "70\n"})
+
+    run(target)
+
+    first, second = experiments(target)
+    why = first.asi.rollback_reason
+    assert first.status == "checks_failed", (first.status, why)
+    assert expected in why, why
+    assert second.status == "keep", second.error
+    assert second.checks["tests"] == {"tests": 2, "passed": 2, "failed": 0, "skipped": 0}
