@@ -4,9 +4,8 @@ rewrite what an earlier line said) are written out visibly (`\\x1b`), never obey
 
 from __future__ import annotations
 
-import io
 import re
-from typing import TextIO
+from typing import Any, TextIO
 
 __all__ = ["InertStream", "inert"]
 
@@ -19,17 +18,19 @@ def inert(text: str) -> str:
     return _CONTROLS.sub(_escape, text)
 
 
-def _escape(match: re.Match) -> str:
+def _escape(match: re.Match[str]) -> str:
     code = ord(match.group())
     return f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}"
 
 
-class InertStream(io.TextIOBase):
+class InertStream:
     """A text stream that writes what it is given through `inert` (the CLI's stdout and
-    stderr: a title, a log tail or an agent's words reach your terminal as text)."""
+    stderr: a title, a log tail or an agent's words reach your terminal as text); anything
+    else asked of it is the wrapped stream's."""
 
     def __init__(self, stream: TextIO):
         self._stream = stream
+        self.encoding = stream.encoding
 
     def write(self, text: str) -> int:
         self._stream.write(inert(text))
@@ -38,12 +39,5 @@ class InertStream(io.TextIOBase):
     def flush(self) -> None:
         self._stream.flush()
 
-    def isatty(self) -> bool:
-        return self._stream.isatty()
-
-    def fileno(self) -> int:
-        return self._stream.fileno()
-
-    @property
-    def encoding(self) -> str:
-        return self._stream.encoding
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
