@@ -95,19 +95,25 @@ def _odd_config(night: Night, tmp: Path) -> bool:
         key = text.split("\n")[1].split(" = ")[0].strip()
         config.write_text(_merge(original, text))
         for command in (["check"], ["run", "--quiet"]):
-            done = subprocess.run(
-                [sys.executable, "-m", "autoresearch.cli", *command],
-                cwd=night.root,
-                env=night.env(),
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
-            night.stderr.append(done.stderr)
+            done = _captured(night, *command)
             lines = done.stderr.strip().splitlines()
             held &= done.returncode == 1 and len(lines) == 1 and key in lines[0]
     config.write_text(original)
     return held and not night.target.journal.exists()
+
+
+def _captured(night: Night, *args: str) -> subprocess.CompletedProcess:
+    """The CLI run as the night's user runs it, its output kept (its stderr judged too)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "autoresearch.cli", *args],
+        cwd=night.root,
+        env=night.env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    night.stderr.append(done.stderr)
+    return done
 
 
 def _merge(config: str, table: str) -> str:
@@ -129,15 +135,7 @@ def _reused_pid(night: Night, tmp: Path) -> bool:
     tries.mkdir(parents=True, exist_ok=True)
     (tries / "try-20260101T000000.log").write_text("try: the last line it printed\n")
     (tries / "try-20260101T000000.pid").write_text("1")
-    done = subprocess.run(
-        [sys.executable, "-m", "autoresearch.cli", "result", "try-20260101T000000"],
-        cwd=night.root,
-        env=night.env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    night.stderr.append(done.stderr)
+    done = _captured(night, "result", "try-20260101T000000")
     return json.loads(done.stdout or "{}").get("status") == "error"
 
 

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import eventually, experiments, git, unified_patch, wait_for
+from conftest import alive, eventually, experiments, git, unified_patch, wait_for
 from distributed import Client, LocalCluster
 
 from autoresearch.cluster import run_cluster_session
@@ -294,20 +294,12 @@ def test_a_killed_host_process_takes_its_unconfined_bench_with_it(tmp_path):
     try:
         host.kill()
         host.communicate(timeout=10)
-        eventually(lambda: not _alive(bench), what="the orphaned bench to be stopped")
-        assert _alive(other)  # a process without the host's token is not the host's
+        eventually(lambda: not alive(bench), what="the orphaned bench to be stopped")
+        assert alive(other)  # a process without the host's token is not the host's
     finally:
         for pid in (bench, other):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def test_a_restarted_worker_takes_back_the_clone_its_killed_predecessor_left(tmp_path):

@@ -49,6 +49,13 @@ def test_a_nul_byte_in_a_text_hunk_is_binary_content(target):
     assert record.error == "the patch carries binary content"
 
 
+def run_twice(target) -> None:
+    """A night, then a second run as a user would resume it: both end cleanly (exit 0)."""
+    for _ in range(2):
+        done = run_cli("run", cwd=target.root)
+        assert done.returncode == 0, done.stderr
+
+
 def test_a_gitlink_in_a_patch_is_refused_unmeasured_and_the_night_goes_on(target):
     """A gitlink (mode 160000, a submodule's entry) applies as an empty directory and cannot
     be committed: refused by the patch checks, beside a real win, before any bench time."""
@@ -62,11 +69,8 @@ def test_a_gitlink_in_a_patch_is_refused_unmeasured_and_the_night_goes_on(target
     (target.queue / "01-gitlink.patch").write_text("Title: a win and a gitlink\n\n" + win + gitlink)
     target.add_hypothesis("02-win", {"src/value.txt": "70\n"})
 
-    done = run_cli("run", cwd=target.root)
-    again = run_cli("run", cwd=target.root)
+    run_twice(target)
 
-    assert done.returncode == 0, done.stderr
-    assert again.returncode == 0, again.stderr
     first, second = experiments(target)
     assert first.status == "scope_violation" and "gitlink" in first.error, first.error
     assert not first.bench_logs
@@ -83,11 +87,8 @@ def test_a_change_its_run_made_uncommittable_is_a_failure_and_the_night_goes_on(
     )
     target.add_hypothesis("02-win", {"src/value.txt": "70\n"})
 
-    done = run_cli("run", cwd=target.root)
-    again = run_cli("run", cwd=target.root)
+    run_twice(target)
 
-    assert done.returncode == 0, done.stderr
-    assert again.returncode == 0, again.stderr
     first, second = experiments(target)
     assert first.status == "apply_failed", (first.status, first.error)
     assert "src/nested/a.txt" in first.error and "cannot commit" in first.error, first.error
