@@ -39,6 +39,7 @@ __all__ = [
 ]
 
 BWRAP_ENV = "AUTORESEARCH_BWRAP"
+NESTED_ID = "1000"  # who root is inside an agent's sandbox (see privileges)
 # Every confined run gets a cache directory of its arm's own as XDG_CACHE_HOME: the toolchains
 # that follow it (go's build cache, pip, ...) work confined without a setting, cold at first.
 DEFAULT_CACHE_ENV, DEFAULT_CACHE = "XDG_CACHE_HOME", "xdg"
@@ -68,13 +69,16 @@ class Sandbox:
     # The harness's own scripts in the tree (the bench's, the checks'): read-only to the run,
     # so that a timed program cannot rewrite the rest of a script bash is still reading.
     harness: tuple[str, ...] = ()
+    # Whether the run may make user namespaces of its own: an agent CLI runs its commands in a
+    # sandbox it makes itself (Codex's); the target's runs never need one.
+    nested: bool = False
 
     def wrap(self, cwd: Path, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
         """The bwrap argv that runs a command confined to `cwd`, and the environment the
         command needs in there (its per-arm caches, a private TMPDIR)."""
         cwd = cwd.resolve()
         argv = [bwrap(), "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
-        argv += privileges()
+        argv += privileges(self.nested)
         if not self.network:
             argv.append("--unshare-net")
         # A private /tmp on the same disk as before (a tmpfs would move a storage bench's files
@@ -154,7 +158,7 @@ class Sandbox:
             "network": self.network,
             "pid_namespace": True,
             "capabilities": "none",
-            "user_namespace": "--unshare-user" in privileges(),
+            "user_namespace": "--unshare-user" in privileges(self.nested),
         }
 
 
@@ -203,12 +207,19 @@ def bwrap() -> str:
 
 
 @functools.cache
-def privileges() -> list[str]:
+def privileges(nested: bool = False) -> list[str]:
     """What a confined run keeps of its user's powers: no capability at all (root's included:
     one could remount the read-only file system writable, or write anywhere past a
-    permission), in a user namespace of its own that cannot make another, where this machine
-    allows user namespaces; else the capabilities dropped alone."""
-    flags = ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+    permission), in a user namespace of its own, where this machine allows user namespaces;
+    else the capabilities dropped alone. The target's runs cannot make another namespace; a
+    `nested` one (an agent CLI whose own sandbox makes one) can, which the kernel allows a
+    process without capabilities only when it is not root inside: root's runs are mapped to an
+    ordinary id there (NESTED_ID), still owning what root owns outside."""
+    if not nested:
+        flags = ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
+    else:
+        ids = ["--uid", NESTED_ID, "--gid", NESTED_ID] if os.geteuid() == 0 else []
+        flags = ["--unshare-user", *ids, "--cap-drop", "ALL"]
     probe = [bwrap(), "--die-with-parent", *flags, "--ro-bind", "/", "/", "--", "true"]
     works = shutil.which(bwrap()) is not None and capture(probe, cwd=Path("/"), timeout_s=30).ok
     return flags if works else ["--cap-drop", "ALL"]
@@ -278,6 +289,7 @@ def agent_sandbox(config: Config, scratch: Path, home: list[str]) -> Sandbox | N
         return None
     admin = _worktree_admin_dir(scratch)
     return Sandbox(
+        nested=True,
         network=True,
         writable=(*sandbox.writable, *([admin] if admin is not None else [])),
         caches={"HOME": "home"},
