@@ -103,15 +103,8 @@ def _odd_config(night: Night, tmp: Path) -> bool:
 
 
 def _captured(night: Night, *args: str) -> subprocess.CompletedProcess:
-    """The CLI run as the night's user runs it, its output kept (its stderr judged too)."""
-    done = subprocess.run(
-        [sys.executable, "-m", "autoresearch.cli", *args],
-        cwd=night.root,
-        env=night.env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    """The CLI's answer, its stderr judged with the night's (no traceback)."""
+    done = night.captured(*args, timeout=120)
     night.stderr.append(done.stderr)
     return done
 

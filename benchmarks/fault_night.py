@@ -83,7 +83,15 @@ class Night:
         return {**os.environ, "BENCH_DAEMON_DIR": str(self.pid_dir), **(extra or {})}
 
     def cli(self, *args: str, env: dict | None = None, timeout: float = 300) -> int:
-        done = subprocess.run(
+        done = self.captured(*args, env=env, timeout=timeout)
+        self._saw(done.returncode, done.stderr)
+        return done.returncode
+
+    def captured(
+        self, *args: str, env: dict | None = None, timeout: float = 300
+    ) -> subprocess.CompletedProcess:
+        """The CLI run as the night's user runs it, its output kept for the caller to judge."""
+        return subprocess.run(
             [sys.executable, "-m", "autoresearch.cli", *args],
             cwd=self.root,
             env=self.env(env),
@@ -92,8 +100,6 @@ class Night:
             errors="replace",  # a path in a message may hold any bytes, as in a terminal
             timeout=timeout,
         )
-        self._saw(done.returncode, done.stderr)
-        return done.returncode
 
     def spawn(self, env: dict | None = None) -> subprocess.Popen:
         return subprocess.Popen(

@@ -14,7 +14,6 @@ import json
 import os
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -343,14 +342,7 @@ def _one_line(answer) -> bool:
 def _answer(night: Night, args: list[str]) -> tuple[int, bool]:
     """Run one command; whether it answered as promised: a one-line `error:`, or (`result`)
     a JSON answer on stdout, and never a traceback."""
-    done = subprocess.run(
-        [sys.executable, "-m", "autoresearch.cli", *args],
-        cwd=night.root,
-        env=night.env(),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = night.captured(*args, timeout=60)
     if "Traceback" in done.stderr or done.returncode not in (0, 1):
         return done.returncode, False
     lines = done.stderr.strip().splitlines()

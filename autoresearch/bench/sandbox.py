@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
+from ..repo.gitrepo import gitdir_of
 from .proc import capture
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ __all__ = [
     "Sandbox",
     "agent_sandbox",
     "bwrap_problem",
+    "keeps_out",
     "sandbox_for",
     "unconfined_warning",
 ]
@@ -121,15 +123,6 @@ class Sandbox:
                 argv += ["--ro-bind", str(fixed), str(fixed)]
         argv += ["--chdir", str(cwd), "--"]
         return argv, {**env, **extra}
-
-    def reaches(self, path: Path) -> bool:
-        """Whether a confined run could write anything under `path` (or `path` itself): it
-        lies under, or holds, a directory the user shared with the runs."""
-        path = path.resolve()
-        return any(
-            _under(path, shared.resolve()) or _under(shared.resolve(), path)
-            for shared in self.writable
-        )
 
     @staticmethod
     def _pinned(env: dict[str, str], writable: list[Path]) -> dict[str, str]:
@@ -278,6 +271,17 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
     return sandbox, None
 
 
+def keeps_out(config: Config, path: Path) -> bool:
+    """Whether the runs of this config are confined and none of them can write under `path`
+    (your checkout: what changes there while they run is then yours, repo/seal.py)."""
+    sandbox, _ = sandbox_for(config)
+    if sandbox is None:
+        return False
+    path = path.resolve()
+    shared = [p.resolve() for p in sandbox.writable]  # a path you gave the runs lets them in
+    return not any(_under(path, p) or _under(p, path) for p in shared)
+
+
 def agent_sandbox(config: Config, scratch: Path, home: list[str]) -> Sandbox | None:
     """How an agent CLI runs when the target's runs are confined: in its scratch tree (and
     that tree's own git files, so that `git status` and `git diff` work), with the network it
@@ -318,14 +322,7 @@ def _agent_home_seed(scratch: Path, home: list[str]) -> Path:
 def _worktree_admin_dir(tree: Path) -> Path | None:
     """A linked worktree's own directory in the repository (`.git/worktrees/<name>`: its
     index and HEAD)."""
-    try:
-        text = (tree / ".git").read_text().strip()
-    except OSError:
-        return None
-    if not text.startswith("gitdir:"):
-        return None
-    gitdir = Path(text.removeprefix("gitdir:").strip())
-    return (gitdir if gitdir.is_absolute() else tree / gitdir).resolve()
+    return gitdir_of(tree / ".git")
 
 
 def _git_common_dir(cwd: Path) -> Path | None:

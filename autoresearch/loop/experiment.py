@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..bench.measure import PairMeasurement, measure_pair
 from ..bench.proc import RunResult
-from ..bench.sandbox import sandbox_for
+from ..bench.sandbox import keeps_out
 from ..bench.testcount import TestCount, count_problem
 from ..config import Config
 from ..decide.rule import Decision
@@ -81,10 +81,9 @@ def _announce(session: Session, hypothesis: Hypothesis, n: int) -> None:
 
 def _judge(session: Session, hypothesis: Hypothesis, draft: Draft, paths: list[str]):
     """Measure the applied candidate, gate it, and keep or revert it."""
-    sandbox, _ = sandbox_for(session.config)
     # Confined runs cannot write your checkout or the repository: what changes there while
     # they run is yours (repo/seal.py), unless you shared a path of it with them.
-    confined = sandbox is not None and not sandbox.reaches(session.ws.source.path)
+    confined = keeps_out(session.config, session.ws.source.path)
     guard = TreeGuard(
         candidate=session.ws.tree,
         branch=session.ws.branch,

@@ -14,7 +14,7 @@ import git
 from ..bench.proc import capture
 from ..errors import WorkspaceError
 
-__all__ = ["GitResult", "Repo", "open_repo", "tree_patch"]
+__all__ = ["GitResult", "Repo", "gitdir_of", "open_repo", "tree_patch"]
 
 # The loop commits as itself; the user's identity and hooks are not its business.
 COMMIT_ENV = {
@@ -101,7 +101,7 @@ class Repo:
             return "its .git is gone"
         if dotgit.is_symlink():
             return "its .git was made a symbolic link"
-        leads = str(dotgit.resolve()) if dotgit.is_dir() else _gitdir_of(dotgit) or "nowhere"
+        leads = str(dotgit.resolve() if dotgit.is_dir() else gitdir_of(dotgit) or "nowhere")
         if leads != self.pinned["GIT_DIR"]:
             return f"its .git was rewritten to point at {leads}"
         return None
@@ -245,7 +245,7 @@ class Repo:
         return result.out
 
 
-def _gitdir_of(dotgit: Path) -> str | None:
+def gitdir_of(dotgit: Path) -> Path | None:
     """Where a linked worktree's `.git` file points, resolved; None when it says nothing."""
     try:
         text = dotgit.read_text(encoding="utf-8").strip()
@@ -254,7 +254,7 @@ def _gitdir_of(dotgit: Path) -> str | None:
     if not text.startswith("gitdir:"):
         return None
     target = Path(text.removeprefix("gitdir:").strip())
-    return str((target if target.is_absolute() else dotgit.parent / target).resolve())
+    return (target if target.is_absolute() else dotgit.parent / target).resolve()
 
 
 def open_repo(path: Path, hooks: bool = False) -> Repo:

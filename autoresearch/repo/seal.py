@@ -144,6 +144,7 @@ class RepoSeal:
                 self.mirror = None
         self.expected = self._state(untracked=True)
         self._journal_stamp = self._stamp()
+        self._prefix_seen: tuple[tuple[int, int] | None, bool] | None = None  # (stamp, changed)
 
     # -- what changed ----------------------------------------------------------------------------
 
@@ -296,21 +297,19 @@ class RepoSeal:
 
     def _state(self, untracked: bool) -> _State:
         size, tail = self._journal_state()
-        yours = not self.confined  # what a run could have changed, beside you
+        if self.confined:  # a run could not have changed these: they are yours
+            return _State(self._file_states(), {}, "", frozenset(), size, tail)
         return _State(
-            files={name: _file_state(self.common / name) for name in self._files()},
-            refs=self._refs() if yours else {},
-            checkout_branch=self._checkout_branch() if yours else "",
-            untracked=(
-                frozenset()
-                if not yours
-                else self._untracked()
-                if untracked
-                else self.expected.untracked
-            ),
+            files=self._file_states(),
+            refs=self._refs(),
+            checkout_branch=self._checkout_branch(),
+            untracked=self._untracked() if untracked else self.expected.untracked,
             journal_size=size,
             journal_tail=tail,
         )
+
+    def _file_states(self) -> dict[str, _FileState | None]:
+        return {name: _file_state(self.common / name) for name in self._files()}
 
     def _loop_outputs(self) -> set[str]:
         """Your checkout's files the loop's own session holds open (its redirected output), as
@@ -431,9 +430,13 @@ class RepoSeal:
         """Whether the journal's bytes before the seal's length differ from the mirror's (an
         edit further back than the hashed tail). Read whole only when something wrote the
         journal since the seal; without a mirror, only the tail is compared."""
-        if not self.watch_journal or self.mirror is None or self._stamp() == self._journal_stamp:
+        stamp = self._stamp()
+        if not self.watch_journal or self.mirror is None or stamp == self._journal_stamp:
             return False
-        return not self.mirror.same_prefix(self.expected.journal_size)
+        # Asked several times a look (changes, then restore): the journal read once a write.
+        if self._prefix_seen is None or self._prefix_seen[0] != stamp:
+            self._prefix_seen = (stamp, not self.mirror.same_prefix(self.expected.journal_size))
+        return self._prefix_seen[1]
 
     def _relative(self, path: Path) -> str | None:
         """`path` as `ls-files` names it (a prefix of the journal's own files, or a folder's

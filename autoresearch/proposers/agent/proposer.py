@@ -30,7 +30,7 @@ from pathlib import Path
 
 from ...bench.proc import RunResult, read_log
 from ...bench.runners import LocalRunner
-from ...bench.sandbox import Sandbox, agent_sandbox, sandbox_for
+from ...bench.sandbox import Sandbox, agent_sandbox, keeps_out
 from ...config import Config
 from ...errors import UserError, WorkspaceError
 from ...files import read_bounded
@@ -266,8 +266,7 @@ class AgentProposer:
         write its own tree and git files only: your checkout and the refs are yours then,
         unless you shared a path of them."""
         assert context.state_dir is not None
-        shared, _ = sandbox_for(self.config)
-        confined = confined and shared is not None and not shared.reaches(source.path)
+        confined = confined and keeps_out(self.config, source.path)
         return RepoSeal(
             source,
             self.config.journal_path,
