@@ -101,6 +101,9 @@ class BenchConfig:
     # that a build after a revert is incremental; each arm keeps its own.
     keep: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
+    # Variables of your environment the build, bench and checks get beyond the toolchains'
+    # (bench/environ.py): names or patterns, e.g. ["GRANTBENCH_*"]. The rest stays out.
+    pass_env: list[str] = field(default_factory=list)
     # Quieter runs: pin the bench to these CPUs (taskset -c), run each arm this many times
     # before its measured runs and drop them, and make one sample of `repeat` runs in a row,
     # each metric aggregated by `aggregate` (best: the least disturbed run, the minimum of a

@@ -190,6 +190,7 @@ def _check_envs(config: Config) -> None:
     }
     for key, env in tables.items():
         check_env_names(env, f"{path}: '{key}'")
+    check_env_names(dict.fromkeys(config.bench.pass_env, ""), f"{path}: 'bench.pass_env'")
 
 
 def _check_decision(config: Config) -> None:

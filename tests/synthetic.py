@@ -199,6 +199,9 @@ def reach(what, root, common, baseline):
         was = script.read_bytes()
         script.write_bytes(was + b"# rewritten while it ran\n")
         script.write_bytes(was)
+    elif what == "environ":  # print what it was given: the log and the journal's tail keep it
+        import os
+        print("".join(f"{k}={v}\n" for k, v in sorted(os.environ.items())))
     elif what == "bench":  # edit its own bench script at run time
         with open(root / "bench.py", "a") as handle:
             handle.write("# edited at run time\n")
@@ -326,6 +329,8 @@ command = "./bench.py"
 build = "{build}"
 timeout_s = {bench_timeout}
 calibration_runs = {calibration_runs}
+# The knobs the tests give the synthetic scripts through the environment.
+pass_env = ["BENCH_*", "BUILD_*", "CHECKS_*"]
 
 [checks]
 command = "./checks.py"

@@ -7,13 +7,27 @@ The command line pins the pool to one thread before anything imports numpy, unle
 chose a size, and says so in `PINNED_ENV`, which the processes it starts (a cluster's workers,
 another `autoresearch`) inherit with the pin. A bench, build, check or agent gets the
 environment as the user set it: `target_environ` leaves out what was pinned.
+
+A build, bench, sentinel or checks run gets less: the toolchains' and the locale's variables
+(`bench_environ`), what the config gives it (`[bench] env`, `[checks] env`, `--env`) and what
+`[bench] pass_env` names, never the rest of the loop's environment, where a cloud key or an
+agent's API token would reach the candidate's code and, printed, the journal.
 """
 
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Sequence
+from fnmatch import fnmatchcase
 
-__all__ = ["BLAS_THREADS_ENV", "PINNED_ENV", "pin_blas_threads", "target_environ"]
+__all__ = [
+    "BLAS_THREADS_ENV",
+    "PINNED_ENV",
+    "bench_environ",
+    "pin_blas_threads",
+    "target_environ",
+]
 
 BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
 PINNED_ENV = "AUTORESEARCH_PINNED_ENV"  # the variables set for autoresearch's processes alone
@@ -32,3 +46,40 @@ def target_environ() -> dict[str, str]:
     """os.environ as the user set it: what was pinned for autoresearch's processes left out."""
     pinned = {PINNED_ENV, *os.environ.get(PINNED_ENV, "").split(",")}
     return {key: value for key, value in os.environ.items() if key not in pinned}
+
+
+# What a target's command gets of the user's environment without asking (README, "The bench's
+# environment"): the shell's basics, the locale, and the variables compilers and toolchains
+# read. A name that looks like a secret is passed only when `[bench] pass_env` names it.
+PASSED = frozenset(
+    "PATH HOME USER LOGNAME SHELL LANG LANGUAGE TZ TERM TMPDIR HOSTNAME CI SOURCE_DATE_EPOCH "
+    "LD_LIBRARY_PATH LIBRARY_PATH CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH PKG_CONFIG_PATH "
+    "CC CXX CPP AR LD CFLAGS CXXFLAGS CPPFLAGS LDFLAGS MAKEFLAGS JAVA_HOME JAVA_OPTS "
+    "VIRTUAL_ENV CONDA_PREFIX PYTHONPATH PYTHONHOME PYTHONHASHSEED PYTHONDONTWRITEBYTECODE "
+    "PYTHONUTF8 NODE_PATH NODE_OPTIONS RUSTFLAGS RUSTDOCFLAGS RUST_BACKTRACE RUST_LOG "
+    "XDG_CACHE_HOME XDG_CONFIG_HOME XDG_DATA_HOME OMP_NUM_THREADS MKL_NUM_THREADS "
+    f"{BLAS_THREADS_ENV}".split()
+)
+PASSED_PATTERNS = (
+    "LC_*", "CARGO_*", "RUSTUP_*", "PIP_*", "UV_*", "npm_config_*", "CMAKE_*",
+    "CCACHE_*", "SCCACHE_*", "ZIG_*", "MAVEN_*", "GRADLE_*",
+)  # fmt: skip
+_GO = re.compile(r"GO[A-Z0-9]+")  # Go's own (GOPATH, GOFLAGS, GO111MODULE), not GOOGLE_...
+_SECRET = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE|AUTH", re.IGNORECASE)
+
+
+def bench_environ(passed: Sequence[str] = ()) -> dict[str, str]:
+    """The user's environment as a target's command gets it: the allow-list above, and the
+    names or patterns (`GRANTBENCH_*`) of `passed` (`[bench] pass_env`) whatever they are."""
+    return {
+        name: value
+        for name, value in target_environ().items()
+        if any(fnmatchcase(name, p) for p in passed) or _allowed(name)
+    }
+
+
+def _allowed(name: str) -> bool:
+    if name in PASSED:
+        return True
+    toolchain = _GO.fullmatch(name) or any(fnmatchcase(name, p) for p in PASSED_PATTERNS)
+    return bool(toolchain) and not _SECRET.search(name)

@@ -23,6 +23,7 @@ from ..errors import MetricParseError
 from ..loop.session_dir import require_space
 from ..repo.workspace import BaselineTree
 from ..statuses import Status
+from .environ import bench_environ
 from .metrics import read_run_metrics
 from .proc import RunResult, read_log
 from .runners import LocalRunner, Runner
@@ -129,6 +130,8 @@ class Harness:
         # The metrics whose least disturbed run is the highest, for `aggregate = "best"`.
         self._higher = {m.name for m in config.all_metrics() if m.direction == "higher"}
         self.env = {**config.bench.env, **env}
+        # What the runs get of the user's environment (environ.py): never the loop's secrets.
+        self.environ = bench_environ(config.bench.pass_env)
         self.stop = stop
         self.on_start = on_start
         self.token = token
@@ -166,6 +169,7 @@ class Harness:
             log_path=log,
             timeout_s=checks.timeout_s,
             env={**env, **junit_option(env, seen)},
+            environ=self.environ,
             stop=self.stop,
             on_start=on_start or self.on_start,
             token=self.token,
@@ -316,6 +320,7 @@ class Harness:
             log_path=log,
             timeout_s=self.config.bench.timeout_s,
             env=self.env,
+            environ=self.environ,
             stop=self.stop,
             on_start=self.on_start,
             token=self.token,

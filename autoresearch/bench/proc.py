@@ -144,11 +144,13 @@ def run(
     cpus: str = "",
     wrapper: list[str] | None = None,
     max_log_bytes: int = DEFAULT_CAP,
+    environ: dict[str, str] | None = None,
 ) -> RunResult:
     """Run `command` with bash in its own process group; stdout and stderr go to `log_path`,
     capped at `max_log_bytes` (logcap.py: the head and the tail kept, the cut said).
     `cpus` (a taskset list such as "1" or "2-3") pins the whole tree to those CPUs; `wrapper`
-    (a sandbox's argv) runs bash inside it.
+    (a sandbox's argv) runs bash inside it. `env` is added to `environ`, the environment it
+    starts from (the user's whole one when None; a target's command gets less: environ.py).
 
     On timeout or when `stop` is set the whole tree gets SIGTERM, then SIGKILL after a grace
     period (none when the stop is urgent), so grandchildren (a bench binary under a script) die
@@ -160,7 +162,8 @@ def run(
     finds its processes by group and token only, never as "any new child of this process".
     """
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    full_env = {**target_environ(), **(env or {}), **({TOKEN_ENV: token} if token else {})}
+    inherited = target_environ() if environ is None else environ
+    full_env = {**inherited, **(env or {}), **({TOKEN_ENV: token} if token else {})}
     started = time.monotonic()
     before = None if concurrent else children_of(os.getpid())
     log = CappedLog(log_path, max_log_bytes)

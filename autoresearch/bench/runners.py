@@ -40,9 +40,11 @@ class Runner(Protocol):
         on_start: Callable[[int], None] | None,
         token: str | None,
         concurrent: bool = False,
+        environ: dict[str, str] | None = None,
     ) -> RunResult:
         """Run `command` in `cwd`, its output in `log_path`, within `timeout_s`; a `concurrent`
-        one runs beside others (an agent preparing the next proposal while the bench runs)."""
+        one runs beside others (an agent preparing the next proposal while the bench runs).
+        `env` is added to `environ` (the user's environment when None)."""
         ...
 
 

@@ -330,7 +330,7 @@ class Driver(Landing):
             branch=session.ws.branch,
             parent=flight.parent,
             patch=flight.hypothesis.patch,
-            env=harness_env(session, flight.exp_id),
+            env=harness_env(session),
             calibrations=tuple(known),
             calibrate=flight.calibrating,
             fallbacks=self.fallbacks(flight.parent),
@@ -450,7 +450,7 @@ class Driver(Landing):
             parent=base,
             tip=tip,
             runs=runs,
-            env=harness_env(session, "confirmation"),
+            env=harness_env(session),
             origin=socket.gethostname(),
         )
         try:

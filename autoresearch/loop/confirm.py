@@ -72,7 +72,7 @@ def confirm_session(
     session.ws.revert()
     if tip != session.ws.tip():
         session.ws.show(tip)
-    harness = session.harness("confirmation", marker(session, "confirmation"))
+    harness = session.harness(marker(session, "confirmation"))
     try:
         pair = measure_pair(
             harness,

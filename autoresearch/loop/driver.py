@@ -137,7 +137,7 @@ def preflight_base(session: Session) -> bool:
     tip = session.ws.tip()
     session.progress.info(f"pre-flight on {tip[:10]}: build, one bench run, the checks")
     log_dir = session.paths.log(log_label(session, "preflight"), "x").parent
-    harness = session.harness("preflight", marker(session, "preflight"))
+    harness = session.harness(marker(session, "preflight"))
     try:
         result = run_preflight(session.config, session.ws.path, tip, log_dir, harness)
     finally:
@@ -209,7 +209,7 @@ def _calibrate_once(session: Session) -> CalibrationRecord | None:
     try:
         return calibrate(
             session.config,
-            session.harness("calibration", marker(session, "calibration")),
+            session.harness(marker(session, "calibration")),
             arms=(session.baseline_tree.path, session.ws.path),
             commit=tip,
             logs=lambda name: session.paths.log(label, name),

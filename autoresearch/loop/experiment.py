@@ -140,7 +140,7 @@ def _judge(session: Session, hypothesis: Hypothesis, draft: Draft, paths: list[s
 def measure_candidate(session: Session, draft: Draft, guard: TreeGuard) -> PairMeasurement:
     """Build the candidate, then run it against the best, alternating, until the rule decides."""
     exp_id = draft.fields["id"]
-    harness = session.harness(exp_id, draft.running)
+    harness = session.harness(draft.running)
     harness.guard = guard
     draft.note(confinement=harness.confinement(session.ws.path))
     assert session.calibration is not None  # calibrated before the first experiment
@@ -218,7 +218,7 @@ def check_patch(
 
 def run_checks(session: Session, exp_id: str, draft: Draft) -> RunResult:
     session.progress.phase("checks")
-    harness = session.harness(exp_id, draft.running)
+    harness = session.harness(draft.running)
     return harness.checks(session.ws.path, session.paths.log(exp_id, "checks"))
 
 

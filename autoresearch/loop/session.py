@@ -184,10 +184,10 @@ class Session:
         """What every process the session starts carries, so that all of them can be found."""
         return process_token(self.paths.root)
 
-    def harness(self, experiment: str, on_start=None) -> Harness:
+    def harness(self, on_start=None) -> Harness:
         return Harness(
             self.config,
-            env=harness_env(self, experiment),
+            env=harness_env(self),
             stop=self.stop,
             on_start=on_start,
             token=self.token,
@@ -339,7 +339,7 @@ def prepare_best(session: Session, commit: str, label: str) -> None:
     """The baseline worktree at `commit`, built there once: a commit the session already trusts
     (the best, the base), so a failed build ends the run."""
     failed = prepare_baseline(
-        session.harness("build", marker(session, "build")),
+        session.harness(marker(session, "build")),
         session.baseline_tree,
         commit,
         session.paths.log(label, "build-baseline"),
@@ -409,12 +409,12 @@ def log_label(session: Session, kind: str) -> str:
     return fresh_name(session.paths.logs, kind)
 
 
-def harness_env(session: Session, experiment: str) -> dict[str, str]:
-    """What the bench and checks are told: the session, its base commit, the experiment."""
+def harness_env(session: Session) -> dict[str, str]:
+    """What the bench and checks are told: the session and its base commit, the same for every
+    run of either arm (a run told its arm or phase could behave well only when it counts)."""
     return {
         "AUTORESEARCH_SESSION": session.config.session.name,
         "AUTORESEARCH_BASE_COMMIT": session.base_commit,
-        "AUTORESEARCH_EXPERIMENT": experiment,
         **session.options.env,
     }
 
