@@ -222,6 +222,9 @@ class SandboxConfig:
     mode: str = "auto"
     required: bool = False  # refuse to run unconfined (as mode = "bwrap")
     network: bool = False  # bench, build and checks may reach the network
+    # ... and make Unix sockets (a bench of a server on one): else refused, since one on the
+    # host (a container engine's, the user's bus) would reach outside the sandbox.
+    unix_sockets: bool = False
     writable: list[str] = field(default_factory=list)  # shared by both arms (relative: config)
     # Caches a toolchain writes, one directory per arm: env var -> directory name, e.g.
     # { GOCACHE = "go-build" } gives each arm GOCACHE=<state>/caches/<arm>/go-build.

@@ -4,7 +4,7 @@ Runs a short command many times through the real `proc.run` (own session, log re
 clean-up), once waiting on a pidfd and once with the pidfd withheld (Popen.wait's sleeps,
 which grow to 50 ms), alternating, and prints the median recorded duration of each. Then the
 same for the loop's git calls (`Repo.run`, thousands a night): `git rev-parse HEAD` through
-`proc.capture` (a pidfd), through `Popen.communicate(timeout=)` (its polling wait) and through
+`capture.capture` (a pidfd), through `Popen.communicate(timeout=)` (its polling wait) and through
 GitPython's `execute(kill_after_timeout=)` (a watchdog thread a call), wall time per call.
 
     python benchmarks/wait_latency.py [--runs 40] [--rounds 3] [--command "python3 -S -c pass"]

@@ -7,8 +7,9 @@ import threading
 import pytest
 from conftest import gone
 
+from autoresearch.bench.capture import capture
 from autoresearch.bench.environ import BLAS_THREADS_ENV, PINNED_ENV, pin_blas_threads
-from autoresearch.bench.proc import capture, run
+from autoresearch.bench.proc import run
 from autoresearch.cli import main
 
 

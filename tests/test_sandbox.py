@@ -364,3 +364,31 @@ def test_a_confined_run_cannot_rewrite_its_bench_script(target, what):
     assert first.status == "crash", (first.status, first.error)
     assert "Read-only file system" in Path(first.bench_logs[-1]).read_text()
     assert second.status == "keep"
+
+
+def test_a_confined_run_cannot_reach_a_unix_socket_on_the_host(tmp_path):
+    """A container engine's socket, the user's bus or an agent's are files the read-only file
+    system still shows, and connecting needs no write: confined, no Unix socket can be made
+    (a socketpair between its own processes still can); unconfined, the same probe connects."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    # Outside /tmp (a confined run has a private one): beside the tests, as /run would be.
+    path = Path(__file__).with_name(f".bus-{uuid.uuid4().hex[:8]}.sock")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.listen()
+    probe = (
+        f'{sys.executable} -c \'import socket; a, b = socket.socketpair(); print("pair-ok"); '
+        f'socket.socket(socket.AF_UNIX).connect("{path}"); print("connected")\''
+    )
+    try:
+        confined = _run(Sandbox(), probe, tree, tmp_path / "confined.log")
+        unconfined = _run(None, probe, tree, tmp_path / "unconfined.log")
+    finally:
+        server.close()
+        path.unlink()
+
+    out = Path(confined.log_path).read_text()
+    assert "pair-ok" in out and "connected" not in out, out
+    assert "PermissionError" in out, out
+    assert "connected" in Path(unconfined.log_path).read_text()

@@ -13,8 +13,11 @@ STRICT = [
     "autoresearch/files.py",
     "autoresearch/inert.py",
     "autoresearch/statuses.py",
+    "autoresearch/bench/capture.py",
+    "autoresearch/bench/environ.py",
     "autoresearch/bench/orphans.py",
     "autoresearch/bench/procfs.py",
+    "autoresearch/bench/seccomp.py",
     "autoresearch/bench/testcount.py",
     "autoresearch/repo/mirror.py",
 ]

@@ -8,7 +8,7 @@ import shutil
 import socket
 from pathlib import Path
 
-from .proc import capture
+from .capture import capture
 
 __all__ = ["environment", "toolchains"]
 

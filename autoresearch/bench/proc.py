@@ -13,8 +13,6 @@ import contextlib
 import ctypes
 import hashlib
 import os
-import select
-import selectors
 import signal
 import subprocess
 import threading
@@ -23,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .capture import POLL_S, exit_fd, exited
 from .environ import target_environ
 from .logcap import DEFAULT_CAP, CappedLog
 from .procfs import (
@@ -37,11 +36,9 @@ from .procfs import (
 
 __all__ = [
     "TOKEN_ENV",
-    "Captured",
     "RunResult",
     "StopFlag",
     "become_subreaper",
-    "capture",
     "find_processes",
     "kill_processes",
     "process_started",
@@ -55,13 +52,11 @@ __all__ = [
 ]
 
 TERM_GRACE_S = 3.0
-POLL_S = 0.05
 TAIL_LINES = 40
 TAIL_CHARS = 4000
 TOKEN_ENV = "AUTORESEARCH_RUN_TOKEN"
 KILL_ROUNDS = 20  # a process that forks as fast as it is killed gets this many sweeps
 PR_SET_CHILD_SUBREAPER = 36
-CAPTURE_TIMEOUT_S = 300.0  # a git call or a version query: minutes would mean a hang
 
 
 # Commands running beside others (an agent preparing the next proposal while the bench runs):
@@ -145,12 +140,14 @@ def run(
     wrapper: list[str] | None = None,
     max_log_bytes: int = DEFAULT_CAP,
     environ: dict[str, str] | None = None,
+    pass_fds: tuple[int, ...] = (),
 ) -> RunResult:
     """Run `command` with bash in its own process group; stdout and stderr go to `log_path`,
     capped at `max_log_bytes` (logcap.py: the head and the tail kept, the cut said).
     `cpus` (a taskset list such as "1" or "2-3") pins the whole tree to those CPUs; `wrapper`
-    (a sandbox's argv) runs bash inside it. `env` is added to `environ`, the environment it
-    starts from (the user's whole one when None; a target's command gets less: environ.py).
+    (a sandbox's argv, which may read `pass_fds`) runs bash inside it. `env` is added to
+    `environ`, the environment it starts from (the user's whole one when None; a target's
+    command gets less: environ.py).
 
     On timeout or when `stop` is set the whole tree gets SIGTERM, then SIGKILL after a grace
     period (none when the stop is urgent), so grandchildren (a bench binary under a script) die
@@ -169,7 +166,7 @@ def run(
     log = CappedLog(log_path, max_log_bytes)
     try:
         argv = [*(["taskset", "-c", cpus] if cpus else []), *(wrapper or []), "bash", "-c", command]
-        proc = _start(argv, cwd, full_env, log)
+        proc = _start(argv, cwd, full_env, log, pass_fds)
         timed_out, interrupted = _supervise(
             proc, started + timeout_s, stop, on_start, token, before, concurrent
         )
@@ -186,13 +183,15 @@ def run(
     )
 
 
-def _start(argv: list[str], cwd: Path, env: dict[str, str], log: CappedLog) -> subprocess.Popen:
+def _start(
+    argv: list[str], cwd: Path, env: dict[str, str], log: CappedLog, pass_fds: tuple[int, ...] = ()
+) -> subprocess.Popen:
     """Start `argv` in a session of its own, its output (both streams) relayed into `log`."""
     read_end, write_end = os.pipe()
     try:
         proc = subprocess.Popen(
             argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=write_end,
-            stderr=subprocess.STDOUT, start_new_session=True,
+            stderr=subprocess.STDOUT, start_new_session=True, pass_fds=pass_fds,
         )  # fmt: skip
     except BaseException:
         os.close(read_end)
@@ -236,145 +235,13 @@ def _wait(
 
     A pidfd wakes the wait at the exit itself; `Popen.wait(timeout)` polls in sleeps that grow
     to 50 ms, which a short run's duration (and a test's bench) would pay each time."""
-    with _exit_fd(proc.pid) as exit_fd:
-        while not _exited(proc, exit_fd):
+    with exit_fd(proc.pid) as pidfd:
+        while not exited(proc, pidfd):
             if time.monotonic() > deadline:
                 return True, False
             if stop is not None and stop.is_set():
                 return False, True
     return False, False
-
-
-def _exited(proc: subprocess.Popen, exit_fd: int | None, timeout_s: float = POLL_S) -> bool:
-    """Whether the command has exited, waiting at most `timeout_s` for it."""
-    if exit_fd is None:
-        try:
-            proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
-    select.select([exit_fd], [], [], timeout_s)
-    return proc.poll() is not None
-
-
-@contextlib.contextmanager
-def _exit_fd(pid: int):
-    """A descriptor readable once `pid` exits (Linux 5.3+), or None where there is none."""
-    try:
-        fd = os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        yield None
-        return
-    try:
-        yield fd
-    finally:
-        os.close(fd)
-
-
-@dataclass(frozen=True)
-class Captured:
-    """A short helper command's outcome (git, a version query): its output in memory."""
-
-    code: int | None
-    out: bytes
-    err: bytes
-    timed_out: bool = False
-
-    @property
-    def ok(self) -> bool:
-        return self.code == 0 and not self.timed_out
-
-    def text(self) -> str:
-        return self.out.decode(errors="replace")
-
-    def why(self) -> str:
-        """Its last line of error output (or a timeout), for a one-line message."""
-        if self.timed_out:
-            return "timed out"
-        lines = self.err.decode(errors="replace").strip().splitlines()
-        return lines[-1] if lines else f"exit code {self.code}"
-
-
-def capture(
-    argv: list[str],
-    *,
-    cwd: Path,
-    timeout_s: float = CAPTURE_TIMEOUT_S,
-    env: dict[str, str] | None = None,
-    stdin: bytes | None = None,
-) -> Captured:
-    """Run a helper (no shell) in its own session and collect its output; past `timeout_s` the
-    whole group is killed. For the short commands the loop asks things of, not the target's:
-    git above all, thousands of calls a night, so no thread and no polling sleep per call."""
-    try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env={**os.environ, **env} if env is not None else None,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-        )
-    except OSError as exc:
-        return Captured(None, b"", str(exc).encode())
-    try:
-        out, err, timed_out = _communicate(proc, stdin, time.monotonic() + timeout_s)
-    finally:
-        send_signal(proc.pid, signal.SIGKILL, group=True)  # nothing it started outlives it
-        for pipe in (proc.stdin, proc.stdout, proc.stderr):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
-    if timed_out:
-        proc.wait()
-    return Captured(proc.returncode, out, err, timed_out)
-
-
-def _communicate(
-    proc: subprocess.Popen, stdin: bytes | None, deadline: float
-) -> tuple[bytes, bytes, bool]:
-    """Feed `stdin`, read both streams to their end, then wait for the exit, all before
-    `deadline`: (out, err, timed out). `Popen.communicate(timeout=)` ends in the polling wait
-    `_wait` avoids, half a millisecond or more a call; here the exit wakes a pidfd."""
-    assert proc.stdout is not None and proc.stderr is not None
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
-    streams = {out_fd: bytearray(), err_fd: bytearray()}
-    with selectors.DefaultSelector() as selector, _exit_fd(proc.pid) as exit_fd:
-        for fd in streams:
-            selector.register(fd, selectors.EVENT_READ)
-        if proc.stdin is not None:
-            os.set_blocking(proc.stdin.fileno(), False)
-            selector.register(proc.stdin.fileno(), selectors.EVENT_WRITE)
-        exited = False
-        if _pump(selector, streams, proc.stdin, memoryview(stdin or b""), deadline):
-            exited = _exited(proc, exit_fd, max(deadline - time.monotonic(), 0.0))
-    return bytes(streams[out_fd]), bytes(streams[err_fd]), not exited
-
-
-def _pump(selector, streams: dict[int, bytearray], stdin, pending: memoryview, deadline) -> bool:
-    """Move bytes until both output streams end (True) or `deadline` passes (False)."""
-    while selector.get_map():
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            return False
-        for key, _ in selector.select(remaining):
-            if key.fd in streams:
-                data = os.read(key.fd, 1 << 16)
-                streams[key.fd] += data
-                if not data:
-                    selector.unregister(key.fd)
-                continue
-            try:
-                pending = pending[os.write(key.fd, pending[: 1 << 16]) :]
-            except BlockingIOError:
-                continue
-            except BrokenPipeError:  # it stopped reading: the rest is not wanted
-                pending = pending[:0]
-            if not pending:
-                selector.unregister(key.fd)
-                stdin.close()
-    return True
 
 
 def spawn_detached(

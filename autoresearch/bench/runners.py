@@ -60,18 +60,25 @@ class LocalRunner:
         self.max_log_bytes = max_log_bytes
 
     def run(self, command: str, *, cwd: Path, env: dict[str, str], **kwargs) -> RunResult:
-        wrapper: list[str] = []
-        if self.sandbox is not None:
-            wrapper, env = self.sandbox.wrap(cwd, env)
-        return run(
-            command,
-            cwd=cwd,
-            env=env,
-            cpus=self.cpus,
-            wrapper=wrapper,
-            max_log_bytes=self.max_log_bytes,
-            **kwargs,
-        )
+        if self.sandbox is None:
+            return run(
+                command, cwd=cwd, env=env, cpus=self.cpus, max_log_bytes=self.max_log_bytes,
+                **kwargs,
+            )  # fmt: skip
+        confined = self.sandbox.wrap(cwd, env)
+        try:
+            return run(
+                command,
+                cwd=cwd,
+                env=confined.env,
+                cpus=self.cpus,
+                wrapper=confined.argv,
+                pass_fds=confined.fds,
+                max_log_bytes=self.max_log_bytes,
+                **kwargs,
+            )
+        finally:
+            confined.close()
 
     def confinement(self, cwd: Path) -> dict | None:
         """How a run in `cwd` is confined; None when it is not."""

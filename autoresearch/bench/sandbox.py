@@ -25,13 +25,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..repo.gitrepo import gitdir_of
-from .proc import capture
+from .capture import capture
+from .seccomp import unix_filter, unix_filter_fd
 
 if TYPE_CHECKING:
     from ..config import Config
 
 __all__ = [
     "BWRAP_ENV",
+    "Confined",
     "Sandbox",
     "agent_sandbox",
     "bwrap_problem",
@@ -60,6 +62,20 @@ PINNED_CACHES = (
 )
 
 
+@dataclass
+class Confined:
+    """How one run is started confined: the argv before its command, its environment, and the
+    descriptors the child must inherit (the seccomp program), closed here once it started."""
+
+    argv: list[str]
+    env: dict[str, str]
+    fds: tuple[int, ...] = ()
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+
+
 @dataclass(frozen=True)
 class Sandbox:
     """How runs are confined: `[sandbox]` in the config, resolved against this machine."""
@@ -74,13 +90,21 @@ class Sandbox:
     # Whether the run may make user namespaces of its own: an agent CLI runs its commands in a
     # sandbox it makes itself (Codex's); the target's runs never need one.
     nested: bool = False
+    # Whether the run may make Unix sockets (seccomp.py): an agent CLI talks to its own parts
+    # over them; a target's run may not, unless `[sandbox] unix_sockets = true`.
+    unix_sockets: bool = False
 
-    def wrap(self, cwd: Path, env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
-        """The bwrap argv that runs a command confined to `cwd`, and the environment the
-        command needs in there (its per-arm caches, a private TMPDIR)."""
+    def wrap(self, cwd: Path, env: dict[str, str]) -> Confined:
+        """The bwrap argv that runs a command confined to `cwd`, the environment the command
+        needs in there (its per-arm caches, a private TMPDIR) and the descriptors it inherits;
+        the caller closes them (`Confined.close`) once the run started."""
         cwd = cwd.resolve()
         argv = [bwrap(), "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         argv += privileges(self.nested)
+        fds: tuple[int, ...] = ()
+        if not self.unix_sockets and socket_filter() and (fd := unix_filter_fd()) is not None:
+            argv += ["--seccomp", str(fd)]
+            fds = (fd,)
         if not self.network:
             argv.append("--unshare-net")
         # A private /tmp on the same disk as before (a tmpfs would move a storage bench's files
@@ -122,7 +146,7 @@ class Sandbox:
             if fixed.exists() and not fixed.is_symlink() and _under(fixed.resolve(), cwd):
                 argv += ["--ro-bind", str(fixed), str(fixed)]
         argv += ["--chdir", str(cwd), "--"]
-        return argv, {**env, **extra}
+        return Confined(argv, {**env, **extra}, fds)
 
     @staticmethod
     def _pinned(env: dict[str, str], writable: list[Path]) -> dict[str, str]:
@@ -151,6 +175,7 @@ class Sandbox:
             "network": self.network,
             "pid_namespace": True,
             "capabilities": "none",
+            "unix_sockets": self.unix_sockets or not socket_filter(),
             "user_namespace": "--unshare-user" in privileges(self.nested),
         }
 
@@ -219,6 +244,20 @@ def privileges(nested: bool = False) -> list[str]:
 
 
 @functools.cache
+def socket_filter() -> bool:
+    """Whether bwrap here loads the filter that refuses Unix sockets (seccomp.py): this
+    machine's architecture has one and the kernel takes it."""
+    fd = unix_filter_fd() if unix_filter() is not None else None
+    if fd is None:
+        return False
+    try:
+        probe = [bwrap(), "--die-with-parent", "--seccomp", str(fd), "--ro-bind", "/", "/"]
+        return capture([*probe, "--", "true"], cwd=Path("/"), timeout_s=30, pass_fds=(fd,)).ok
+    finally:
+        os.close(fd)
+
+
+@functools.cache
 def bwrap_problem() -> str | None:
     """Why bubblewrap cannot confine runs on this machine, or None when it can."""
     if shutil.which(bwrap()) is None:
@@ -266,7 +305,12 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
         if (script := script_path(command))
     )
     sandbox = Sandbox(
-        network=s.network, writable=writable, caches=dict(s.caches), seeds=seeds, harness=harness
+        network=s.network,
+        unix_sockets=s.unix_sockets,
+        writable=writable,
+        caches=dict(s.caches),
+        seeds=seeds,
+        harness=harness,
     )
     return sandbox, None
 
@@ -295,6 +339,7 @@ def agent_sandbox(config: Config, scratch: Path, home: list[str]) -> Sandbox | N
     return Sandbox(
         nested=True,
         network=True,
+        unix_sockets=True,
         writable=(*sandbox.writable, *([admin] if admin is not None else [])),
         caches={"HOME": "home"},
         seeds={"HOME": _agent_home_seed(scratch, home)},

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..bench.capture import capture
 from ..bench.fingerprint import environment
 from ..bench.measure import (
     BASELINE,
@@ -37,7 +38,7 @@ from ..bench.measure import (
     prepare_baseline,
 )
 from ..bench.orphans import stop_orphans_at_exit
-from ..bench.proc import RunResult, capture, kill_processes, process_token, read_log
+from ..bench.proc import RunResult, kill_processes, process_token, read_log
 from ..config import Config
 from ..decide.calibration import Calibration
 from ..decide.rule import Judge

@@ -13,7 +13,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ..bench.proc import capture
+from ..bench.capture import capture
 from ..config import Config
 from ..errors import UserError
 from ..repo.gitrepo import open_repo

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..bench.proc import capture
+from ..bench.capture import capture
 from ..errors import WorkspaceError
 from .gitrepo import COMMIT_ENV, HARDENED, HARDENED_ENV, Repo
 

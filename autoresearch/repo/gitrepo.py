@@ -1,4 +1,4 @@
-"""The one git wrapper: GitPython for reads, the git CLI (through proc.capture) for the rest."""
+"""The one git wrapper: GitPython for reads, the git CLI (through bench/capture.py) for the rest."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import git
 
-from ..bench.proc import capture
+from ..bench.capture import capture
 from ..errors import WorkspaceError
 
 __all__ = ["GitResult", "Repo", "gitdir_of", "open_repo", "tree_patch"]
@@ -221,7 +221,7 @@ class Repo:
 
     def run(self, *args: str, env: dict[str, str] | None = None) -> GitResult:
         """Run `git <args>` in this tree; never raises on a non-zero exit. In a session of its
-        own (proc.capture): a hook's leftovers die with the call, a hang with its timeout."""
+        own (bench/capture.py): a hook's leftovers die with the call, a hang with its timeout."""
         done = capture(
             ["git", *HARDENED, *([] if self.hooks else ISOLATION), *args],
             cwd=self.path,

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...bench.proc import RunResult, capture
+from ...bench.capture import capture
+from ...bench.proc import RunResult
 from ...config import Config
 from ...errors import UserError, WorkspaceError
 from ...files import read_bounded

@@ -12,7 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ...bench.proc import capture
+from ...bench.capture import capture
 from ...config import Config
 from ...decide.percent import change_pct
 from ...errors import UserError

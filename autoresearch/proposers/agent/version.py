@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...bench.proc import capture
+from ...bench.capture import capture
 
 __all__ = ["TESTED", "CliVersion", "cli_version"]
 
