@@ -234,15 +234,20 @@ def _marked(mark: str) -> list[int]:
 
 
 def test_a_confined_agent_edits_its_tree_reaches_its_model_and_has_a_home_of_its_own(
-    target, tmp_path
+    target, tmp_path, request
 ):
     """The agent CLI runs confined too: its edit is the proposal, the network is there (its
-    model), your checkout is read-only to it, and it writes a copy of its settings, not yours."""
+    model), your checkout is read-only to it, and it writes a copy of its settings, not yours;
+    the rest of your home (a key beside the settings) it cannot see at all."""
     from test_agent import edit, use_agent
 
-    home = tmp_path / "home"
+    # Outside /tmp (a confined run has a private one), where a home is.
+    home = Path(__file__).with_name(f".home-{uuid.uuid4().hex[:8]}")
+    request.addfinalizer(lambda: shutil.rmtree(home, ignore_errors=True))
     (home / ".claude").mkdir(parents=True)
     (home / ".claude" / "settings.json").write_text("yours")
+    (home / ".ssh").mkdir()
+    (home / ".ssh" / "id_ed25519").write_text("your key")
     io = tmp_path / "io"  # the stand-in's script and what it reports: shared with the sandbox
     io.mkdir()
     server = socket.create_server(("127.0.0.1", 0))
@@ -257,6 +262,10 @@ except OSError as exc:
 settings = pathlib.Path(os.environ["HOME"], ".claude", "settings.json")
 seen["settings"] = settings.read_text()
 settings.write_text("changed by the agent")
+try:
+    seen["key"] = pathlib.Path({str(home / ".ssh" / "id_ed25519")!r}).read_text()
+except OSError as exc:
+    seen["key"] = exc.strerror
 try:
     socket.create_connection(("127.0.0.1", {server.getsockname()[1]}), 5).close()
     seen["network"] = "reached"
@@ -282,6 +291,7 @@ pathlib.Path({str(io / "seen.json")!r}).write_text(json.dumps(seen))
     assert seen == {
         "checkout": "Read-only file system",
         "settings": "yours",
+        "key": "No such file or directory",
         "network": "reached",
         "git": 0,
     }

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -93,12 +94,19 @@ class Sandbox:
     # Whether the run may make Unix sockets (seccomp.py): an agent CLI talks to its own parts
     # over them; a target's run may not, unless `[sandbox] unix_sockets = true`.
     unix_sockets: bool = False
+    # Directories the run does not see (an agent's: your home, beside the copy it gets): each
+    # entry there is covered (a directory by an empty tmpfs, a file by /dev/null) but for the
+    # ways to what the run needs, shown read-only: your repository, its writable paths, the
+    # tools on its PATH and what `reveal` names (its command).
+    hide: tuple[Path, ...] = ()
+    reveal: tuple[Path, ...] = ()
 
     def wrap(self, cwd: Path, env: dict[str, str]) -> Confined:
         """The bwrap argv that runs a command confined to `cwd`, the environment the command
         needs in there (its per-arm caches, a private TMPDIR) and the descriptors it inherits;
         the caller closes them (`Confined.close`) once the run started."""
         cwd = cwd.resolve()
+        given = {**os.environ, **env}
         argv = [bwrap(), "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         argv += privileges(self.nested)
         fds: tuple[int, ...] = ()
@@ -107,35 +115,15 @@ class Sandbox:
             fds = (fd,)
         if not self.network:
             argv.append("--unshare-net")
-        # A private /tmp on the same disk as before (a tmpfs would move a storage bench's files
-        # into memory and change what it measures), emptied for each run.
-        private = private_tmp(cwd)
-        shutil.rmtree(private, ignore_errors=True)
-        private.mkdir(parents=True)
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        argv += ["--bind", str(private), "/tmp"]
-        # What lived under /tmp and the run needs, mounted again over the private /tmp: the
-        # repository the tree belongs to (read-only: git works), then the tree itself.
-        for shown in _repository_paths(cwd):
-            if _under(shown, Path("/tmp")):
-                argv += ["--ro-bind", str(shown), str(shown)]
-        # And, read-only, the tools the run is given that live there: a virtualenv or a CI
-        # runner's toolchain under /tmp on PATH (hidden, `python3` would be another one, or
-        # none: "required file not found").
-        for shown in _tool_roots({**os.environ, **env}.get("PATH", "")):
-            argv += ["--ro-bind", str(shown), str(shown)]
-        extra = {"TMPDIR": "/tmp"}
-        binds = [cwd, *(p.resolve() for p in self.writable if p.exists())]
-        caches = {
-            DEFAULT_CACHE_ENV: DEFAULT_CACHE,
-            **self._pinned({**os.environ, **env}, binds),
-            **self.caches,
-        }
-        for name, directory in caches.items():
-            path = cache_dir(cwd, directory)
-            _make_cache(path, self.seeds.get(name))
-            binds.append(path)
-            extra[name] = str(path)
+        argv += _private_tmp(cwd, given.get("PATH", ""))
+        binds, extra = self._writable(cwd, given)
+        tools = _tool_prefixes(given.get("PATH", ""), self.reveal)
+        for hidden in self.hide:
+            # Its /tmp's own directory stays too: Codex's sandbox binds /tmp again by the path
+            # the mount table names, and a tmpfs there would be another, read-only, /tmp.
+            needed = [*_repository_paths(cwd), *binds, *tools, private_tmp(cwd)]
+            argv += _covered(hidden, needed)
         for path in binds:
             argv += ["--bind", str(path), str(path)]
         # The tree's `.git` (a linked worktree's `gitdir:` file) and the harness's scripts
@@ -147,6 +135,19 @@ class Sandbox:
                 argv += ["--ro-bind", str(fixed), str(fixed)]
         argv += ["--chdir", str(cwd), "--"]
         return Confined(argv, {**env, **extra}, fds)
+
+    def _writable(self, cwd: Path, given: dict[str, str]) -> tuple[list[Path], dict[str, str]]:
+        """What a run in `cwd` may write (its tree, the shared paths, its arm's caches, each
+        made on first use) and the variables that point it at its caches and /tmp."""
+        extra = {"TMPDIR": "/tmp"}
+        binds = [cwd, *(p.resolve() for p in self.writable if p.exists())]
+        caches = {DEFAULT_CACHE_ENV: DEFAULT_CACHE, **self._pinned(given, binds), **self.caches}
+        for name, directory in caches.items():
+            path = cache_dir(cwd, directory)
+            _make_cache(path, self.seeds.get(name))
+            binds.append(path)
+            extra[name] = str(path)
+        return binds, extra
 
     @staticmethod
     def _pinned(env: dict[str, str], writable: list[Path]) -> dict[str, str]:
@@ -194,19 +195,70 @@ def _make_cache(path: Path, seed: Path | None) -> None:
         path.mkdir()
 
 
-def _tool_roots(path: str) -> list[Path]:
-    """The directories under /tmp that hold entries of `path`, each by its first component
-    (`/tmp/venv/bin` -> `/tmp/venv`: a virtualenv's interpreter needs its site-packages)."""
+def _private_tmp(cwd: Path, path: str) -> list[str]:
+    """A private /tmp on the same disk as before (a tmpfs would move a storage bench's files
+    into memory and change what it measures), emptied for each run; and what lived under /tmp
+    and the run needs, mounted again read-only over it: the repository the tree belongs to
+    (git works; the tree itself is bound later), and the tools on `path` there by their first
+    component (`/tmp/venv/bin` -> `/tmp/venv`: a virtualenv's interpreter needs its
+    site-packages; hidden, `python3` would be another one, or none)."""
+    private = private_tmp(cwd)
+    shutil.rmtree(private, ignore_errors=True)
+    private.mkdir(parents=True)
+    argv = ["--bind", str(private), "/tmp"]
     tmp = Path("/tmp")
-    roots: list[Path] = []
+    shown = [p for p in _repository_paths(cwd) if _under(p, tmp)]
     for entry in filter(None, path.split(os.pathsep)):
         resolved = Path(entry).resolve()
-        if resolved == tmp or not _under(resolved, tmp) or not resolved.is_dir():
+        if resolved != tmp and _under(resolved, tmp) and resolved.is_dir():
+            shown.append(tmp / resolved.relative_to(tmp).parts[0])
+    for again in dict.fromkeys(shown):
+        argv += ["--ro-bind", str(again), str(again)]
+    return argv
+
+
+def _tool_prefixes(path: str, reveal: tuple[Path, ...]) -> list[Path]:
+    """Where the tools a run is given live: each PATH entry's install prefix (`~/.local/bin`
+    -> `~/.local`, `<prefix>/node_modules/.bin` -> `<prefix>`), and each of `reveal` (a file
+    its command names) by its directory's."""
+    entries = [Path(e) for e in path.split(os.pathsep) if e]
+    entries += [p.parent for p in reveal]
+    found = []
+    for entry in entries:
+        prefix = entry.parent
+        if prefix.name == "node_modules":
+            prefix = prefix.parent
+        found += [entry.resolve(), prefix.resolve()]
+    return found
+
+
+def _covered(hidden: Path, needed: list[Path]) -> list[str]:
+    """bwrap arguments that cover every entry under `hidden` but the ways to `needed`: a
+    directory by an empty tmpfs, a file by /dev/null. A needed path itself stays whole, an
+    ancestor of one keeps its own entries covered in turn; a path that *is* `hidden` (a tool
+    prefix at your home's top) does not uncover it."""
+    hidden = hidden.resolve()
+    if hidden == Path("/") or _under(hidden, Path("/tmp")) or not hidden.is_dir():
+        return []
+    ways = [n for n in needed if n != hidden and _under(n, hidden)]
+    argv: list[str] = []
+    stack = [hidden]
+    while stack:
+        directory = stack.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
             continue
-        root = tmp / resolved.relative_to(tmp).parts[0]
-        if root not in roots:
-            roots.append(root)
-    return roots
+        for entry in entries:
+            path = Path(entry.path)
+            if any(_under(n, path) for n in ways):  # needed, or on the way to a needed path
+                if path not in ways and entry.is_dir(follow_symlinks=False):
+                    stack.append(path)
+            elif entry.is_dir(follow_symlinks=False):
+                argv += ["--tmpfs", str(path)]
+            elif not entry.is_symlink():  # a link leads to what is covered or shown anyway
+                argv += ["--ro-bind", "/dev/null", str(path)]
+    return argv
 
 
 def private_tmp(cwd: Path) -> Path:
@@ -326,12 +378,15 @@ def keeps_out(config: Config, path: Path) -> bool:
     return not any(_under(path, p) or _under(p, path) for p in shared)
 
 
-def agent_sandbox(config: Config, scratch: Path, home: list[str]) -> Sandbox | None:
+def agent_sandbox(
+    config: Config, scratch: Path, home: list[str], command: str = ""
+) -> Sandbox | None:
     """How an agent CLI runs when the target's runs are confined: in its scratch tree (and
     that tree's own git files, so that `git status` and `git diff` work), with the network it
     needs to reach its model, and a home of its own: a copy of what `home` names of yours (its
     login and settings), made afresh for each run of the loop, so that nothing it writes there
-    reaches your real one. None when runs are not confined."""
+    reaches your real one. Your real home it does not see, but for your repository and the
+    tools it runs (its PATH's, `command`'s), read-only. None when runs are not confined."""
     sandbox, _ = sandbox_for(config)
     if sandbox is None:
         return None
@@ -343,7 +398,20 @@ def agent_sandbox(config: Config, scratch: Path, home: list[str]) -> Sandbox | N
         writable=(*sandbox.writable, *([admin] if admin is not None else [])),
         caches={"HOME": "home"},
         seeds={"HOME": _agent_home_seed(scratch, home)},
+        hide=(Path.home().resolve(),),
+        reveal=_paths_in(command),
     )
+
+
+def _paths_in(command: str) -> tuple[Path, ...]:
+    """The files a command line names: its program (found on PATH) and absolute paths."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # an unclosed quote: bash will say so when it runs
+        words = command.split()
+    found = [shutil.which(words[0])] if words else []
+    found += [w for w in words if w.startswith("/")]
+    return tuple(Path(p) for p in found if p)
 
 
 def _agent_home_seed(scratch: Path, home: list[str]) -> Path:

@@ -200,7 +200,7 @@ class AgentProposer:
         }
         # What an unconfined agent could change beyond its tree (hooks, config, refs, your
         # checkout, the journal): looked at after its run, and put back (repo/seal.py).
-        seal = self._seal(source, context, confined=self._confined(scratch.path))
+        seal = self._seal(source, context, confined=self._confined(scratch.path, command))
         # And the trees the loop measures in, unless it is measuring there meanwhile.
         trees = None if measuring is not None else WriteWatch(context.measured)
         if trees is not None:
@@ -321,7 +321,7 @@ class AgentProposer:
         ahead."""
         s = self.settings
         runner = context.runner or LocalRunner()
-        if self._confined(cwd):
+        if isinstance(self._sandbox, Sandbox):
             runner = LocalRunner(sandbox=self._sandbox)
         return runner.run(
             command,
@@ -343,11 +343,12 @@ class AgentProposer:
             if table.get("kind", "queue") == "queue"
         ]
 
-    def _confined(self, scratch: Path) -> bool:
+    def _confined(self, scratch: Path, command: str) -> bool:
         """Whether the agent CLI runs confined (agent_sandbox); decided once a run, when its
         home is copied from yours."""
         if self._sandbox is None:
-            self._sandbox = agent_sandbox(self.config, scratch, self.settings.home) or False
+            made = agent_sandbox(self.config, scratch, self.settings.home, command)
+            self._sandbox = made or False
         return bool(self._sandbox)
 
     def _agent_record(
