@@ -54,6 +54,9 @@ def count_run(counter):  # how many runs before this one, counted in a file
 mode = read("mode.txt", "ok")
 sentinels_only = sys.argv[1:] == ["--sentinels"]
 value = float(read("value.txt", "100"))
+built = os.path.join(root, "out", "value.txt")
+if os.path.exists(built):  # what a build made of src/value.txt (tests/test_run_state.py)
+    value = float(read_file(built))
 factors = {
     name[: -len(".txt")]: read(name, "").split()
     for name in os.listdir(src)
@@ -141,6 +144,13 @@ if mode.startswith("tamper-"):  # a candidate that reaches outside its own patch
     sys.dont_write_bytecode = True  # no __pycache__ in the tree
     import reach
     reach.from_stage("bench", Path(root), mode)
+if mode in ("memo", "memo-cache"):  # slow the first time, fast once it finds what it left
+    home = src if mode == "memo" else os.environ.get("XDG_CACHE_HOME", src)
+    memo = os.path.join(home, "memo.txt")
+    if os.path.exists(memo):
+        value *= 0.2
+    else:
+        write(memo, "seen")
 override = read("override.txt", None)  # untracked: what a tampering candidate writes
 if override is not None:
     value = float(override)

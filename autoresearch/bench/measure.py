@@ -10,9 +10,10 @@ becomes a record status is decided here and nowhere else (`run_failure`,
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -20,6 +21,7 @@ from typing import Protocol
 from ..config import Config
 from ..decide.rule import Decision, Judge
 from ..errors import MetricParseError
+from ..filestate import FileState
 from ..loop.session_dir import require_space
 from ..repo.workspace import BaselineTree
 from ..statuses import Status
@@ -139,6 +141,7 @@ class Harness:
         # the candidate, asked after it (`violation(False)`: the cheap part), and whole at
         # every look and at the end.
         self.guard = guard
+        self._states: dict[Path, FileState] = {}  # each arm's, while `_interleave` runs
 
     def build(self, cwd: Path, log: Path) -> RunResult | None:
         """Run the build command once in `cwd`; None when the config has none."""
@@ -216,8 +219,36 @@ class Harness:
             return statistics.median(values)
         return max(values) if name in self._higher else min(values)
 
+    @contextlib.contextmanager
+    def _same_state(self, trees: tuple[Path, Path]) -> Iterator[None]:
+        """Each bench run of these arms starts from the state their builds left
+        (filestate.py): taken now, put back after every run."""
+        self._states = {cwd: FileState.take(self._arm_files(cwd)) for cwd in trees}
+        try:
+            yield
+        finally:
+            self._states = {}
+
+    def _arm_files(self, cwd: Path) -> list[Path]:
+        """What a bench run of the arm in `cwd` can leave for the next: its tree and, confined,
+        its own caches (unconfined, the caches are yours: README, "Every run from the same
+        state")."""
+        sandbox = getattr(self.runner, "sandbox", None)
+        caches = sandbox.arm_caches(cwd, self.env).values() if sandbox is not None else []
+        return [cwd, *caches]
+
     def _bench_values(
         self, cwd: Path, log: Path, into: Measurement, check: bool, sentinels_only: bool = False
+    ) -> dict[str, float] | None:
+        try:
+            return self._sample(cwd, log, into, check, sentinels_only)
+        finally:
+            state = self._states.get(cwd)
+            if state is not None:
+                state.restore()
+
+    def _sample(
+        self, cwd: Path, log: Path, into: Measurement, check: bool, sentinels_only: bool
     ) -> dict[str, float] | None:
         guard = self.guard if check else None
         if guard is not None:
@@ -387,14 +418,15 @@ def measure_pair(
         if failure is not None:
             pair.failure, pair.failed_arm, pair.detail = failure, CANDIDATE, detail
             return pair
-    return harness._interleave(
-        pair,
-        baseline_dir=arms[0],
-        candidate_dir=arms[1],
-        log_for=lambda arm, i: logs(f"{arm}-{i}"),
-        max_pairs=judge.limit if judge is not None else pairs,
-        judge=judge.look if judge is not None else None,
-        looks=judge.looks if judge is not None else None,
-        on_run=on_run,
-        awaiting_sentinels=(lambda: judge.awaiting_sentinels) if judge is not None else None,
-    )
+    with harness._same_state(arms):
+        return harness._interleave(
+            pair,
+            baseline_dir=arms[0],
+            candidate_dir=arms[1],
+            log_for=lambda arm, i: logs(f"{arm}-{i}"),
+            max_pairs=judge.limit if judge is not None else pairs,
+            judge=judge.look if judge is not None else None,
+            looks=judge.looks if judge is not None else None,
+            on_run=on_run,
+            awaiting_sentinels=(lambda: judge.awaiting_sentinels) if judge is not None else None,
+        )

@@ -137,17 +137,30 @@ class Sandbox:
         return Confined(argv, {**env, **extra}, fds)
 
     def _writable(self, cwd: Path, given: dict[str, str]) -> tuple[list[Path], dict[str, str]]:
-        """What a run in `cwd` may write (its tree, the shared paths, its arm's caches, each
-        made on first use) and the variables that point it at its caches and /tmp."""
-        extra = {"TMPDIR": "/tmp"}
-        binds = [cwd, *(p.resolve() for p in self.writable if p.exists())]
-        caches = {DEFAULT_CACHE_ENV: DEFAULT_CACHE, **self._pinned(given, binds), **self.caches}
+        """What a run in `cwd` may write (its tree, the shared paths, its arm's caches) and
+        the variables that point it at its caches and /tmp."""
+        caches = self.arm_caches(cwd, given)
+        binds = [cwd, *self._shared(), *caches.values()]
+        return binds, {"TMPDIR": "/tmp", **{name: str(path) for name, path in caches.items()}}
+
+    def arm_caches(self, cwd: Path, env: dict[str, str]) -> dict[str, Path]:
+        """The arm's own cache directories (variable -> path), each made on first use: what
+        a run may write beside its tree, and put back after each bench run like it."""
+        cwd = cwd.resolve()
+        writable = [cwd, *self._shared()]
+        caches = {
+            DEFAULT_CACHE_ENV: DEFAULT_CACHE,
+            **self._pinned({**os.environ, **env}, writable),
+            **self.caches,
+        }
+        made = {}
         for name, directory in caches.items():
-            path = cache_dir(cwd, directory)
+            made[name] = path = cache_dir(cwd, directory)
             _make_cache(path, self.seeds.get(name))
-            binds.append(path)
-            extra[name] = str(path)
-        return binds, extra
+        return made
+
+    def _shared(self) -> list[Path]:
+        return [p.resolve() for p in self.writable if p.exists()]
 
     @staticmethod
     def _pinned(env: dict[str, str], writable: list[Path]) -> dict[str, str]:

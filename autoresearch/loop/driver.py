@@ -207,7 +207,7 @@ def _calibrate_once(session: Session) -> CalibrationRecord | None:
     prepare_best(session, tip, label)
     # The worktree is clean at the tip here: recovery and keep both end with a revert.
     try:
-        return calibrate(
+        record = calibrate(
             session.config,
             session.harness(marker(session, "calibration")),
             arms=(session.baseline_tree.path, session.ws.path),
@@ -222,6 +222,9 @@ def _calibrate_once(session: Session) -> CalibrationRecord | None:
     finally:
         session.ws.revert()
         session.paths.inflight.unlink(missing_ok=True)
+    if record is not None:  # the worktree was built at the best: its kept output is the best's
+        session.ws.mark_built()
+    return record
 
 
 def _announce_calibration(session: Session, record: CalibrationRecord) -> None:

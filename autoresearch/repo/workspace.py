@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import WorkspaceError
+from ..filestate import FileState
 from .gitrepo import COMMIT_ENV, Repo, open_repo
 from .watch import Watches
 
@@ -49,6 +50,8 @@ class Workspace:
         # same tip, with nothing written or staged between, is not done twice.
         self.watches: Watches | None = None
         self._reverted: tuple | None = None
+        # The kept build output as the best's build left it, and the tip it was built at.
+        self._outputs: tuple[str, FileState] | None = None
 
     @property
     def path(self) -> Path:
@@ -133,7 +136,20 @@ class Workspace:
         self.tree.repair_dotgit()  # a run that rewrote it: the tree leads to its own repository
         self.tree.must("reset", "--hard", "--quiet", tip)
         clean(self.tree, self.build_output)
+        if self._outputs is not None and self._outputs[0] == tip:
+            self._put_back_outputs(self._outputs[1])
         self._reverted = self._revert_state(tip) if self.watches is not None else None
+
+    def mark_built(self) -> None:
+        """The tree's kept build output is the best's now (its build for a calibration): a
+        revert to this tip puts it back as it is, so that what a discarded candidate's build
+        left there (an output dated 2100) is rebuilt, never taken for fresh."""
+        if self.build_output:
+            self._outputs = (self.tip(), FileState.take([self.path]))
+
+    def _put_back_outputs(self, best: FileState) -> None:
+        tracked = self.tree.run("ls-files", "-z").out.split("\0")
+        best.restore(spare={str(self.path / rel) for rel in tracked if rel})
 
     def _revert_state(self, tip: str) -> tuple | None:
         """What must stand for the tree to be as the last revert left it: the watch's count

@@ -1,0 +1,77 @@
+"""Every bench run starts from the state its arm's build left: nothing a run writes in its
+tree or its caches is there for the next run of either arm, and after a discard the build
+output a tree keeps is the best's again."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from conftest import dedent, experiments, git, run
+
+# A make-like build: out/value.txt made from src/value.txt when it is missing or older, and a
+# candidate that plants one dated 2100 (src/mode.txt "plant") in its own build.
+MAKE = dedent(
+    """
+    #!/usr/bin/env python3
+    import os
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent
+    source, built = root / "src" / "value.txt", root / "out" / "value.txt"
+    built.parent.mkdir(exist_ok=True)
+    if not built.exists() or built.stat().st_mtime < source.stat().st_mtime:
+        built.write_text(source.read_text())
+    mode = root / "src" / "mode.txt"
+    if mode.exists() and mode.read_text().strip() == "plant":
+        built.write_text("10\\n")
+        os.utime(built, (4102444800, 4102444800))  # 2100-01-01: never older than a source
+    """
+)
+
+
+@pytest.mark.parametrize("sandbox", ["off", "auto"])
+def test_a_candidate_that_memoizes_in_its_tree_is_slow_every_run(target, sandbox):
+    """Slow the first time, fast once it finds the file it left in its tree: each run finds
+    none, so it is the null it is."""
+    target.configure(sandbox=sandbox)
+    git(target.root, "commit", "-qam", "config", "--allow-empty")
+    target.add_hypothesis("01-memo", {"src/mode.txt": "memo\n"})
+
+    run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "discard", (record.status, record.error)
+    assert not (target.root / "src" / "memo.txt").exists()
+
+
+def test_a_candidate_that_memoizes_in_its_cache_is_slow_every_run(target):
+    """The same memo in its arm's XDG_CACHE_HOME (confined: a cache of the arm's own)."""
+    target.configure(sandbox="auto")
+    git(target.root, "commit", "-qam", "config", "--allow-empty")
+    target.add_hypothesis("01-memo", {"src/mode.txt": "memo-cache\n"})
+
+    run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "discard", (record.status, record.error)
+
+
+def test_build_output_a_discarded_candidate_planted_is_not_the_next_one_s(target):
+    """A candidate whose build plants an output dated 2100 and is discarded (its checks fail)
+    leaves nothing the next, honest null's incremental build would take for fresh."""
+    config = target.configure(build="./make.py", checks_when="keep")
+    config.write_text(config.read_text().replace("[bench]\n", '[bench]\nkeep = ["out/"]\n', 1))
+    (target.root / "make.py").write_text(MAKE)
+    os.chmod(target.root / "make.py", 0o755)
+    (target.root / ".gitignore").write_text("out/\n")
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "a make-like build")
+    target.add_hypothesis("01-plant", {"src/mode.txt": "plant\n", "src/broken.txt": "x\n"})
+    target.add_hypothesis("02-null", {"src/notes.txt": "an honest change that does nothing\n"})
+
+    run(target)
+
+    first, second = experiments(target)
+    assert first.status == "checks_failed", (first.status, first.error)
+    assert second.status == "discard", (second.status, second.error)
