@@ -16,12 +16,15 @@ import os
 from pathlib import Path
 
 root = Path(__file__).resolve().parent
-mark = root / "target" / "built"
-earlier = mark.read_text() if mark.exists() else "fresh"
+# An object built once and reused (incremental), and a product every build writes anew.
+lib, product = root / "target" / "deps" / "lib.o", root / "target" / "product"
+earlier = lib.read_text() if lib.exists() else "fresh"
 with open(os.environ["BUILD_LOG"], "a") as log:
     log.write(f"{{root.name}} {{earlier}}\\n")
-mark.parent.mkdir(exist_ok=True)
-mark.write_text(root.name)
+if not lib.exists():
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    lib.write_text(root.name)
+product.write_text(root.name)
 """
 
 
