@@ -6,7 +6,7 @@ network, and each arm's build cache starts as a copy of yours."""
 import sys
 from pathlib import Path
 
-from autoresearch.bench.proc import capture
+from autoresearch.bench.capture import capture
 from autoresearch.cli import main
 
 TARGET = Path(__file__).resolve().parent / "targets" / "pebble"

@@ -78,12 +78,19 @@ def test_a_gitlink_in_a_patch_is_refused_unmeasured_and_the_night_goes_on(target
 
 
 def test_a_change_its_run_made_uncommittable_is_a_failure_and_the_night_goes_on(target):
-    """The candidate's bench makes a repository of the directory its patch adds a file to:
-    git's add skips the file, the keep's commit would fail on every run. That experiment is
-    the failure, recorded once; the next hypothesis is kept and no resume replays it."""
+    """The candidate's build makes a repository of the directory its patch adds a file to
+    (what its bench runs do there is undone after each run; its build's output stays): git's
+    add skips the file, the keep's commit would fail on every run. That experiment is the
+    failure, recorded once; the next hypothesis is kept and no resume replays it."""
+    target.configure(build="./build.py")
+    git(target.root, "commit", "-qam", "a build")
     target.add_hypothesis(
         "01-nest",
-        {"src/nested/a.txt": "x\n", "src/value.txt": "80\n", "src/mode.txt": "tamper-nest\n"},
+        {
+            "src/nested/a.txt": "x\n",
+            "src/value.txt": "80\n",
+            "src/mode.txt": "tamper-nest@build\n",
+        },
     )
     target.add_hypothesis("02-win", {"src/value.txt": "70\n"})
 

@@ -176,7 +176,8 @@ def test_no_confirmation_without_keeps_and_confirm_says_why(target):
 QUIET_BENCH = """
 import os
 from pathlib import Path
-counter = Path("count")
+# Counted beside the arm (unconfined here): a file in its tree would be gone after each run.
+counter = Path("..", "count-" + Path.cwd().name)
 n = int(counter.read_text()) if counter.exists() else 0
 counter.write_text(str(n + 1))
 print(f"METRIC t_ms={100 + n}")
