@@ -11,6 +11,7 @@ becomes a record status is decided here and nowhere else (`run_failure`,
 from __future__ import annotations
 
 import contextlib
+import os
 import statistics
 import threading
 from collections.abc import Callable, Iterator
@@ -26,8 +27,8 @@ from ..loop.session_dir import require_space
 from ..repo.workspace import BaselineTree
 from ..statuses import Status
 from .environ import bench_environ
-from .metrics import read_run_metrics
-from .proc import RunResult, read_log
+from .metrics import METRIC_FD_ENV, metric_channel, read_run_metrics, run_output
+from .proc import RunResult
 from .runners import LocalRunner, Runner
 from .sandbox import private_tmp, sandbox_for
 from .testcount import junit_option, read_junit
@@ -186,7 +187,13 @@ class Harness:
         bench = self.config.bench
         if bench.output:  # what an earlier run wrote must not pass for this run's
             (cwd / bench.output).unlink(missing_ok=True)
-        return self._run(bench.sentinel_command if sentinels_only else bench.command, cwd, log)
+        command = bench.sentinel_command if sentinels_only else bench.command
+        log.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(metric_channel(log), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:  # the METRIC channel (metrics.py): the run holds the only descriptor once started
+            return self._run(command, cwd, log, {METRIC_FD_ENV: str(fd)}, (fd,))
+        finally:
+            os.close(fd)
 
     def bench_once(
         self,
@@ -261,12 +268,9 @@ class Harness:
             failure, detail = Status.TAMPERED, tampered
         if failure is None:
             try:
+                text, source = run_output(outcome.log_path)
                 values = read_run_metrics(
-                    self.config.bench,
-                    read_log(outcome.log_path),
-                    cwd,
-                    outcome.log_path,
-                    written=not sentinels_only,
+                    self.config.bench, text, cwd, source, written=not sentinels_only
                 )
             except MetricParseError as exc:
                 failure, detail = Status.CRASH, str(exc)
@@ -344,13 +348,21 @@ class Harness:
             pair.failure, pair.decision, pair.detail = Status.TAMPERED, None, tampered
         return pair
 
-    def _run(self, command: str, cwd: Path, log: Path) -> RunResult:
+    def _run(
+        self,
+        command: str,
+        cwd: Path,
+        log: Path,
+        env: dict[str, str] | None = None,
+        pass_fds: tuple[int, ...] = (),
+    ) -> RunResult:
         return self.runner.run(
             command,
             cwd=cwd,
             log_path=log,
             timeout_s=self.config.bench.timeout_s,
-            env=self.env,
+            env={**self.env, **(env or {})},
+            pass_fds=pass_fds,
             environ=self.environ,
             stop=self.stop,
             on_start=self.on_start,

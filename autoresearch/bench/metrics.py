@@ -1,5 +1,12 @@
 """Bench output -> {metric name: float}: `METRIC name=value` lines, `go test -bench` rows, and
-the other tools' formats (formats.py), from the bench's output or a file it writes."""
+the other tools' formats (formats.py), from the bench's output or a file it writes.
+
+The bench's output is the workload's too: a program that prints `METRIC t_ms=1` speaks for
+itself. So each bench run is also given a channel the workload need never hold: a file
+descriptor named by `AUTORESEARCH_METRIC_FD`, writing to a file beside the run's log. A bench
+script that writes its METRIC lines there, and closes it for the program it times (`init`'s
+scripts and the bundled target do), is read from it alone: whatever the program prints is
+then only its log."""
 
 from __future__ import annotations
 
@@ -9,12 +16,22 @@ from typing import TYPE_CHECKING
 
 from ..errors import MetricParseError
 from .formats import MAX_MAGNITUDE, detect, finite, parse_go_bench, read_format
+from .proc import read_log
 
 if TYPE_CHECKING:
     from ..config import BenchConfig
 
-__all__ = ["parse_go_bench", "parse_metrics", "read_run_metrics"]
+__all__ = [
+    "METRIC_FD_ENV",
+    "metric_channel",
+    "parse_go_bench",
+    "parse_metrics",
+    "read_run_metrics",
+    "run_output",
+]
 
+METRIC_FD_ENV = "AUTORESEARCH_METRIC_FD"
+MAX_CHANNEL_BYTES = 16 * 1024 * 1024  # METRIC lines and a results document, not a dump
 METRIC_PREFIX = "METRIC"
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-/]*"
 _METRIC_LINE = re.compile(rf"^METRIC\s+({_NAME})\s*=\s*(\S+)\s*$")
@@ -72,6 +89,29 @@ def parse_metrics(text: str, source: str = "bench output") -> dict[str, float]:
         found[name] = value
         seen_at[name] = lineno
     return found
+
+
+def metric_channel(log: Path) -> Path:
+    """Where the METRIC channel of the run logged at `log` is written."""
+    return log.with_name(log.name + ".metrics")
+
+
+def run_output(log: Path | str) -> tuple[str, str]:
+    """What one bench run reported and where: its METRIC channel when it wrote anything there,
+    else its log (a bench that never uses the channel)."""
+    channel = metric_channel(Path(log))
+    try:
+        with open(channel, "rb") as handle:
+            data = handle.read(MAX_CHANNEL_BYTES + 1)
+    except OSError:
+        data = b""
+    if len(data) > MAX_CHANNEL_BYTES:
+        raise MetricParseError(
+            f"{channel}: more than {MAX_CHANNEL_BYTES // 2**20} MB written to the METRIC channel"
+        )
+    if data:
+        return data.decode("utf-8", errors="replace"), str(channel)
+    return read_log(log), str(log)
 
 
 def _cut(line: str, most: int = 120) -> str:

@@ -41,10 +41,12 @@ class Runner(Protocol):
         token: str | None,
         concurrent: bool = False,
         environ: dict[str, str] | None = None,
+        pass_fds: tuple[int, ...] = (),
     ) -> RunResult:
         """Run `command` in `cwd`, its output in `log_path`, within `timeout_s`; a `concurrent`
         one runs beside others (an agent preparing the next proposal while the bench runs).
-        `env` is added to `environ` (the user's environment when None)."""
+        `env` is added to `environ` (the user's environment when None); the command inherits
+        the descriptors `pass_fds` names."""
         ...
 
 
@@ -59,11 +61,19 @@ class LocalRunner:
         self.sandbox = sandbox
         self.max_log_bytes = max_log_bytes
 
-    def run(self, command: str, *, cwd: Path, env: dict[str, str], **kwargs) -> RunResult:
+    def run(
+        self,
+        command: str,
+        *,
+        cwd: Path,
+        env: dict[str, str],
+        pass_fds: tuple[int, ...] = (),
+        **kwargs,
+    ) -> RunResult:
         if self.sandbox is None:
             return run(
                 command, cwd=cwd, env=env, cpus=self.cpus, max_log_bytes=self.max_log_bytes,
-                **kwargs,
+                pass_fds=pass_fds, **kwargs,
             )  # fmt: skip
         confined = self.sandbox.wrap(cwd, env)
         try:
@@ -73,7 +83,7 @@ class LocalRunner:
                 env=confined.env,
                 cpus=self.cpus,
                 wrapper=confined.argv,
-                pass_fds=confined.fds,
+                pass_fds=(*confined.fds, *pass_fds),
                 max_log_bytes=self.max_log_bytes,
                 **kwargs,
             )

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..bench.measure import Harness
-from ..bench.metrics import read_run_metrics
-from ..bench.proc import RunResult, read_log
+from ..bench.metrics import read_run_metrics, run_output
+from ..bench.proc import RunResult
 from ..config import Config
 from ..decide.calibration import run_seconds
 from ..decide.design import NoiseVerdict, noise_verdict
@@ -91,9 +91,8 @@ def run_preflight(
         )
         return result
     try:
-        result.metrics = read_run_metrics(
-            config.bench, read_log(bench.log_path), cwd, bench.log_path
-        )
+        text, source = run_output(bench.log_path)
+        result.metrics = read_run_metrics(config.bench, text, cwd, source)
     except MetricParseError as exc:
         result.problems.append(str(exc))
         return result

@@ -1,17 +1,21 @@
 // Command grantbench measures the grant store and prints METRIC lines for autoresearch, plus
-// `go test -bench` style rows for people. Every run checks the count it reads back, so a change
+// `go test -bench` style rows for people. Under autoresearch the METRIC lines go to the channel
+// it gives (the descriptor AUTORESEARCH_METRIC_FD names), taken out of the environment and
+// closed for any program started: what the engine prints is then only the log. Every run checks the count it reads back, so a change
 // that loses or duplicates grants fails loudly instead of looking fast.
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"grantstore/grantstore"
@@ -20,11 +24,24 @@ import (
 
 const seed = 20260101
 
+// Where METRIC lines go: the loop's channel when it gives one, else stdout.
+var metrics io.Writer = os.Stdout
+
 type result struct {
 	ns, bytes, allocs float64
 }
 
 func main() {
+	if given := os.Getenv("AUTORESEARCH_METRIC_FD"); given != "" {
+		fd, err := strconv.Atoi(given)
+		if err != nil || fd < 3 {
+			fmt.Fprintf(os.Stderr, "grantbench: AUTORESEARCH_METRIC_FD=%q is not a descriptor\n", given)
+			os.Exit(1)
+		}
+		syscall.CloseOnExec(fd)
+		os.Unsetenv("AUTORESEARCH_METRIC_FD")
+		metrics = os.NewFile(uintptr(fd), "metrics")
+	}
 	if err := run(); err != nil {
 		fmt.Fprintf(os.Stderr, "grantbench: %v\n", err)
 		os.Exit(1)
@@ -120,7 +137,7 @@ func benchPebble(ctx context.Context, scratch string, n int) error {
 	}
 	report("WritePack/pebble/"+name, "pebble_writepack_"+name, write)
 	report("UnpackReadGrants/pebble/"+name, "pebble_readpaginated_"+name, read)
-	fmt.Printf("METRIC pebble_packed_%s_bytes=%d\n", name, info.Size())
+	fmt.Fprintf(metrics, "METRIC pebble_packed_%s_bytes=%d\n", name, info.Size())
 	return nil
 }
 
@@ -193,7 +210,7 @@ func median(sorted []float64) float64 {
 func report(bench, metric string, r result) {
 	fmt.Printf("Benchmark%s\t%d\t%.0f ns/op\t%.0f B/op\t%.0f allocs/op\n",
 		bench, 1, r.ns, r.bytes, r.allocs)
-	fmt.Printf("METRIC %s_ms=%.3f\n", metric, r.ns/1e6)
-	fmt.Printf("METRIC %s_allocs_op=%.0f\n", metric, r.allocs)
-	fmt.Printf("METRIC %s_bytes_op=%.0f\n", metric, r.bytes)
+	fmt.Fprintf(metrics, "METRIC %s_ms=%.3f\n", metric, r.ns/1e6)
+	fmt.Fprintf(metrics, "METRIC %s_allocs_op=%.0f\n", metric, r.allocs)
+	fmt.Fprintf(metrics, "METRIC %s_bytes_op=%.0f\n", metric, r.bytes)
 }
