@@ -212,6 +212,8 @@ def reach(what, root, common, baseline):
     elif what == "environ":  # print what it was given: the log and the journal's tail keep it
         import os
         print("".join(f"{k}={v}\n" for k, v in sorted(os.environ.items())))
+    elif what == "attributes":  # select a filter and a diff driver your git config defines
+        (root / ".gitattributes").write_text("* filter=evil diff=evil\n")
     elif what == "bench":  # edit its own bench script at run time
         with open(root / "bench.py", "a") as handle:
             handle.write("# edited at run time\n")

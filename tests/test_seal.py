@@ -308,3 +308,32 @@ def test_an_earlier_record_edited_far_back_in_the_journal_is_caught_and_put_back
     assert "the journal" in records[-1].error and "rewritten" in records[-1].error
     assert target.journal.read_bytes()[: len(before)] == before
     assert [r.status for r in records[:4]].count("keep") == 0
+
+
+@pytest.mark.parametrize("sandbox", ["off", "auto"])
+def test_a_filter_your_git_config_defines_never_runs_on_a_candidate_s_tree(
+    target, tmp_path, monkeypatch, sandbox
+):
+    """The candidate's build writes a .gitattributes that selects a filter and a diff driver
+    your global git config defines: the loop's own git calls in its tree (the guard's diff, the
+    keep's add) would run them outside the sandbox. They run nowhere; the experiment goes on."""
+    ran = tmp_path / "driver-ran"
+    config = tmp_path / "gitconfig"
+    config.write_text(
+        '[filter "evil"]\n'
+        f"\tclean = touch {ran}; cat\n\tsmudge = cat\n\tprocess = touch {ran}\n\trequired\n"
+        '[diff "evil"]\n'
+        f"\ttextconv = touch {ran}; cat\n\tcommand = touch {ran}\n"
+    )
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(config))
+    target.configure(build="./build.py", sandbox=sandbox)
+    git(target.root, "commit", "-qam", "a build")
+    target.add_hypothesis(
+        "01-win", {"src/value.txt": "80\n", "src/mode.txt": "tamper-attributes@build\n"}
+    )
+
+    run(target)
+
+    assert not ran.exists()
+    (record,) = experiments(target)
+    assert record.status in ("keep", "tampered"), (record.status, record.error)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import re
 import shutil
 from collections.abc import Callable
@@ -32,6 +34,40 @@ ISOLATION = (
     "-c", "commit.gpgSign=false",
     "-c", "tag.gpgSign=false",
 )  # fmt: skip
+# A filter or diff driver is chosen by a tree's .gitattributes, which a candidate's build may
+# write, and defined in your git config: the loop's own git calls in that tree (the guard's
+# diff, the keep's add, the revert) would run it, outside the sandbox. Each one your config
+# defines becomes a no-op for them (`cat`, no long-running process, not required); diffs are
+# asked for with --no-ext-diff and --no-textconv. `[target] git_hooks = true` lets them
+# through (a repository whose files go through Git LFS needs it).
+_DRIVERS = re.compile(r"^(filter|diff)\.(.+)\.(clean|smudge|process|textconv|command)$")
+# What names the config files git reads outside any repository.
+_CONFIG_ENV = ("HOME", "XDG_CONFIG_HOME", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM")
+
+
+def driver_overrides() -> tuple[str, ...]:
+    """`-c` options that make every filter and diff driver of your git config a no-op."""
+    return _overrides_for(tuple(os.environ.get(name) for name in _CONFIG_ENV))
+
+
+@functools.cache
+def _overrides_for(_config_env: tuple[str | None, ...]) -> tuple[str, ...]:
+    """(Cached per set of config files: the keys only name them.)"""
+    done = capture(
+        ["git", "config", "--name-only", "--get-regexp", _DRIVERS.pattern], cwd=Path("/")
+    )
+    names = {match.group(1, 2) for key in done.text().split() if (match := _DRIVERS.match(key))}
+    options: list[str] = []
+    for section, name in sorted(names):
+        if section == "filter":
+            values = {"clean": "cat", "smudge": "cat", "process": "", "required": "false"}
+        else:
+            values = {"textconv": "cat"}
+        for key, value in values.items():
+            options += ["-c", f"{section}.{name}.{key}={value}"]
+    return tuple(options)
+
+
 # Whatever a run may have left in the repository before the seal (repo/seal.py) puts it back,
 # the loop's own git calls do not follow it: a `core.fsmonitor` command would run inside each of
 # them, outside every timeout, and a replace ref (`git replace -f HEAD HEAD`) would make every
@@ -223,7 +259,7 @@ class Repo:
         """Run `git <args>` in this tree; never raises on a non-zero exit. In a session of its
         own (bench/capture.py): a hook's leftovers die with the call, a hang with its timeout."""
         done = capture(
-            ["git", *HARDENED, *([] if self.hooks else ISOLATION), *args],
+            ["git", *HARDENED, *([] if self.hooks else (*ISOLATION, *driver_overrides())), *args],
             cwd=self.path,
             env=self.env(env),
             timeout_s=GIT_TIMEOUT_S,
@@ -285,7 +321,7 @@ def tree_patch(
     env = tree.env({"GIT_INDEX_FILE": str(index)} if index is not None else {})
 
     def git(*args: str) -> bytes:
-        done = capture(["git", *HARDENED, *args], cwd=path, env=env)
+        done = capture(["git", *HARDENED, *driver_overrides(), *args], cwd=path, env=env)
         if not done.ok:
             raise WorkspaceError(f"{path}: git {args[0]} failed reading the change: {done.why()}")
         return done.out
