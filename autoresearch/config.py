@@ -109,6 +109,9 @@ class BenchConfig:
     # each metric aggregated by `aggregate` (best: the least disturbed run, the minimum of a
     # lower-is-better metric; median).
     cpus: str = ""
+    # How many rows of each benchmark one run reports in a tool's format (`go test -count`,
+    # criterion's repeats); more is an error. 0: not declared.
+    rows: int = 0
     warmup_runs: int = 0
     repeat: int = 1
     aggregate: str = "best"

@@ -114,6 +114,8 @@ def _check_bench(config: Config) -> None:
         raise ConfigError(f"{path}: 'bench.aggregate' must be one of {', '.join(AGGREGATES)}")
     if config.bench.warmup_runs < 0 or config.bench.repeat < 1:
         raise ConfigError(f"{path}: 'bench.warmup_runs' must be >= 0 and 'bench.repeat' >= 1")
+    if config.bench.rows < 0:
+        raise ConfigError(f"{path}: 'bench.rows' must be >= 0 (0: not declared)")
     if config.bench.sentinel_command and not config.sentinel:
         raise ConfigError(
             f"{path}: 'bench.sentinel_command' is set but no [[sentinel]] is declared: "

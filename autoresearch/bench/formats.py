@@ -11,16 +11,19 @@ A metric's name keeps the benchmark's groups, lowercased, with `_` for every oth
 scales read as they do for Go; then its measure. Times are in nanoseconds whatever the tool
 printed (`_ns`; a per-operation time `_ns_op`), so one bench read by two tools compares;
 throughputs keep their unit (`_ops_s`, `_mib_s`). A benchmark reported several times (repeats)
-keeps its median.
+keeps its median; with `[bench] rows = N` declared, a benchmark reported more than N times in
+one run is an error: rows the timed program printed itself would move the median.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import math
 import re
 import statistics
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -35,9 +38,12 @@ __all__ = [
     "metric_name",
     "parse_go_bench",
     "read_format",
+    "rows_declared",
 ]
 
 MAX_MAGNITUDE = 1e300
+# How many rows of one benchmark a run may report (`[bench] rows`; 0: any), while it is read.
+_DECLARED = contextvars.ContextVar("declared_rows", default=0)
 
 # Nanoseconds per unit of time, as the tools spell them.
 NS_PER = {"ps": 1e-3, "ns": 1.0, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9}
@@ -95,6 +101,8 @@ def read_format(name: str, text: str, source: str = "bench output") -> dict[str,
     read is an error naming `source`."""
     try:
         return FORMATS[name](text)
+    except MetricParseError as exc:
+        raise MetricParseError(f"{source}: {exc}") from None
     except (ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         raise MetricParseError(f"{source}: not {name} output as expected ({exc})") from None
 
@@ -196,7 +204,7 @@ def parse_go_bench(text: str) -> dict[str, float]:
                 continue
             suffix = _GO_UNIT_SUFFIX.get(unit) or re.sub(r"[^A-Za-z0-9]+", "_", unit).strip("_")
             rows.setdefault(f"{bench}_{suffix}", []).append(value)
-    return {name: statistics.median(values) for name, values in rows.items()}
+    return _medians(rows)
 
 
 # -- JSON documents ----------------------------------------------------------------------------
@@ -364,7 +372,24 @@ def _number(text: str) -> float:
     return float(text.replace(",", ""))
 
 
+@contextlib.contextmanager
+def rows_declared(most: int) -> Iterator[None]:
+    """Read with at most `most` rows of each benchmark (0: any) until the block ends."""
+    token = _DECLARED.set(most)
+    try:
+        yield
+    finally:
+        _DECLARED.reset(token)
+
+
 def _medians(rows: dict[str, list[float]]) -> dict[str, float]:
+    most = _DECLARED.get()
+    for name, values in rows.items():
+        if most and len(values) > most:
+            raise MetricParseError(
+                f"{name}: {len(values)} rows in one run, and the bench declares {most} "
+                "([bench] rows): rows a timed program printed itself would move the median"
+            )
     return {
         name: statistics.median(values)
         for name, values in rows.items()

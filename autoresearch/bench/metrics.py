@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import MetricParseError
-from .formats import MAX_MAGNITUDE, detect, finite, parse_go_bench, read_format
+from .formats import MAX_MAGNITUDE, detect, finite, parse_go_bench, read_format, rows_declared
 from .proc import read_log
 
 if TYPE_CHECKING:
@@ -127,6 +127,13 @@ def read_run_metrics(
 
     `format = "auto"`: a run that printed METRIC lines is read for those (and `go test -bench`
     rows with `go_bench`); otherwise, and for the output file, each format recognised in it."""
+    with rows_declared(bench.rows):
+        return _read_run(bench, text, tree, source, written)
+
+
+def _read_run(
+    bench: BenchConfig, text: str, tree: Path, source: str, written: bool
+) -> dict[str, float]:
     metrics: dict[str, float] = {}
     output = bench.output if written else ""
     if output:
@@ -143,7 +150,7 @@ def read_run_metrics(
     if not output and (bench.format != "auto" or not lines):
         metrics.update(_read(bench.format, text, source, required=False))
     if bench.go_bench:
-        metrics.update(parse_go_bench(text))
+        metrics.update(read_format("go", text, source))
     metrics.update(lines)
     return metrics
 
