@@ -15,5 +15,9 @@ if ! git -C "$root" diff --quiet "$base" -- "${frozen[@]/#/targets/pebble/}"; th
 fi
 
 go vet ./...
-go test -count=1 ./...
+if [ -n "${AUTORESEARCH_TEST_REPORT:-}" ]; then  # the loop counts the tests from this report
+  go test -count=1 -json ./... | tee "$AUTORESEARCH_TEST_REPORT"
+else
+  go test -count=1 ./...
+fi
 echo "checks: ok"

@@ -60,3 +60,40 @@ def test_checks_that_test_less_than_the_best_s_fail(target, code, expected):
     assert expected in why, why
     assert second.status == "keep", second.error
     assert second.checks["tests"] == {"tests": 2, "passed": 2, "failed": 0, "skipped": 0}
+
+
+GO_TESTS = (
+    'package calc\n\nimport "testing"\n\n'
+    'func TestAdd(t *testing.T) {\n\tif Add(1, 2) != 3 {\n\t\tt.Fatal("wrong")\n\t}\n}\n\n'
+    'func TestPrinted(t *testing.T) {\n\tt.Log(`{"Action":"pass","Test":"TestForged"}`)\n}\n'
+)
+
+
+def test_go_checks_that_end_before_any_test_are_counted_from_their_json_report(target):
+    """Go's checks write `go test -json` to the report the loop names: a candidate whose
+    package exits in its init (go test says ok, having run nothing) is `checks_failed`; a
+    test that prints an event of its own is escaped by test2json, never counted."""
+    module = target.root / "src" / "calc"
+    module.mkdir()
+    (module / "go.mod").write_text("module example.com/calc\n\ngo 1.21\n")
+    (module / "calc.go").write_text("package calc\n\nfunc Add(a, b int) int { return a + b }\n")
+    (module / "calc_test.go").write_text(GO_TESTS)
+    text = target.config_path.read_text().replace(
+        'command = "./checks.py"',
+        'command = "cd src/calc && go test -count=1 -json ./... > \\"$AUTORESEARCH_TEST_REPORT\\""',
+    )
+    target.config_path.write_text(text.replace("preflight = false", "preflight = true"))
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "go checks")
+    exits = 'package calc\n\nimport "os"\n\nfunc init() { os.Exit(0) }\n'
+    target.add_hypothesis("01-exit", {"src/value.txt": "80\n", "src/calc/exit.go": exits})
+    target.add_hypothesis("02-win", {"src/value.txt": "70\n"})
+
+    run(target)
+
+    first, second = experiments(target)
+    why = first.asi.rollback_reason
+    assert first.status == "checks_failed", (first.status, why)
+    assert "passed 0 tests and skipped 0, where the best's passed 2" in why, why
+    assert second.status == "keep", second.error
+    assert second.checks["tests"] == {"tests": 2, "passed": 2, "failed": 0, "skipped": 0}

@@ -31,7 +31,7 @@ from .metrics import METRIC_FD_ENV, metric_channel, read_run_metrics, run_output
 from .proc import RunResult
 from .runners import LocalRunner, Runner
 from .sandbox import private_tmp, sandbox_for
-from .testcount import junit_option, read_junit
+from .testcount import read_report, report_env
 
 __all__ = [
     "BASELINE",
@@ -44,7 +44,7 @@ __all__ = [
     "run_failure",
 ]
 
-TEST_REPORT = "autoresearch-tests.xml"  # the checks' JUnit XML report (testcount.py)
+TEST_REPORT = "autoresearch-test-report"  # the checks' test report (testcount.py)
 BASELINE, CANDIDATE = "baseline", "candidate"
 
 
@@ -158,7 +158,7 @@ class Harness:
 
     def checks(self, cwd: Path, log: Path, on_start: Callable[[int], None] | None = None):
         """One run of the checks in `cwd`, with their own timeout and environment, and the
-        test count pytest reports outside the tree (testcount.py)."""
+        test count their report holds, written outside the tree (testcount.py)."""
         checks = self.config.checks
         env = {**self.env, **checks.env}
         if getattr(self.runner, "sandbox", None) is not None:  # its own /tmp, beside the tree
@@ -172,13 +172,13 @@ class Harness:
             cwd=cwd,
             log_path=log,
             timeout_s=checks.timeout_s,
-            env={**env, **junit_option(env, seen)},
+            env={**env, **report_env(env, seen)},
             environ=self.environ,
             stop=self.stop,
             on_start=on_start or self.on_start,
             token=self.token,
         )
-        counted = read_junit(report)
+        counted = read_report(report)
         return replace(result, tests=counted.to_dict() if counted is not None else None)
 
     def bench(self, cwd: Path, log: Path, sentinels_only: bool = False) -> RunResult:

@@ -5,8 +5,11 @@ A candidate's checks can be made to pass without testing anything: a `conftest.p
 every test, code that calls `os._exit(0)` inside the test process before any assert. The tests
 and their configuration are protected (config.TESTS_PROTECTED), and the count closes what is
 left: every checks run asks pytest for a JUnit XML report (`PYTEST_ADDOPTS`) in a place of the
-loop's choosing, and a candidate whose checks passed fewer tests than the best's, or skipped
-more, or left no report where the best's left one, fails its checks. Code that runs inside the
+loop's choosing, and names that place to the checks script (`AUTORESEARCH_TEST_REPORT`) for a
+test runner whose report the script writes itself (`go test -json ./... | tee "$REPORT"`:
+test2json escapes whatever a test prints, so a test cannot print a pass of its own). A
+candidate whose checks passed fewer tests than the best's, or skipped more, or left no report
+where the best's left one, fails its checks. Code that runs inside the
 test process can still lie about itself (it could write a report of its own): the count narrows
 what such code must forge, it does not make the test process trustworthy.
 """
@@ -14,15 +17,18 @@ what such code must forge, it does not make the test process trustworthy.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
 
-__all__ = ["TestCount", "count_problem", "junit_option", "read_junit"]
+__all__ = ["TEST_REPORT_ENV", "TestCount", "count_problem", "read_report", "report_env"]
 
 MAX_REPORT_BYTES = 64 * 1024 * 1024
+TEST_REPORT_ENV = "AUTORESEARCH_TEST_REPORT"
+_GO_DONE = ("pass", "fail", "skip")
 
 
 @dataclass(frozen=True)
@@ -51,25 +57,39 @@ class TestCount:
             return None
 
 
-def junit_option(env: dict[str, str], report: str) -> dict[str, str]:
-    """`PYTEST_ADDOPTS` asking pytest for its JUnit XML report at `report` (as the run sees the
-    path), after whatever the user's own setting holds."""
+def report_env(env: dict[str, str], report: str) -> dict[str, str]:
+    """The report's place (as the run sees the path) named to the checks, and `PYTEST_ADDOPTS`
+    asking pytest for its JUnit XML there, after whatever the user's own setting holds."""
     current = env.get("PYTEST_ADDOPTS", os.environ.get("PYTEST_ADDOPTS", ""))
-    return {"PYTEST_ADDOPTS": f"{current} --junitxml={shlex.quote(report)}".strip()}
+    return {
+        TEST_REPORT_ENV: report,
+        "PYTEST_ADDOPTS": f"{current} --junitxml={shlex.quote(report)}".strip(),
+    }
 
 
-def read_junit(path: Path) -> TestCount | None:
-    """The totals of the JUnit XML report at `path`; None when there is none, or it is not
-    one (the report is read once and removed: the next run writes its own)."""
+def read_report(path: Path) -> TestCount | None:
+    """The totals of the report at `path` (JUnit XML, or `go test -json` lines); None when
+    there is none, or it is neither (the report is read once and removed: the next run writes
+    its own)."""
     try:
         if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
             return None
-        root = ElementTree.parse(path).getroot()
-    except (OSError, ElementTree.ParseError):
+        data = path.read_bytes()
+    except OSError:
         return None
     finally:
         with contextlib.suppress(OSError):
             path.unlink()
+    if data.lstrip().startswith(b"<"):
+        return _junit(data)
+    return _go_json(data)
+
+
+def _junit(data: bytes) -> TestCount | None:
+    try:
+        root = ElementTree.fromstring(data)
+    except ElementTree.ParseError:
+        return None
     suites = [root] if root.tag == "testsuite" else root.findall("testsuite")
     if not suites:
         return None
@@ -82,13 +102,40 @@ def read_junit(path: Path) -> TestCount | None:
     return TestCount(tests, failed, skipped)
 
 
+def _go_json(data: bytes) -> TestCount | None:
+    """`go test -json` events: each test's (and subtest's) last pass, fail or skip; a package
+    that failed without a test failing (it did not build) counts as one failure."""
+    outcome: dict[tuple[str, str], str] = {}
+    for line in data.splitlines():
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(event, dict) or event.get("Action") not in _GO_DONE:
+            continue
+        key = (str(event.get("Package", "")), str(event.get("Test", "")))
+        outcome[key] = event["Action"]
+    if not outcome:
+        return None
+    tests = {key: action for key, action in outcome.items() if key[1]}
+    failing = {pkg for (pkg, test), action in tests.items() if action == "fail"}
+    broken = [
+        pkg for (pkg, test), action in outcome.items()
+        if not test and action == "fail" and pkg not in failing
+    ]  # fmt: skip
+    failed = sum(1 for action in tests.values() if action == "fail") + len(broken)
+    skipped = sum(1 for action in tests.values() if action == "skip")
+    return TestCount(len(tests) + len(broken), failed, skipped)
+
+
 def count_problem(candidate: TestCount | None, best: TestCount | None) -> str | None:
     """Why the candidate's checks did not test what the best's did, or None."""
     if best is None:
         return None
     if candidate is None:
         return (
-            f"the checks left no test report (pytest's JUnit XML), where the best's reported "
+            f"the checks left no test report (pytest's JUnit XML, `go test -json` in "
+            f"${TEST_REPORT_ENV}), where the best's reported "
             f"{best.passed} passed: the test process ended before its end, or did not run"
         )
     if candidate.passed < best.passed or candidate.skipped > best.skipped:
