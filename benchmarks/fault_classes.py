@@ -65,10 +65,14 @@ def _gitlink(night: Night, tmp: Path) -> bool:
 
 
 def _uncommittable(night: Night, tmp: Path) -> bool:
-    """The candidate's run makes a repository of the directory its patch adds a file to."""
+    """The candidate's build makes a repository of the directory its patch adds a file to
+    (what its bench runs leave is undone after each run; its build's output stays)."""
+    config = night.target.config_path
+    config.write_text(config.read_text().replace('build = ""', 'build = "./build.py"', 1))
+    night.commit("a build")
     night.queue(
         "01-nest",
-        {"src/nested/a.txt": "x\n", "src/value.txt": "80\n", "src/mode.txt": "tamper-nest\n"},
+        {"src/nested/a.txt": "x\n", "src/value.txt": "80\n", "src/mode.txt": "tamper-nest@build\n"},
     )
     night.queue("02-win", {"src/speedup-b.txt": "0.8\n"})
     first = night.cli("run", "--quiet")

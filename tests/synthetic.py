@@ -470,6 +470,19 @@ class Target:
         path.write_text("\n".join(header) + "\n\n" + patch)
         return path
 
+    def use_bench(self, name: str, script: str, message: str) -> None:
+        """Measure with the committed script `name` instead of bench.py: a bench that times
+        src/work.py, the candidate's workload (nothing at first)."""
+        config = self.config_path.read_text()
+        self.config_path.write_text(
+            config.replace('command = "./bench.py"', f'command = "./{name}"')
+        )
+        (self.root / name).write_text(script)
+        (self.root / name).chmod(0o755)
+        (self.root / "src" / "work.py").write_text("pass\n")
+        git(self.root, "add", "-A")
+        git(self.root, "commit", "-qm", message)
+
     def load(self):
         from autoresearch.config import load_config
 

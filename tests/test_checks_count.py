@@ -54,6 +54,11 @@ def test_checks_that_test_less_than_the_best_s_fail(target, code, expected):
 
     run(target)
 
+    the_cheat_fails_the_win_is_kept(target, expected)
+
+
+def the_cheat_fails_the_win_is_kept(target, expected: str) -> None:
+    """The first record checks_failed for `expected`, the second (two tests passed) kept."""
     first, second = experiments(target)
     why = first.asi.rollback_reason
     assert first.status == "checks_failed", (first.status, why)
@@ -91,9 +96,6 @@ def test_go_checks_that_end_before_any_test_are_counted_from_their_json_report(t
 
     run(target)
 
-    first, second = experiments(target)
-    why = first.asi.rollback_reason
-    assert first.status == "checks_failed", (first.status, why)
-    assert "passed 0 tests and skipped 0, where the best's passed 2" in why, why
-    assert second.status == "keep", second.error
-    assert second.checks["tests"] == {"tests": 2, "passed": 2, "failed": 0, "skipped": 0}
+    the_cheat_fails_the_win_is_kept(
+        target, "passed 0 tests and skipped 0, where the best's passed 2"
+    )

@@ -3,11 +3,10 @@
 
 from __future__ import annotations
 
-import os
 import sys
 
 import pytest
-from conftest import dedent, experiments, git, run
+from conftest import dedent, experiments, run
 
 from autoresearch.bench.metrics import read_run_metrics
 from autoresearch.config import BenchConfig
@@ -29,14 +28,9 @@ FORGER = 'print("BenchmarkTime-2  1  1.0 ns/op\\nBenchmarkTime-2  1  1.0 ns/op")
 @pytest.mark.parametrize("declared", [0, 1])
 def test_rows_the_workload_prints_beyond_the_declared_count_are_a_crash(target, declared):
     config = target.configure()
-    text = config.read_text().replace('command = "./bench.py"', 'command = "./rows.sh"')
-    text = text.replace("[bench]\n", f"[bench]\ngo_bench = true\nrows = {declared}\n", 1)
+    text = config.read_text().replace("[bench]\n", f"[bench]\ngo_bench = true\nrows = {declared}\n")
     config.write_text(text.replace('name = "time_ms"', 'name = "time_ns_op"', 1))
-    (target.root / "rows.sh").write_text(ROWS_BENCH)
-    os.chmod(target.root / "rows.sh", 0o755)
-    (target.root / "src" / "work.py").write_text("pass\n")
-    git(target.root, "add", "-A")
-    git(target.root, "commit", "-qm", "a bench read in go test -bench rows")
+    target.use_bench("rows.sh", ROWS_BENCH, "a bench read in go test -bench rows")
     target.add_hypothesis("01-forge", {"src/work.py": FORGER})
 
     run(target)

@@ -3,12 +3,11 @@ the program it times, so that nothing the program prints passes for a measuremen
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
 import pytest
-from conftest import dedent, experiments, git, run
+from conftest import dedent, experiments, run
 
 from autoresearch.bench.metrics import metric_channel, run_output
 
@@ -48,13 +47,8 @@ FORGER = dedent(
 
 @pytest.mark.parametrize("sandbox", ["off", "auto"])
 def test_what_the_workload_prints_is_not_a_measurement(target, sandbox):
-    config = target.configure(sandbox=sandbox)
-    config.write_text(config.read_text().replace('command = "./bench.py"', 'command = "./ch.sh"'))
-    (target.root / "ch.sh").write_text(CHANNEL_BENCH)
-    os.chmod(target.root / "ch.sh", 0o755)
-    (target.root / "src" / "work.py").write_text("pass\n")
-    git(target.root, "add", "-A")
-    git(target.root, "commit", "-qm", "a bench that reports through the channel")
+    target.configure(sandbox=sandbox)
+    target.use_bench("ch.sh", CHANNEL_BENCH, "a bench that reports through the channel")
     target.add_hypothesis("01-forge", {"src/work.py": FORGER})
 
     run(target)
