@@ -15,6 +15,7 @@ worktree's tracked files, which `git reset` rewrote on purpose).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
@@ -41,6 +42,29 @@ class FileState:
             for path, st in _walk(Path(root)):
                 entries[path] = None if stat.S_ISDIR(st.st_mode) else _stamp(st)
         return cls(tuple(Path(r) for r in roots), entries)
+
+    def save(self, path: Path, tag: str) -> None:
+        """Written whole or not at all (a copy, then a rename), with `tag` (what state it is)
+        for `load`: a state another process of the session puts back."""
+        data = {"tag": tag, "roots": [str(r) for r in self.roots], "entries": self.entries}
+        partial = path.with_name(path.name + ".partial")
+        partial.write_text(json.dumps(data))
+        os.replace(partial, path)
+
+    @classmethod
+    def load(cls, path: Path, tag: str) -> FileState | None:
+        """The state `save` wrote with this `tag`; None when there is none, or another."""
+        try:
+            data = json.loads(path.read_text())
+            if data["tag"] != tag:
+                return None
+            entries = {
+                str(k): (None if v is None else (int(v[0]), int(v[1]), int(v[2]), int(v[3])))
+                for k, v in data["entries"].items()
+            }
+            return cls(tuple(Path(r) for r in data["roots"]), entries)
+        except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+            return None
 
     def restore(self, spare: Collection[str] = ()) -> list[str]:
         """Remove what is new or changed since the state was taken, but for the paths in

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import dedent, experiments, git, run
+from conftest import dedent, experiments, git, run, run_cli
 
 # A make-like build: out/value.txt made from src/value.txt when it is missing or older, and a
 # candidate that plants one dated 2100 (src/mode.txt "plant") in its own build.
@@ -75,3 +75,21 @@ def test_build_output_a_discarded_candidate_planted_is_not_the_next_one_s(target
     first, second = experiments(target)
     assert first.status == "checks_failed", (first.status, first.error)
     assert second.status == "discard", (second.status, second.error)
+
+
+def test_a_planted_build_output_does_not_reach_the_next_try(target, tmp_path):
+    """The same, one `try` per process: the best's build output is put back from disk."""
+    config = target.configure(build="./make.py", checks_when="keep")
+    config.write_text(config.read_text().replace("[bench]\n", '[bench]\nkeep = ["out/"]\n', 1))
+    (target.root / "make.py").write_text(MAKE)
+    os.chmod(target.root / "make.py", 0o755)
+    (target.root / ".gitignore").write_text("out/\n")
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "a make-like build")
+    plant = target.add_hypothesis("plant", {"src/mode.txt": "plant\n", "src/broken.txt": "x\n"})
+    null = target.add_hypothesis("null", {"src/notes.txt": "an honest change that does nothing\n"})
+
+    for patch in (plant.rename(tmp_path / plant.name), null.rename(tmp_path / null.name)):
+        run_cli("try", "--patch", str(patch), "--title", patch.stem, cwd=target.root, timeout=300)
+
+    assert [r.status for r in experiments(target)] == ["checks_failed", "discard"]

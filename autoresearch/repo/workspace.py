@@ -50,8 +50,6 @@ class Workspace:
         # same tip, with nothing written or staged between, is not done twice.
         self.watches: Watches | None = None
         self._reverted: tuple | None = None
-        # The kept build output as the best's build left it, and the tip it was built at.
-        self._outputs: tuple[str, FileState] | None = None
 
     @property
     def path(self) -> Path:
@@ -136,16 +134,20 @@ class Workspace:
         self.tree.repair_dotgit()  # a run that rewrote it: the tree leads to its own repository
         self.tree.must("reset", "--hard", "--quiet", tip)
         clean(self.tree, self.build_output)
-        if self._outputs is not None and self._outputs[0] == tip:
-            self._put_back_outputs(self._outputs[1])
+        if self.build_output and (best := FileState.load(self._built_file, tip)) is not None:
+            self._put_back_outputs(best)
         self._reverted = self._revert_state(tip) if self.watches is not None else None
 
     def mark_built(self) -> None:
         """The tree's kept build output is the best's now (its build for a calibration): a
         revert to this tip puts it back as it is, so that what a discarded candidate's build
         left there (an output dated 2100) is rebuilt, never taken for fresh."""
-        if self.build_output:
-            self._outputs = (self.tip(), FileState.take([self.path]))
+        if self.build_output:  # kept on disk: a `try` in another process puts it back too
+            FileState.take([self.path]).save(self._built_file, self.tip())
+
+    @property
+    def _built_file(self) -> Path:
+        return self.path.parent / f"{self.path.name}.built.json"
 
     def _put_back_outputs(self, best: FileState) -> None:
         tracked = self.tree.run("ls-files", "-z").out.split("\0")
