@@ -43,21 +43,19 @@ class FileState:
                 entries[path] = None if stat.S_ISDIR(st.st_mode) else _stamp(st)
         return cls(tuple(Path(r) for r in roots), entries)
 
-    def save(self, path: Path, tag: str) -> None:
-        """Written whole or not at all (a copy, then a rename), with `tag` (what state it is)
-        for `load`: a state another process of the session puts back."""
-        data = {"tag": tag, "roots": [str(r) for r in self.roots], "entries": self.entries}
+    def save(self, path: Path) -> None:
+        """Written whole or not at all (a copy, then a rename): a state another process of
+        the session puts back (`load`)."""
+        data = {"roots": [str(r) for r in self.roots], "entries": self.entries}
         partial = path.with_name(path.name + ".partial")
         partial.write_text(json.dumps(data))
         os.replace(partial, path)
 
     @classmethod
-    def load(cls, path: Path, tag: str) -> FileState | None:
-        """The state `save` wrote with this `tag`; None when there is none, or another."""
+    def load(cls, path: Path) -> FileState | None:
+        """The state `save` wrote there; None when there is none."""
         try:
             data = json.loads(path.read_text())
-            if data["tag"] != tag:
-                return None
             entries = {
                 str(k): (None if v is None else (int(v[0]), int(v[1]), int(v[2]), int(v[3])))
                 for k, v in data["entries"].items()

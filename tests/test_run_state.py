@@ -8,6 +8,11 @@ import os
 
 import pytest
 from conftest import dedent, experiments, git, run, run_cli
+from distributed import LocalCluster
+
+from autoresearch.cluster import run_cluster_session
+from autoresearch.loop.session import RunOptions
+from autoresearch.progress import Progress
 
 # A make-like build: out/value.txt made from src/value.txt when it is missing or older, and a
 # candidate that plants one dated 2100 (src/mode.txt "plant") in its own build.
@@ -28,6 +33,17 @@ MAKE = dedent(
         os.utime(built, (4102444800, 4102444800))  # 2100-01-01: never older than a source
     """
 )
+
+
+def with_make_like_build(target) -> None:
+    """The target built by make.py, its out/ kept across reverts, its checks before a keep."""
+    config = target.configure(build="./make.py", checks_when="keep")
+    config.write_text(config.read_text().replace("[bench]\n", '[bench]\nkeep = ["out/"]\n', 1))
+    (target.root / "make.py").write_text(MAKE)
+    os.chmod(target.root / "make.py", 0o755)
+    (target.root / ".gitignore").write_text("out/\n")
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "a make-like build")
 
 
 @pytest.mark.parametrize("sandbox", ["off", "auto"])
@@ -60,13 +76,7 @@ def test_a_candidate_that_memoizes_in_its_cache_is_slow_every_run(target):
 def test_build_output_a_discarded_candidate_planted_is_not_the_next_one_s(target):
     """A candidate whose build plants an output dated 2100 and is discarded (its checks fail)
     leaves nothing the next, honest null's incremental build would take for fresh."""
-    config = target.configure(build="./make.py", checks_when="keep")
-    config.write_text(config.read_text().replace("[bench]\n", '[bench]\nkeep = ["out/"]\n', 1))
-    (target.root / "make.py").write_text(MAKE)
-    os.chmod(target.root / "make.py", 0o755)
-    (target.root / ".gitignore").write_text("out/\n")
-    git(target.root, "add", "-A")
-    git(target.root, "commit", "-qm", "a make-like build")
+    with_make_like_build(target)
     target.add_hypothesis("01-plant", {"src/mode.txt": "plant\n", "src/broken.txt": "x\n"})
     target.add_hypothesis("02-null", {"src/notes.txt": "an honest change that does nothing\n"})
 
@@ -79,17 +89,32 @@ def test_build_output_a_discarded_candidate_planted_is_not_the_next_one_s(target
 
 def test_a_planted_build_output_does_not_reach_the_next_try(target, tmp_path):
     """The same, one `try` per process: the best's build output is put back from disk."""
-    config = target.configure(build="./make.py", checks_when="keep")
-    config.write_text(config.read_text().replace("[bench]\n", '[bench]\nkeep = ["out/"]\n', 1))
-    (target.root / "make.py").write_text(MAKE)
-    os.chmod(target.root / "make.py", 0o755)
-    (target.root / ".gitignore").write_text("out/\n")
-    git(target.root, "add", "-A")
-    git(target.root, "commit", "-qm", "a make-like build")
+    with_make_like_build(target)
     plant = target.add_hypothesis("plant", {"src/mode.txt": "plant\n", "src/broken.txt": "x\n"})
     null = target.add_hypothesis("null", {"src/notes.txt": "an honest change that does nothing\n"})
 
     for patch in (plant.rename(tmp_path / plant.name), null.rename(tmp_path / null.name)):
         run_cli("try", "--patch", str(patch), "--title", patch.stem, cwd=target.root, timeout=300)
+
+    assert [r.status for r in experiments(target)] == ["checks_failed", "discard"]
+
+
+def test_a_planted_build_output_does_not_reach_the_next_job_on_a_bench_host(target, tmp_path):
+    """The same on a bench host (one, so that both jobs land on it): the next job's candidate
+    tree is put back to the output of its last unpatched build (its calibration)."""
+    with_make_like_build(target)
+    target.add_hypothesis("01-plant", {"src/mode.txt": "plant\n", "src/broken.txt": "x\n"})
+    target.add_hypothesis("02-null", {"src/notes.txt": "an honest change that does nothing\n"})
+
+    with LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        processes=True,
+        resources={"bench": 1},
+        dashboard_address=":0",
+        local_directory=str(tmp_path / "workers"),
+    ) as cluster:
+        options = RunOptions(confirm=False, accept_noise=True)
+        run_cluster_session(target.load(), cluster.scheduler_address, options, Progress(quiet=True))
 
     assert [r.status for r in experiments(target)] == ["checks_failed", "discard"]

@@ -48,7 +48,7 @@ from ..journal.records import CalibrationRecord
 from ..loop.calibrate import calibrate
 from ..loop.session_dir import write_json_atomic
 from ..repo.gitrepo import Repo
-from ..repo.workspace import BaselineTree, apply_patch, clean
+from ..repo.workspace import BaselineTree, apply_patch, clean, put_back_output, save_output
 from ..statuses import Status
 
 __all__ = ["Job", "host_sessions", "run_job"]
@@ -200,6 +200,8 @@ class Host:
         repo = Repo.worktree(self.repo, tree.path)
         if not moved:  # clean at the commit, it may still hold the last build's ignored output
             clean(repo, tree.build_output)
+        # A patched build's output (the last job's) is not this job's to build on.
+        put_back_output(repo, tree.build_output)
         if patch:
             patch_file = self.root / "candidate.patch"
             patch_file.write_bytes(patch)
@@ -239,6 +241,7 @@ class Host:
             ) from None
         if record is None:
             raise _Failed(Status.INTERRUPTED, "calibration stopped by a signal")
+        self._built_unpatched()
         record = CalibrationRecord.from_dict(
             record.to_dict() | {"host": socket.gethostname(), "host_kind": host_kind()}
         )
@@ -253,7 +256,16 @@ class Host:
         assert job.tip is not None
         arms = (self.trees[BASELINE].path, self.candidate_at(job.tip, b""))
         logs = lambda name: self.log(job.exp_id, name)  # noqa: E731
-        return measure_pair(harness, arms, logs, pairs=job.runs)
+        pair = measure_pair(harness, arms, logs, pairs=job.runs)
+        if pair.failure is None:
+            self._built_unpatched()
+        return pair
+
+    def _built_unpatched(self) -> None:
+        """The candidate tree was built at a commit without a patch: its kept output is one
+        later jobs may build on (repo/workspace.save_output)."""
+        tree = self.trees[CANDIDATE]
+        save_output(Repo.worktree(self.repo, tree.path), tree.build_output)
 
 
 def _host_root(job: Job, workdir: str | None) -> Path:

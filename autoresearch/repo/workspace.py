@@ -134,24 +134,12 @@ class Workspace:
         self.tree.repair_dotgit()  # a run that rewrote it: the tree leads to its own repository
         self.tree.must("reset", "--hard", "--quiet", tip)
         clean(self.tree, self.build_output)
-        if self.build_output and (best := FileState.load(self._built_file, tip)) is not None:
-            self._put_back_outputs(best)
+        put_back_output(self.tree, self.build_output)
         self._reverted = self._revert_state(tip) if self.watches is not None else None
 
     def mark_built(self) -> None:
-        """The tree's kept build output is the best's now (its build for a calibration): a
-        revert to this tip puts it back as it is, so that what a discarded candidate's build
-        left there (an output dated 2100) is rebuilt, never taken for fresh."""
-        if self.build_output:  # kept on disk: a `try` in another process puts it back too
-            FileState.take([self.path]).save(self._built_file, self.tip())
-
-    @property
-    def _built_file(self) -> Path:
-        return self.path.parent / f"{self.path.name}.built.json"
-
-    def _put_back_outputs(self, best: FileState) -> None:
-        tracked = self.tree.run("ls-files", "-z").out.split("\0")
-        best.restore(spare={str(self.path / rel) for rel in tracked if rel})
+        """The tree's kept build output is the best's now (its build for a calibration)."""
+        save_output(self.tree, self.build_output)
 
     def _revert_state(self, tip: str) -> tuple | None:
         """What must stand for the tree to be as the last revert left it: the watch's count
@@ -252,6 +240,29 @@ class BaselineTree:
         if self.watches is None:
             return not tree.is_dirty()
         return self.watches.memo(self.path, ("clean", head), lambda: not tree.is_dirty())
+
+
+def save_output(tree: Repo, keep: tuple[str, ...]) -> None:
+    """The kept build output of `tree` as a build of an unpatched commit (the best's, a tip's)
+    left it: every revert puts it back (`put_back_output`), so that what a patched build left
+    there (a discarded candidate's output dated 2100) is made again by the next build, never
+    taken for fresh. On disk beside the tree: a `try` in another process, a bench host's next
+    job, put it back too."""
+    if keep:
+        FileState.take([tree.path]).save(_saved_output(tree.path))
+
+
+def put_back_output(tree: Repo, keep: tuple[str, ...]) -> None:
+    """Remove the kept build output that changed since `save_output` (tracked files aside:
+    the revert wrote those); nothing before the first save."""
+    best = FileState.load(_saved_output(tree.path)) if keep else None
+    if best is not None:
+        tracked = tree.run("ls-files", "-z").out.split("\0")
+        best.restore(spare={str(tree.path / rel) for rel in tracked if rel})
+
+
+def _saved_output(tree: Path) -> Path:
+    return tree.parent / f"{tree.name}.built.json"
 
 
 def clean(tree: Repo, keep: tuple[str, ...] = ()) -> None:
