@@ -436,17 +436,25 @@ def test_a_failed_agent_is_said_in_its_own_words_without_escapes(target, tmp_pat
         "n = int(os.environ['AUTORESEARCH_PROPOSAL'])\n"
         "if n == 1:\n"
         "    print('\\x1b[1m\\x1b[31mError:\\x1b[0m the model endpoint refused the key')\n"
-        "else:\n"
+        "elif n == 2:\n"
         '    print(\'{"type": "error", "error": {"message": "quota exceeded for today"}}\')\n'
+        "else:  # a Rust CLI's panic: its backtrace's frames say nothing\n"
+        "    print('starting')\n"
+        "    print('Error: Read-only file system (os error 30)')\n"
+        "    print('stack backtrace:')\n"
+        "    print(''.join(f'  {i}: <unknown>\\n' for i in range(12)))\n"
         "sys.exit(1)\n"
     )
-    use_agent(target, tmp_path, [{}, {}], command=f"{sys.executable} {script}", max_proposals=2)
+    use_agent(target, tmp_path, [{}, {}, {}], command=f"{sys.executable} {script}", max_proposals=3)
 
     run(target)
 
-    first, second = experiments(target)
-    assert first.status == second.status == "agent_failed"
-    assert (
-        first.error == "the agent failed (exit code 1): Error: the model endpoint refused the key"
-    )
-    assert second.error == "the agent failed (exit code 1): quota exceeded for today"
+    records = experiments(target)
+    assert [r.status for r in records] == ["agent_failed"] * 3
+    said = [r.error.partition(" (its log: ")[0] for r in records]
+    assert said == [
+        "the agent failed (exit code 1): Error: the model endpoint refused the key",
+        "the agent failed (exit code 1): quota exceeded for today",
+        "the agent failed (exit code 1): Error: Read-only file system (os error 30)",
+    ]
+    assert all(r.error.endswith(f"{r.agent['log']})") for r in records)

@@ -19,6 +19,9 @@ from agent_clis import PINNED, bin_dir, cache_root
 from conftest import experiments, git, run_cli
 from model_server import Change, ModelServer
 
+from autoresearch.bench.agent_sandbox import relocated
+from autoresearch.proposers.agent.cli import PRESETS
+
 pytestmark = pytest.mark.slow  # installs the CLIs (hundreds of MB) the first time
 
 WIN = Change(
@@ -95,8 +98,12 @@ def home() -> Path:
     shutil.rmtree(made, ignore_errors=True)
 
 
-def agent_night(target, home: Path, preset: str, *, confined: bool) -> ModelServer:
-    """Point the target's session at `preset`, its CLI at a scripted model; run the night."""
+def agent_night(
+    target, home: Path, preset: str, *, confined: bool, moved: dict[str, str] | None = None
+) -> ModelServer:
+    """Point the target's session at `preset`, its CLI at a scripted model; run the night.
+    `moved`: variables that relocate the CLI's files (CODEX_HOME, XDG_CONFIG_HOME, ...), set
+    as a user's environment sets them, its provider's files written where they point."""
     text = target.config_path.read_text().replace('[proposer]\ndir = "hypotheses"\n', "")
     if confined:
         text = text.replace('[sandbox]\nmode = "off"\n', '[sandbox]\nmode = "bwrap"\n')
@@ -106,10 +113,12 @@ def agent_night(target, home: Path, preset: str, *, confined: bool) -> ModelServ
     git(target.root, "commit", "-qam", f"an agent session with {preset}")
     with ModelServer(WIN) as server:
         for name, text in PROVIDER_HOME.get(preset, lambda _: {})(server.url).items():
-            (home / name).parent.mkdir(parents=True, exist_ok=True)
-            (home / name).write_text(text)
+            where = relocated(name, moved or {}, home)
+            where.parent.mkdir(parents=True, exist_ok=True)
+            where.write_text(text)
         env = {
             **PROVIDER_ENV[preset](server.url),
+            **(moved or {}),
             "HOME": str(home),
             "XDG_CACHE_HOME": str(home / ".cache"),
             "PATH": f"{bin_dir(preset)}:{os.environ['PATH']}",
@@ -202,3 +211,41 @@ def test_aider_keeps_the_win_with_a_model_of_unknown_price(target, home, confine
     assert usage["turns"] == 1 and usage["input_tokens"] == 1200 and usage["output_tokens"] == 60
     assert usage["cost_usd"] is None  # a model without a price: tokens, and "cost unknown"
     assert all(not r.get("tools") for r in server.requests)  # Aider offers the model no tools
+
+
+# The variables each CLI documents for moving its files, set to directories outside its home.
+RELOCATIONS = {
+    "claude": ["CLAUDE_CONFIG_DIR"],
+    "codex": ["CODEX_HOME"],
+    "gemini": ["GEMINI_CLI_HOME"],
+    "opencode": ["XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"],
+}
+
+
+@pytest.mark.parametrize("preset", sorted(RELOCATIONS))
+def test_a_confined_cli_follows_the_variables_that_move_its_files(target, home, preset):
+    """A user whose environment moves the CLI's files (its config, data, state) outside the
+    home: confined, the CLI gets a copy of them in its own home, the variable pointed there,
+    and keeps the win; what it wrote never reaches the user's directories."""
+    outside = Path(tempfile.mkdtemp(dir=home.parent, prefix=f"{home.name}-moved-"))
+    try:
+        moved = {var: str(outside / var.lower()) for var in RELOCATIONS[preset]}
+        for where in moved.values():
+            Path(where).mkdir()
+        agent_night(target, home, preset, confined=True, moved=moved)
+        kept_the_win(target, preset)
+        # The CLI's own files where the variables put them (the preset's `home` list); a
+        # toolchain the loop asks its version may keep its own beside them.
+        own = [relocated(rel, moved, home) for rel in PRESETS[preset]["home"]]
+        mine = [p for root in own if root.is_relative_to(outside) for p in [root, *_under(root)]]
+        left = sorted(str(p.relative_to(outside)) for p in mine if p.is_file())
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+    # Only the provider's files the user put there: the CLI wrote in its own copy.
+    given = PROVIDER_HOME.get(preset, lambda _: {})("http://x")
+    placed = [relocated(name, moved, home) for name in given]
+    assert left == sorted(str(p.relative_to(outside)) for p in placed if p.is_relative_to(outside))
+
+
+def _under(root: Path) -> list[Path]:
+    return list(root.rglob("*")) if root.is_dir() else []

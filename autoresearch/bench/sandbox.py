@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,7 +35,6 @@ __all__ = [
     "BWRAP_ENV",
     "Confined",
     "Sandbox",
-    "agent_sandbox",
     "bwrap_problem",
     "keeps_out",
     "sandbox_for",
@@ -100,6 +98,8 @@ class Sandbox:
     # tools on its PATH and what `reveal` names (its command).
     hide: tuple[Path, ...] = ()
     reveal: tuple[Path, ...] = ()
+    # Variables pointed into the run's own HOME (a cache): variable -> the place there.
+    relocate: dict[str, str] = field(default_factory=dict)
 
     def wrap(self, cwd: Path, env: dict[str, str]) -> Confined:
         """The bwrap argv that runs a command confined to `cwd`, the environment the command
@@ -141,7 +141,10 @@ class Sandbox:
         the variables that point it at its caches and /tmp."""
         caches = self.arm_caches(cwd, given)
         binds = [cwd, *self._shared(), *caches.values()]
-        return binds, {"TMPDIR": "/tmp", **{name: str(path) for name, path in caches.items()}}
+        extra = {"TMPDIR": "/tmp", **{name: str(path) for name, path in caches.items()}}
+        if "HOME" in caches:
+            extra |= {var: str(caches["HOME"] / at) for var, at in self.relocate.items()}
+        return binds, extra
 
     def arm_caches(self, cwd: Path, env: dict[str, str]) -> dict[str, Path]:
         """The arm's own cache directories (variable -> path), each made on first use: what
@@ -389,60 +392,6 @@ def keeps_out(config: Config, path: Path) -> bool:
     path = path.resolve()
     shared = [p.resolve() for p in sandbox.writable]  # a path you gave the runs lets them in
     return not any(_under(path, p) or _under(p, path) for p in shared)
-
-
-def agent_sandbox(
-    config: Config, scratch: Path, home: list[str], command: str = ""
-) -> Sandbox | None:
-    """How an agent CLI runs when the target's runs are confined: in its scratch tree (and
-    that tree's own git files, so that `git status` and `git diff` work), with the network it
-    needs to reach its model, and a home of its own: a copy of what `home` names of yours (its
-    login and settings), made afresh for each run of the loop, so that nothing it writes there
-    reaches your real one. Your real home it does not see, but for your repository and the
-    tools it runs (its PATH's, `command`'s), read-only. None when runs are not confined."""
-    sandbox, _ = sandbox_for(config)
-    if sandbox is None:
-        return None
-    admin = _worktree_admin_dir(scratch)
-    return Sandbox(
-        nested=True,
-        network=True,
-        unix_sockets=True,
-        writable=(*sandbox.writable, *([admin] if admin is not None else [])),
-        caches={"HOME": "home"},
-        seeds={"HOME": _agent_home_seed(scratch, home)},
-        hide=(Path.home().resolve(),),
-        reveal=_paths_in(command),
-    )
-
-
-def _paths_in(command: str) -> tuple[Path, ...]:
-    """The files a command line names: its program (found on PATH) and absolute paths."""
-    try:
-        words = shlex.split(command)
-    except ValueError:  # an unclosed quote: bash will say so when it runs
-        words = command.split()
-    found = [shutil.which(words[0])] if words else []
-    found += [w for w in words if w.startswith("/")]
-    return tuple(Path(p) for p in found if p)
-
-
-def _agent_home_seed(scratch: Path, home: list[str]) -> Path:
-    """A copy of the named parts of your home, beside the scratch tree; the agent's home (its
-    cache) is dropped so that it is made from this copy on its next run."""
-    seed = scratch.parent / "agent-home-seed"
-    shutil.rmtree(seed, ignore_errors=True)
-    shutil.rmtree(cache_dir(scratch, "home"), ignore_errors=True)
-    seed.mkdir(parents=True)
-    real = Path.home()
-    for rel in home:
-        source, copy = real / rel, seed / rel
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        if source.is_dir():
-            shutil.copytree(source, copy, symlinks=True, ignore_dangling_symlinks=True)
-        elif source.is_file():
-            shutil.copy2(source, copy)
-    return seed
 
 
 def _worktree_admin_dir(tree: Path) -> Path | None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ...bench.capture import capture
-from ...bench.proc import RunResult
+from ...bench.proc import RunResult, read_log
 from ...config import Config
 from ...errors import UserError, WorkspaceError
 from ...files import read_bounded
@@ -166,9 +166,10 @@ def _failure(proposal: Proposal) -> tuple[str, str] | None:
     if result.timed_out:
         return "timeout", f"the agent {result.describe()}"
     if result.exit_code != 0:  # what the CLI said of it, parsed, before its last words
-        said = proposal.usage.error or _last_line(result.tail)
+        said = proposal.usage.error or _error_line(read_log(result.log_path) or result.tail)
         said += _not_found_hint(proposal.agent) if result.exit_code == NOT_FOUND else ""
-        return "crash", f"the agent failed ({result.describe()})" + (f": {said}" if said else "")
+        why = f"the agent failed ({result.describe()})" + (f": {said}" if said else "")
+        return "crash", f"{why} (its log: {result.log_path})"
     if proposal.usage.error:
         return "error", f"the agent reported an error: {proposal.usage.error}"
     if proposal.broken:
@@ -275,24 +276,41 @@ def _text(value: Any) -> str | None:
 
 
 # Terminal escapes (colours, cursor moves, titles) a CLI prints even when not on a terminal.
+# A line of a backtrace or traceback: it says where, not what.
+_FRAME = re.compile(r"^(\d+:\s|at\s|File \"|Traceback \(|stack backtrace:|note: run with)")
+_ERRORISH = re.compile(r"\b(error|failed|fatal|panicked|exception)\b", re.IGNORECASE)
 _ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[@-Z\\-_])")
 
 
-def _last_line(text: str) -> str:
-    """The last thing the agent said, plain: escapes dropped, a JSON line as its message."""
-    lines = [_ESCAPES.sub("", line).strip() for line in (text or "").splitlines()]
-    lines = [line for line in lines if line]
-    if not lines:
+def _error_line(text: str) -> str:
+    """What the agent said of its failure, plain: among its last lines, the first that names
+    an error (a backtrace's frames and a traceback's lines passed over: `11: <unknown>` says
+    nothing), else the last one; escapes dropped, a JSON line as its message."""
+    lines = [_ESCAPES.sub("", line).strip() for line in (text or "").splitlines()[-200:]]
+    said = [(line, _json_message(line)) for line in lines if line and not _FRAME.match(line)]
+    if not said:
         return ""
-    last = lines[-1]
-    if last.startswith("{"):
-        try:
-            data = json.loads(last)
-        except ValueError:
-            data = None
-        if isinstance(data, dict):
-            detail = data.get("error", data)
-            if isinstance(detail, dict):
-                detail = detail.get("message") or detail.get("result") or detail.get("type")
-            last = str(detail or last)
-    return last[:300]
+    errors = [
+        message or line
+        for line, message in said
+        if message is not None or (not line.startswith("{") and _ERRORISH.search(line))
+    ]
+    last, message = said[-1]
+    return (errors[0] if errors else message or last)[:300]
+
+
+def _json_message(line: str) -> str | None:
+    """The error message of a JSON line that reports one (`{"error": {"message": ...}}`,
+    `{"type": "error", ...}`); None for any other line."""
+    if not line.startswith("{"):
+        return None
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or ("error" not in data and data.get("type") != "error"):
+        return None
+    detail = data.get("error", data)
+    if isinstance(detail, dict):
+        detail = detail.get("message") or detail.get("result") or detail.get("type")
+    return str(detail or line)

@@ -28,9 +28,10 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+from ...bench.agent_sandbox import agent_sandbox
 from ...bench.proc import RunResult, read_log
 from ...bench.runners import LocalRunner
-from ...bench.sandbox import Sandbox, agent_sandbox, keeps_out
+from ...bench.sandbox import Sandbox, keeps_out
 from ...config import Config
 from ...errors import UserError, WorkspaceError
 from ...files import read_bounded

@@ -11,9 +11,11 @@ there).
 from __future__ import annotations
 
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...bench.agent_sandbox import RELOCATING
 from ...bench.capture import capture
 
 __all__ = ["TESTED", "CliVersion", "cli_version"]
@@ -55,11 +57,16 @@ def compatible(version: str, tested: str) -> bool:
 
 
 def cli_version(preset: str, cwd: Path, env: dict[str, str]) -> CliVersion | None:
-    """Ask the preset's CLI its version (`<cli> --version`); None for a preset with none."""
+    """Ask the preset's CLI its version (`<cli> --version`); None for a preset with none. In a
+    home of its own, thrown away after: a CLI that sets up its files (a session, a helper, a
+    log) on any start leaves nothing in yours, nor where your variables move them."""
     if preset not in TESTED:
         return None
     executable, tested = TESTED[preset]
-    done = capture([executable, "--version"], cwd=cwd, env=env, timeout_s=60)
+    with tempfile.TemporaryDirectory(prefix="autoresearch-version-") as scratch:
+        home = {"HOME": scratch, "XDG_CACHE_HOME": str(Path(scratch, ".cache"))}
+        home |= {var: str(Path(scratch, at)) for var, (at, _) in RELOCATING.items()}
+        done = capture([executable, "--version"], cwd=cwd, env={**env, **home}, timeout_s=60)
     if done.code is None and not done.timed_out:  # it could not be started
         note = f"{executable} was not found on PATH: the {preset} preset cannot run"
         return CliVersion(executable, None, tested, note)
