@@ -19,7 +19,7 @@ import json
 import os
 import shutil
 import stat
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,7 +91,7 @@ def _stamp(st: os.stat_result) -> Stamp:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _walk(root: Path, skip: set[str] | None = None):
+def _walk(root: Path, skip: set[str] | None = None) -> Iterator[tuple[str, os.stat_result]]:
     """(path, lstat) of every entry under `root` (not following links), its `.git` left out;
     a directory before its entries, those in `skip` not entered."""
     stack = [str(root)]

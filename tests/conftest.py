@@ -196,3 +196,18 @@ def experiment_record(n: int, status: str = "discard", **more) -> ExperimentReco
         asi=Asi(hypothesis="h", mechanism="m", rollback_reason="worse"),
         **more,
     )
+
+
+def local_cluster(tmp_path: Path, workers: int = 2):
+    """Bench hosts on this machine: Dask workers in processes of their own, one bench slot
+    each (the `bench` resource the driver asks for)."""
+    from distributed import LocalCluster
+
+    return LocalCluster(
+        n_workers=workers,
+        threads_per_worker=1,
+        processes=True,
+        resources={"bench": 1},
+        dashboard_address=":0",
+        local_directory=str(tmp_path / "workers"),
+    )

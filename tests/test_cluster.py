@@ -17,7 +17,15 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from conftest import alive, eventually, experiments, git, unified_patch, wait_for
+from conftest import (
+    alive,
+    eventually,
+    experiments,
+    git,
+    local_cluster,
+    unified_patch,
+    wait_for,
+)
 from distributed import Client, LocalCluster
 
 from autoresearch.cluster import run_cluster_session
@@ -29,14 +37,7 @@ from autoresearch.progress import Progress
 
 @pytest.fixture
 def cluster(tmp_path):
-    with LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        resources={"bench": 1},
-        dashboard_address=":0",
-        local_directory=str(tmp_path / "workers"),
-    ) as local:
+    with local_cluster(tmp_path) as local:
         yield local
 
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from conftest import dedent, experiments, git, run, run_cli
-from distributed import LocalCluster
+from conftest import dedent, experiments, git, local_cluster, run, run_cli
 
 from autoresearch.cluster import run_cluster_session
 from autoresearch.loop.session import RunOptions
@@ -106,14 +105,7 @@ def test_a_planted_build_output_does_not_reach_the_next_job_on_a_bench_host(targ
     target.add_hypothesis("01-plant", {"src/mode.txt": "plant\n", "src/broken.txt": "x\n"})
     target.add_hypothesis("02-null", {"src/notes.txt": "an honest change that does nothing\n"})
 
-    with LocalCluster(
-        n_workers=1,
-        threads_per_worker=1,
-        processes=True,
-        resources={"bench": 1},
-        dashboard_address=":0",
-        local_directory=str(tmp_path / "workers"),
-    ) as cluster:
+    with local_cluster(tmp_path, workers=1) as cluster:
         options = RunOptions(confirm=False, accept_noise=True)
         run_cluster_session(target.load(), cluster.scheduler_address, options, Progress(quiet=True))
 

@@ -11,8 +11,10 @@ ROOT = Path(__file__).resolve().parent.parent
 STRICT = [
     "autoresearch/errors.py",
     "autoresearch/files.py",
+    "autoresearch/filestate.py",
     "autoresearch/inert.py",
     "autoresearch/statuses.py",
+    "autoresearch/bench/agent_sandbox.py",
     "autoresearch/bench/capture.py",
     "autoresearch/bench/environ.py",
     "autoresearch/bench/orphans.py",
