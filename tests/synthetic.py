@@ -144,9 +144,8 @@ if mode.startswith("tamper-"):  # a candidate that reaches outside its own patch
     sys.dont_write_bytecode = True  # no __pycache__ in the tree
     import reach
     reach.from_stage("bench", Path(root), mode)
-if mode in ("memo", "memo-cache"):  # slow the first time, fast once it finds what it left
-    home = src if mode == "memo" else os.environ.get("XDG_CACHE_HOME", src)
-    memo = os.path.join(home, "memo.txt")
+if mode == "memo":  # slow the first time, fast once it finds what it left
+    memo = os.path.join(src, "memo.txt")
     if os.path.exists(memo):
         value *= 0.2
     else:

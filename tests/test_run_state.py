@@ -1,6 +1,6 @@
 """Every bench run starts from the state its arm's build left: nothing a run writes in its
-tree or its caches is there for the next run of either arm, and after a discard the build
-output a tree keeps is the best's again."""
+tree is there for the next run of either arm, and after a discard the build output a tree
+keeps is the best's again."""
 
 from __future__ import annotations
 
@@ -58,18 +58,6 @@ def test_a_candidate_that_memoizes_in_its_tree_is_slow_every_run(target, sandbox
     (record,) = experiments(target)
     assert record.status == "discard", (record.status, record.error)
     assert not (target.root / "src" / "memo.txt").exists()
-
-
-def test_a_candidate_that_memoizes_in_its_cache_is_slow_every_run(target):
-    """The same memo in its arm's XDG_CACHE_HOME (confined: a cache of the arm's own)."""
-    target.configure(sandbox="auto")
-    git(target.root, "commit", "-qam", "config", "--allow-empty")
-    target.add_hypothesis("01-memo", {"src/mode.txt": "memo-cache\n"})
-
-    run(target)
-
-    (record,) = experiments(target)
-    assert record.status == "discard", (record.status, record.error)
 
 
 def test_build_output_a_discarded_candidate_planted_is_not_the_next_one_s(target):

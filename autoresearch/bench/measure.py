@@ -237,12 +237,11 @@ class Harness:
             self._states = {}
 
     def _arm_files(self, cwd: Path) -> list[Path]:
-        """What a bench run of the arm in `cwd` can leave for the next: its tree and, confined,
-        its own caches (unconfined, the caches are yours: README, "Every run from the same
-        state")."""
-        sandbox = getattr(self.runner, "sandbox", None)
-        caches = sandbox.arm_caches(cwd, self.env).values() if sandbox is not None else []
-        return [cwd, *caches]
+        """What a bench run of the arm in `cwd` can leave for the next and is put back: its
+        tree. Not its caches: a toolchain that compiles as it benches (`go test -bench`
+        without a build step) keeps what it compiled there, and put back after every run it
+        would compile its dependencies again each time (README, "what cannot")."""
+        return [cwd]
 
     def _bench_values(
         self, cwd: Path, log: Path, into: Measurement, check: bool, sentinels_only: bool = False

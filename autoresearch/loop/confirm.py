@@ -8,7 +8,7 @@ interval), so that the title, the tables, the body, `status` and `report` quote 
 
 from __future__ import annotations
 
-from ..bench.measure import measure_pair
+from ..bench.measure import PairMeasurement, measure_pair
 from ..config import Config
 from ..decide.rule import CONFIDENCE
 from ..decide.stats import compare, compare_paired
@@ -69,23 +69,7 @@ def confirm_session(
     except StopRequested:
         session.paths.inflight.unlink(missing_ok=True)
         return None
-    session.ws.revert()
-    if tip != session.ws.tip():
-        session.ws.show(tip)
-    harness = session.harness(marker(session, "confirmation"))
-    try:
-        pair = measure_pair(
-            harness,
-            (session.baseline_tree.path, session.ws.path),
-            lambda name: session.paths.log(label, name),
-            pairs=runs,
-            on_run=lambda arm, i: (
-                progress.info(f"confirmation pair {i}/{runs}") if arm == "baseline" else None
-            ),
-        )
-    finally:
-        session.paths.inflight.unlink(missing_ok=True)
-        session.ws.revert()
+    pair = _measure(session, tip, runs, label)
     if pair.failure == Status.INTERRUPTED:
         return None
     if pair.failure:
@@ -104,6 +88,32 @@ def confirm_session(
     if not left_out:  # a contribution is said by its caller, as one
         announce(config, record, progress)
     return record
+
+
+def _measure(session: Session, tip: str, runs: int, label: str) -> PairMeasurement:
+    """The best's tree (at the base) against the worktree at `tip`, `runs` pairs."""
+    session.ws.revert()
+    if tip != session.ws.tip():
+        session.ws.show(tip)
+    harness = session.harness(marker(session, "confirmation"))
+    try:
+        pair = measure_pair(
+            harness,
+            (session.baseline_tree.path, session.ws.path),
+            lambda name: session.paths.log(label, name),
+            pairs=runs,
+            on_run=lambda arm, i: (
+                session.progress.info(f"confirmation pair {i}/{runs}")
+                if arm == "baseline"
+                else None
+            ),
+        )
+        if pair.failure is None and tip == session.ws.tip():
+            session.ws.mark_built()  # the tip's own build: the reverts after it keep it
+    finally:
+        session.paths.inflight.unlink(missing_ok=True)
+        session.ws.revert()
+    return pair
 
 
 def confirmation_record(
