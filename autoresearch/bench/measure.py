@@ -228,20 +228,16 @@ class Harness:
 
     @contextlib.contextmanager
     def _same_state(self, trees: tuple[Path, Path]) -> Iterator[None]:
-        """Each bench run of these arms starts from the state their builds left
-        (filestate.py): taken now, put back after every run."""
-        self._states = {cwd: FileState.take(self._arm_files(cwd)) for cwd in trees}
+        """Each bench run of these arms starts from the state their builds left in their trees
+        (filestate.py): taken now, put back after every run. Not their caches: a toolchain
+        that compiles as it benches (`go test -bench` without a build step) keeps what it
+        compiled there, and put back after every run it would compile its dependencies again
+        each time (README, "what cannot")."""
+        self._states = {cwd: FileState.take([cwd]) for cwd in trees}
         try:
             yield
         finally:
             self._states = {}
-
-    def _arm_files(self, cwd: Path) -> list[Path]:
-        """What a bench run of the arm in `cwd` can leave for the next and is put back: its
-        tree. Not its caches: a toolchain that compiles as it benches (`go test -bench`
-        without a build step) keeps what it compiled there, and put back after every run it
-        would compile its dependencies again each time (README, "what cannot")."""
-        return [cwd]
 
     def _bench_values(
         self, cwd: Path, log: Path, into: Measurement, check: bool, sentinels_only: bool = False

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UserError
 from ..repo.gitrepo import gitdir_of
 from .capture import capture
-from .seccomp import unix_filter, unix_filter_fd
+from .seccomp import unix_filter_fd
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -116,14 +116,16 @@ class Sandbox:
         if not self.network:
             argv.append("--unshare-net")
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        argv += _private_tmp(cwd, given.get("PATH", ""))
+        repository = _repository_paths(cwd)
+        argv += _private_tmp(cwd, repository, given.get("PATH", ""))
         binds, extra = self._writable(cwd, given)
-        tools = _tool_prefixes(given.get("PATH", ""), self.reveal)
-        for hidden in self.hide:
+        if self.hide:
             # Its /tmp's own directory stays too: Codex's sandbox binds /tmp again by the path
             # the mount table names, and a tmpfs there would be another, read-only, /tmp.
-            needed = [*_repository_paths(cwd), *binds, *tools, private_tmp(cwd)]
-            argv += _covered(hidden, needed)
+            tools = _tool_prefixes(given.get("PATH", ""), self.reveal)
+            needed = [*repository, *binds, *tools, private_tmp(cwd)]
+            for hidden in self.hide:
+                argv += _covered(hidden, needed)
         for path in binds:
             argv += ["--bind", str(path), str(path)]
         # The tree's `.git` (a linked worktree's `gitdir:` file) and the harness's scripts
@@ -139,16 +141,16 @@ class Sandbox:
     def _writable(self, cwd: Path, given: dict[str, str]) -> tuple[list[Path], dict[str, str]]:
         """What a run in `cwd` may write (its tree, the shared paths, its arm's caches) and
         the variables that point it at its caches and /tmp."""
-        caches = self.arm_caches(cwd, given)
+        caches = self._arm_caches(cwd, given)
         binds = [cwd, *self._shared(), *caches.values()]
         extra = {"TMPDIR": "/tmp", **{name: str(path) for name, path in caches.items()}}
         if "HOME" in caches:
             extra |= {var: str(caches["HOME"] / at) for var, at in self.relocate.items()}
         return binds, extra
 
-    def arm_caches(self, cwd: Path, env: dict[str, str]) -> dict[str, Path]:
+    def _arm_caches(self, cwd: Path, env: dict[str, str]) -> dict[str, Path]:
         """The arm's own cache directories (variable -> path), each made on first use: what
-        a run may write beside its tree, and put back after each bench run like it."""
+        a run may write beside its tree."""
         cwd = cwd.resolve()
         writable = [cwd, *self._shared()]
         caches = {
@@ -211,10 +213,10 @@ def _make_cache(path: Path, seed: Path | None) -> None:
         path.mkdir()
 
 
-def _private_tmp(cwd: Path, path: str) -> list[str]:
+def _private_tmp(cwd: Path, repository: list[Path], path: str) -> list[str]:
     """A private /tmp on the same disk as before (a tmpfs would move a storage bench's files
     into memory and change what it measures), emptied for each run; and what lived under /tmp
-    and the run needs, mounted again read-only over it: the repository the tree belongs to
+    and the run needs, mounted again read-only over it: the `repository` the tree belongs to
     (git works; the tree itself is bound later), and the tools on `path` there by their first
     component (`/tmp/venv/bin` -> `/tmp/venv`: a virtualenv's interpreter needs its
     site-packages; hidden, `python3` would be another one, or none)."""
@@ -223,7 +225,7 @@ def _private_tmp(cwd: Path, path: str) -> list[str]:
     private.mkdir(parents=True)
     argv = ["--bind", str(private), "/tmp"]
     tmp = Path("/tmp")
-    shown = [p for p in _repository_paths(cwd) if _under(p, tmp)]
+    shown = [p for p in repository if _under(p, tmp)]
     for entry in filter(None, path.split(os.pathsep)):
         resolved = Path(entry).resolve()
         if resolved != tmp and _under(resolved, tmp) and resolved.is_dir():
@@ -315,7 +317,7 @@ def privileges(nested: bool = False) -> list[str]:
 def socket_filter() -> bool:
     """Whether bwrap here loads the filter that refuses Unix sockets (seccomp.py): this
     machine's architecture has one and the kernel takes it."""
-    fd = unix_filter_fd() if unix_filter() is not None else None
+    fd = unix_filter_fd()
     if fd is None:
         return False
     try:
