@@ -23,7 +23,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["FileState"]
+__all__ = ["FileState", "redate"]
 
 Stamp = tuple[int, int, int, int]  # inode, size, mtime_ns, ctime_ns
 
@@ -121,3 +121,17 @@ def _unlink(path: str) -> None:
     except PermissionError:  # a read-only directory the run made: writable, then removed
         os.chmod(os.path.dirname(path), 0o700)
         os.unlink(path)
+
+
+def redate(root: Path) -> None:
+    """Date every file under `root` now, before its state is taken: a toolchain that marks
+    what it reads by re-dating it (Go's build cache re-dates an entry read an hour or more
+    after it was dated) would otherwise change files each run, and each would be removed
+    as the run's write and made again by the next run. Dated now, an entry is not re-dated
+    for the next hour."""
+    for path, st in _walk(Path(root)):
+        if stat.S_ISREG(st.st_mode):
+            try:
+                os.utime(path)
+            except OSError:  # not ours to re-date (a read-only seed's copy): left as it is
+                pass

@@ -3,7 +3,8 @@
 src/value.txt    the primary metric (time_ms); a patch that lowers it is a true win
 src/sentinel.txt the sentinel metric (sentinel_ms)
 src/mode.txt     ok | crash | hang | garbage | nometric | slow | writes | tamper-<what>[@stage] |
-                 daemon-<how> | echo (prints src/output.txt) | loud (BENCH_LOUD_MB of output)
+                 memo | cachememo (in MEMO_CACHE or XDG_CACHE_HOME) | daemon-<how> |
+                 echo (prints src/output.txt) | loud (BENCH_LOUD_MB of output)
 BENCH_SLEEP_S and BUILD_SLEEP_S make every bench run or build take that long.
 BENCH_SPANS names a file each run appends "<the directory holding its tree> <start> <end>" to.
 BENCH_SENTINEL_NOISE_PCT sets the sentinel's own noise (default: BENCH_NOISE_PCT).
@@ -144,8 +145,11 @@ if mode.startswith("tamper-"):  # a candidate that reaches outside its own patch
     sys.dont_write_bytecode = True  # no __pycache__ in the tree
     import reach
     reach.from_stage("bench", Path(root), mode)
-if mode == "memo":  # slow the first time, fast once it finds what it left
+if mode in ("memo", "cachememo"):  # slow the first time, fast once it finds what it left
     memo = os.path.join(src, "memo.txt")
+    if mode == "cachememo":  # in its arm's cache instead, or one a toolchain writes as it runs
+        cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+        memo = os.path.join(os.environ.get("MEMO_CACHE", cache), "memo.txt")
     if os.path.exists(memo):
         value *= 0.2
     else:

@@ -71,7 +71,10 @@ def test_init_recognises_the_project_and_writes_its_bench(tmp_path, name):
     assert checks_run in checks and "\ntrue\n" not in checks
     assert config.scope.include == [scope]
     assert config.metric.unit == "ns"
-    assert config.bench.build == ("cargo bench --no-run --quiet" if "cargo" in name else "")
+    assert config.bench.build == {
+        "go": "go test -run '^$' -bench '^$' -count 1 ./... > /dev/null",
+        "pytest-benchmark": "",
+    }.get(name, "cargo bench --no-run --quiet")
     assert config.bench.keep == (["target/"] if "cargo" in name else [])
 
 

@@ -22,7 +22,7 @@ from typing import Protocol
 from ..config import Config
 from ..decide.rule import Decision, Judge
 from ..errors import MetricParseError
-from ..filestate import FileState
+from ..filestate import FileState, redate
 from ..loop.session_dir import require_space
 from ..repo.workspace import BaselineTree
 from ..statuses import Status
@@ -229,11 +229,16 @@ class Harness:
     @contextlib.contextmanager
     def _same_state(self, trees: tuple[Path, Path]) -> Iterator[None]:
         """Each bench run of these arms starts from the state their builds left in their trees
-        (filestate.py): taken now, put back after every run. Not their caches: a toolchain
-        that compiles as it benches (`go test -bench` without a build step) keeps what it
-        compiled there, and put back after every run it would compile its dependencies again
-        each time (README, "what cannot")."""
-        self._states = {cwd: FileState.take([cwd]) for cwd in trees}
+        and their caches (filestate.py): taken now, put back after every run. A toolchain
+        that compiles as it benches (`go test -bench` without a build step) compiles again
+        each run what it did not have: `init` gives it a build step that fills its cache."""
+        states = {}
+        for cwd in trees:
+            beside = getattr(self.runner, "arm_state", lambda _: ())(cwd)
+            for cache in beside:
+                redate(cache)
+            states[cwd] = FileState.take([cwd, *beside])
+        self._states = states
         try:
             yield
         finally:

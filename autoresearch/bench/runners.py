@@ -18,7 +18,7 @@ from typing import Protocol
 
 from .logcap import DEFAULT_CAP
 from .proc import RunResult, run
-from .sandbox import Sandbox
+from .sandbox import Sandbox, arm_caches
 
 # What a simulated bench prints for one run: metric -> value, given the arm's directory and
 # the number of the run (0, 1, ...) since the runner was made or reset.
@@ -93,6 +93,12 @@ class LocalRunner:
     def confinement(self, cwd: Path) -> dict | None:
         """How a run in `cwd` is confined; None when it is not."""
         return self.sandbox.describe(cwd) if self.sandbox is not None else None
+
+    def arm_state(self, cwd: Path) -> tuple[Path, ...]:
+        """What a run in `cwd` may write beside its tree and a later run could read: its
+        arm's caches when confined (unconfined, it can write anywhere: README, "what
+        cannot")."""
+        return (arm_caches(cwd.resolve()),) if self.sandbox is not None else ()
 
 
 class SimulatedRunner:

@@ -284,9 +284,14 @@ def private_tmp(cwd: Path) -> Path:
     return cwd.parent / "tmp" / cwd.name
 
 
+def arm_caches(cwd: Path) -> Path:
+    """Where the caches of the arm whose tree is `cwd` live: beside its tree."""
+    return cwd.parent / "caches" / cwd.name
+
+
 def cache_dir(cwd: Path, name: str) -> Path:
     """An arm's own cache directory: beside its tree, never shared with the other arm."""
-    return cwd.parent / "caches" / cwd.name / name
+    return arm_caches(cwd) / name
 
 
 def bwrap() -> str:
