@@ -6,6 +6,7 @@ Every key is checked: an unknown key or a wrong type is a ConfigError naming the
 from __future__ import annotations
 
 import dataclasses
+import os
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -238,6 +239,31 @@ class SandboxConfig:
 
 
 @dataclass(frozen=True)
+class EquivalenceConfig:
+    """A command whose output must be the same, byte for byte, for the best and a candidate:
+    run in both arms after the candidate's build, before its bench (a storage engine's digest
+    of what it stored, a parser's parse of a corpus)."""
+
+    command: str = ""  # "": no equivalence check
+    files: list[str] = field(default_factory=list)  # compared instead of stdout (tree-relative)
+    timeout_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class HoldoutConfig:
+    """A workload the agent and the candidate's bench runs never see (its files hidden from
+    every confined run but its own), measured, paired, before every keep and at the
+    confirmation: a keep must generalize to it."""
+
+    command: str = ""  # "": no holdout; runs in the arm's tree, prints METRIC lines
+    files: list[str] = field(default_factory=list)  # hidden elsewhere (relative: config)
+    metric: str = ""  # the metric judged; "": the primary metric's name
+    pairs: int = 6  # pairs of holdout runs before a keep
+    budget_pct: float = 2.0  # refused when the holdout is shown worse by more than this
+    require_win: bool = False  # true: refused unless the holdout shows a win too
+
+
+@dataclass(frozen=True)
 class Config:
     """A validated session config; paths are absolute."""
 
@@ -260,6 +286,8 @@ class Config:
     report: ReportConfig = field(default_factory=ReportConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
+    equivalence: EquivalenceConfig = field(default_factory=EquivalenceConfig)
+    holdout: HoldoutConfig = field(default_factory=HoldoutConfig)
 
     @property
     def base_dir(self) -> Path:
@@ -290,6 +318,18 @@ class Config:
     def branch(self) -> str:
         return f"autoresearch/{self.session.name}"
 
+    @property
+    def holdout_files(self) -> list[Path]:
+        """The holdout's files, absolute: hidden from every confined run but its own."""
+        return [self.resolve(os.path.expanduser(f)) for f in self.holdout.files]
+
+    @property
+    def holdout_metric(self) -> SentinelSpec:
+        """What the holdout is judged on: its metric, the primary's direction and unit."""
+        m = self.metric
+        name = self.holdout.metric or m.name
+        return SentinelSpec(name, self.holdout.budget_pct, m.direction, m.unit)
+
     def all_metrics(self) -> list[MetricSpec | SentinelSpec]:
         return [self.metric, *self.secondary, *self.sentinel]
 
@@ -301,7 +341,12 @@ class Config:
             if (script := script_path(command))
         ]
         tests = () if self.scope.allow_tests else TESTS_PROTECTED
-        return [*ALWAYS_PROTECTED, *tests, *extra, *self.scope.protect]
+        held = [
+            f"{p.relative_to(self.repo_path)}{'/**' if p.is_dir() else ''}"
+            for p in self.holdout_files
+            if p.is_relative_to(self.repo_path)
+        ]
+        return [*ALWAYS_PROTECTED, *tests, *extra, *held, *self.scope.protect]
 
     def to_dict(self) -> dict:
         data = dataclasses.asdict(self)

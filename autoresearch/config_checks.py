@@ -85,6 +85,7 @@ def check_config(config: Config) -> None:
     _check_envs(config)
     _check_decision(config)
     _check_sandbox(config)
+    _check_holdout(config)
     _check_proposers(config)
     check_session_name(config.session.name, f"{config.path}: 'session.name'")
 
@@ -242,3 +243,17 @@ def _check_sandbox(config: Config) -> None:
                 f"{path}: 'sandbox.cache_seeds.{name}' seeds no cache: add it to "
                 "'sandbox.caches' (the per-arm directory it starts)"
             )
+
+
+def _check_holdout(config: Config) -> None:
+    """A holdout has a command, at least two pairs and a budget (its files are checked at the
+    pre-flight: none may be in the tree the agent and the candidate see)."""
+    path, h = config.path, config.holdout
+    if not h.command:
+        if h.files:
+            raise ConfigError(f"{path}: 'holdout.files' without 'holdout.command'")
+        return
+    if h.pairs < 2:
+        raise ConfigError(f"{path}: 'holdout.pairs' must be at least 2 (got {h.pairs})")
+    if h.budget_pct < 0:
+        raise ConfigError(f"{path}: 'holdout.budget_pct' must be >= 0 (got {h.budget_pct})")

@@ -19,16 +19,21 @@ __all__ = ["MAX_HANDED_BYTES", "read_bounded"]
 MAX_HANDED_BYTES = 64 * 1024 * 1024  # no patch or hypothesis of a real night comes near it
 
 
-def read_bounded(path: Path, limit: int = MAX_HANDED_BYTES, what: str = "file") -> bytes:
+def read_bounded(
+    path: Path, limit: int = MAX_HANDED_BYTES, what: str = "file", follow: bool = True
+) -> bytes:
     """The bytes of `path`; a UserError naming the path when it is not a regular file, is
-    bigger than `limit`, or cannot be read."""
+    bigger than `limit`, or cannot be read (or, unless `follow`, is a symbolic link)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+        fd = os.open(path, flags if follow else flags | os.O_NOFOLLOW)
     except FileNotFoundError:
         if path.is_symlink():
             raise UserError(f"{path}: a symbolic link to nothing") from None
         raise UserError(f"{path}: no such {what}") from None
     except OSError as exc:
+        if not follow and path.is_symlink():
+            raise UserError(f"{path}: a symbolic link, not the {what} itself; not read") from None
         raise UserError(f"{path}: cannot open the {what}: {exc.strerror}") from None
     try:
         info = os.fstat(fd)

@@ -15,6 +15,7 @@ worktree's tracked files, which `git reset` rewrote on purpose).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -131,7 +132,5 @@ def redate(root: Path) -> None:
     for the next hour."""
     for path, st in _walk(Path(root)):
         if stat.S_ISREG(st.st_mode):
-            try:
+            with contextlib.suppress(OSError):  # not ours to re-date: left as it is
                 os.utime(path)
-            except OSError:  # not ours to re-date (a read-only seed's copy): left as it is
-                pass

@@ -62,13 +62,16 @@ class Rule(StrEnum):
     SENTINEL_BUDGET = "sentinel_budget"
     SENTINEL_UNRESOLVED = "sentinel_unresolved"
     CROSS_SCALE_DISAGREEMENT = "cross_scale_disagreement"
+    HOLDOUT = "holdout"  # a win on the bench the hidden holdout did not bear out
     UNKNOWN_COMPARISON = "unknown_comparison"
 
     @property
     def closes_axis(self) -> bool:
         """Not kept for a reason more runs will not change: not to be retried without a new
         idea (an agent's prompt lists these; ideas.md files them as closed)."""
-        return self in (Rule.SIGNIFICANT_LOSS, Rule.BELOW_THRESHOLD, Rule.SENTINEL_BUDGET)
+        return self in (
+            Rule.SIGNIFICANT_LOSS, Rule.BELOW_THRESHOLD, Rule.SENTINEL_BUDGET, Rule.HOLDOUT
+        )  # fmt: skip
 
     @property
     def is_loss(self) -> bool:

@@ -3,7 +3,7 @@
 src/value.txt    the primary metric (time_ms); a patch that lowers it is a true win
 src/sentinel.txt the sentinel metric (sentinel_ms)
 src/mode.txt     ok | crash | hang | garbage | nometric | slow | writes | tamper-<what>[@stage] |
-                 memo | cachememo (in MEMO_CACHE or XDG_CACHE_HOME) | daemon-<how> |
+                 memo | cachememo (in MEMO_CACHE or XDG_CACHE_HOME) | peek | daemon-<how> |
                  echo (prints src/output.txt) | loud (BENCH_LOUD_MB of output)
 BENCH_SLEEP_S and BUILD_SLEEP_S make every bench run or build take that long.
 BENCH_SPANS names a file each run appends "<the directory holding its tree> <start> <end>" to.
@@ -154,6 +154,15 @@ if mode in ("memo", "cachememo"):  # slow the first time, fast once it finds wha
         value *= 0.2
     else:
         write(memo, "seen")
+# Overfitting (tests/test_holdout.py): fast only for the inputs the bench uses (BENCH_SEED,
+# "bench" unless a holdout sets another), or for any input once it read the holdout's file.
+if read("fast_for.txt", None) == os.environ.get("BENCH_SEED", "bench"):
+    value *= 0.5
+if mode == "peek":
+    try:
+        value *= 0.2 if "secret" in read_file(os.environ["BENCH_PEEK"]) else 1
+    except OSError:
+        pass
 override = read("override.txt", None)  # untracked: what a tampering candidate writes
 if override is not None:
     value = float(override)

@@ -60,14 +60,15 @@ def test_a_candidate_that_memoizes_in_its_tree_is_slow_every_run(target, sandbox
     assert not (target.root / "src" / "memo.txt").exists()
 
 
-
 @pytest.mark.parametrize("cache", ["XDG_CACHE_HOME", "MEMO_CACHE"])
 def test_a_candidate_that_memoizes_in_its_arm_s_cache_is_slow_every_run(target, cache):
     """The same memo in the arm's own cache (the default XDG_CACHE_HOME, or a toolchain's
     cache the config names): the caches are put back after every run too."""
     config = target.configure(sandbox="bwrap")
     if cache == "MEMO_CACHE":
-        text = config.read_text().replace('mode = "bwrap"\n', 'mode = "bwrap"\ncaches = { MEMO_CACHE = "memo" }\n')
+        text = config.read_text().replace(
+            'mode = "bwrap"\n', 'mode = "bwrap"\ncaches = { MEMO_CACHE = "memo" }\n'
+        )
         config.write_text(text)
     git(target.root, "commit", "-qam", "config", "--allow-empty")
     target.add_hypothesis("01-memo", {"src/mode.txt": "cachememo\n"})
@@ -76,6 +77,7 @@ def test_a_candidate_that_memoizes_in_its_arm_s_cache_is_slow_every_run(target, 
 
     (record,) = experiments(target)
     assert record.status == "discard", (record.status, record.error)
+
 
 def test_build_output_a_discarded_candidate_planted_is_not_the_next_one_s(target):
     """A candidate whose build plants an output dated 2100 and is discarded (its checks fail)

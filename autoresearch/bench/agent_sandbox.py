@@ -60,6 +60,7 @@ def agent_sandbox(
         hide=(Path.home().resolve(),),
         reveal=_paths_in(command),
         relocate={var: at for var, (at, _) in RELOCATING.items() if os.environ.get(var)},
+        secret=sandbox.secret,
     )
 
 

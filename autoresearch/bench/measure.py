@@ -15,7 +15,7 @@ import os
 import statistics
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
@@ -27,9 +27,12 @@ from ..loop.session_dir import require_space
 from ..repo.workspace import BaselineTree
 from ..statuses import Status
 from .environ import bench_environ
+from .equivalence import equivalence_failure, stdout_wrapped
+from .holdout import measure_holdout
 from .metrics import METRIC_FD_ENV, metric_channel, read_run_metrics, run_output
 from .proc import RunResult
 from .runners import LocalRunner, Runner
+from .samples import BASELINE, CANDIDATE, Measurement, PairMeasurement
 from .sandbox import private_tmp, sandbox_for
 from .testcount import read_report, report_env
 
@@ -45,62 +48,6 @@ __all__ = [
 ]
 
 TEST_REPORT = "autoresearch-test-report"  # the checks' test report (testcount.py)
-BASELINE, CANDIDATE = "baseline", "candidate"
-
-
-@dataclass
-class Measurement:
-    """Samples of one arm; `failure` is a record status when a run could not complete."""
-
-    samples: dict[str, list[float]] = field(default_factory=dict)
-    runs: list[RunResult] = field(default_factory=list)
-    failure: str | None = None  # "crash", "timeout" or "interrupted"
-    detail: str = ""
-
-    @property
-    def logs(self) -> list[str]:
-        return [r.log_path for r in self.runs]
-
-    @property
-    def durations(self) -> list[float]:
-        return [round(r.duration_s, 3) for r in self.runs]
-
-    @property
-    def tail(self) -> str | None:
-        return self.runs[-1].tail if self.runs else None
-
-    @property
-    def duration_s(self) -> float:
-        return sum(r.duration_s for r in self.runs)
-
-
-@dataclass
-class PairMeasurement:
-    """Both arms of an interleaved measurement, and the decision that ended it."""
-
-    baseline: Measurement = field(default_factory=Measurement)
-    candidate: Measurement = field(default_factory=Measurement)
-    decision: Decision | None = None
-    failure: str | None = None
-    failed_arm: str | None = None  # BASELINE or CANDIDATE, when a run failed
-    detail: str = ""
-    builds: list[RunResult] = field(default_factory=list)
-    warmup: Measurement = field(default_factory=Measurement)  # runs made and dropped
-
-    @property
-    def status(self) -> Status | None:
-        """The record status of a measurement that failed: the best failing is no verdict on
-        the candidate (undecided, tried again); None when it did not fail."""
-        if self.failure is None:
-            return None
-        if self.failure in (Status.INTERRUPTED, Status.TAMPERED):
-            return Status(self.failure)
-        return Status.BASELINE_FAILED if self.failed_arm == BASELINE else Status(self.failure)
-
-    @property
-    def logs(self) -> list[str]:
-        """Every bench run's log, baseline arm first."""
-        return self.baseline.logs + self.candidate.logs
 
 
 class Guard(Protocol):
@@ -127,9 +74,13 @@ class Harness:
     ):
         self.config = config
         sandbox, self.unconfined = (None, None) if runner else sandbox_for(config)
-        self.runner = runner or LocalRunner(
-            config.bench.cpus, sandbox, int(config.session.max_run_log_mb * 1024 * 1024)
-        )
+        cap = int(config.session.max_run_log_mb * 1024 * 1024)
+        self.runner = runner or LocalRunner(config.bench.cpus, sandbox, cap)
+        # The holdout's own runs alone see its files (sandbox.py, `secret`).
+        self.holdout_runner = self.runner
+        if sandbox is not None and sandbox.secret:
+            own = replace(sandbox, secret=(), shown=sandbox.secret)
+            self.holdout_runner = LocalRunner(config.bench.cpus, own, cap)
         # The metrics whose least disturbed run is the highest, for `aggregate = "best"`.
         self._higher = {m.name for m in config.all_metrics() if m.direction == "higher"}
         self.env = {**config.bench.env, **env}
@@ -181,17 +132,22 @@ class Harness:
         counted = read_report(report)
         return replace(result, tests=counted.to_dict() if counted is not None else None)
 
-    def bench(self, cwd: Path, log: Path, sentinels_only: bool = False) -> RunResult:
-        """One bench run (or one of `bench.sentinel_command`), its output left for the caller
-        to read."""
+    def bench(
+        self, cwd: Path, log: Path, sentinels_only: bool = False, holdout: bool = False
+    ) -> RunResult:
+        """One bench run (or one of `bench.sentinel_command`, or of `holdout.command`), its
+        output left for the caller to read."""
         bench = self.config.bench
         if bench.output:  # what an earlier run wrote must not pass for this run's
             (cwd / bench.output).unlink(missing_ok=True)
         command = bench.sentinel_command if sentinels_only else bench.command
+        if holdout:
+            command = self.config.holdout.command
         log.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(metric_channel(log), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:  # the METRIC channel (metrics.py): the run holds the only descriptor once started
-            return self._run(command, cwd, log, {METRIC_FD_ENV: str(fd)}, (fd,))
+            runner = self.holdout_runner if holdout else self.runner
+            return self._run(command, cwd, log, {METRIC_FD_ENV: str(fd)}, (fd,), runner)
         finally:
             os.close(fd)
 
@@ -245,22 +201,52 @@ class Harness:
             self._states = {}
 
     def _bench_values(
-        self, cwd: Path, log: Path, into: Measurement, check: bool, sentinels_only: bool = False
+        self,
+        cwd: Path,
+        log: Path,
+        into: Measurement,
+        check: bool,
+        sentinels_only: bool = False,
+        holdout: bool = False,
     ) -> dict[str, float] | None:
         try:
-            return self._sample(cwd, log, into, check, sentinels_only)
+            return self._sample(cwd, log, into, check, sentinels_only, holdout)
         finally:
-            state = self._states.get(cwd)
-            if state is not None:
-                state.restore()
+            self.put_back(cwd)
+
+    def holdout_values(
+        self, cwd: Path, log: Path, into: Measurement, arm: str
+    ) -> dict[str, float] | None:
+        """One run of the holdout in `cwd` (holdout.py), checked like the candidate's bench
+        runs when it is the candidate's; None (with `into.failure`) when it failed."""
+        return self._bench_values(cwd, log, into, arm == CANDIDATE, holdout=True)
+
+    def put_back(self, cwd: Path) -> None:
+        """The arm in `cwd` as `_same_state` found it, when one is being measured."""
+        state = self._states.get(cwd)
+        if state is not None:
+            state.restore()
+
+    def equivalence_run(self, cwd: Path, log: Path, stdout_fd: int) -> RunResult:
+        """One run of `[equivalence] command` in `cwd`, its standard output on `stdout_fd`
+        (equivalence.py, which puts the arm back once it read what the run wrote)."""
+        eq = self.config.equivalence
+        wrapped = stdout_wrapped(eq.command, stdout_fd)
+        return self._run(wrapped, cwd, log, pass_fds=(stdout_fd,), timeout_s=eq.timeout_s)
 
     def _sample(
-        self, cwd: Path, log: Path, into: Measurement, check: bool, sentinels_only: bool
+        self,
+        cwd: Path,
+        log: Path,
+        into: Measurement,
+        check: bool,
+        sentinels_only: bool,
+        holdout: bool = False,
     ) -> dict[str, float] | None:
         guard = self.guard if check else None
         if guard is not None:
             guard.before_run()
-        outcome = self.bench(cwd, log, sentinels_only)
+        outcome = self.bench(cwd, log, sentinels_only, holdout)
         into.runs.append(outcome)
         failure, detail = run_failure(outcome, "bench")
         tampered = guard.violation(False) if guard is not None else None
@@ -277,6 +263,8 @@ class Harness:
             else:
                 if sentinels_only:
                     what, needed = "bench.sentinel_command", [s.name for s in self.config.sentinel]
+                elif holdout:
+                    what, needed = "holdout.command", [self.config.holdout_metric.name]
                 else:
                     what, needed = "bench", [self.config.metric.name]
                 missing = [name for name in needed if name not in values]
@@ -355,12 +343,14 @@ class Harness:
         log: Path,
         env: dict[str, str] | None = None,
         pass_fds: tuple[int, ...] = (),
+        runner: Runner | None = None,
+        timeout_s: float | None = None,
     ) -> RunResult:
-        return self.runner.run(
+        return (runner or self.runner).run(
             command,
             cwd=cwd,
             log_path=log,
-            timeout_s=self.config.bench.timeout_s,
+            timeout_s=timeout_s or self.config.bench.timeout_s,
             env={**self.env, **(env or {})},
             pass_fds=pass_fds,
             environ=self.environ,
@@ -431,7 +421,13 @@ def measure_pair(
             pair.failure, pair.failed_arm, pair.detail = failure, CANDIDATE, detail
             return pair
     with harness._same_state(arms):
-        return harness._interleave(
+        if judge is not None and harness.config.equivalence.command:
+            differs = equivalence_failure(harness, arms, logs)
+            if differs is not None:
+                pair.failed_arm = BASELINE if differs[0] == Status.BASELINE_FAILED else CANDIDATE
+                pair.failure, pair.detail = differs
+                return pair
+        pair = harness._interleave(
             pair,
             baseline_dir=arms[0],
             candidate_dir=arms[1],
@@ -442,3 +438,7 @@ def measure_pair(
             on_run=on_run,
             awaiting_sentinels=(lambda: judge.awaiting_sentinels) if judge is not None else None,
         )
+        decided = pair.decision.status if pair.decision is not None else None
+        if decided == Status.KEEP and harness.config.holdout.command:
+            pair = measure_holdout(harness, pair, arms, logs)
+        return pair

@@ -100,6 +100,12 @@ class Sandbox:
     reveal: tuple[Path, ...] = ()
     # Variables pointed into the run's own HOME (a cache): variable -> the place there.
     relocate: dict[str, str] = field(default_factory=dict)
+    # Paths the run does not see at all (the holdout's files): a directory covered by an
+    # empty tmpfs, a file by /dev/null. Only the holdout's own runs go without.
+    secret: tuple[Path, ...] = ()
+    # Paths under /tmp a run needs although its /tmp is private (the holdout's own files,
+    # for its runs): mounted again, read-only.
+    shown: tuple[Path, ...] = ()
 
     def wrap(self, cwd: Path, env: dict[str, str]) -> Confined:
         """The bwrap argv that runs a command confined to `cwd`, the environment the command
@@ -117,7 +123,7 @@ class Sandbox:
             argv.append("--unshare-net")
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         repository = _repository_paths(cwd)
-        argv += _private_tmp(cwd, repository, given.get("PATH", ""))
+        argv += _private_tmp(cwd, [*repository, *self.shown], given.get("PATH", ""))
         binds, extra = self._writable(cwd, given)
         if self.hide:
             # Its /tmp's own directory stays too: Codex's sandbox binds /tmp again by the path
@@ -135,6 +141,7 @@ class Sandbox:
             fixed = cwd / rel
             if fixed.exists() and not fixed.is_symlink() and _under(fixed.resolve(), cwd):
                 argv += ["--ro-bind", str(fixed), str(fixed)]
+        argv += _hidden(self.secret)
         argv += ["--chdir", str(cwd), "--"]
         return Confined(argv, {**env, **extra}, fds)
 
@@ -279,6 +286,17 @@ def _covered(hidden: Path, needed: list[Path]) -> list[str]:
     return argv
 
 
+def _hidden(paths: tuple[Path, ...]) -> list[str]:
+    """bwrap arguments that cover each of `paths` whole, last, over every bind before them."""
+    argv: list[str] = []
+    for path in paths:
+        if path.is_dir():
+            argv += ["--tmpfs", str(path)]
+        elif path.exists():
+            argv += ["--ro-bind", "/dev/null", str(path)]
+    return argv
+
+
 def private_tmp(cwd: Path) -> Path:
     """Where a run in `cwd` sees /tmp: beside its tree, its arm's own."""
     return cwd.parent / "tmp" / cwd.name
@@ -386,6 +404,7 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
         caches=dict(s.caches),
         seeds=seeds,
         harness=harness,
+        secret=tuple(config.holdout_files),
     )
     return sandbox, None
 

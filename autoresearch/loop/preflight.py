@@ -26,7 +26,7 @@ from ..errors import MetricParseError, WorkspaceError
 from ..repo.gitrepo import open_repo
 from ..report.scales import scale_parts
 
-__all__ = ["Preflight", "check_repository", "run_preflight"]
+__all__ = ["Preflight", "check_repository", "holdout_in_tree", "run_preflight"]
 
 
 @dataclass
@@ -73,6 +73,7 @@ def run_preflight(
 ) -> Preflight:
     """Build, bench once and run the checks in `cwd` (a clean tree at `commit`)."""
     result = Preflight(commit=commit)
+    result.problems += holdout_in_tree(config, cwd)
     build = harness.build(cwd, log_dir / "build.log")
     if build is not None and (build.interrupted or build.exit_code != 0 or build.timed_out):
         result.interrupted = build.interrupted
@@ -108,6 +109,22 @@ def run_preflight(
             f"would end as checks_failed. Fix them first; log: {checks.log_path}"
         )
     return result
+
+
+def holdout_in_tree(config: Config, cwd: Path) -> list[str]:
+    """The holdout's files the commit's tree has: the agent and every candidate would see
+    them there, whatever the sandbox hides."""
+    repo = config.repo_path
+    problems = []
+    for path in config.holdout_files:
+        if path.is_relative_to(repo) and (cwd / path.relative_to(repo)).exists():
+            rel = path.relative_to(repo)
+            problems.append(
+                f"[holdout] files: {rel} is in the repository's tree, where the agent and "
+                "every candidate see it; keep it outside the repository, or untrack and "
+                f"ignore it (git rm -r --cached {rel})"
+            )
+    return problems
 
 
 def _missing(config: Config, printed: dict[str, float]) -> list[str]:

@@ -18,7 +18,7 @@ from ..bench.sandbox import sandbox_for, unconfined_warning
 from ..config import Config, script_path
 from ..decide.calibration import Calibration
 from ..decide.headline import baseline_calibration
-from ..errors import UserError
+from ..errors import PreflightError, UserError
 from ..journal.attempts import Attempt, attempts_by_patch, may_run_again, tried_patches
 from ..journal.draft import now_iso
 from ..journal.records import CalibrationRecord, ExperimentRecord, SessionRecord, no_keep_streak
@@ -30,6 +30,7 @@ from ..proposers.chain import ProposerChain
 from ..repo.watch import Watches
 from ..repo.workspace import BaselineTree, Workspace, open_workspace
 from ..statuses import Status
+from .preflight import holdout_in_tree
 from .recovery import KeptCommit, kept_commits, next_experiment_number, reconcile_branch, recover
 from .session_dir import (
     SessionLock,
@@ -436,6 +437,8 @@ def require_scripts(config: Config, ws: Workspace) -> None:
                 f"{config.path}: {key} runs '{script}', which is not committed in "
                 f"{ws.source.path} at the session tip; commit it (the loop runs the committed copy)"
             )
+    if problems := holdout_in_tree(config, ws.path):
+        raise PreflightError(f"{config.path}: {'; '.join(problems)}")
 
 
 def _start_session(

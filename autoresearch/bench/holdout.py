@@ -1,0 +1,58 @@
+"""The holdout's runs: a workload the candidate was not tuned to, measured before a keep.
+
+`[holdout] command` runs, paired and alternating like the bench (B C, C B, ...), in the same
+two arms and from the same state, once the bench decided a keep; its files are hidden from
+every other confined run (sandbox.py, `secret`) and from the agent. Its verdict
+(decide/holdout.py) may turn the keep into a discard.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..decide.holdout import holdout_decision, holdout_evidence
+from .samples import BASELINE, CANDIDATE, Measurement, PairMeasurement
+
+if TYPE_CHECKING:
+    from .measure import Harness
+
+__all__ = ["measure_holdout", "run_holdout"]
+
+
+def run_holdout(
+    harness: Harness, arms: tuple[Path, Path], logs: Callable[[str], Path], pairs: int
+) -> tuple[Measurement, Measurement, tuple[str, str] | None]:
+    """`pairs` pairs of holdout runs of the arms (best, candidate): each arm's samples, and
+    (its arm, why) when a run failed."""
+    best, candidate = Measurement(), Measurement()
+    arm_of = {BASELINE: (arms[0], best), CANDIDATE: (arms[1], candidate)}
+    name = harness.config.holdout_metric.name
+    for i in range(1, pairs + 1):
+        for arm in (BASELINE, CANDIDATE) if i % 2 else (CANDIDATE, BASELINE):
+            cwd, into = arm_of[arm]
+            values = harness.holdout_values(cwd, logs(f"holdout-{arm}-{i}"), into, arm)
+            if values is None:
+                return best, candidate, (arm, into.detail)
+            into.samples.setdefault(name, []).append(values[name])
+    return best, candidate, None
+
+
+def measure_holdout(
+    harness: Harness, pair: PairMeasurement, arms: tuple[Path, Path], logs: Callable[[str], Path]
+) -> PairMeasurement:
+    """The holdout after the bench decided a keep: the decision then carries its verdict; a
+    run that failed is the measurement's failure (the candidate's: crash, timeout)."""
+    assert pair.decision is not None
+    best, candidate, failed = run_holdout(harness, arms, logs, harness.config.holdout.pairs)
+    pair.holdout = (best, candidate)
+    if failed is not None:
+        arm, why = failed
+        pair.failure = (best if arm == BASELINE else candidate).failure
+        pair.failed_arm, pair.detail, pair.decision = arm, f"{arm} arm, holdout: {why}", None
+        return pair
+    name = harness.config.holdout_metric.name
+    evidence = holdout_evidence(harness.config, best.samples[name], candidate.samples[name])
+    pair.decision = holdout_decision(pair.decision, evidence)
+    return pair

@@ -1,0 +1,74 @@
+"""The holdout's verdict: does a win on the bench hold on a workload the change never saw?
+
+Judged as a sentinel is, on the holdout's own paired runs: refused when the holdout is shown
+worse by more than `[holdout] budget_pct` (the interval's better end past it), and, with
+`require_win`, unless the holdout shows a win too (its whole interval better). The decision
+that stands carries the holdout's evidence (`decision.holdout`) either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..config import Config
+from ..statuses import Rule, Status
+from .rule import CONFIDENCE, Decision, improvement
+from .stats import compare, compare_paired
+
+__all__ = ["holdout_decision", "holdout_evidence"]
+
+
+def holdout_evidence(config: Config, baseline: list[float], candidate: list[float]) -> dict:
+    """The holdout's comparison and verdict: `win`, `no_win`, `worse` or `unmeasured`."""
+    spec = config.holdout_metric
+    comparison = compare_paired(baseline, candidate, CONFIDENCE, None)
+    if comparison is None:
+        comparison = compare(baseline, candidate, CONFIDENCE)
+    evidence: dict[str, Any] = {
+        "metric": spec.name,
+        "direction": spec.direction,
+        "unit": spec.unit,
+        "budget_pct": spec.budget_pct,
+        "require_win": config.holdout.require_win,
+        "baseline_samples": list(baseline),
+        "candidate_samples": list(candidate),
+    }
+    if comparison is None:
+        return evidence | {"verdict": "unmeasured", "ok": False, "reason": "not compared"}
+    _, low, high, _ = improvement(spec, comparison)
+    if -high > spec.budget_pct:
+        verdict = "worse"
+    elif low > 0:
+        verdict = "win"
+    else:
+        verdict = "no_win"
+    ok = verdict == "win" or (verdict == "no_win" and not config.holdout.require_win)
+    said = (
+        f"holdout {spec.name} {comparison.change_pct:+.2f}% "
+        f"[{comparison.ci_low_pct:+.2f}%, {comparison.ci_high_pct:+.2f}%]"
+    )
+    why = {
+        "worse": f"shown worse than its {spec.budget_pct:g}% budget",
+        "win": "a win there too",
+        "no_win": "no win shown there",
+    }[verdict]
+    return evidence | {
+        "baseline_median": comparison.baseline_median,
+        "candidate_median": comparison.candidate_median,
+        "change_pct": comparison.change_pct,
+        "ci_low_pct": comparison.ci_low_pct,
+        "ci_high_pct": comparison.ci_high_pct,
+        "verdict": verdict,
+        "ok": ok,
+        "reason": f"{said}: {why}",
+    }
+
+
+def holdout_decision(decision: Decision, evidence: dict) -> Decision:
+    """A keep that stands with the holdout's evidence, or a discard that says why not."""
+    extra = {**decision.extra, "holdout": evidence}
+    if evidence["ok"]:
+        return replace(decision, extra=extra)
+    reason = f"{decision.reason}; but {evidence['reason']}: it does not generalize"
+    return replace(decision, status=Status.DISCARD, rule=Rule.HOLDOUT, reason=reason, extra=extra)

@@ -1,0 +1,180 @@
+"""A keep must generalize: a hidden holdout workload measured before every keep, and an
+output equivalence check before every bench. Each overfitting candidate is an attack written
+as the test: tuned to the bench's inputs, reading the holdout, or fast because it says
+something else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import experiments, git, run
+
+from autoresearch.bench.agent_sandbox import agent_sandbox
+from autoresearch.bench.runners import LocalRunner
+from autoresearch.bench.sandbox import bwrap_problem
+from autoresearch.errors import UserError
+
+needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason="no usable bubblewrap")
+
+
+def with_holdout(target, tmp_path: Path, sandbox: str = "off", **options) -> Path:
+    """A holdout beside the repository's files, ignored (what a confined run could read but
+    for the sandbox): the same bench on other inputs (BENCH_SEED) and a secret only its runs
+    may read."""
+    held = target.root / ".holdout"
+    held.mkdir()
+    with open(target.root / ".git" / "info" / "exclude", "a") as exclude:
+        exclude.write(".holdout/\n")
+    (held / "run.sh").write_text('#!/bin/sh\nBENCH_SEED=held-out-7 exec ./bench.py "$@"\n')
+    (held / "run.sh").chmod(0o755)
+    (held / "secret.txt").write_text("secret inputs\n")
+    config = target.configure(sandbox=sandbox)
+    lines = [
+        "[holdout]",
+        f'command = "{held}/run.sh"',
+        f'files = ["{held}"]',
+        *(f"{key} = {value}" for key, value in options.items()),
+    ]
+    config.write_text(config.read_text() + "\n".join(lines) + "\n")
+    git(target.root, "commit", "-qam", "a holdout", "--allow-empty")
+    return held
+
+
+def test_a_change_tuned_to_the_bench_s_inputs_is_not_kept(target, tmp_path):
+    """Fast only for the bench's seed: a win on the bench, none on the holdout (required):
+    discarded, said why; an honest win beside it is kept with the holdout's evidence."""
+    with_holdout(target, tmp_path, require_win="true")
+    target.add_hypothesis("01-overfit", {"src/fast_for.txt": "bench\n"})
+    target.add_hypothesis("02-honest", {"src/value.txt": "60\n"})
+
+    run(target)
+
+    overfit, honest = experiments(target)
+    assert overfit.status == "discard", (overfit.status, overfit.error)
+    assert overfit.decision["rule"] == "holdout"
+    assert overfit.decision["holdout"]["verdict"] == "no_win"
+    assert "does not generalize" in overfit.decision["reason"]
+    assert honest.status == "keep", (honest.status, honest.error)
+    assert honest.decision["holdout"]["verdict"] == "win"
+    assert honest.decision["holdout"]["change_pct"] < -30
+    assert any("holdout-candidate-" in log for log in honest.bench_logs)
+
+
+def test_a_change_slower_on_the_holdout_is_not_kept_without_require_win(target, tmp_path):
+    """Fast for the bench's seed, twice as slow on any other (the default: no loss beyond
+    the budget): refused as worse on the holdout."""
+    with_holdout(target, tmp_path)
+    target.add_hypothesis("01-trade", {"src/fast_for.txt": "bench\n", "src/value.txt": "150\n"})
+
+    run(target)
+
+    (record,) = experiments(target)
+    # 150 * 0.5 on the bench (a win), 150 on the holdout (worse): refused.
+    assert record.status == "discard", (record.status, record.error)
+    assert record.decision["holdout"]["verdict"] == "worse"
+
+
+@needs_bwrap
+def test_a_confined_candidate_cannot_read_the_holdout(target, tmp_path):
+    """The candidate's bench runs do not see the holdout's files (its own runs do: the
+    holdout ran): reading them to tune itself fails inside the sandbox."""
+    held = with_holdout(target, tmp_path, sandbox="bwrap")
+    target.add_hypothesis("01-peek", {"src/mode.txt": "peek\n"})
+
+    run(target, env={"BENCH_PEEK": str(held / "secret.txt")})
+
+    (record,) = experiments(target)
+    assert record.status == "discard", (record.status, record.error)
+    assert "holdout" not in record.decision  # no win on the bench: the holdout never ran
+
+
+@needs_bwrap
+def test_a_confined_agent_cannot_read_the_holdout(target, tmp_path):
+    held = with_holdout(target, tmp_path, sandbox="bwrap")
+    scratch = tmp_path / "scratch"
+    git(target.root, "worktree", "add", "-q", "--detach", str(scratch))
+    sandbox = agent_sandbox(target.load(), scratch, [])
+    assert sandbox is not None
+    log = tmp_path / "agent.log"
+
+    done = LocalRunner(sandbox=sandbox).run(
+        f"cat {held / 'secret.txt'}; ls -A {held}", cwd=scratch, env={}, log_path=log,
+        timeout_s=60,
+    )  # fmt: skip
+
+    assert done.exit_code == 0, log.read_text()
+    assert "secret inputs" not in log.read_text()
+    assert "run.sh" not in log.read_text()
+    assert "No such file or directory" in log.read_text()
+
+
+def test_a_holdout_the_repository_tracks_is_refused_before_the_night(target):
+    """In the tree, the agent and every candidate would see it: the pre-flight says so."""
+    (target.root / "held").mkdir()
+    (target.root / "held" / "run.sh").write_text("#!/bin/sh\nexec ./bench.py\n")
+    config = target.configure()
+    config.write_text(
+        config.read_text() + '[holdout]\ncommand = "sh held/run.sh"\nfiles = ["held"]\n'
+    )
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "a tracked holdout")
+    target.add_hypothesis("01-win", {"src/value.txt": "60\n"})
+
+    with pytest.raises(UserError, match="held is in the repository's tree"):
+        run(target)
+
+    assert not target.journal.exists() or experiments(target) == []
+
+
+def with_equivalence(target, files: str = "") -> None:
+    config = target.configure()
+    text = '[equivalence]\ncommand = "cat src/answer.txt"\n'
+    if files:
+        text = f'[equivalence]\ncommand = "cp src/answer.txt out.txt"\nfiles = ["{files}"]\n'
+    config.write_text(config.read_text() + text)
+    (target.root / "src" / "answer.txt").write_text("grant 1\ngrant 2\ngrant 3\n")
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "an equivalence check")
+
+
+def test_a_faster_change_that_says_something_else_fails_the_equivalence(target):
+    with_equivalence(target)
+    target.add_hypothesis(
+        "01-drops", {"src/value.txt": "50\n", "src/answer.txt": "grant 1\ngrant 3\n"}
+    )
+    target.add_hypothesis("02-same", {"src/value.txt": "60\n"})
+
+    run(target)
+
+    drops, same = experiments(target)
+    assert drops.status == "checks_failed", (drops.status, drops.error)
+    assert "differs from the best's from line 2" in drops.error
+    assert "-grant 2" in drops.error
+    assert same.status == "keep", (same.status, same.error)
+
+
+def test_an_equivalence_file_linked_to_the_best_s_is_not_read(target):
+    """The candidate's output file a link to a file that says what the best says: refused,
+    not compared equal."""
+    with_equivalence(target, files="out.txt")
+    config = target.config_path
+    config.write_text(config.read_text().replace("cp src/answer.txt out.txt", "sh src/emit.sh"))
+    (target.root / "src" / "emit.sh").write_text("cp src/answer.txt out.txt\n")
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "the output made by the code")
+    target.add_hypothesis(
+        "01-link",
+        {
+            "src/value.txt": "60\n",
+            "src/answer.txt": "wrong\n",
+            "src/right.txt": "grant 1\ngrant 2\ngrant 3\n",
+            "src/emit.sh": "ln -sf src/right.txt out.txt\n",
+        },
+    )
+
+    run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "checks_failed", (record.status, record.error)
+    assert "a symbolic link" in record.error
