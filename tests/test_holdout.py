@@ -8,12 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import experiments, git, run
+from conftest import experiments, git, run, run_cli
 
 from autoresearch.bench.agent_sandbox import agent_sandbox
 from autoresearch.bench.runners import LocalRunner
 from autoresearch.bench.sandbox import bwrap_problem
 from autoresearch.errors import UserError
+from autoresearch.journal.store import read_journal
+from autoresearch.proposers.agent.prompt import render_prompt
+from autoresearch.proposers.base import ProposalContext
 
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason="no usable bubblewrap")
 
@@ -59,6 +62,23 @@ def test_a_change_tuned_to_the_bench_s_inputs_is_not_kept(target, tmp_path):
     assert honest.decision["holdout"]["verdict"] == "win"
     assert honest.decision["holdout"]["change_pct"] < -30
     assert any("holdout-candidate-" in log for log in honest.bench_logs)
+
+
+def test_the_confirmation_measures_the_holdout_too_and_the_report_says_both(target, tmp_path):
+    with_holdout(target, tmp_path)
+    config = target.config_path
+    config.write_text(config.read_text().replace("confirm = false", "confirm = true"))
+    git(target.root, "commit", "-qam", "confirm")
+    target.add_hypothesis("01-honest", {"src/value.txt": "60\n"})
+
+    run(target)
+
+    (confirmation,) = read_journal(target.journal).confirmations
+    assert confirmation.holdout["change_pct"] < -30
+    assert len(confirmation.holdout["tip_samples"]) == confirmation.runs_per_arm
+    report = run_cli("report", cwd=target.root)
+    assert report.returncode == 0, report.stderr
+    assert "on the hidden holdout" in report.stdout
 
 
 def test_a_change_slower_on_the_holdout_is_not_kept_without_require_win(target, tmp_path):
@@ -178,3 +198,29 @@ def test_an_equivalence_file_linked_to_the_best_s_is_not_read(target):
     (record,) = experiments(target)
     assert record.status == "checks_failed", (record.status, record.error)
     assert "a symbolic link" in record.error
+
+
+def test_the_agent_s_prompt_says_a_holdout_judges_without_saying_what_it_holds(target, tmp_path):
+    """Told that a hidden holdout and an equivalence check judge its change; a discard by the
+    holdout shown without the holdout's numbers or metric."""
+    with_holdout(target, tmp_path, require_win="true", metric='"time_ms"')
+    config = target.config_path
+    config.write_text(config.read_text() + '[equivalence]\ncommand = "cat src/value.txt"\n')
+    git(target.root, "commit", "-qam", "equivalence")
+    target.add_hypothesis("01-overfit", {"src/fast_for.txt": "bench\n"})
+    run(target)
+
+    records = experiments(target)
+    assert records[0].decision["rule"] == "holdout"
+    context = ProposalContext(
+        tried=set(), records=records, tip="0" * 40, worktree=target.root, metric="time_ms",
+        direction="lower",
+    )  # fmt: skip
+    prompt = render_prompt(
+        context, target.load(), recent=10, budget_chars=50_000, pivot=None,
+        hypothesis_path=tmp_path / "h.patch", max_patch_kib=64,
+    )  # fmt: skip
+    assert "hidden holdout workload, which you cannot see or run" in prompt
+    assert "Output equivalence (`cat src/value.txt`)" in prompt
+    assert "did not bear out" in prompt
+    assert "held-out-7" not in prompt and "holdout time_ms" not in prompt

@@ -40,19 +40,25 @@ def run_holdout(
 
 
 def measure_holdout(
-    harness: Harness, pair: PairMeasurement, arms: tuple[Path, Path], logs: Callable[[str], Path]
+    harness: Harness,
+    pair: PairMeasurement,
+    arms: tuple[Path, Path],
+    logs: Callable[[str], Path],
+    pairs: int = 0,
 ) -> PairMeasurement:
-    """The holdout after the bench decided a keep: the decision then carries its verdict; a
-    run that failed is the measurement's failure (the candidate's: crash, timeout)."""
-    assert pair.decision is not None
-    best, candidate, failed = run_holdout(harness, arms, logs, harness.config.holdout.pairs)
+    """The holdout after the bench decided a keep (the decision then carries its verdict), or
+    `pairs` of it with no decision to judge (the confirmation's); a run that failed is the
+    measurement's failure (the candidate's: crash, timeout)."""
+    held = harness.config.holdout
+    best, candidate, failed = run_holdout(harness, arms, logs, pairs or held.pairs)
     pair.holdout = (best, candidate)
     if failed is not None:
         arm, why = failed
         pair.failure = (best if arm == BASELINE else candidate).failure
         pair.failed_arm, pair.detail, pair.decision = arm, f"{arm} arm, holdout: {why}", None
         return pair
-    name = harness.config.holdout_metric.name
-    evidence = holdout_evidence(harness.config, best.samples[name], candidate.samples[name])
-    pair.decision = holdout_decision(pair.decision, evidence)
+    if pair.decision is not None:
+        name = harness.config.holdout_metric.name
+        evidence = holdout_evidence(harness.config, best.samples[name], candidate.samples[name])
+        pair.decision = holdout_decision(pair.decision, evidence)
     return pair

@@ -401,12 +401,14 @@ def measure_pair(
     judge: Judge | None = None,
     pairs: int = 0,
     on_run: Callable[[str, int], None] | None = None,
+    holdout_pairs: int = 0,
 ) -> PairMeasurement:
     """Baseline `arms[0]` (ready: see `prepare_baseline`) against candidate `arms[1]`: build
     the candidate (unless `build` is False), then run both alternately until `judge` decides
     at one of its looks, or for `pairs` pairs without one. `logs(name)` is where each run's
     output goes ("build", "baseline-3", ...). A failure is in the result (`failure`,
-    `failed_arm`, `status`), never raised."""
+    `failed_arm`, `status`), never raised. A decided keep runs the holdout (holdout.py) on
+    its own; `holdout_pairs` runs it after measuring without a judge (the confirmation)."""
     pair = PairMeasurement()
     if build and harness.guard is not None:
         harness.guard.before_run()
@@ -441,4 +443,6 @@ def measure_pair(
         decided = pair.decision.status if pair.decision is not None else None
         if decided == Status.KEEP and harness.config.holdout.command:
             pair = measure_holdout(harness, pair, arms, logs)
+        elif holdout_pairs and pair.failure is None:
+            pair = measure_holdout(harness, pair, arms, logs, holdout_pairs)
         return pair

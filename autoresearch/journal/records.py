@@ -294,6 +294,8 @@ class ConfirmationRecord(_Record):
     # The kept commits this measurement takes out of the tip (`base_commit` is the tip without
     # them): what they contribute to the final combination. Not the session's headline.
     left_out: list[str] | None = None
+    # The hidden holdout's base against tip, when the config has one: its comparison.
+    holdout: dict[str, Any] | None = None
 
     @property
     def is_headline(self) -> bool:

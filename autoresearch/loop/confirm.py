@@ -8,6 +8,8 @@ interval), so that the title, the tables, the body, `status` and `report` quote 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..bench.measure import PairMeasurement, measure_pair
 from ..config import Config
 from ..decide.rule import CONFIDENCE
@@ -84,6 +86,9 @@ def confirm_session(
         branch=branch,
         left_out=left_out,
     )
+    if pair.holdout is not None:
+        held = (pair.holdout[0].samples, pair.holdout[1].samples)
+        record = replace(record, holdout=holdout_comparison(config, held))
     session.journal.append(record)
     if not left_out:  # a contribution is said by its caller, as one
         announce(config, record, progress)
@@ -102,6 +107,7 @@ def _measure(session: Session, tip: str, runs: int, label: str) -> PairMeasureme
             (session.baseline_tree.path, session.ws.path),
             lambda name: session.paths.log(label, name),
             pairs=runs,
+            holdout_pairs=runs if session.config.holdout.command else 0,
             on_run=lambda arm, i: (
                 session.progress.info(f"confirmation pair {i}/{runs}")
                 if arm == "baseline"
@@ -167,6 +173,17 @@ def confirmation_record(
     )
 
 
+def holdout_comparison(
+    config: Config, samples: tuple[dict[str, list[float]], dict[str, list[float]]]
+) -> dict:
+    """The holdout's base against tip, as a confirmation's metric is."""
+    name = config.holdout_metric.name
+    b, t = samples[0].get(name, []), samples[1].get(name, [])
+    comparison = compare_paired(b, t, CONFIDENCE) or compare(b, t, CONFIDENCE)
+    found = {"metric": name, "baseline_samples": b, "tip_samples": t}
+    return found | ({} if comparison is None else _comparison_fields(comparison))
+
+
 def announce(config: Config, record: ConfirmationRecord, progress: Progress) -> None:
     if record.change_pct is None:
         return
@@ -178,6 +195,12 @@ def announce(config: Config, record: ConfirmationRecord, progress: Progress) -> 
         f"(95% CI [{record.ci_low_pct:+.2f}%, {record.ci_high_pct:+.2f}%])"
         + (f" on {record.host}" if record.host else "")
     )
+    held = record.holdout or {}
+    if held.get("change_pct") is not None:
+        progress.info(
+            f"confirmed on the hidden holdout: {held['metric']} {held['change_pct']:+.2f}% "
+            f"(95% CI [{held['ci_low_pct']:+.2f}%, {held['ci_high_pct']:+.2f}%])"
+        )
 
 
 def _comparison_fields(c) -> dict:

@@ -278,10 +278,13 @@ CONFIRMATION_FIELDS = (
     "metrics",
     "at",
 )
+# ... and what older records do not have.
+CONFIRMATION_OPTIONAL = ("holdout",)
 
 
 def _confirmation(record: dict[str, Any]) -> dict[str, Any]:
-    return {key: record[key] for key in CONFIRMATION_FIELDS}
+    found = {key: record[key] for key in CONFIRMATION_FIELDS}
+    return found | {key: record.get(key) for key in CONFIRMATION_OPTIONAL}
 
 
 def _imported(record: dict[str, Any]) -> History:

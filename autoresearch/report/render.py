@@ -186,6 +186,12 @@ def _text_head(s: dict) -> list[str]:
             f"confirmed: {_pct(c['change_pct'], 2)} (95% CI {_pct(c['ci_low_pct'], 2)} to "
             f"{_pct(c['ci_high_pct'], 2)}, {c['runs_per_arm']} runs each)"
         )
+        held = c.get("holdout") or {}
+        if held.get("change_pct") is not None:
+            out.append(
+                f"           {_pct(held['change_pct'], 2)} (95% CI {_pct(held['ci_low_pct'], 2)} "
+                f"to {_pct(held['ci_high_pct'], 2)}) on the hidden holdout ({held['metric']})"
+            )
     width = max(len(m["name"]) for m in s["metrics"])
     out += ["", f"{'metric':<{width}}  {'baseline':>14}  {'best':>14}  {'change':>8}"]
     for m in s["metrics"]:

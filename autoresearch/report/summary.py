@@ -49,6 +49,7 @@ REASONS = {
     "sentinel_budget": "Over a sentinel's budget",
     "sentinel_unresolved": "Sentinel not shown within budget",
     "cross_scale_disagreement": "Not confirmed at another scale",
+    "holdout": "A win on the bench the hidden holdout did not bear out",
     "discard": "Discarded",
     "inconclusive": "Inconclusive",
     "checks_failed": "Broke correctness (checks failed)",

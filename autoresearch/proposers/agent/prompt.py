@@ -21,7 +21,7 @@ from ...progress import format_value
 from ...report.ideas import CLOSED_RULES
 from ...report.render import render_template
 from ...report.summary import STATUS_FIRST
-from ...statuses import Status
+from ...statuses import Rule, Status
 from ..base import Hypothesis, ProposalContext
 
 __all__ = ["closed_axes", "render_prompt"]
@@ -116,6 +116,8 @@ def _data(
         "include": config.scope.include,
         "protect": config.protected_globs(),
         "checks": config.checks.command,
+        "holdout": bool(config.holdout.command),
+        "equivalence": config.equivalence.command,
         "pivot": pivot,
         "kept": [_row(r) for r in records if r.status == Status.KEEP],
         "diffstat": _diffstat(context),
@@ -139,6 +141,8 @@ def _row(record: ExperimentRecord) -> dict[str, Any]:
         if low is not None and high is not None:
             text += f" [95% CI {low:+.1f}%, {high:+.1f}%]"
     why = record.asi.rollback_reason or record.error or (record.decision or {}).get("reason") or ""
+    if record.rule == Rule.HOLDOUT:  # what the holdout measures stays hidden, numbers too
+        why = "a win on the bench that the hidden holdout workload did not bear out"
     return {
         "n": record.n,
         "status": record.status,
