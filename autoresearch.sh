@@ -7,6 +7,11 @@
 #   ./autoresearch.sh --run    run the harness built last
 #   ./autoresearch.sh --sentinels  run only the sentinel (SQLite) of the harness built last:
 #                              the loop's bench.sentinel_command, a quarter of a --run
+#   ./autoresearch.sh --digest what each engine stores of 20k grants and 2k rewrites, as
+#                              digests: the loop's [equivalence] command (no timing)
+#   ./autoresearch.sh --holdout the hidden holdout workload: the settings in
+#                              $AUTORESEARCH_HOLDOUT/holdout.env (made by loop.py, which no
+#                              candidate or agent can read), metrics named holdout_*
 #
 # AUTORESEARCH_PROFILE picks the scales:
 #   quick    pebble 10k and 100k once, sqlite 10k median of 5 (the sentinel, kept quiet) (~2 s)
@@ -34,7 +39,20 @@ mode=${1:-all}
 case "$mode" in
   all|--build|--run) ;;
   --sentinels) export GRANTBENCH_SCALES= ;;  # no Pebble scale: SQLite alone
-  *) echo "autoresearch.sh: unknown argument '$mode' (--build, --run, --sentinels, or none)" >&2
+  --digest) export GRANTBENCH_DIGEST=20k ;;
+  --holdout)
+    held=${AUTORESEARCH_HOLDOUT:?autoresearch.sh --holdout: AUTORESEARCH_HOLDOUT is not set}
+    unset AUTORESEARCH_HOLDOUT  # the harness's to read, not the engine's
+    if [ ! -r "$held/holdout.env" ]; then
+      echo "autoresearch.sh: no $held/holdout.env (python loop.py makes it)" >&2
+      exit 1
+    fi
+    # shellcheck disable=SC1091
+    . "$held/holdout.env"
+    export GRANTBENCH_SCALES GRANTBENCH_SEED GRANTBENCH_SKEW GRANTBENCH_LABEL=holdout
+    export GRANTBENCH_SQLITE_SCALES= GRANTBENCH_MAX_ITERS=1 ;;
+  *) echo "autoresearch.sh: unknown argument '$mode' (--build, --run, --sentinels, --digest," \
+       "--holdout, or none)" >&2
      exit 2 ;;
 esac
 

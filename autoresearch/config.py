@@ -341,11 +341,9 @@ class Config:
             if (script := script_path(command))
         ]
         tests = () if self.scope.allow_tests else TESTS_PROTECTED
-        held = [
-            f"{p.relative_to(self.repo_path)}{'/**' if p.is_dir() else ''}"
-            for p in self.holdout_files
-            if p.is_relative_to(self.repo_path)
-        ]
+        repo = self.repo_path
+        inside = [p.relative_to(repo) for p in self.holdout_files if p.is_relative_to(repo)]
+        held = [glob for rel in inside for glob in (str(rel), f"{rel}/**")]
         return [*ALWAYS_PROTECTED, *tests, *extra, *held, *self.scope.protect]
 
     def to_dict(self) -> dict:

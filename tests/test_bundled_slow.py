@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import json
 import os
 import shutil
@@ -21,6 +22,15 @@ from autoresearch.progress import Progress
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow
+
+
+def make_holdout(target: Path) -> Path:
+    """loop.py's own: the hidden holdout's settings in the bundled target."""
+    spec = importlib.util.spec_from_file_location("bundled_loop", ROOT / "loop.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.make_holdout(target)
 
 
 def test_checks_pass_on_the_baseline():
@@ -68,6 +78,7 @@ def _short_night(tmp_path: Path, proposer: list[dict] | None = None, shared: Pat
     for patch in queue.glob("*.patch"):
         if not patch.name.startswith(("01-", "09-")):
             patch.unlink()
+    make_holdout(repo / "targets/pebble")  # what loop.py makes before the night
     config = load_config(repo / "autoresearch.toml")
     config = dataclasses.replace(
         config,
@@ -106,6 +117,13 @@ def test_loop_on_the_bundled_target(tmp_path):
     assert presort.status in ("discard", "inconclusive"), presort.decision
     assert outcome.kept == 1
     assert outcome.confirmed_change_pct < -20
+    # The hidden holdout (another key distribution and size) bore the win out, and the
+    # confirmation measured it there too; the equivalence digest ran before each bench.
+    assert skip_get.decision["holdout"]["verdict"] != "worse", skip_get.decision["holdout"]
+    (confirmation,) = read_journal(repo / "experiments.jsonl").confirmations
+    assert confirmation.holdout["change_pct"] < -10, confirmation.holdout
+    logs = Path(skip_get.bench_logs[0]).parent
+    assert (logs / "equivalence-candidate.log.stdout").read_text().count("sha256=") == 2
     log = subprocess.run(
         ["git", "log", "--format=%s", "-1", "autoresearch/e2e"],
         cwd=repo,

@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 TEST_REPORT = "autoresearch-test-report"  # the checks' test report (testcount.py)
+HOLDOUT_ENV = "AUTORESEARCH_HOLDOUT"  # the holdout's first file, in its own runs only
 
 
 class Guard(Protocol):
@@ -141,13 +142,16 @@ class Harness:
         if bench.output:  # what an earlier run wrote must not pass for this run's
             (cwd / bench.output).unlink(missing_ok=True)
         command = bench.sentinel_command if sentinels_only else bench.command
-        if holdout:
+        extra = {}
+        if holdout:  # its command finds its files through the first of them
             command = self.config.holdout.command
+            files = self.config.holdout_files
+            extra = {HOLDOUT_ENV: str(files[0])} if files else {}
         log.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(metric_channel(log), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:  # the METRIC channel (metrics.py): the run holds the only descriptor once started
             runner = self.holdout_runner if holdout else self.runner
-            return self._run(command, cwd, log, {METRIC_FD_ENV: str(fd)}, (fd,), runner)
+            return self._run(command, cwd, log, {METRIC_FD_ENV: str(fd), **extra}, (fd,), runner)
         finally:
             os.close(fd)
 

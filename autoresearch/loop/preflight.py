@@ -26,7 +26,7 @@ from ..errors import MetricParseError, WorkspaceError
 from ..repo.gitrepo import open_repo
 from ..report.scales import scale_parts
 
-__all__ = ["Preflight", "check_repository", "holdout_in_tree", "run_preflight"]
+__all__ = ["Preflight", "check_repository", "holdout_problems", "run_preflight"]
 
 
 @dataclass
@@ -73,7 +73,7 @@ def run_preflight(
 ) -> Preflight:
     """Build, bench once and run the checks in `cwd` (a clean tree at `commit`)."""
     result = Preflight(commit=commit)
-    result.problems += holdout_in_tree(config, cwd)
+    result.problems += holdout_problems(config, cwd)
     build = harness.build(cwd, log_dir / "build.log")
     if build is not None and (build.interrupted or build.exit_code != 0 or build.timed_out):
         result.interrupted = build.interrupted
@@ -111,13 +111,16 @@ def run_preflight(
     return result
 
 
-def holdout_in_tree(config: Config, cwd: Path) -> list[str]:
-    """The holdout's files the commit's tree has: the agent and every candidate would see
-    them there, whatever the sandbox hides."""
+def holdout_problems(config: Config, cwd: Path) -> list[str]:
+    """What is wrong with the holdout's files: missing (every keep would fail on it), or in
+    the commit's tree `cwd` (the agent and every candidate would see them there, whatever the
+    sandbox hides)."""
     repo = config.repo_path
     problems = []
     for path in config.holdout_files:
-        if path.is_relative_to(repo) and (cwd / path.relative_to(repo)).exists():
+        if not path.exists():
+            problems.append(f"[holdout] files: {path} does not exist")
+        elif path.is_relative_to(repo) and (cwd / path.relative_to(repo)).exists():
             rel = path.relative_to(repo)
             problems.append(
                 f"[holdout] files: {rel} is in the repository's tree, where the agent and "

@@ -30,7 +30,7 @@ from ..proposers.chain import ProposerChain
 from ..repo.watch import Watches
 from ..repo.workspace import BaselineTree, Workspace, open_workspace
 from ..statuses import Status
-from .preflight import holdout_in_tree
+from .preflight import holdout_problems
 from .recovery import KeptCommit, kept_commits, next_experiment_number, reconcile_branch, recover
 from .session_dir import (
     SessionLock,
@@ -437,7 +437,7 @@ def require_scripts(config: Config, ws: Workspace) -> None:
                 f"{config.path}: {key} runs '{script}', which is not committed in "
                 f"{ws.source.path} at the session tip; commit it (the loop runs the committed copy)"
             )
-    if problems := holdout_in_tree(config, ws.path):
+    if problems := holdout_problems(config, ws.path):
         raise PreflightError(f"{config.path}: {'; '.join(problems)}")
 
 

@@ -5,6 +5,8 @@ package workload
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -30,6 +33,26 @@ var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // Grants returns n grants, the same for the same (n, seed), in the shuffled order a connector
 // would discover them. About 1 in 10 carries an annotation.
 func Grants(n int, seed uint64) []*grantspb.GrantRecord {
+	return grants(n, seed, func(rng *rand.Rand, max int) int { return rng.IntN(max) })
+}
+
+// GrantsSkewed is Grants with another key distribution: groups and users drawn from a Zipf
+// law (a few very large groups and very active users, a long tail), and external ids spaced
+// apart. The holdout workload runs it, so that a change tuned to the bench's uniform keys
+// does not pass for one that helps every sync.
+func GrantsSkewed(n int, seed uint64) []*grantspb.GrantRecord {
+	zipfs := map[int]*rand.Zipf{}
+	return grants(n, seed, func(rng *rand.Rand, max int) int {
+		z, ok := zipfs[max]
+		if !ok {
+			z = rand.NewZipf(rng, 1.2, 1, uint64(max-1))
+			zipfs[max] = z
+		}
+		return int(z.Uint64())
+	})
+}
+
+func grants(n int, seed uint64, pick func(rng *rand.Rand, max int) int) []*grantspb.GrantRecord {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	groups := n/20 + 1
 	users := n/4 + 1
@@ -39,12 +62,12 @@ func Grants(n int, seed uint64) []*grantspb.GrantRecord {
 			ExternalId: fmt.Sprintf("grant-%09d", i),
 			Entitlement: &grantspb.EntitlementRef{
 				ResourceTypeId: "group",
-				ResourceId:     fmt.Sprintf("group-%06d", rng.IntN(groups)),
+				ResourceId:     fmt.Sprintf("group-%06d", pick(rng, groups)),
 				EntitlementId:  "member",
 			},
 			Principal: &grantspb.PrincipalRef{
 				ResourceTypeId: "user",
-				ResourceId:     fmt.Sprintf("user-%07d", rng.IntN(users)),
+				ResourceId:     fmt.Sprintf("user-%07d", pick(rng, users)),
 			},
 			DiscoveredAt: timestamppb.New(epoch.Add(time.Duration(i) * time.Millisecond)),
 		}
@@ -123,16 +146,23 @@ func WriteSQLite(ctx context.Context, dir string, grants []*grantspb.GrantRecord
 }
 
 func writeSync(ctx context.Context, e grantstore.Engine, grants []*grantspb.GrantRecord) error {
-	if _, err := e.StartSync(ctx); err != nil {
-		return err
+	_, err := WriteSync(ctx, e, grants)
+	return err
+}
+
+// WriteSync writes the grants as one sync, in batches of BatchSize, and returns its id.
+func WriteSync(ctx context.Context, e grantstore.Engine, grants []*grantspb.GrantRecord) (string, error) {
+	id, err := e.StartSync(ctx)
+	if err != nil {
+		return "", err
 	}
 	for start := 0; start < len(grants); start += BatchSize {
 		end := min(start+BatchSize, len(grants))
 		if err := e.PutGrants(ctx, grants[start:end]); err != nil {
-			return err
+			return "", err
 		}
 	}
-	return e.EndSync(ctx)
+	return id, e.EndSync(ctx)
 }
 
 // UnpackReadGrants opens a packed file in workDir and reads every grant of its sync in pages.
@@ -163,6 +193,50 @@ func CountAll(ctx context.Context, e grantstore.Engine, syncID string) (int, err
 		}
 		if next == "" {
 			return count, nil
+		}
+		token = next
+	}
+}
+
+// Rewrites returns k of the grants again (every len/k-th), each with another principal: written
+// after them in the same sync, each replaces the earlier record, index entries included.
+func Rewrites(grants []*grantspb.GrantRecord, k int) []*grantspb.GrantRecord {
+	if k <= 0 || len(grants) == 0 {
+		return nil
+	}
+	step := max(1, len(grants)/k)
+	var out []*grantspb.GrantRecord
+	for i := 0; i < len(grants) && len(out) < k; i += step {
+		g := proto.Clone(grants[i]).(*grantspb.GrantRecord)
+		g.Principal.ResourceId += "-moved"
+		out = append(out, g)
+	}
+	return out
+}
+
+// DigestSync returns the SHA-256 of every grant of a sync listed back, in order, each
+// marshaled deterministically, and how many there were: what the engine stored, whatever
+// way it stored it.
+func DigestSync(ctx context.Context, e grantstore.Engine, syncID string) (string, int, error) {
+	sum := sha256.New()
+	count, token := 0, ""
+	marshal := proto.MarshalOptions{Deterministic: true}
+	for {
+		page, next, err := e.ListGrants(ctx, syncID, PageSize, token)
+		if err != nil {
+			return "", count, err
+		}
+		for _, g := range page {
+			b, err := marshal.Marshal(g)
+			if err != nil {
+				return "", count, err
+			}
+			fmt.Fprintf(sum, "%d:", len(b))
+			sum.Write(b)
+			count++
+		}
+		if next == "" {
+			return hex.EncodeToString(sum.Sum(nil)), count, nil
 		}
 		token = next
 	}

@@ -1,8 +1,15 @@
 // Command grantbench measures the grant store and prints METRIC lines for autoresearch, plus
 // `go test -bench` style rows for people. Under autoresearch the METRIC lines go to the channel
 // it gives (the descriptor AUTORESEARCH_METRIC_FD names), taken out of the environment and
-// closed for any program started: what the engine prints is then only the log. Every run checks the count it reads back, so a change
-// that loses or duplicates grants fails loudly instead of looking fast.
+// closed for any program started: what the engine prints is then only the log. Every run checks
+// the count it reads back, so a change that loses or duplicates grants fails loudly instead of
+// looking fast.
+//
+// GRANTBENCH_SEED and GRANTBENCH_SKEW=zipf change the grants written (the holdout workload's
+// inputs), GRANTBENCH_LABEL names the metrics without engine or scale (`<label>_writepack_ms`).
+// GRANTBENCH_DIGEST=<scale> measures nothing: it writes that many grants and rewrites of a tenth
+// of them through each engine (Pebble through its packed file) and prints the digest of what
+// each stored, the loop's output equivalence check.
 package main
 
 import (
@@ -18,11 +25,12 @@ import (
 	"syscall"
 	"time"
 
+	"grantstore/grantspb"
 	"grantstore/grantstore"
 	"grantstore/workload"
 )
 
-const seed = 20260101
+const defaultSeed = 20260101
 
 // Where METRIC lines go: the loop's channel when it gives one, else stdout.
 var metrics io.Writer = os.Stdout
@@ -50,6 +58,13 @@ func main() {
 
 func run() error {
 	ctx := context.Background()
+	if spec := os.Getenv("GRANTBENCH_DIGEST"); spec != "" {
+		n, err := workload.ParseScale(spec)
+		if err != nil {
+			return fmt.Errorf("GRANTBENCH_DIGEST: %w", err)
+		}
+		return digest(ctx, n)
+	}
 	pebbleScales, err := scales("GRANTBENCH_SCALES", "1k,10k,100k")
 	if err != nil {
 		return err
@@ -106,8 +121,39 @@ func iterations(n int, capEnv string) int {
 	return max(1, min(limit, 300_000/n))
 }
 
+// grants are the workload's n grants for this run's seed and key distribution.
+func grants(n int) ([]*grantspb.GrantRecord, error) {
+	seed := uint64(defaultSeed)
+	if given := os.Getenv("GRANTBENCH_SEED"); given != "" {
+		v, err := strconv.ParseUint(given, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("GRANTBENCH_SEED=%q is not a number", given)
+		}
+		seed = v
+	}
+	switch skew := os.Getenv("GRANTBENCH_SKEW"); skew {
+	case "", "uniform":
+		return workload.Grants(n, seed), nil
+	case "zipf":
+		return workload.GrantsSkewed(n, seed), nil
+	default:
+		return nil, fmt.Errorf("GRANTBENCH_SKEW=%q (uniform or zipf)", skew)
+	}
+}
+
+// metricName is "<engine>_<op>_<scale>", or "<label>_<op>" under GRANTBENCH_LABEL.
+func metricName(engine, op, scale string) string {
+	if label := os.Getenv("GRANTBENCH_LABEL"); label != "" {
+		return label + "_" + op
+	}
+	return engine + "_" + op + "_" + scale
+}
+
 func benchPebble(ctx context.Context, scratch string, n int) error {
-	grants := workload.Grants(n, seed)
+	grants, err := grants(n)
+	if err != nil {
+		return err
+	}
 	name := workload.ScaleName(n)
 	var packed string
 	write, err := measure(iterations(n, "GRANTBENCH_MAX_ITERS"), scratch, "pebble-"+name+"-w", func(dir string) error {
@@ -135,14 +181,17 @@ func benchPebble(ctx context.Context, scratch string, n int) error {
 	if err != nil {
 		return fmt.Errorf("unpack read: %w", err)
 	}
-	report("WritePack/pebble/"+name, "pebble_writepack_"+name, write)
-	report("UnpackReadGrants/pebble/"+name, "pebble_readpaginated_"+name, read)
-	fmt.Fprintf(metrics, "METRIC pebble_packed_%s_bytes=%d\n", name, info.Size())
+	report("WritePack/pebble/"+name, metricName("pebble", "writepack", name), write)
+	report("UnpackReadGrants/pebble/"+name, metricName("pebble", "readpaginated", name), read)
+	fmt.Fprintf(metrics, "METRIC %s_bytes=%d\n", metricName("pebble", "packed", name), info.Size())
 	return nil
 }
 
 func benchSQLite(ctx context.Context, scratch string, n int) error {
-	grants := workload.Grants(n, seed)
+	grants, err := grants(n)
+	if err != nil {
+		return err
+	}
 	name := workload.ScaleName(n)
 	var path string
 	write, err := measure(iterations(n, "GRANTBENCH_SQLITE_MAX_ITERS"), scratch, "sqlite-"+name+"-w", func(dir string) error {
@@ -165,7 +214,67 @@ func benchSQLite(ctx context.Context, scratch string, n int) error {
 	if got != n {
 		return fmt.Errorf("read back %d grants, wrote %d", got, n)
 	}
-	report("WritePack/sqlite/"+name, "sqlite_writepack_"+name, write)
+	report("WritePack/sqlite/"+name, metricName("sqlite", "writepack", name), write)
+	return nil
+}
+
+// digest prints what each engine stored of n grants and rewrites of a tenth of them, written
+// as one sync: Pebble's read back through its packed file, SQLite's from its database.
+func digest(ctx context.Context, n int) error {
+	scratch, err := os.MkdirTemp(os.Getenv("GRANTBENCH_TMPDIR"), "grantdigest-*")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(scratch)
+	written, err := grants(n)
+	if err != nil {
+		return err
+	}
+	written = append(written, workload.Rewrites(written, n/10)...)
+
+	db, err := grantstore.OpenPebble(filepath.Join(scratch, "db"))
+	if err != nil {
+		return err
+	}
+	if _, err := workload.WriteSync(ctx, db, written); err != nil {
+		db.Close()
+		return fmt.Errorf("pebble: %w", err)
+	}
+	packed := filepath.Join(scratch, "grants.pack")
+	if err := grantstore.Pack(db, packed); err != nil {
+		db.Close()
+		return fmt.Errorf("pebble pack: %w", err)
+	}
+	if err := db.Close(); err != nil {
+		return err
+	}
+	unpacked, m, err := grantstore.OpenPacked(packed, filepath.Join(scratch, "unpacked"))
+	if err != nil {
+		return fmt.Errorf("pebble unpack: %w", err)
+	}
+	defer unpacked.Close()
+	if err := printDigest(ctx, "pebble", unpacked, m.SyncID); err != nil {
+		return err
+	}
+
+	lite, err := grantstore.OpenSQLite(filepath.Join(scratch, "grants.sqlite"))
+	if err != nil {
+		return err
+	}
+	defer lite.Close()
+	id, err := workload.WriteSync(ctx, lite, written)
+	if err != nil {
+		return fmt.Errorf("sqlite: %w", err)
+	}
+	return printDigest(ctx, "sqlite", lite, id)
+}
+
+func printDigest(ctx context.Context, engine string, e grantstore.Engine, syncID string) error {
+	sum, count, err := workload.DigestSync(ctx, e, syncID)
+	if err != nil {
+		return fmt.Errorf("%s: %w", engine, err)
+	}
+	fmt.Printf("%s grants=%d sha256=%s\n", engine, count, sum)
 	return nil
 }
 
