@@ -5,18 +5,22 @@ something else."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from conftest import experiments, git, run, run_cli
 
+from autoresearch.agents.outcome import without_holdout_figures
 from autoresearch.bench.agent_sandbox import agent_sandbox
 from autoresearch.bench.runners import LocalRunner
 from autoresearch.bench.sandbox import bwrap_problem
+from autoresearch.config import load_config
 from autoresearch.errors import UserError
 from autoresearch.journal.store import read_journal
 from autoresearch.proposers.agent.prompt import render_prompt
 from autoresearch.proposers.base import ProposalContext
+from autoresearch.report import load_history, render_text, summarize
 
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason="no usable bubblewrap")
 
@@ -79,6 +83,11 @@ def test_the_confirmation_measures_the_holdout_too_and_the_report_says_both(targ
     report = run_cli("report", cwd=target.root)
     assert report.returncode == 0, report.stderr
     assert "on the hidden holdout" in report.stdout
+    page = run_cli("report", "--html", str(tmp_path / "page.html"), cwd=target.root)
+    assert page.returncode == 0, page.stderr
+    assert 'id="confirmed-holdout"' in (tmp_path / "page.html").read_text()
+    pr = run_cli("pr", cwd=target.root)
+    assert "on the hidden holdout workload" in pr.stdout, pr.stdout
 
 
 def test_a_change_slower_on_the_holdout_is_not_kept_without_require_win(target, tmp_path):
@@ -224,3 +233,29 @@ def test_the_agent_s_prompt_says_a_holdout_judges_without_saying_what_it_holds(t
     assert "Output equivalence (`cat src/value.txt`)" in prompt
     assert "did not bear out" in prompt
     assert "held-out-7" not in prompt and "holdout time_ms" not in prompt
+    # `history` (and MCP's history and report) say the same, without the holdout's figures.
+    shown = run_cli("history", "--json", cwd=target.root)
+    assert shown.returncode == 0, shown.stderr
+    assert "did not bear out" in shown.stdout and "holdout time_ms" not in shown.stdout
+    reviewed = load_history(target.journal, "t")
+    assert "holdout time_ms" not in render_text(without_holdout_figures(summarize(reviewed)))
+
+
+def test_init_offers_both_and_they_load_uncommented(tmp_path):
+    repo = tmp_path / "mine"
+    git(tmp_path, "init", "-q", "-b", "main", str(repo))
+    assert run_cli("init", "--metric", "wall_ms", cwd=repo).returncode == 0
+    config = repo / "autoresearch.toml"
+    lines = config.read_text().splitlines()
+    start = lines.index("# [equivalence]")
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("# require_win"))
+    for i in range(start, end + 1):  # the TOML in the comments, not the prose around it
+        if re.match(r"# (\[|\w+ = )", lines[i]):
+            lines[i] = lines[i].removeprefix("# ")
+    config.write_text("\n".join(lines) + "\n")
+
+    loaded = load_config(config)
+
+    assert loaded.equivalence.command.endswith("| sha256sum")
+    assert loaded.holdout.command == "$AUTORESEARCH_HOLDOUT/run.sh"
+    assert loaded.holdout_files == [Path.home() / "holdout" / "main"]

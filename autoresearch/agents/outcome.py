@@ -9,11 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..config import Config
+from ..decide.holdout import HIDDEN_REASON, shown_to_agents
 from ..errors import UserError
 from ..journal.draft import NEXT_ACTION
 from ..journal.records import EXIT_CODES, ExperimentRecord
 from ..journal.tail import last_experiments
-from ..statuses import Status
+from ..report.summary import REASONS
+from ..statuses import Rule, Status
 
 __all__ = ["history_rows", "outcome"]
 
@@ -40,7 +42,7 @@ def outcome(record: ExperimentRecord, config: Config) -> dict[str, Any]:
         "baseline_median": evidence.baseline_median,
         "candidate_median": evidence.candidate_median,
         "rule": record.rule,
-        "reason": record.reason,
+        "reason": shown_to_agents(record.rule, record.reason),
         "refused": record.error if refused else None,
         "sentinels": {
             name: {"ok": s.get("ok"), "change_pct": s.get("change_pct")}
@@ -51,6 +53,21 @@ def outcome(record: ExperimentRecord, config: Config) -> dict[str, Any]:
         "touched_files": record.touched_files,
         "next_action_hint": record.asi.next_action_hint or NEXT_ACTION.get(record.status),
     }
+
+
+def without_holdout_figures(summary: dict[str, Any]) -> dict[str, Any]:
+    """A review summary as an agent may read it: the hidden holdout's figures left out (its
+    confirmation, the reasons of its discards)."""
+    summary = dict(summary)
+    if summary.get("confirmation"):
+        summary["confirmation"] = {**summary["confirmation"], "holdout": None}
+    held = REASONS[Rule.HOLDOUT]
+    summary["not_kept"] = [
+        g if g["reason"] != held else
+        {**g, "experiments": [{**e, "why": HIDDEN_REASON} for e in g["experiments"]]}
+        for g in summary.get("not_kept", [])
+    ]  # fmt: skip
+    return summary
 
 
 def history_rows(config: Config, last: int) -> list[dict[str, Any]]:
@@ -67,7 +84,8 @@ def history_rows(config: Config, last: int) -> list[dict[str, Any]]:
             "proposer": record.proposer,
             "hypothesis": record.asi.hypothesis,
             "mechanism": record.asi.mechanism,
-            "rollback_reason": record.asi.rollback_reason,
+            "rollback_reason": record.asi.rollback_reason
+            and shown_to_agents(record.rule, record.asi.rollback_reason),
             "started_at": record.started_at,
         }
         rows.append(row)

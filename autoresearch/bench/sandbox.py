@@ -369,8 +369,9 @@ def unconfined_warning(why: str) -> str:
         f"runs are not confined: {why}. The candidate's build, bench and checks run with your "
         "rights beside the baseline: it could write into the baseline's tree, your repository's "
         "git directory (hooks, config, refs) and the journal, and leave processes behind; the "
-        "tamper guard inspects afterwards what it can see. Install bubblewrap, or set "
-        "[sandbox] required = true to refuse to run unconfined"
+        "tamper guard inspects afterwards what it can see; nor are [holdout] files hidden "
+        "from it or an agent. Install bubblewrap, or set [sandbox] required = true to refuse "
+        "to run unconfined"
     )
 
 

@@ -75,6 +75,8 @@ def scaffold(
         # The tests are protected by default ([scope] allow_tests, config.TESTS_PROTECTED).
         "protect": _strings(list(protect)),
         **_ecosystem_values(ecosystem),
+        "name": session,
+        "holdout_example": "$AUTORESEARCH_HOLDOUT/run.sh",
     }
     written = []
     templates = resources.files("autoresearch") / "templates"
@@ -102,7 +104,21 @@ def _ecosystem_values(ecosystem: Ecosystem | None) -> dict:
         "format": found.format if found else "",
         "output": found.output if found else "",
         "keep": _strings(found.keep) if found else "",
+        "equivalence_example": EQUIVALENCE.get(found.name if found else "", EQUIVALENCE[""]),
+        "equivalence_hint": "a digest of what a run of your program produces from a corpus",
     }
+
+
+# What an output equivalence check looks like for each ecosystem: the program run on a corpus
+# the tests do not time, its output digested.
+EQUIVALENCE = {
+    "": "./your-program < testdata/corpus | sha256sum",
+    "go": "go run ./cmd/NAME < testdata/corpus | sha256sum",
+    "cargo-criterion": "cargo run --release --quiet -- testdata/corpus | sha256sum",
+    "cargo-libtest": "cargo run --release --quiet -- testdata/corpus | sha256sum",
+    "pytest-benchmark": "python3 -m yourpackage testdata/corpus | sha256sum",
+    "cmake-google-benchmark": "./build/NAME testdata/corpus | sha256sum",
+}
 
 
 def _reads(ecosystem: Ecosystem) -> str:

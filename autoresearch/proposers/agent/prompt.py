@@ -14,6 +14,7 @@ from typing import Any
 
 from ...bench.capture import capture
 from ...config import Config
+from ...decide.holdout import shown_to_agents
 from ...decide.percent import change_pct
 from ...errors import UserError
 from ...journal.records import ExperimentRecord
@@ -21,7 +22,7 @@ from ...progress import format_value
 from ...report.ideas import CLOSED_RULES
 from ...report.render import render_template
 from ...report.summary import STATUS_FIRST
-from ...statuses import Rule, Status
+from ...statuses import Status
 from ..base import Hypothesis, ProposalContext
 
 __all__ = ["closed_axes", "render_prompt"]
@@ -141,8 +142,7 @@ def _row(record: ExperimentRecord) -> dict[str, Any]:
         if low is not None and high is not None:
             text += f" [95% CI {low:+.1f}%, {high:+.1f}%]"
     why = record.asi.rollback_reason or record.error or (record.decision or {}).get("reason") or ""
-    if record.rule == Rule.HOLDOUT:  # what the holdout measures stays hidden, numbers too
-        why = "a win on the bench that the hidden holdout workload did not bear out"
+    why = shown_to_agents(record.rule, why)  # what the holdout measures stays hidden
     return {
         "n": record.n,
         "status": record.status,
