@@ -65,6 +65,11 @@ def test_a_change_tuned_to_the_bench_s_inputs_is_not_kept(target, tmp_path):
     assert honest.status == "keep", (honest.status, honest.error)
     assert honest.decision["holdout"]["verdict"] == "win"
     assert honest.decision["holdout"]["change_pct"] < -30
+    report = run_cli("report", cwd=target.root)
+    assert "% on the holdout" in report.stdout, report.stdout
+    page = run_cli("report", "--html", str(tmp_path / "page.html"), cwd=target.root)
+    assert page.returncode == 0, page.stderr
+    assert "time_ms (hidden holdout)" in (tmp_path / "page.html").read_text()
     assert any("holdout-candidate-" in log for log in honest.bench_logs)
 
 

@@ -216,6 +216,8 @@ def experiment_row(record: dict[str, Any]) -> dict[str, Any]:
         "checks_exit": checks.get("exit_code"),
         "touched_files": record.get("touched_files") or [],
         "sentinels_ok": all(s.get("ok") for s in sentinels.values()),
+        "holdout_change_pct": (decision.get("holdout") or {}).get("change_pct"),
+        "holdout_verdict": (decision.get("holdout") or {}).get("verdict"),
         "metrics": {name: m.get("candidate_median") for name, m in metrics.items()}
         | {name: s.get("candidate_median") for name, s in sentinels.items()},
     }

@@ -64,10 +64,13 @@ COLUMNS = [
     "checks_exit",
     "touched_files",
     "sentinels_ok",
+    "holdout_change_pct",  # the hidden holdout's verdict before a keep (decide/holdout.py)
+    "holdout_verdict",
     "metrics",
 ]
 NUMERIC = [
     "agent_cost_usd",
+    "holdout_change_pct",
     "value",
     "change_pct",
     "ci_low_pct",
@@ -420,6 +423,8 @@ def _pi_row(run: dict[str, Any], metric: str) -> dict[str, Any]:
         "checks_exit": None,
         "touched_files": [],
         "sentinels_ok": True,
+        "holdout_change_pct": None,
+        "holdout_verdict": None,
         # The primary metric rides in its own field: put it beside the others.
         "metrics": {**(run.get("metrics") or {}), metric: run.get("metric")},
     }

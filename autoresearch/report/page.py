@@ -117,7 +117,7 @@ def _evidence(record: ExperimentRecord, config) -> dict[str, Any]:
             "ci_low_pct": m.get("ci_low_pct"),
             "ci_high_pct": m.get("ci_high_pct"),
         }
-        for name, m in {**metrics, **record.sentinels}.items()
+        for name, m in {**metrics, **record.sentinels, **_holdout(record)}.items()
     ]
     return {
         "metrics": measured,
@@ -130,6 +130,12 @@ def _evidence(record: ExperimentRecord, config) -> dict[str, Any]:
         "patch": _patch_text(record, config),
         "confinement": (record.confinement or {}).get("tool"),
     }
+
+
+def _holdout(record: ExperimentRecord) -> dict[str, dict]:
+    """The hidden holdout's runs before the keep, as one more metric of the evidence."""
+    held = (record.decision or {}).get("holdout")
+    return {f"{held['metric']} (hidden holdout)": held} if held else {}
 
 
 def _patch_text(record: ExperimentRecord, config) -> str | None:

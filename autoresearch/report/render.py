@@ -207,7 +207,8 @@ def _text_outcomes(s: dict) -> list[str]:
     out = ["", f"kept ({len(s['wins'])}):"]
     for w in s["wins"]:
         earlier = f" ({w['earlier']})" if w.get("earlier") else ""
-        out.append(f"  #{w['n']:<4} {_pct(w['change_pct']):>8}  {w['title']}{earlier}")
+        held = f"; {w['holdout']}" if w.get("holdout") else ""
+        out.append(f"  #{w['n']:<4} {_pct(w['change_pct']):>8}  {w['title']}{earlier}{held}")
         if w["mechanism"]:
             out.append(f"         {'':>8}  {w['mechanism']}")
     if s.get("contributions"):

@@ -179,9 +179,20 @@ def _wins(kept: pd.DataFrame) -> list[dict]:
             "mechanism": _mechanism(row),
             "commit": row.commit,
             "earlier": _clean(row.earlier),
+            "holdout": _holdout_said(row),
         }
         for row in kept.itertuples()
     ]
+
+
+def _holdout_said(row) -> str:
+    """A keep's change on the hidden holdout, and whether it bore the win out."""
+    verdict = getattr(row, "holdout_verdict", None)
+    change = _clean(getattr(row, "holdout_change_pct", None))
+    if not isinstance(verdict, str) or change is None:
+        return ""
+    said = f"{change:+.1f}% on the holdout"
+    return said if verdict == "win" else f"{said} (not a win there)"
 
 
 def _not_kept(rest: pd.DataFrame, lower_is_better: bool = True) -> list[dict]:
