@@ -6,6 +6,8 @@ something else."""
 from __future__ import annotations
 
 import re
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -264,3 +266,35 @@ def test_init_offers_both_and_they_load_uncommented(tmp_path):
     assert loaded.equivalence.command.endswith("| sha256sum")
     assert loaded.holdout.command == "$AUTORESEARCH_HOLDOUT/run.sh"
     assert loaded.holdout_files == [Path.home() / "holdout" / "main"]
+
+
+@needs_bwrap
+def test_a_confined_stand_in_agent_that_reads_the_holdout_finds_nothing(target, tmp_path):
+    """The agent CLI tries to read the holdout and writes what it found into its change: the
+    kept record's patch says it found nothing (the file is hidden in the agent's sandbox)."""
+    from test_agent import edit, use_agent
+    from test_sandbox import confine
+
+    held = with_holdout(target, tmp_path)
+    io = tmp_path / "agent-io"
+    io.mkdir()
+    standin = io / "standin_agent.py"
+    shutil.copy(Path(__file__).with_name("standin_agent.py"), standin)
+    peek = f"""
+import pathlib
+try:
+    found = "read: " + pathlib.Path({str(held / "secret.txt")!r}).read_text()
+except OSError as exc:
+    found = "failed: " + exc.strerror
+pathlib.Path("src/peek.txt").write_text(found + "\\n")
+"""
+    use_agent(target, io, [edit("60\n", "a win", run=peek)], command=f"{sys.executable} {standin}")
+    confine(target, writable=f'["{io}"]')
+
+    run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "keep", (record.status, record.error)
+    assert record.agent["confinement"]["tool"] == "bwrap"
+    shown = git(target.root, "show", f"{record.kept_commit}:src/peek.txt")
+    assert shown == "failed: No such file or directory\n"

@@ -60,5 +60,6 @@ def measure_holdout(
     if pair.decision is not None:
         name = harness.config.holdout_metric.name
         evidence = holdout_evidence(harness.config, best.samples[name], candidate.samples[name])
+        evidence["duration_s"] = round(best.duration_s + candidate.duration_s, 3)
         pair.decision = holdout_decision(pair.decision, evidence)
     return pair

@@ -88,7 +88,8 @@ def confirm_session(
     )
     if pair.holdout is not None:
         held = (pair.holdout[0].samples, pair.holdout[1].samples)
-        record = replace(record, holdout=holdout_comparison(config, held))
+        spent = round(pair.holdout[0].duration_s + pair.holdout[1].duration_s, 3)
+        record = replace(record, holdout=holdout_comparison(config, held) | {"duration_s": spent})
     session.journal.append(record)
     if not left_out:  # a contribution is said by its caller, as one
         announce(config, record, progress)
