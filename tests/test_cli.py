@@ -30,6 +30,22 @@ def test_every_command_has_help_and_is_documented(command, capsys):
     assert re.search(rf"^### `autoresearch {command}", readme, re.M), f"{command} not in README"
 
 
+def test_the_command_list_says_each_command_in_a_whole_sentence(capsys):
+    """`autoresearch --help` lists each command by the first sentence of its help, never cut
+    at a line of its docstring."""
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--help"])
+    listing = capsys.readouterr().out
+    said = " ".join(listing.split("positional arguments:")[1].split("options:")[0].split())
+    names = "|".join(re.escape(c) for c in COMMANDS)
+    starts = list(re.finditer(rf"(?:^|\s)({names}) (?=[A-Z])", said))
+    assert len(starts) == len(COMMANDS)
+    for here, following in zip(starts, [*starts[1:], None], strict=True):
+        end = following.start() if following else len(said)
+        sentence = said[here.end() : end].strip()
+        assert sentence.endswith("."), (here.group(1), sentence)
+
+
 def test_loop_py_is_autoresearch_run(tmp_path):
     import subprocess
     import sys

@@ -67,8 +67,14 @@ def test_finalize_splits_the_keeps_that_share_no_file_and_their_union_is_the_tip
     git(target.root, "checkout", "-q", "main")
     assert git(target.root, "rev-parse", "HEAD").strip() == head
 
-    # Again: the same content, nothing to refuse. Other work under the name is not overwritten.
-    assert run_cli("finalize", cwd=target.root).returncode == 0
+    # Again: the same content, nothing to refuse, and it says nothing changed. Other work under
+    # the name is not overwritten.
+    tips = git(target.root, "rev-parse", first, second)
+    again = run_cli("finalize", cwd=target.root)
+    assert again.returncode == 0, again.stderr
+    assert "wrote" not in again.stdout
+    assert "2 branches already held the same commits: unchanged" in again.stdout
+    assert git(target.root, "rev-parse", first, second) == tips
     git(target.root, "branch", "-f", second, "main")
     refused = run_cli("finalize", cwd=target.root)
     assert refused.returncode == 1
@@ -122,6 +128,9 @@ def test_finalize_confirms_each_branch_against_the_base(target):
     second = run_cli("pr", "--branch", "autoresearch/t-02-02-b", cwd=target.root).stdout
     assert second.startswith("# perf: time_ms -20.0% (100 ms → 80 ms)\n")
     assert "01-a" not in second and "| 2 | -20.0% | 02-b |" in second
+    # Its own bench runs: its experiment's and its confirmation's, not the session's.
+    (own,) = [r for r in read_journal(target.journal).experiments if r.title == "02-b"]
+    assert f"- Bench runs: {len(own.bench_durations_s) + 2 * 3} in all" in second
     unknown = run_cli("pr", "--branch", "main", cwd=target.root)
     assert unknown.returncode == 1
     assert "branch main is none of the session's finalized groups" in unknown.stderr

@@ -71,6 +71,29 @@ def test_checks_failing_on_the_unmodified_code_refuse_the_night(target):
     _untouched(target)
 
 
+def test_after_a_failed_pre_flight_the_fix_is_the_session_s_base(target):
+    """The base's checks fail, the night is refused; the fix committed, the next run starts
+    the session on it (not on the base that failed) and measures against it."""
+    (target.root / "src" / "broken.txt").write_text("the base is broken\n")
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "broken base")
+    _preflight_on(target)
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    assert run_cli("run", cwd=target.root).returncode == 1
+
+    git(target.root, "rm", "-q", "src/broken.txt")
+    git(target.root, "commit", "-qm", "the fix")
+    fixed = git(target.root, "rev-parse", "HEAD").strip()
+    done = run_cli("run", cwd=target.root)
+
+    assert done.returncode == 0, done.stderr
+    assert "measured nothing on its base" in done.stderr
+    (record,) = experiments(target)
+    assert record.status == "keep" and record.parent_commit == fixed
+    log = git(target.root, "log", "--format=%H", "-2", "autoresearch/t").split()
+    assert log[1] == fixed
+
+
 def test_check_command_on_demand(target):
     done = run_cli("check", cwd=target.root)
 

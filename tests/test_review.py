@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import run, run_cli
+from conftest import experiments, run, run_cli
 from matplotlib.image import imread
 
 from autoresearch.report import load_history, render_pr, summarize
@@ -163,12 +163,10 @@ def test_review_of_a_loop_journal(target, tmp_path):
     r = s["runs"]
     assert r["confirmation_runs"] == 2 * runs and r["calibration_runs"] > 0
     assert r["bench_runs"] == r["experiment_runs"] + r["calibration_runs"] + 2 * runs
-    # What measured: the toolchains on the bench's PATH, each calibration's, named in the PR.
-    import shutil
-
+    # What measured: the toolchains the bench runs (a Python script: Python alone, whatever
+    # else this machine has on its PATH), each calibration's, named in the PR.
     tools = history.calibrations[-1]["toolchains"]
-    assert tools["python"].startswith("Python 3")
-    assert ("go" in tools) == (shutil.which("go") is not None)
+    assert list(tools) == ["python"] and tools["python"].startswith("Python 3")
     measured = next(line for line in text.splitlines() if line.startswith("- Measured with: "))
     assert tools["python"] in measured
 
@@ -258,6 +256,9 @@ def test_a_slowdown_stopped_for_want_of_gain_is_filed_as_slower():
     )
     groups = {g["reason"]: [e["n"] for e in g["experiments"]] for g in _not_kept(rows)}
     assert groups == {"Slower": [1], "No gain worth claiming": [2]}
+    why = {e["n"]: e["why"] for g in _not_kept(rows) for e in g["experiments"]}
+    assert why[1].startswith("slower (its whole interval): the gain is below")  # its group's
+    assert why[2] == "the gain is below the floor"
     # Higher is better: the same interval is a gain, not a slowdown.
     groups = {g["reason"]: [e["n"] for e in g["experiments"]] for g in _not_kept(rows, False)}
     assert groups == {"No gain worth claiming": [1, 2]}
@@ -272,3 +273,38 @@ def test_no_pull_request_when_nothing_was_kept(target):
         "error: session 't' kept nothing in 1 experiment: there is no change to describe "
         "(`autoresearch report` says what was tried and why it was not kept)"
     )
+
+
+def test_the_progress_plot_draws_what_was_decided(target, tmp_path):
+    """Each experiment at the change the rule judged against the best of its time: a discard
+    that measured a little better is drawn better only as such (hollow, said in the legend),
+    a crash in the failed band, the best compounded from the kept changes; no scales image
+    for a metric without scales."""
+    from autoresearch.report.plots import plot_progress, plot_scales
+
+    target.add_hypothesis("01-win", {"src/speedup-a.txt": "0.8\n"})
+    target.add_hypothesis("02-a-hair", {"src/speedup-b.txt": "0.995\n"})
+    target.add_hypothesis("03-crash", {"src/mode.txt": "crash\n"})
+    target.add_hypothesis("04-worse", {"src/speedup-c.txt": "1.1\n"})
+    run(target)
+    records = {r.n: r for r in experiments(target)}
+    assert [records[n].status for n in (1, 2, 3, 4)] == ["keep", "discard", "crash", "discard"]
+
+    data = progress_data(load_history(target.journal)).set_index("n")
+
+    for n in (1, 2, 4):
+        judged = records[n].decision["metrics"]["time_ms"]
+        assert data.loc[n, "change_pct"] == pytest.approx(judged["change_pct"])
+        assert data.loc[n, "ci_low_pct"] == pytest.approx(judged["ci_low_pct"])
+    assert data.loc[2, "change_pct"] < 0 and bool(data.loc[2, "better_unshown"])
+    assert data.loc[4, "change_pct"] > 0 and not bool(data.loc[4, "better_unshown"])
+    assert data.loc[3, "kind"] == "failed"
+    drawn_better = data[(data["kind"] == "discard") & (data["change_pct"] < 0)]
+    assert drawn_better["better_unshown"].all()
+    assert data["best_pct"].iloc[-1] == pytest.approx(
+        records[1].decision["metrics"]["time_ms"]["change_pct"]
+    )
+    image = imread(plot_progress(load_history(target.journal), tmp_path / "progress.png"))
+    assert np.std(image[..., :3]) > 0.05
+    assert plot_scales(load_history(target.journal), tmp_path / "scales.png") is None
+    assert not (tmp_path / "scales.png").exists()

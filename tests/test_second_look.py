@@ -123,16 +123,22 @@ def test_review_shows_a_retried_hypothesis_once(target, monkeypatch, tmp_path):
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["by_status"] == {"keep": 2}
+    # Three experiments: the counts say two outcomes and the earlier attempt, adding up.
+    assert report["experiments"] == 3 and report["retried"] == 1
+    said = "keep 2; 1 earlier attempt measured again"
+    assert report["counts_said"] == said
+    assert f"experiments: 3 ({said})" in run_cli("report", cwd=target.root).stdout
     other, win = report["wins"]
     assert other["earlier"] is None
     assert win["earlier"] == "retry of #1 (inconclusive)"
     assert report["not_kept"] == []
     pr = run_cli("pr", cwd=target.root).stdout
     assert "retry of #1 (inconclusive)" in pr
+    assert "3 run, 2 kept, and 1 earlier attempt measured again" in pr
     ideas_path = target.root / "ideas.md"
     run_cli("ideas", cwd=target.root)
     ideas = ideas_path.read_text()
-    assert "### Worth another try (0)" in ideas
+    assert "### Worth another look (0)" in ideas
     assert "retry of #1 (inconclusive)" in ideas
 
 

@@ -51,6 +51,27 @@ def test_long_report_lines_end_at_a_word():
     assert _shorten("short line") == "short line"
 
 
+GO = ("go test -run '^$' -bench .",)
+
+
+def test_only_the_toolchains_the_bench_runs_are_said(tmp_path):
+    """A Python bench on a machine with Go and Node too: "measured with" names Python alone;
+    a script the command runs says what it uses."""
+    bin_dir, tree = tmp_path / "bin", tmp_path / "tree"
+    bin_dir.mkdir()
+    tree.mkdir()
+    for tool, says in (("go", "go version go1.90"), ("node", "v22"), ("python3", "Python 3.11")):
+        (bin_dir / tool).write_text(f'#!/bin/sh\necho "{says}"\n')
+        (bin_dir / tool).chmod(0o755)
+    env = {"PATH": str(bin_dir)}
+    assert toolchains(tree, env, ("python3 -m pytest --benchmark-only",)) == {
+        "python": "Python 3.11"
+    }
+    (tree / "bench.sh").write_text("#!/bin/sh\ncd sub && go build -o bin/x . && ./bin/x\n")
+    assert toolchains(tree, env, ("./bench.sh --run",)) == {"go": "go version go1.90"}
+    assert toolchains(tree, env, ("./bin/workload",)) == {}
+
+
 def test_toolchain_versions_are_asked_again_only_when_what_picks_them_changes(tmp_path):
     """Every calibration records the bench's toolchains; they are asked once, and again when
     the binary or a pin file in the tree changes (a keep that bumps go.mod's toolchain)."""
@@ -64,11 +85,11 @@ def test_toolchain_versions_are_asked_again_only_when_what_picks_them_changes(tm
     (tree / "go.mod").write_text("go1.90\n")
     env = {"PATH": str(bin_dir)}
 
-    assert toolchains(tree, env) == {"go": "go version go1.90"}
-    assert toolchains(tree, env) == {"go": "go version go1.90"}
+    assert toolchains(tree, env, GO) == {"go": "go version go1.90"}
+    assert toolchains(tree, env, GO) == {"go": "go version go1.90"}
     assert asked.read_text().count("x") == 1
     (tree / "go.mod").write_text("go1.91\n")
-    assert toolchains(tree, env) == {"go": "go version go1.91"}
+    assert toolchains(tree, env, GO) == {"go": "go version go1.91"}
     go.write_text(go.read_text() + "# another build of it\n")
-    assert toolchains(tree, env) == {"go": "go version go1.91"}
+    assert toolchains(tree, env, GO) == {"go": "go version go1.91"}
     assert asked.read_text().count("x") == 3

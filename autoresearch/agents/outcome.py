@@ -11,7 +11,7 @@ from typing import Any
 from ..config import Config
 from ..decide.holdout import HIDDEN_REASON, shown_to_agents
 from ..errors import UserError
-from ..journal.draft import NEXT_ACTION
+from ..journal.draft import next_action
 from ..journal.records import EXIT_CODES, ExperimentRecord
 from ..journal.tail import last_experiments
 from ..report.summary import REASONS
@@ -51,7 +51,7 @@ def outcome(record: ExperimentRecord, config: Config) -> dict[str, Any]:
         "checks": (record.checks or {}).get("exit_code"),
         "kept_commit": record.kept_commit,
         "touched_files": record.touched_files,
-        "next_action_hint": record.asi.next_action_hint or NEXT_ACTION.get(record.status),
+        "next_action_hint": record.asi.next_action_hint or next_action(record.status, record.rule),
     }
 
 

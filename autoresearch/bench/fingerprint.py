@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
+import re
 import shutil
 import socket
 from pathlib import Path
@@ -57,21 +59,50 @@ PIN_FILES = (
 _ASKED: dict[tuple, dict[str, str]] = {}  # by what picks the versions: asked once per process
 
 
-def toolchains(cwd: Path, env: dict[str, str]) -> dict[str, str]:
-    """The versions of the toolchains the bench finds on its PATH (`env` over the loop's own),
-    asked in its tree: what measured, for the record and the PR. Asked again only when a
-    binary, a version manager's variable or a pin file in the tree has changed (a keep that
-    bumps rust-toolchain.toml is measured with the new one, and said so)."""
+# The words that say a command (or the script it runs) uses a toolchain.
+USES = {
+    "go": ("go",),
+    "rustc": ("cargo", "rustc"),
+    "cargo": ("cargo",),
+    "python": ("python", "python3", "pytest", "pip", "uv"),
+    "java": ("java", "mvn", "gradle", "gradlew"),
+    "cc": ("cc", "gcc", "clang", "cmake", "make", "g++", "c++", "ninja"),
+    "node": ("node", "npm", "npx", "yarn", "pnpm", "vitest", "bun"),
+}
+MAX_SCRIPT_BYTES = 256 * 1024
+
+
+def toolchains(cwd: Path, env: dict[str, str], commands: tuple[str, ...] = ()) -> dict[str, str]:
+    """The versions of the toolchains the bench finds on its PATH (`env` over the loop's own)
+    and runs (`commands`, and the scripts in the tree they name, say it), asked in its tree:
+    what measured, for the record and the PR. Asked again only when a binary, a version
+    manager's variable or a pin file in the tree has changed (a keep that bumps
+    rust-toolchain.toml is measured with the new one, and said so)."""
     merged = {**os.environ, **env}
+    used = _used(cwd, commands)
     found = {}
     for name, command in TOOLCHAINS.items():
         where = shutil.which(command[0], path=merged.get("PATH"))
-        if where is not None:
+        if where is not None and name in used:
             found[name] = where
     key = _version_key(cwd, merged, found)
     if key not in _ASKED:
         _ASKED[key] = _ask(cwd, env, found)
     return dict(_ASKED[key])
+
+
+def _used(cwd: Path, commands: tuple[str, ...]) -> set[str]:
+    """The toolchains whose words `commands` or the scripts they run in `cwd` say."""
+    text = " ".join(commands)
+    for word in " ".join(commands).split():
+        script = cwd / word.removeprefix("./")
+        if "/" in word or "." in word:
+            with contextlib.suppress(OSError, ValueError):
+                if script.resolve().is_relative_to(cwd.resolve()) and script.is_file():
+                    text += " " + script.read_bytes()[:MAX_SCRIPT_BYTES].decode("utf-8", "replace")
+    words = set(re.findall(r"[\w.+-]+", text))
+    words |= {w.rsplit("/", 1)[-1] for w in re.findall(r"[\w./+-]+", text)}
+    return {name for name, says in USES.items() if words & set(says)}
 
 
 def _ask(cwd: Path, env: dict[str, str], found: dict[str, str]) -> dict[str, str]:

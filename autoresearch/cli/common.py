@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -59,4 +60,9 @@ def key_value(text: str) -> tuple[str, str]:
 
 
 def doc(func: Callable) -> str:
-    return (func.__doc__ or "").strip().splitlines()[0]
+    """A command's one-line help: the first sentence of its docstring, whole, however many
+    lines it spans (a cut line would end mid-sentence in `--help`)."""
+    paragraph = (func.__doc__ or "").strip().split("\n\n")[0]
+    text = " ".join(paragraph.split())
+    end = re.search(r"\.(\s|$)", text)
+    return text[: end.start() + 1] if end else text

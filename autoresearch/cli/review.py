@@ -33,7 +33,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_plot(args: argparse.Namespace) -> int:
-    """Draw progress.png, scales.png and, when knobs were swept, sweeps.png."""
+    """Draw progress.png, scales.png when the metric has scales, and sweeps.png when knobs
+    were swept."""
     from ..report.plots import plot_progress, plot_scales, plot_sweeps
 
     history, _, _, _ = _review(args, summarized=False)

@@ -117,7 +117,14 @@ def cmd_finalize(args: argparse.Namespace) -> int:
         print("dry run: no branch written")
         return 0 if done.union_equals_tip else 1
     pushed = "pushed with --open-prs below" if args.open_prs else "nothing pushed"
-    print(f"wrote {len(done.groups)} local branches; {pushed}")
+    fresh = len(done.groups) - len(done.unchanged)
+    if fresh:
+        print(f"wrote {fresh} local branch{'es' if fresh != 1 else ''}; {pushed}")
+    if done.unchanged:
+        print(
+            f"{len(done.unchanged)} branch{'es' if len(done.unchanged) != 1 else ''} already "
+            f"held the same commit{'s' if len(done.unchanged) != 1 else ''}: unchanged"
+        )
     code = _confirm_branches(args, config, done) if args.confirm else 0
     if code == 0 and args.open_prs:
         from ..loop.publish import open_pull_requests

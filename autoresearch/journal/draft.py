@@ -14,12 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from ..loop.session_dir import write_json_atomic
-from ..statuses import Status
+from ..statuses import Rule, Status
 from .records import Asi, ExperimentRecord
 
 __all__ = [
     "NEXT_ACTION",
     "Draft",
+    "next_action",
     "now_iso",
     "parse_trailers",
     "record_from_marker",
@@ -47,6 +48,21 @@ NEXT_ACTION = {
     "agent_failed": "the agent crashed, timed out or reported an error before proposing: read "
     "its log",
 }
+# A discard whose rule more runs could change (not promising within the cap, under a
+# threshold the noise raised) is not a closed axis: the second look takes it up again.
+WORTH_ANOTHER_LOOK = (
+    "worth another look: not shown within this run budget; the second look measures it "
+    "again, or combine it with another change"
+)
+
+
+def next_action(status: str, rule: str | None = None) -> str:
+    """What to try next after an experiment that ended so (one vocabulary: the record's hint,
+    `history`, the agent's prompt and ideas.md say the same)."""
+    known = {r.value: r for r in Rule}
+    if status == Status.DISCARD and rule in known and not known[rule].closes_axis:
+        return WORTH_ANOTHER_LOOK
+    return NEXT_ACTION[status]
 
 
 def now_iso() -> str:
@@ -107,7 +123,8 @@ class Draft:
         """The final record; `reason` explains a non-keep and becomes the rollback reason."""
         self._close_phase()
         asi = dict(self.fields.get("asi") or {})
-        asi.setdefault("next_action_hint", NEXT_ACTION[status])
+        rule = (more.get("decision") or {}).get("rule")
+        asi.setdefault("next_action_hint", next_action(status, rule))
         if status != Status.KEEP:
             asi["rollback_reason"] = reason
         if reason and not asi.get("result"):

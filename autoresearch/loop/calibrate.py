@@ -60,7 +60,9 @@ def calibrate(
     timed = _time_sentinel_command(harness, arms, commit, logs)
     if timed is not None and timed.failure == Status.INTERRUPTED:
         return None
-    return _record(config, commit, pair, timed, toolchains(arms[0], harness.env))
+    bench = config.bench
+    commands = (bench.build, bench.command, bench.sentinel_command)
+    return _record(config, commit, pair, timed, toolchains(arms[0], harness.env, commands))
 
 
 def _record(

@@ -48,6 +48,7 @@ class Finalized:
     differing: list[str] = field(default_factory=list)  # paths where the union and tip differ
     written: bool = False
     dropped: list[Kept] = field(default_factory=list)  # keeps left out of every branch
+    unchanged: list[str] = field(default_factory=list)  # branches that held it already
     # Each branch measured against the base (`--confirm`), by branch name; None: interrupted.
     confirmations: dict[str, ConfirmationRecord | None] = field(default_factory=dict)
 
@@ -105,6 +106,9 @@ def finalize(
         )
     _refuse_existing(repo, result.groups, force)
     for group in result.groups:
+        if _same_tree(repo, repo.branch_tip(group.branch), group.tip):
+            result.unchanged.append(group.branch)  # finalized before: left as it was
+            continue
         repo.must("update-ref", f"refs/heads/{group.branch}", group.tip)
     result.written = True
     return result
@@ -214,15 +218,19 @@ def _dropped(kept: list[Kept], drop: tuple[int, ...], session: str) -> list[Kept
     return [k for k in kept if k.n in drop]
 
 
+def _same_tree(repo, existing: str | None, tip: str) -> bool:
+    return existing is not None and repo.must("rev-parse", f"{existing}^{{tree}}") == repo.must(
+        "rev-parse", f"{tip}^{{tree}}"
+    )
+
+
 def _refuse_existing(repo, groups: list[Group], force: bool) -> None:
     """A branch of the same name holding other work is not overwritten unless asked."""
     for group in groups:
         existing = repo.branch_tip(group.branch)
         if existing is None or force:
             continue
-        if repo.must("rev-parse", f"{existing}^{{tree}}") == repo.must(
-            "rev-parse", f"{group.tip}^{{tree}}"
-        ):
+        if _same_tree(repo, existing, group.tip):
             continue  # the same content: finalizing again changes nothing that matters
         raise UserError(
             f"branch {group.branch} exists and holds other work: delete it, pick another "

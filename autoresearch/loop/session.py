@@ -441,10 +441,30 @@ def require_scripts(config: Config, ws: Workspace) -> None:
         raise PreflightError(f"{config.path}: {'; '.join(problems)}")
 
 
+def _measured_nothing(config, ws: Workspace, history, commits, progress) -> bool:
+    """A session that measured nothing yet (its pre-flight or calibration failed) whose
+    configured base has moved since (the fix committed): it starts again at the new base, its
+    branch moved there, rather than resuming on the base that failed."""
+    if not history.sessions or history.calibrations or history.attempts or commits:
+        return False
+    before = history.sessions[0].base_commit
+    now = ws.source.resolve(config.target.base)
+    if now is None or now == before or ws.tip() != before:
+        return False
+    ws.restart_at(now)
+    progress.warn(
+        f"session '{config.session.name}' measured nothing on its base {before[:10]}; "
+        f"{config.target.base} is {now[:10]} now, and the session starts again there"
+    )
+    return True
+
+
 def _start_session(
     config, ws: Workspace, journal: Journal, history, commits, progress, purpose
 ) -> str:
     """Write the session line; returns the session's base commit."""
+    if _measured_nothing(config, ws, history, commits, progress):
+        history = dataclasses.replace(history, sessions=[])
     event = purpose if purpose != "run" else ("resume" if history.sessions else "start")
     base = history.sessions[0].base_commit if history.sessions else ws.tip()
     if not history.sessions and commits:

@@ -126,6 +126,13 @@ class Workspace:
         confirmation of another commit (a finalized branch) measures; `revert` undoes it."""
         self.tree.must("read-tree", "-u", "--reset", commit)
 
+    def restart_at(self, commit: str) -> None:
+        """The session branch moved to `commit`, its tree clean there: for a session that
+        kept nothing yet and whose base moved (a pre-flight that failed, then a fix)."""
+        self.tree.must("reset", "--hard", "--quiet", commit)
+        clean(self.tree, self.build_output)
+        self._reverted = None
+
     def revert(self) -> None:
         """Back to the last kept commit: changes undone, untracked and ignored files removed."""
         tip = self.tip()

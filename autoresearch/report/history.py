@@ -122,6 +122,9 @@ class History:
     warnings: list[str] = field(default_factory=list)
     # Sessions of another tool imported as history before this one (`init --from-pi`).
     imported: list[History] = field(default_factory=list)
+    # One branch `finalize` cut (branch_history): its runs are its experiments' and its own
+    # confirmations', not the session's calibrations and headline confirmations.
+    branch: str | None = None
 
     @property
     def lower_is_better(self) -> bool:
@@ -226,6 +229,7 @@ def branch_history(
         confirmation=_confirmation(own[-1]) if own else None,
         baseline_log=head["baseline_log"],
         final_log=head["best_log"],
+        branch=branch,
     )
 
 

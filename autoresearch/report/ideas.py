@@ -48,7 +48,7 @@ def render_ideas(summary: dict) -> str:
             line = f"- #{e['n']} {e['title']}{earlier}{change} [{group['reason'].lower()}]{why}"
             closed_reasons = {REASONS.get(r, r) for r in CLOSED_RULES}
             (closed if group["reason"] in closed_reasons else retry).append(line)
-    lines += ["", f"### Worth another try ({len(retry)})", "", *retry]
+    lines += ["", f"### Worth another look ({len(retry)})", "", *retry]
     lines += ["", f"### Closed axes: do not retry as is ({len(closed)})", "", *closed]
     sweeps = (summary.get("sweeps") or []) + (summary.get("joint") or [])
     if sweeps:

@@ -156,12 +156,10 @@ def _patch_text(record: ExperimentRecord, config) -> str | None:
 
 def _plots(history: History) -> list[dict[str, str]]:
     """progress, scales and (when knobs were swept) sweeps, as PNG data URIs."""
-    from .plots import plot_progress, plot_scales, plot_sweeps, scales_data
+    from .plots import plot_progress, plot_scales, plot_sweeps
 
     found = []
-    drawn = [("progress", plot_progress), ("sweeps", plot_sweeps)]
-    if not scales_data(history).empty:  # a journal with no scaled metrics: an empty frame
-        drawn.insert(1, ("scales", plot_scales))
+    drawn = [("progress", plot_progress), ("scales", plot_scales), ("sweeps", plot_sweeps)]
     with tempfile.TemporaryDirectory() as tmp:
         for name, draw in drawn:
             path = draw(history, Path(tmp) / f"{name}.png")

@@ -172,7 +172,7 @@ def render_text(summary: dict) -> str:
 
 def _text_head(s: dict) -> list[str]:
     """The session, its counts, baseline and best, the confirmation, the metrics table."""
-    counts = ", ".join(f"{k} {v}" for k, v in s["by_status"].items())
+    counts = s["counts_said"]
     out = [
         f"{s['name']}  ({s['format']} journal {s['source']}; --session NAME shows another)",
         f"experiments: {s['experiments']} ({counts})",

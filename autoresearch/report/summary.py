@@ -41,9 +41,9 @@ REASONS = {
     "significant_loss": "Slower",
     "worse_beyond_noise": "Slower",
     "below_threshold": "No gain worth claiming",
-    "below_noise_threshold": "Below a threshold the noise set",
+    "below_noise_threshold": "Worth another look: below a threshold the noise set",
     "within_noise": "Within the noise",
-    "not_promising": "Unlikely to show a win worth claiming within the run cap",
+    "not_promising": "Worth another look: not promising within the run cap",
     "max_runs": "Not decided within the run budget",
     "unknown_comparison": "Could not be compared",
     "sentinel_budget": "Over a sentinel's budget",
@@ -89,6 +89,7 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         "experiments": len(every),
         "retried": int(every["superseded"].astype(bool).sum()),
         "by_status": by_status,
+        "counts_said": _counts_said(by_status, int(every["superseded"].astype(bool).sum())),
         "kept": len(kept),
         "failed": len(failed),
         "baseline": {k: _clean(v) for k, v in history.baseline.items() if k != "metrics"},
@@ -121,6 +122,15 @@ def summarize(history: History, comparison: str | None = None, label: str | None
     ]
     summary["minor_wins"] = [w for w in summary["wins"] if w not in summary["major_wins"]]
     return summary
+
+
+def _counts_said(by_status: dict[str, int], retried: int) -> str:
+    """The experiments by outcome, in words that add up to their total: a hypothesis measured
+    again counts once, by its last outcome, and its earlier attempts are said apart."""
+    said = ", ".join(f"{status} {n}" for status, n in by_status.items())
+    if retried:
+        said += f"; {retried} earlier attempt{'s' if retried != 1 else ''} measured again"
+    return said
 
 
 def _change(history: History, name: str, baseline, final) -> float | None:
@@ -204,7 +214,16 @@ def _not_kept(rest: pd.DataFrame, lower_is_better: bool = True) -> list[dict]:
     # A discard for want of gain whose whole interval is on the slower side is a slowdown,
     # whichever rule stopped it first.
     slower = rest["ci_low_pct"] > 0 if lower_is_better else rest["ci_high_pct"] < 0
-    rules = rules.where(~(slower.fillna(False) & rules.isin(NO_GAIN_RULES)), "significant_loss")
+    moved = slower.fillna(False) & rules.isin(NO_GAIN_RULES)
+    rules = rules.where(~moved, "significant_loss")
+    # Its reason then says why it is in that group, before what stopped it.
+    said = "slower (its whole interval): "
+    rest = rest.assign(
+        reason=rest["reason"].where(~moved, said + rest["reason"].fillna("")),
+        rollback_reason=rest["rollback_reason"].where(
+            ~moved | rest["rollback_reason"].isna(), said + rest["rollback_reason"]
+        ),
+    )
     reasons = rules.fillna(rest["status"]).map(lambda r: REASONS.get(r, r))
     for reason, group in rest.groupby(reasons, sort=False):
         columns = ("n", "title", "status", "change_pct", "rollback_reason", "reason", "earlier")
@@ -309,7 +328,11 @@ def _runs(df: pd.DataFrame, history: History) -> dict:
     beside them, which a night pays for too."""
     experiments = int(df["bench_runs"].fillna(0).sum())
     calibrations = sum(len(c.get("bench_logs") or []) for c in history.calibrations)
-    confirmations = sum(2 * (c.get("runs_per_arm") or 0) for c in history.confirmations)
+    confirmed = history.confirmations
+    if history.branch is not None:  # a branch's own: its experiments and its confirmations
+        calibrations = 0
+        confirmed = [c for c in confirmed if c.get("branch") == history.branch]
+    confirmations = sum(2 * (c.get("runs_per_arm") or 0) for c in confirmed)
     return {
         "bench_runs": experiments + calibrations + confirmations,
         "experiment_runs": experiments,
