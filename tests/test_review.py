@@ -14,8 +14,8 @@ from matplotlib.image import imread
 
 from autoresearch.report import load_history, render_pr, summarize
 from autoresearch.report.ideas import BEGIN, END, update_ideas
+from autoresearch.report.outcomes import not_kept
 from autoresearch.report.plots import FIGSIZE, progress_data, scales_data
-from autoresearch.report.summary import _not_kept
 
 ROOT = Path(__file__).resolve().parent.parent
 PI_LOG = Path(__file__).parent / "fixtures/pi-autoresearch/baton-pebble-writepack.jsonl"
@@ -254,13 +254,13 @@ def test_a_slowdown_stopped_for_want_of_gain_is_filed_as_slower():
             "earlier": [None, None],
         }
     )
-    groups = {g["reason"]: [e["n"] for e in g["experiments"]] for g in _not_kept(rows)}
+    groups = {g["reason"]: [e["n"] for e in g["experiments"]] for g in not_kept(rows)}
     assert groups == {"Slower": [1], "No gain worth claiming": [2]}
-    why = {e["n"]: e["why"] for g in _not_kept(rows) for e in g["experiments"]}
+    why = {e["n"]: e["why"] for g in not_kept(rows) for e in g["experiments"]}
     assert why[1].startswith("slower (its whole interval): the gain is below")  # its group's
     assert why[2] == "the gain is below the floor"
     # Higher is better: the same interval is a gain, not a slowdown.
-    groups = {g["reason"]: [e["n"] for e in g["experiments"]] for g in _not_kept(rows, False)}
+    groups = {g["reason"]: [e["n"] for e in g["experiments"]] for g in not_kept(rows, False)}
     assert groups == {"No gain worth claiming": [1, 2]}
 
 

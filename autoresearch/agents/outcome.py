@@ -14,7 +14,7 @@ from ..errors import UserError
 from ..journal.draft import next_action
 from ..journal.records import EXIT_CODES, ExperimentRecord
 from ..journal.tail import last_experiments
-from ..report.summary import REASONS
+from ..report.outcomes import REASONS
 from ..statuses import Rule, Status
 
 __all__ = ["history_rows", "outcome"]

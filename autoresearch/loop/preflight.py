@@ -19,14 +19,15 @@ from pathlib import Path
 from ..bench.measure import Harness
 from ..bench.metrics import read_run_metrics, run_output
 from ..bench.proc import RunResult
-from ..config import Config
+from ..config import Config, script_path
 from ..decide.calibration import run_seconds
 from ..decide.design import NoiseVerdict, noise_verdict
-from ..errors import MetricParseError, WorkspaceError
+from ..errors import MetricParseError, PreflightError, UserError, WorkspaceError
 from ..repo.gitrepo import open_repo
+from ..repo.workspace import Workspace
 from ..report.scales import scale_parts
 
-__all__ = ["Preflight", "check_repository", "holdout_problems", "run_preflight"]
+__all__ = ["Preflight", "check_repository", "holdout_problems", "require_scripts", "run_preflight"]
 
 
 @dataclass
@@ -205,3 +206,19 @@ def _calibrate(
             f"the bench is too noisy for the effect asked for: {result.noise.message}; `run` "
             "would stop before the night (or spend it anyway with --accept-noise)"
         )
+
+
+def require_scripts(config: Config, ws: Workspace) -> None:
+    """The bench and checks must be committed: the loop runs them from the session worktree."""
+    needed = [("bench.command", config.bench.command), ("bench.build", config.bench.build)]
+    if config.checks.when != "never":
+        needed.append(("checks.command", config.checks.command))
+    for key, command in needed:
+        script = script_path(command) if command else None
+        if script and not (ws.path / script).exists():
+            raise UserError(
+                f"{config.path}: {key} runs '{script}', which is not committed in "
+                f"{ws.source.path} at the session tip; commit it (the loop runs the committed copy)"
+            )
+    if problems := holdout_problems(config, ws.path):
+        raise PreflightError(f"{config.path}: {'; '.join(problems)}")

@@ -15,10 +15,10 @@ from ..bench.measure import Harness, prepare_baseline
 from ..bench.proc import StopFlag, process_token
 from ..bench.runners import LocalRunner
 from ..bench.sandbox import sandbox_for, unconfined_warning
-from ..config import Config, script_path
+from ..config import Config
 from ..decide.calibration import Calibration
 from ..decide.headline import baseline_calibration
-from ..errors import PreflightError, UserError
+from ..errors import UserError
 from ..journal.attempts import Attempt, attempts_by_patch, may_run_again, tried_patches
 from ..journal.draft import now_iso
 from ..journal.records import CalibrationRecord, ExperimentRecord, SessionRecord, no_keep_streak
@@ -30,7 +30,7 @@ from ..proposers.chain import ProposerChain
 from ..repo.watch import Watches
 from ..repo.workspace import BaselineTree, Workspace, open_workspace
 from ..statuses import Status
-from .preflight import holdout_problems
+from .preflight import require_scripts
 from .recovery import KeptCommit, kept_commits, next_experiment_number, reconcile_branch, recover
 from .session_dir import (
     SessionLock,
@@ -423,22 +423,6 @@ def harness_env(session: Session) -> dict[str, str]:
 def marker(session: Session, phase: str):
     """An on_start callback noting a process group outside any experiment, for recovery."""
     return lambda pgid: write_json_atomic(session.paths.inflight, {"phase": phase, "pgid": pgid})
-
-
-def require_scripts(config: Config, ws: Workspace) -> None:
-    """The bench and checks must be committed: the loop runs them from the session worktree."""
-    needed = [("bench.command", config.bench.command), ("bench.build", config.bench.build)]
-    if config.checks.when != "never":
-        needed.append(("checks.command", config.checks.command))
-    for key, command in needed:
-        script = script_path(command) if command else None
-        if script and not (ws.path / script).exists():
-            raise UserError(
-                f"{config.path}: {key} runs '{script}', which is not committed in "
-                f"{ws.source.path} at the session tip; commit it (the loop runs the committed copy)"
-            )
-    if problems := holdout_problems(config, ws.path):
-        raise PreflightError(f"{config.path}: {'; '.join(problems)}")
 
 
 def _measured_nothing(config, ws: Workspace, history, commits, progress) -> bool:

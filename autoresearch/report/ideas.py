@@ -11,7 +11,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..loop.session_dir import write_text_atomic
 from ..statuses import Rule, Status
-from .summary import REASONS
+from .outcomes import REASONS
 
 __all__ = ["BACKLOG", "BEGIN", "END", "add_idea", "backlog", "render_ideas", "update_ideas"]
 

@@ -4,7 +4,6 @@ the terminal report, the Markdown, the JSON and the PR description all render.""
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 import pandas as pd
@@ -16,6 +15,13 @@ from ..journal.records import FAILED_STATUSES, STATUSES
 from ..repo.globs import matches_any
 from ..statuses import Status
 from .history import History, frame_rows
+from .outcomes import (
+    clean,
+    counts_said,
+    first_sentence,
+    not_kept,
+    wins,
+)
 from .scales import scale_parts, scale_value
 from .sweeps import joint_summaries, sweep_summaries
 
@@ -32,38 +38,6 @@ MANIFEST_GLOBS = (
     "**/pyproject.toml",
     "**/requirements*.txt",
 )
-# Every status but the decision's own: the status says why, not the bench verdict before it.
-STATUS_FIRST = tuple(s for s in STATUSES if s not in ("keep", "discard", "inconclusive"))
-# Rules that discard for want of a gain: a slowdown they stop is filed as one.
-NO_GAIN_RULES = ("below_threshold", "below_noise_threshold", "not_promising")
-# Why experiments were not kept, in the words of a reviewer, by the rule (or status) that fired.
-REASONS = {
-    "significant_loss": "Slower",
-    "worse_beyond_noise": "Slower",
-    "below_threshold": "No gain worth claiming",
-    "below_noise_threshold": "Worth another look: below a threshold the noise set",
-    "within_noise": "Within the noise",
-    "not_promising": "Worth another look: not promising within the run cap",
-    "max_runs": "Not decided within the run budget",
-    "unknown_comparison": "Could not be compared",
-    "sentinel_budget": "Over a sentinel's budget",
-    "sentinel_unresolved": "Sentinel not shown within budget",
-    "cross_scale_disagreement": "Not confirmed at another scale",
-    "holdout": "A win on the bench the hidden holdout did not bear out",
-    "discard": "Discarded",
-    "inconclusive": "Inconclusive",
-    "checks_failed": "Broke correctness (checks failed)",
-    "crash": "Crashed",
-    "timeout": "Timed out",
-    "apply_failed": "Did not apply",
-    "scope_violation": "Out of scope",
-    "tampered": "Tampered with the harness (changed what judges it)",
-    "interrupted": "Interrupted",
-    "baseline_failed": "The baseline failed (not judged)",
-    "refused": "Refused before any bench run",
-    "agent_failed": "The agent failed to propose",
-    "recovered": "Recovered from the branch",
-}
 
 
 def summarize(history: History, comparison: str | None = None, label: str | None = None) -> dict:
@@ -89,17 +63,17 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         "experiments": len(every),
         "retried": int(every["superseded"].astype(bool).sum()),
         "by_status": by_status,
-        "counts_said": _counts_said(by_status, int(every["superseded"].astype(bool).sum())),
+        "counts_said": counts_said(by_status, int(every["superseded"].astype(bool).sum())),
         "kept": len(kept),
         "failed": len(failed),
-        "baseline": {k: _clean(v) for k, v in history.baseline.items() if k != "metrics"},
-        "final": {k: _clean(v) for k, v in history.final.items() if k != "metrics"},
+        "baseline": {k: clean(v) for k, v in history.baseline.items() if k != "metrics"},
+        "final": {k: clean(v) for k, v in history.final.items() if k != "metrics"},
         "cumulative_change_pct": _change(history, history.metric, base, final),
         "confirmation": history.confirmation
         and {k: v for k, v in history.confirmation.items() if k != "metrics"},
         "metrics": _metric_rows(history, units),
-        "wins": _wins(kept[kept["n"] != history.baseline.get("n")]),
-        "not_kept": _not_kept(df[df["status"] != Status.KEEP], history.lower_is_better),
+        "wins": wins(kept[kept["n"] != history.baseline.get("n")]),
+        "not_kept": not_kept(df[df["status"] != Status.KEEP], history.lower_is_better),
         "runs": _runs(every, history),
         "family": family_summary(history, comparison, label),
         "allocations": _allocations(history),
@@ -124,33 +98,17 @@ def summarize(history: History, comparison: str | None = None, label: str | None
     return summary
 
 
-def _counts_said(by_status: dict[str, int], retried: int) -> str:
-    """The experiments by outcome, in words that add up to their total: a hypothesis measured
-    again counts once, by its last outcome, and its earlier attempts are said apart."""
-    said = ", ".join(f"{status} {n}" for status, n in by_status.items())
-    if retried:
-        said += f"; {retried} earlier attempt{'s' if retried != 1 else ''} measured again"
-    return said
-
-
 def _change(history: History, name: str, baseline, final) -> float | None:
     """A metric's change from the baseline to the final best: as the confirmation estimated
     it when one measured it (one estimator behind every figure), else the medians' ratio."""
     measured = (history.final.get("changes") or {}).get(name)
-    return _clean(measured) if measured is not None else change_pct(baseline, final)
+    return clean(measured) if measured is not None else change_pct(baseline, final)
 
 
 def _speedup(history: History, name: str, baseline, final) -> float | None:
     """How many times faster: from the same change the row shows."""
     change = _change(history, name, baseline, final)
     return 100 / (100 + change) if change is not None and change > -100 else None
-
-
-def _clean(value):
-    """NaN -> None, numpy scalars -> Python: JSON and templates see plain values."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return None
-    return value.item() if hasattr(value, "item") else value
 
 
 def _metric_rows(history: History, units: dict) -> list[dict]:
@@ -169,79 +127,12 @@ def _metric_rows(history: History, units: dict) -> list[dict]:
             {
                 "name": name,
                 "unit": units.get(name, history.unit if name == history.metric else ""),
-                "baseline": _clean(b),
-                "final": _clean(f),
+                "baseline": clean(b),
+                "final": clean(f),
                 "change_pct": _change(history, name, b, f),
             }
         )
     return rows
-
-
-def _wins(kept: pd.DataFrame) -> list[dict]:
-    return [
-        {
-            "n": int(row.n),
-            "title": row.title,
-            "value": _clean(row.value),
-            "change_pct": _clean(row.change_pct),
-            "ci_low_pct": _clean(row.ci_low_pct),
-            "ci_high_pct": _clean(row.ci_high_pct),
-            "mechanism": _mechanism(row),
-            "commit": row.commit,
-            "earlier": _clean(row.earlier),
-            "holdout": _holdout_said(row),
-        }
-        for row in kept.itertuples()
-    ]
-
-
-def _holdout_said(row) -> str:
-    """A keep's change on the hidden holdout, and whether it bore the win out."""
-    verdict = getattr(row, "holdout_verdict", None)
-    change = _clean(getattr(row, "holdout_change_pct", None))
-    if not isinstance(verdict, str) or change is None:
-        return ""
-    said = f"{change:+.1f}% on the holdout"
-    return said if verdict == "win" else f"{said} (not a win there)"
-
-
-def _not_kept(rest: pd.DataFrame, lower_is_better: bool = True) -> list[dict]:
-    """Experiments that were not kept, grouped by why: the closed axes of the session."""
-    groups = []
-    # The status says why when the experiment ended outside the decision (checks failed, a
-    # crash, out of scope): the bench's verdict before it is not the reason.
-    rules = rest["rule"].where(~rest["status"].isin(STATUS_FIRST), rest["status"])
-    # A discard for want of gain whose whole interval is on the slower side is a slowdown,
-    # whichever rule stopped it first.
-    slower = rest["ci_low_pct"] > 0 if lower_is_better else rest["ci_high_pct"] < 0
-    moved = slower.fillna(False) & rules.isin(NO_GAIN_RULES)
-    rules = rules.where(~moved, "significant_loss")
-    # Its reason then says why it is in that group, before what stopped it.
-    said = "slower (its whole interval): "
-    rest = rest.assign(
-        reason=rest["reason"].where(~moved, said + rest["reason"].fillna("")),
-        rollback_reason=rest["rollback_reason"].where(
-            ~moved | rest["rollback_reason"].isna(), said + rest["rollback_reason"]
-        ),
-    )
-    reasons = rules.fillna(rest["status"]).map(lambda r: REASONS.get(r, r))
-    for reason, group in rest.groupby(reasons, sort=False):
-        columns = ("n", "title", "status", "change_pct", "rollback_reason", "reason", "earlier")
-        experiments = [
-            {
-                "n": int(n),
-                "title": title,
-                "status": status,
-                "change_pct": _clean(change),
-                "why": _first_sentence(rollback or why or ""),
-                "earlier": _clean(earlier),
-            }
-            for n, title, status, change, rollback, why, earlier in zip(
-                *(group[c].tolist() for c in columns), strict=True
-            )
-        ]
-        groups.append({"reason": reason, "count": len(group), "experiments": experiments})
-    return sorted(groups, key=lambda g: -g["count"])
 
 
 def _contributions(history: History) -> list[dict]:
@@ -286,7 +177,7 @@ def _proposers(df: pd.DataFrame) -> list[dict]:
             "refused": int((group["status"] == Status.REFUSED).sum()),
             "failed": int((group["status"] == Status.AGENT_FAILED).sum()),
             "agent": bool(len(agent)),
-            "cost_usd": _clean(costs.sum()) if costs.notna().any() else None,
+            "cost_usd": clean(costs.sum()) if costs.notna().any() else None,
             "unknown_cost": int(costs.isna().sum()) if len(agent) else 0,
         }
         rows.append(row | {"line": _proposer_line(row)})
@@ -317,7 +208,7 @@ def _refused(df: pd.DataFrame) -> list[dict]:
             "title": row.title,
             "status": row.status,
             "kind": row.refusal,
-            "why": _first_sentence(row.reason or ""),
+            "why": first_sentence(row.reason or ""),
         }
         for row in refused.itertuples()
     ]
@@ -338,10 +229,10 @@ def _runs(df: pd.DataFrame, history: History) -> dict:
         "experiment_runs": experiments,
         "calibration_runs": calibrations,
         "confirmation_runs": confirmations,
-        "per_decision": _clean(df["bench_runs"].mean()) if len(df) else None,
-        "bench_s": _clean(df["bench_s"].sum(min_count=1)),
-        "checks_s": _clean(df["checks_s"].sum(min_count=1)),
-        "duration_s": _clean(df["duration_s"].sum(min_count=1)),
+        "per_decision": clean(df["bench_runs"].mean()) if len(df) else None,
+        "bench_s": clean(df["bench_s"].sum(min_count=1)),
+        "checks_s": clean(df["checks_s"].sum(min_count=1)),
+        "duration_s": clean(df["duration_s"].sum(min_count=1)),
     }
 
 
@@ -372,11 +263,11 @@ def family_summary(
             {
                 "scale": scale,
                 "metric": name,
-                "baseline": _clean(b),
-                "final": _clean(f),
+                "baseline": clean(b),
+                "final": clean(f),
                 "change_pct": _change(history, name, b, f),
                 "speedup": _speedup(history, name, b, f),
-                "comparison": _clean(other),
+                "comparison": clean(other),
                 "vs_comparison": (other / f) if other and f else None,
             }
         )
@@ -396,8 +287,8 @@ def _allocations(history: History) -> list[dict]:
     return [
         {
             "name": n,
-            "baseline": _clean(history.baseline["metrics"][n]),
-            "final": _clean(history.final["metrics"][n]),
+            "baseline": clean(history.baseline["metrics"][n]),
+            "final": clean(history.final["metrics"][n]),
             "change_pct": _change(
                 history, n, history.baseline["metrics"][n], history.final["metrics"][n]
             ),
@@ -514,20 +405,3 @@ def _toolchains(calibrations: list[dict]) -> list[str]:
         was = first.get(name)
         out.append(text if was in (None, version) else f"{text} (was {was} at the start)")
     return out
-
-
-def _mechanism(row) -> str:
-    """The mechanism in one line; a description that only repeats the title says nothing."""
-    text = _first_sentence(row.mechanism or row.description or "")
-    title = str(row.title).rstrip(".…")
-    return "" if text.rstrip(".").startswith(title[:60]) else text
-
-
-_SENTENCE_END = re.compile(r"(?<=[a-z0-9)][.])\s")
-
-
-def _first_sentence(text: str, width: int = 200) -> str:
-    text = " ".join(str(text).split())
-    cut = _SENTENCE_END.search(text)
-    text = text[: cut.start()] if cut else text
-    return text if len(text) <= width else text[: width - 1].rstrip() + "…"

@@ -20,8 +20,8 @@ from ...errors import UserError
 from ...journal.records import ExperimentRecord
 from ...progress import format_value
 from ...report.ideas import CLOSED_RULES
+from ...report.outcomes import STATUS_FIRST
 from ...report.render import render_template
-from ...report.summary import STATUS_FIRST
 from ...statuses import Status
 from ..base import Hypothesis, ProposalContext
 
