@@ -152,11 +152,11 @@ def test_serve_renders_the_page_afresh_and_asks_for_reloads_while_a_night_runs(n
         assert page.locator("meta[http-equiv=refresh]").count() == 0
         assert problems == []
 
-        # A night running (the session's lock held): the page asks to be reloaded.
+        # A night running (the session's lock held): the page updates itself.
         with SessionLock(session_paths(night.load()).lock):
             held = urllib.request.urlopen(url, timeout=60).read().decode()
-        assert '<meta http-equiv="refresh" content="7">' in held
-        assert "a night is running" in held
+        assert '<body data-live="7">' in held
+        assert "a night is running: this page updates itself every 7 s" in held
         with pytest.raises(urllib.error.HTTPError) as missing:
             urllib.request.urlopen(url + "elsewhere", timeout=60)
         assert missing.value.code == 404
@@ -166,6 +166,120 @@ def test_serve_renders_the_page_afresh_and_asks_for_reloads_while_a_night_runs(n
 
 
 def test_serve_names_a_journal_it_cannot_review_before_serving(tmp_path, target):
+    target.journal.write_text('{"not": "a journal line"}\n')
     done = run_cli("serve", "--port", "0", cwd=target.root, timeout=60)
     assert done.returncode == 1
     assert done.stderr.startswith("error: ") and "journal" in done.stderr
+
+
+def _serve(root, *args: str) -> tuple[subprocess.Popen, str]:
+    server = subprocess.Popen(
+        [sys.executable, "-m", "autoresearch.cli", "serve", "--port", "0", *args],
+        cwd=root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    line = server.stdout.readline()
+    return server, re.search(r"http://\S+/", line).group(0)
+
+
+def test_served_before_the_night_it_waits_and_then_becomes_the_review(target, browser):
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    server, url = _serve(target.root, "--refresh", "1")
+    try:
+        page, problems = open_page(browser, url)
+        assert "Waiting for the night" in page.inner_text("h1")
+        run(target)
+        page.wait_for_selector("#count-experiments", timeout=30_000)
+        assert page.inner_text("#count-experiments") == "1"
+        assert problems == []
+    finally:
+        server.terminate()
+        server.communicate(timeout=30)
+
+
+def test_the_live_page_keeps_the_reader_s_place_and_shows_the_experiment_in_flight(night, browser):
+    """While a night runs: a new experiment lands in place, the filter, the open row and the
+    scroll stay; the experiment in flight is shown with its phase; no request but the page's
+    own address; at 390 px nothing scrolls sideways and the keyboard opens rows."""
+    paths = session_paths(night.load())
+    records = experiments(night)
+    kept = [r for r in records if r.status == "keep"]
+    server, url = _serve(night.root, "--refresh", "1")
+    try:
+        with SessionLock(paths.lock):
+            page, problems = open_page(browser, url)
+            requests: list[str] = []
+            page.on("request", lambda r: requests.append(r.url))
+            page.select_option("#filter-status", "keep")
+            page.click(f"#exp-{kept[0].n}")
+            page.evaluate("window.scrollTo(0, 300)")
+            where = f"document.getElementById('exp-{kept[0].n}').getBoundingClientRect().top"
+            before = page.evaluate(where)
+            paths.inflight.write_text(
+                json.dumps(
+                    {"fields": {"id": "t-0099", "title": "in the air"}, "phase": "bench",
+                     "updated_at": "2026-01-01T00:00:00+00:00"}
+                )
+            )  # fmt: skip
+            last = [json.loads(x) for x in night.journal.read_text().splitlines()]
+            row = next(d for d in reversed(last) if d.get("status") == "keep" and "n" in d)
+            n = max(r.n for r in records) + 1
+            again = {**row, "n": n, "id": f"t-{n:04d}", "title": "landed while you read"}
+            with open(night.journal, "a") as journal:
+                journal.write(json.dumps(again) + "\n")
+
+            page.wait_for_selector(f"#exp-{n}", state="attached", timeout=30_000)
+            page.wait_for_selector("#inflight", timeout=30_000)
+
+            assert page.eval_on_selector("#filter-status", "s => s.value") == "keep"
+            assert page.locator(f"#evidence-{kept[0].n}").is_visible()
+            assert page.evaluate(where) == pytest.approx(before, abs=2)  # the reader's place
+            assert "t-0099 in the air: bench" in page.inner_text("#inflight")
+            assert f"{len(kept) + 1} of {len(records) + 1} shown" == page.inner_text("#shown")
+            assert {u.split("#")[0] for u in requests} <= {url}
+            assert problems == []
+    finally:
+        paths.inflight.unlink(missing_ok=True)
+        server.terminate()
+        server.communicate(timeout=30)
+
+
+def test_the_page_at_390_px_by_keyboard_with_permalinks_and_sorting(night, browser, tmp_path):
+    out = tmp_path / "review.html"
+    assert run_cli("report", "--html", str(out), cwd=night.root).returncode == 0
+    records = experiments(night)
+    page = browser.new_page(viewport={"width": 390, "height": 800})
+    problems: list[str] = []
+    page.on("pageerror", lambda e: problems.append(str(e)))
+    target = records[1]
+    page.goto(out.as_uri() + f"#exp-{target.n}")
+
+    # No sideways scroll at 390 px.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    # The permalink opened its row.
+    assert page.locator(f"#evidence-{target.n}").is_visible()
+    # The keyboard reaches every row and opens one.
+    first = records[0].n
+    page.focus(f"#exp-{first}")
+    page.keyboard.press("Enter")
+    assert page.locator(f"#evidence-{first}").is_visible()
+    page.keyboard.press("Enter")
+    assert not page.locator(f"#evidence-{first}").is_visible()
+    tabbable = page.eval_on_selector_all("tr.exp", "rows => rows.every(r => r.tabIndex === 0)")
+    assert tabbable
+    # Sorting by change: ascending, then descending.
+    page.click("#experiments th:nth-child(4)")
+    changes = [r.evidence().change_pct for r in records]
+    order = page.eval_on_selector_all("tr.exp", "rows => rows.map(r => Number(r.dataset.n))")
+    by_change = sorted(
+        records, key=lambda r: (r.evidence().change_pct is None, r.evidence().change_pct or 0)
+    )
+    assert order == [r.n for r in by_change], (order, changes)
+    page.click("#experiments th:nth-child(4)")
+    order = page.eval_on_selector_all("tr.exp", "rows => rows.map(r => Number(r.dataset.n))")
+    assert order[0] == by_change[-1].n or by_change[-1].evidence().change_pct is None
+    # What a merge decision needs: settings, where, the branches with their commands.
+    assert "decision.alpha" in page.inner_text("#settings")
+    assert "measured with" in page.inner_text("#where")
+    assert "git checkout autoresearch/t-" in page.inner_text("#branches")
+    assert page.locator("#whole-diff").count() == 1
+    assert problems == []

@@ -75,16 +75,23 @@ def cmd_pr(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Serve the review page on localhost, made afresh for each request (it reloads itself
-    while a night runs)."""
+    """Serve the review page on localhost, made afresh for each request (while a night runs it
+    updates itself in place; started before the night, it waits for its journal)."""
     from ..loop.session_dir import SessionLock, session_paths
-    from ..report.page import render_page
+    from ..loop.status import session_status
+    from ..report.page import render_page, waiting_page
     from ..report.serve import serve_page
 
     def render() -> str:
+        config = config_of(args) if not args.journal else None
+        journal = Path(args.journal) if args.journal else config.journal_path
+        if not journal.exists():
+            return waiting_page(journal, args.refresh)
         history, summary, config, templates = _review(args, warn=False)
         running = config is not None and SessionLock(session_paths(config).lock).is_held_elsewhere()
-        return render_page(history, summary, config, args.refresh if running else None, templates)
+        inflight = session_status(config)["in_flight"] if running else None
+        live = args.refresh if running else None
+        return render_page(history, summary, config, live, templates, inflight)
 
     render()  # a journal that cannot be reviewed is said now, not at the first request
     serve_page(render, args.host, args.port, lambda line: print(line, flush=True))
@@ -222,7 +229,8 @@ def add_parsers(sub) -> None:
         type=int,
         default=15,
         metavar="S",
-        help="while a night runs, the page reloads every S seconds (default: 15)",
+        help="while a night runs (or before its journal exists), the page updates itself "
+        "every S seconds, in place (default: 15)",
     )
 
     ideas = sub.add_parser("ideas", help=doc(cmd_ideas), description=doc(cmd_ideas))

@@ -125,6 +125,8 @@ class History:
     # One branch `finalize` cut (branch_history): its runs are its experiments' and its own
     # confirmations', not the session's calibrations and headline confirmations.
     branch: str | None = None
+    # Where and when it ran: the last session line's machine, and when the session started.
+    environment: dict[str, Any] = field(default_factory=dict)
 
     @property
     def lower_is_better(self) -> bool:
@@ -203,6 +205,12 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
         final_log=head["best_log"],
         warnings=index.warnings,
         imported=[_imported(i) for i in imports],
+        environment={
+            **(sessions[-1].get("environment") or {}),
+            "started_at": sessions[0].get("at"),
+            "base_commit": sessions[0]["base_commit"],
+            "tip_commit": tip,
+        },
     )
 
 

@@ -5,8 +5,10 @@ Nothing is fetched when it is opened: the styles, the script and the plots (PNG,
 inside the file, so it can be mailed, attached to a pull request or opened on a machine with no
 network. The table of experiments filters by status, family and proposer in the browser; each
 row opens onto its evidence (the samples of both arms, the interval, the rule, the ASI and the
-patch). `autoresearch serve` renders it afresh for each request and asks the browser to reload
-while a night runs.
+patch, the checks, a failed run's last output), linked by its own address (`#exp-12`), from the
+keyboard too; the columns sort. `autoresearch serve` renders it afresh for each request, and
+while a night runs the page fetches itself and updates in place, keeping the reader's filters,
+open rows and scroll, with the experiment in flight and its phase.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UserError
-from ..journal.records import ExperimentRecord
+from ..journal.records import FAILED_STATUSES, ExperimentRecord
 from ..journal.tail import last_experiments
 from .history import History, frame_rows
+from .merge import merge_facts
 from .render import render_template
 
-__all__ = ["MAX_DETAILED", "page_data", "render_page"]
+__all__ = ["MAX_DETAILED", "page_data", "render_page", "waiting_page"]
 
 # Experiments whose evidence (samples, patch) the page carries: the latest ones. A season's
 # journal has 100,000, and a page holding each one's samples and patch would not open.
@@ -54,17 +57,27 @@ def render_page(
     history: History,
     summary: dict,
     config=None,
-    refresh_s: int | None = None,
+    live_s: int | None = None,
     templates: Path | None = None,
+    inflight: dict | None = None,
 ) -> str:
-    """The page for one session; `refresh_s` makes the browser reload it that often (a night
-    is running)."""
+    """The page for one session; `live_s` (a night is running) makes it fetch itself that
+    often and update in place, keeping the reader's filters, open rows and scroll; `inflight`
+    is the experiment running now (loop/status.py)."""
     return render_template(
         "report.html.j2",
         templates,
         s=summary,
-        page=page_data(history, summary, config),
-        refresh_s=refresh_s,
+        page={**page_data(history, summary, config), "inflight": inflight},
+        live_s=live_s,
+        waiting=None,
+    )
+
+
+def waiting_page(journal: Path, live_s: int) -> str:
+    """What `serve` shows before the night wrote its journal: the page it becomes once it did."""
+    return render_template(
+        "report.html.j2", None, s=None, page=None, live_s=live_s, waiting=journal
     )
 
 
@@ -82,7 +95,7 @@ def page_data(history: History, summary: dict, config=None) -> dict[str, Any]:
         "statuses": sorted({r["status"] for r in rows}),
         "families": sorted({r["family"] for r in rows if r["family"]}),
         "proposers": sorted({r["proposer"] for r in rows if r["proposer"]}),
-        "groups": _groups(config) if summary["kept"] and config is not None else [],
+        **merge_facts(history, summary, config),
     }
 
 
@@ -129,7 +142,27 @@ def _evidence(record: ExperimentRecord, config) -> dict[str, Any]:
         "touched_files": record.touched_files,
         "patch": _patch_text(record, config),
         "confinement": (record.confinement or {}).get("tool"),
+        "checks": _checks(record.checks),
+        # What a run that failed printed last: the reason is a path otherwise.
+        "output": record.bench_tail if record.status in FAILED_STATUSES else None,
+        "error": record.error,
     }
+
+
+def _checks(checks: dict | None) -> str | None:
+    """The checks' verdict in words: passed or how they failed, how long, how many tests."""
+    if not checks:
+        return None
+    code = checks.get("exit_code")
+    said = "passed" if code == 0 else f"failed (exit code {code})"
+    if checks.get("timed_out"):
+        said = "timed out"
+    if checks.get("duration_s") is not None:
+        said += f" in {checks['duration_s']:.1f} s"
+    tests = checks.get("tests") or {}
+    if tests.get("passed") is not None:
+        said += f"; {tests['passed']} tests passed, {tests.get('skipped') or 0} skipped"
+    return said
 
 
 def _holdout(record: ExperimentRecord) -> dict[str, dict]:
@@ -167,21 +200,3 @@ def _plots(history: History) -> list[dict[str, str]]:
                 data = base64.b64encode(path.read_bytes()).decode("ascii")
                 found.append({"name": name, "src": f"data:image/png;base64,{data}"})
     return found
-
-
-def _groups(config) -> list[dict[str, Any]]:
-    """The branches `finalize` would cut (a dry run: nothing written)."""
-    from ..loop.finalize import finalize
-
-    try:
-        done = finalize(config, dry_run=True)
-    except UserError:
-        return []
-    return [
-        {
-            "branch": g.branch,
-            "shared": g.shared,
-            "keeps": [{"n": k.n, "title": k.title, "change_pct": k.change_pct} for k in g.commits],
-        }
-        for g in done.groups
-    ]
