@@ -9,6 +9,8 @@
 #                              the loop's bench.sentinel_command, a quarter of a --run
 #   ./autoresearch.sh --digest what each engine stores of 20k grants and 2k rewrites, as
 #                              digests: the loop's [equivalence] command (no timing)
+#   ./autoresearch.sh --profile a CPU profile of a run at 100k (Go's pprof), written to
+#                              $AUTORESEARCH_PROFILE_OUT: the loop's [profile] command
 #   ./autoresearch.sh --holdout the hidden holdout workload: the settings in
 #                              $AUTORESEARCH_HOLDOUT/holdout.env (made by loop.py, which no
 #                              candidate or agent can read), metrics named holdout_*
@@ -40,6 +42,9 @@ case "$mode" in
   all|--build|--run) ;;
   --sentinels) export GRANTBENCH_SCALES= ;;  # no Pebble scale: SQLite alone
   --digest) export GRANTBENCH_DIGEST=20k ;;
+  --profile)
+    export GRANTBENCH_CPUPROFILE=${AUTORESEARCH_PROFILE_OUT:?autoresearch.sh --profile: AUTORESEARCH_PROFILE_OUT is not set}
+    export GRANTBENCH_SCALES=100k GRANTBENCH_SQLITE_SCALES= GRANTBENCH_MAX_ITERS=3 ;;
   --holdout)
     held=${AUTORESEARCH_HOLDOUT:?autoresearch.sh --holdout: AUTORESEARCH_HOLDOUT is not set}
     unset AUTORESEARCH_HOLDOUT  # the harness's to read, not the engine's
@@ -52,7 +57,7 @@ case "$mode" in
     export GRANTBENCH_SCALES GRANTBENCH_SEED GRANTBENCH_SKEW GRANTBENCH_LABEL=holdout
     export GRANTBENCH_SQLITE_SCALES= GRANTBENCH_MAX_ITERS=1 ;;
   *) echo "autoresearch.sh: unknown argument '$mode' (--build, --run, --sentinels, --digest," \
-       "--holdout, or none)" >&2
+       "--profile, --holdout, or none)" >&2
      exit 2 ;;
 esac
 

@@ -264,6 +264,17 @@ class HoldoutConfig:
 
 
 @dataclass(frozen=True)
+class ProfileConfig:
+    """Where the time goes: a run of the best, off the timed ones, after each calibration
+    (profiles.py). Its command writes a profile to $AUTORESEARCH_PROFILE_OUT."""
+
+    command: str = ""  # "": no profile
+    format: str = "folded"  # folded | pprof (go tool pprof reads it) | perf (perf script does)
+    timeout_s: float = 600.0
+    top: int = 12  # frames the agent's prompt and `state` show
+
+
+@dataclass(frozen=True)
 class Config:
     """A validated session config; paths are absolute."""
 
@@ -288,6 +299,7 @@ class Config:
     sandbox: SandboxConfig = field(default_factory=SandboxConfig)
     equivalence: EquivalenceConfig = field(default_factory=EquivalenceConfig)
     holdout: HoldoutConfig = field(default_factory=HoldoutConfig)
+    profile: ProfileConfig = field(default_factory=ProfileConfig)
 
     @property
     def base_dir(self) -> Path:

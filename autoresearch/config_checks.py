@@ -86,6 +86,7 @@ def check_config(config: Config) -> None:
     _check_decision(config)
     _check_sandbox(config)
     _check_holdout(config)
+    _check_profile(config)
     _check_proposers(config)
     check_session_name(config.session.name, f"{config.path}: 'session.name'")
 
@@ -243,6 +244,16 @@ def _check_sandbox(config: Config) -> None:
                 f"{path}: 'sandbox.cache_seeds.{name}' seeds no cache: add it to "
                 "'sandbox.caches' (the per-arm directory it starts)"
             )
+
+
+def _check_profile(config: Config) -> None:
+    from .profiles import FORMATS
+
+    path, profile = config.path, config.profile
+    if profile.format not in FORMATS:
+        raise ConfigError(f"{path}: 'profile.format' must be one of {', '.join(FORMATS)}")
+    if profile.top < 1:
+        raise ConfigError(f"{path}: 'profile.top' must be at least 1 (got {profile.top})")
 
 
 def _check_holdout(config: Config) -> None:

@@ -18,6 +18,7 @@ from autoresearch.config import load_config
 from autoresearch.journal.store import read_journal
 from autoresearch.loop.driver import run_session
 from autoresearch.loop.session import RunOptions
+from autoresearch.profiles import load_profile, top_frames
 from autoresearch.progress import Progress
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,6 +125,19 @@ def test_loop_on_the_bundled_target(tmp_path):
     assert confirmation.holdout["change_pct"] < -10, confirmation.holdout
     logs = Path(skip_get.bench_logs[0]).parent
     assert (logs / "equivalence-candidate.log.stdout").read_text().count("sha256=") == 2
+    # The base's profile names the read before each write among its top frames; the keep's
+    # differential profile shows that read's share fall.
+    profiles = repo / ".git" / "autoresearch" / "e2e" / "profiles"
+    base = load_profile(profiles / f"{skip_get.parent_commit}.folded")
+    kept = load_profile(profiles / f"{skip_get.kept_commit}.folded")
+    assert base and kept, sorted(p.name for p in profiles.iterdir())
+    previous = "grantstore/grantstore.(*grantWriter).previous"
+    shares = [{t["frame"]: t["total_pct"] for t in top_frames(p, 10_000)} for p in (base, kept)]
+    assert previous in [t["frame"] for t in top_frames(base, 15)]
+    assert shares[1].get(previous, 0.0) < shares[0][previous] / 2, (
+        shares[0][previous],
+        shares[1].get(previous),
+    )
     log = subprocess.run(
         ["git", "log", "--format=%s", "-1", "autoresearch/e2e"],
         cwd=repo,

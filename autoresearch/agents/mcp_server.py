@@ -85,6 +85,15 @@ def _session_tools(server, config: Config, reads, writes) -> None:
     needs is imported when it is first called (the statistics bring scipy, a second's import):
     a client waits for its servers to start before its first turn."""
 
+    @server.tool(annotations=writes)
+    def profile(fresh: bool = False) -> dict[str, Any]:
+        """Where the best's time goes: its profile's top frames by total and self time, as
+        taken after its calibration; fresh=true takes one now (its build and one untimed
+        run), without running the bench yourself."""
+        from .outcome import best_profile_now
+
+        return best_profile_now(config, fresh, {})
+
     @server.tool(annotations=reads)
     def state() -> dict[str, Any]:
         """Where the session stands: baseline, best, noise, the smallest change the loop

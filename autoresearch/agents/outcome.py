@@ -70,6 +70,29 @@ def without_holdout_figures(summary: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
+def best_profile_now(config: Config, fresh: bool, env: dict[str, str]) -> dict[str, Any]:
+    """The best's profile (`profile`, the MCP server's `profile`): the stored one, or with
+    `fresh` one taken now in a worktree of its own; `why` says why there is none."""
+    from ..loop.profiling import profile_commit
+    from ..loop.session_dir import session_paths
+    from ..loop.status import session_status
+    from ..profiles import profile_summary
+
+    if not config.profile.command:
+        return {"profile": None, "why": "the config has no [profile] command"}
+    status = session_status(config)
+    commit = (status["best"] or {}).get("commit") or status["base_commit"]
+    if commit is None:
+        return {"profile": None, "why": "the session has not started: no best to profile"}
+    if fresh:
+        _, why = profile_commit(config, commit, env)
+        if why:
+            return {"profile": None, "why": why}
+    found = profile_summary(session_paths(config).profile(commit), commit, config.profile.top)
+    why = "" if found else f"none taken of {commit[:10]} yet (--fresh takes one)"
+    return {"profile": found, "why": why}
+
+
 def history_rows(config: Config, last: int) -> list[dict[str, Any]]:
     """The session's last experiments, compact, with their ASI: what to choose the next from."""
     if last < 0:

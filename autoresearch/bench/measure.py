@@ -225,6 +225,12 @@ class Harness:
         runs when it is the candidate's; None (with `into.failure`) when it failed."""
         return self._bench_values(cwd, log, into, arm == CANDIDATE, holdout=True)
 
+    def profile_run(self, cwd: Path, log: Path, env: dict[str, str]) -> RunResult:
+        """One run of `[profile] command` in `cwd` (bench/profiling.py), confined as a bench
+        run is, with its own timeout."""
+        profile = self.config.profile
+        return self._run(profile.command, cwd, log, env, timeout_s=profile.timeout_s)
+
     def put_back(self, cwd: Path) -> None:
         """The arm in `cwd` as `_same_state` found it, when one is being measured."""
         state = self._states.get(cwd)

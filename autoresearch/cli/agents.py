@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -90,6 +91,25 @@ def cmd_history(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_profile(args: argparse.Namespace) -> int:
+    """Where the best's time goes: its profile's top frames (taken after each calibration);
+    --fresh takes one now, in a worktree of its own, with no timed run."""
+    from ..agents.outcome import best_profile_now
+
+    config = config_of(args)
+    found = best_profile_now(config, args.fresh, dict(args.env))
+    if args.json:
+        print(json.dumps(found, indent=2))
+        return 0 if found.get("profile") else 1
+    if not found.get("profile"):
+        print(f"no profile: {found['why']}", file=sys.stderr)
+        return 1
+    from ..profiles import profile_lines
+
+    print("\n".join(profile_lines(found["profile"], config.profile.top)))
+    return 0
+
+
 def argv_of_try(args: argparse.Namespace) -> list[str]:
     """The try's own options, for the background process that runs it (paths made absolute)."""
     forwarded = ["--quiet"]
@@ -115,6 +135,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "mcp": cmd_mcp,
     "state": cmd_state,
     "history": cmd_history,
+    "profile": cmd_profile,
 }
 
 
@@ -163,6 +184,14 @@ def add_parsers(sub) -> None:
     state = sub.add_parser("state", help=doc(cmd_state), description=doc(cmd_state))
     add_config_options(state)
     state.add_argument("--json", action="store_true", help="JSON (the only format; for symmetry)")
+
+    profile = sub.add_parser("profile", help=doc(cmd_profile), description=doc(cmd_profile))
+    add_config_options(profile)
+    profile.add_argument(
+        "--fresh", action="store_true", help="profile the best now (its build and one run)"
+    )
+    add_env_option(profile)
+    profile.add_argument("--json", action="store_true", help="machine-readable output")
 
     history = sub.add_parser("history", help=doc(cmd_history), description=doc(cmd_history))
     add_config_options(history)

@@ -166,6 +166,10 @@ def _review(args: argparse.Namespace, warn: bool = True, summarized: bool = True
         str(config.resolve(config.report.templates)) if config and config.report.templates else None
     )
     summary = summarize(history, comparison, label) if summarized else None
+    if summary is not None:
+        from ..report.profiled import with_profile_moves
+
+        summary = with_profile_moves(summary, config)
     return history, summary, config, Path(templates) if templates else None
 
 

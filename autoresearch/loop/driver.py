@@ -23,6 +23,7 @@ from .calibrate import CalibrationFailed, calibrate
 from .confirm import confirm_session
 from .experiment import run_experiment
 from .preflight import run_preflight
+from .profiling import profile_best
 from .retention import enforce_log_budget, prune_session_logs
 from .second_look import forget_request, second_look
 from .session import (
@@ -194,6 +195,7 @@ def calibrate_best(session: Session) -> bool:
         session.tally.baseline_failures = 0
         session.journal.append(record)
         _announce_calibration(session, record)
+        profile_best(session, record.commit)
         return True
 
 

@@ -11,6 +11,7 @@ from ..decide.headline import headline
 from ..decide.percent import change_pct
 from ..journal.records import STATUSES, is_headline
 from ..journal.summary import session_digest
+from ..profiles import profile_lines, profile_summary
 from ..progress import format_value
 from ..statuses import Status
 from .session_dir import SessionLock, read_inflight, session_paths
@@ -67,6 +68,10 @@ def session_status(config: Config) -> dict[str, Any]:
             "max_hours_per_run": config.budget.max_hours,
         },
         "in_flight": _in_flight(read_inflight(paths.inflight), running),
+        # Where the best's time goes: its profile's top frames (profiles.py), when taken.
+        "profile": profile_summary(paths.profile(tip), tip, config.profile.top)
+        if tip and config.profile.command
+        else None,
         "confirmation": _last_confirmation(history),
         "agent": _agent_spend(history.agent),
         "warnings": history.warnings,
@@ -159,5 +164,6 @@ def format_status(status: dict[str, Any]) -> str:
             else f"phase {flight['phase']} since {flight['since']}"
         )
         lines.append(f"in flight: {flight['id']} {flight['title']!r}: {note}")
+    lines += profile_lines(status.get("profile"))
     lines += [f"warning: {w}" for w in status["warnings"]]
     return "\n".join(lines)

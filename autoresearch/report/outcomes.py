@@ -77,6 +77,9 @@ def wins(kept: pd.DataFrame) -> list[dict]:
             "ci_high_pct": clean(row.ci_high_pct),
             "mechanism": _mechanism(row),
             "commit": row.commit,
+            "parent": clean(getattr(row, "parent", None)),
+            "profile": [],  # where its time moved (report/profiled.py), when profiled
+            "profile_said": "",
             "earlier": clean(row.earlier),
             "holdout": _holdout_said(row),
         }

@@ -85,9 +85,11 @@ def page_data(history: History, summary: dict, config=None) -> dict[str, Any]:
     """What the page shows besides the summary: plots, rows with their evidence, groups."""
     rows = [_row(r) for r in frame_rows(history.experiments, *ROW_COLUMNS)]
     detailed = _records(history, config)
+    moved = {w["n"]: w.get("profile_said") for w in summary.get("wins") or []}
     for row in rows:
         record = detailed.get(row["id"])
         row["evidence"] = _evidence(record, config) if record is not None else None
+        row["profile_said"] = moved.get(row["n"]) or ""
     return {
         "plots": _plots(history),
         "rows": rows,

@@ -211,6 +211,8 @@ def _text_outcomes(s: dict) -> list[str]:
         out.append(f"  #{w['n']:<4} {_pct(w['change_pct']):>8}  {w['title']}{earlier}{held}")
         if w["mechanism"]:
             out.append(f"         {'':>8}  {w['mechanism']}")
+        if w.get("profile_said"):
+            out.append(f"         {'':>8}  where the time moved: {w['profile_said']}")
     if s.get("contributions"):
         out += ["", "what each keep adds to the tip (the tip without it, against the tip):"]
         for c in s["contributions"]:

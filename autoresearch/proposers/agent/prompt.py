@@ -18,6 +18,7 @@ from ...decide.holdout import shown_to_agents
 from ...decide.percent import change_pct
 from ...errors import UserError
 from ...journal.records import ExperimentRecord
+from ...profiles import profile_summary
 from ...progress import format_value
 from ...report.ideas import CLOSED_RULES
 from ...report.outcomes import STATUS_FIRST
@@ -118,6 +119,7 @@ def _data(
         "protect": config.protected_globs(),
         "checks": config.checks.command,
         "holdout": bool(config.holdout.command),
+        "profile": _profile(config, context.tip),
         "equivalence": config.equivalence.command,
         "pivot": pivot,
         "kept": [_row(r) for r in records if r.status == Status.KEEP],
@@ -127,6 +129,15 @@ def _data(
         "closed": [_closed_line(r) for r in closed_axes(records)],
         "ideas": ideas,
     }
+
+
+def _profile(config: Config, tip: str) -> dict | None:
+    """The best's profile, when one was taken: where its time goes."""
+    if not config.profile.command or not tip:
+        return None
+    from ...loop.session_dir import session_paths
+
+    return profile_summary(session_paths(config).profile(tip), tip, config.profile.top)
 
 
 def _pct(value: float | None) -> str:

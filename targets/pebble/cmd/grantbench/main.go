@@ -7,6 +7,7 @@
 //
 // GRANTBENCH_SEED and GRANTBENCH_SKEW=zipf change the grants written (the holdout workload's
 // inputs), GRANTBENCH_LABEL names the metrics without engine or scale (`<label>_writepack_ms`).
+// GRANTBENCH_CPUPROFILE=<file> writes a CPU profile of the run there (the loop's [profile]).
 // GRANTBENCH_DIGEST=<scale> measures nothing: it writes that many grants and rewrites of a tenth
 // of them through each engine (Pebble through its packed file) and prints the digest of what
 // each stored, the loop's output equivalence check.
@@ -19,6 +20,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -49,6 +51,25 @@ func main() {
 		syscall.CloseOnExec(fd)
 		os.Unsetenv("AUTORESEARCH_METRIC_FD")
 		metrics = os.NewFile(uintptr(fd), "metrics")
+	}
+	if path := os.Getenv("GRANTBENCH_CPUPROFILE"); path != "" {
+		out, err := os.Create(path)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "grantbench: GRANTBENCH_CPUPROFILE: %v\n", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(out); err != nil {
+			fmt.Fprintf(os.Stderr, "grantbench: cpu profile: %v\n", err)
+			os.Exit(1)
+		}
+		err = run()
+		pprof.StopCPUProfile()
+		out.Close()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "grantbench: %v\n", err)
+			os.Exit(1)
+		}
+		return
 	}
 	if err := run(); err != nil {
 		fmt.Fprintf(os.Stderr, "grantbench: %v\n", err)

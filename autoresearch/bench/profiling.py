@@ -1,0 +1,68 @@
+"""A profile of the best: `[profile] command` run once in its tree, confined like its bench runs
+but off the timed ones, writing its profile where `AUTORESEARCH_PROFILE_OUT` says; read back
+as folded stacks (profiles.py), converted by the profiler's own tool where it needs one
+(`go tool pprof -traces`, `perf script`)."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import UserError
+from ..files import read_bounded
+from ..profiles import Folded, fold
+from .capture import capture
+
+if TYPE_CHECKING:
+    from .measure import Harness
+
+__all__ = ["PROFILE_ENV", "take_profile"]
+
+PROFILE_ENV = "AUTORESEARCH_PROFILE_OUT"
+OUT_NAME = ".autoresearch-profile"  # in the tree: the one place a confined run writes and keeps
+MAX_PROFILE_BYTES = 256 * 1024 * 1024
+CONVERT_TIMEOUT_S = 300
+CONVERTERS = {
+    "pprof": lambda path: ["go", "tool", "pprof", "-traces", str(path)],
+    "perf": lambda path: ["perf", "script", "-i", str(path)],
+}
+
+
+def take_profile(harness: Harness, cwd: Path, log: Path) -> tuple[Folded | None, str]:
+    """One profiling run in `cwd`: its folded stacks, or None and why not (said, never
+    raised: a profile that failed costs the night nothing)."""
+    profile = harness.config.profile
+    out = cwd / OUT_NAME
+    out.unlink(missing_ok=True)
+    try:
+        run = harness.profile_run(cwd, log, {PROFILE_ENV: str(out)})
+        if not run.ok:
+            return None, f"the profile run failed ({run.describe()}); log: {log}"
+        try:
+            raw = read_bounded(out, MAX_PROFILE_BYTES, "profile", follow=False)
+        except UserError as exc:
+            return None, f"no profile written to ${PROFILE_ENV}: {exc}; log: {log}"
+        text = _as_text(profile.format, out, raw, cwd)
+        if text is None:
+            return None, f"cannot read the {profile.format} profile ({_converter(profile.format)})"
+        folded = fold(text, profile.format)
+        if not folded:
+            return None, f"the profile holds no samples; log: {log}"
+        return folded, ""
+    finally:
+        with contextlib.suppress(OSError):
+            out.unlink()
+        harness.put_back(cwd)
+
+
+def _as_text(format: str, path: Path, raw: bytes, cwd: Path) -> str | None:
+    """The profile as text: itself when folded, else what its converter prints."""
+    if format not in CONVERTERS:
+        return raw.decode("utf-8", errors="replace")
+    done = capture(CONVERTERS[format](path), cwd=cwd, timeout_s=CONVERT_TIMEOUT_S)
+    return done.text() if done.ok else None
+
+
+def _converter(format: str) -> str:
+    return " ".join(CONVERTERS[format]("FILE")) + " failed" if format in CONVERTERS else "unread"

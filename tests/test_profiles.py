@@ -1,0 +1,148 @@
+"""Where the time goes: profiles of the best read as folded stacks (Go's pprof, perf, folded),
+taken after each calibration off the timed runs, shown to the agent and in `state`, and each
+keep's differential profile in the review."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from conftest import experiments, git, run, run_cli
+
+from autoresearch.bench.measure import Harness
+from autoresearch.bench.profiling import take_profile
+from autoresearch.bench.sandbox import bwrap_problem
+from autoresearch.profiles import fold, load_profile, profile_change, save_profile, top_frames
+
+FIXTURES = Path(__file__).parent / "fixtures" / "profiles"
+
+
+def test_go_s_pprof_traces_fold_into_stacks_that_name_the_read_before_the_write():
+    """A real CPU profile of the bundled target's bench (go tool pprof -traces): the read
+    before each write (`(*grantWriter).previous`, Pebble's `Get`) among its top frames, the
+    root first, `(inline)` marks gone, every sample's time counted once."""
+    text = (FIXTURES / "grantbench-pprof-traces.txt").read_text()
+    folded = fold(text, "pprof")
+    frames = {t["frame"]: t for t in top_frames(folded, 200)}
+    previous = frames["grantstore/grantstore.(*grantWriter).previous"]
+    assert previous["total_pct"] > 5 and previous["self_pct"] == 0
+    assert "github.com/cockroachdb/pebble/v2.(*DB).Get" in frames
+    assert all(stack.startswith("runtime.") or ";" in stack for stack in folded)
+    assert not any("(inline)" in stack for stack in folded)
+    weights = re.findall(r"^\s+(\d+)ms\s+\S", text, flags=re.M)  # labels before some
+    assert sum(folded.values()) == sum(int(w) for w in weights) > 0  # in milliseconds
+
+
+def test_perf_script_folds_with_the_command_as_the_root():
+    folded = fold((FIXTURES / "python-perf-script.txt").read_text(), "perf")
+    assert sum(folded.values()) == 80
+    roots = {stack.split(";")[0] for stack in folded}
+    assert "python3" in roots
+    assert not any("+0x" in stack or "(/usr/lib" in stack for stack in folded)
+
+
+def test_the_moves_between_two_profiles_come_largest_first(tmp_path):
+    before = {"main;put;get": 40, "main;put;write": 60}
+    after = {"main;put;write": 90, "main;put;encode": 10}
+    save_profile(tmp_path / "a.folded", before)
+    assert load_profile(tmp_path / "a.folded") == before
+    moves = profile_change(before, after)
+    assert moves[0] == {"frame": "get", "before_pct": 40.0, "after_pct": 0.0}
+    assert {m["frame"] for m in moves} == {"get", "write", "encode"}  # main and put: 100 both
+
+
+def with_profile(target) -> None:
+    """A profile the synthetic bench's code "writes": src/profile.txt's folded stacks."""
+    config = target.configure(confirm="true")
+    config.write_text(
+        config.read_text()
+        + '[profile]\ncommand = "cp src/profile.txt \\"$AUTORESEARCH_PROFILE_OUT\\""\n'
+    )
+    (target.root / "src" / "profile.txt").write_text("main;put;get 40\nmain;put;write 60\n")
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "a profile")
+
+
+def test_the_best_s_profile_reaches_state_the_prompt_and_each_keep_s_review(target, tmp_path):
+    with_profile(target)
+    target.add_hypothesis(
+        "01-skip-the-read",
+        {"src/value.txt": "60\n", "src/profile.txt": "main;put;write 100\n"},
+    )
+
+    run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "keep"
+    state = json.loads(run_cli("state", cwd=target.root).stdout)
+    assert state["profile"]["commit"] == record.kept_commit
+    assert {t["frame"] for t in state["profile"]["top"][:3]} == {"main", "put", "write"}
+    shown = run_cli("profile", cwd=target.root)
+    assert shown.returncode == 0, shown.stderr
+    assert "100.0%   0.0%  put" in shown.stdout
+    # The review: the keep moved the time out of `get`.
+    report = run_cli("report", cwd=target.root).stdout
+    assert "where the time moved: `get` 40.0% → 0.0%" in report
+    pr = run_cli("pr", cwd=target.root).stdout
+    assert "- #1 01-skip-the-read: `get` 40.0% → 0.0%" in pr
+    page = tmp_path / "page.html"
+    assert run_cli("report", "--html", str(page), cwd=target.root).returncode == 0
+    assert "where the time moved:</b> `get` 40.0% → 0.0%" in page.read_text()
+
+
+def test_the_agent_s_prompt_says_where_the_time_goes(target, tmp_path):
+    from test_agent import edit, prompts, use_agent
+
+    with_profile(target)
+    transcript = use_agent(target, tmp_path, [edit("90\n", "less work")])
+    git(target.root, "commit", "-qam", "agent")
+    run(target)
+
+    prompt = prompts(transcript)[0]
+    assert "## Where the time goes" in prompt
+    assert "- 40.0% total, 40.0% self: `main;put;get`" not in prompt  # frames, not stacks
+    assert "- 40.0% total, 40.0% self: `get`" in prompt
+
+
+def test_a_fresh_profile_of_the_best_without_a_timed_run(target):
+    with_profile(target)
+    target.add_hypothesis("01-win", {"src/value.txt": "60\n"})
+    run(target)
+    (record,) = experiments(target)
+    stored = (
+        target.root / ".git" / "autoresearch" / "t" / "profiles" / f"{record.kept_commit}.folded"
+    )
+    stored.unlink()
+
+    done = run_cli("profile", "--fresh", "--json", cwd=target.root)
+
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)["profile"]
+    assert found["commit"] == record.kept_commit and found["samples"] == 100
+    assert stored.exists()
+    assert len(experiments(target)) == 1  # nothing measured, nothing journaled
+
+
+def test_perf_profiles_a_confined_run(target, tmp_path):
+    """perf record (cpu-clock: no hardware counters here) of a confined run, read with perf
+    script: the profile names the program that ran."""
+    assert shutil.which("perf"), "the profile tests need perf: apt-get install linux-perf"
+    assert bwrap_problem() is None
+    config = target.configure(sandbox="bwrap")
+    text = config.read_text() + (
+        "[profile]\n"
+        'command = "perf record -q -e cpu-clock -g -o \\"$AUTORESEARCH_PROFILE_OUT\\" -- '
+        'python3 -c \\"sum(i * i for i in range(2_000_000))\\""\n'
+        'format = "perf"\n'
+    )
+    config.write_text(text)
+    harness = Harness(target.load(), env={}, stop=None)
+
+    folded, why = take_profile(harness, target.root, tmp_path / "profile.log")
+
+    assert folded is not None, why
+    assert sum(folded.values()) > 50
+    assert top_frames(folded, 1)[0]["frame"] == "python3"
+    assert not (target.root / ".autoresearch-profile").exists()
