@@ -71,6 +71,16 @@ def test_init_recognises_the_project_and_writes_its_bench(tmp_path, name):
     assert checks_run in checks and "\ntrue\n" not in checks
     assert config.scope.include == [scope]
     assert config.metric.unit == "ns"
+    # A profile after each calibration: perf around the bench for native code; Python's
+    # (py-spy) left commented.
+    if name == "pytest-benchmark":
+        assert (
+            config.profile.command == ""
+            and '# command = "py-spy record' in (repo / "autoresearch.toml").read_text()
+        )
+    else:
+        assert config.profile.format == "perf"
+        assert config.profile.command.startswith("perf record -q -e cpu-clock -g -o ")
     assert config.bench.build == {
         "go": "go test -run '^$' -bench '^$' -count 1 ./... > /dev/null",
         "pytest-benchmark": "",

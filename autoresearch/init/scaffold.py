@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from importlib import resources
 from pathlib import Path
 
@@ -75,6 +76,7 @@ def scaffold(
         # The tests are protected by default ([scope] allow_tests, config.TESTS_PROTECTED).
         "protect": _strings(list(protect)),
         **_ecosystem_values(ecosystem),
+        **_profile_values(ecosystem, bench),
         "name": session,
         "holdout_example": "$AUTORESEARCH_HOLDOUT/run.sh",
     }
@@ -107,6 +109,21 @@ def _ecosystem_values(ecosystem: Ecosystem | None) -> dict:
         "equivalence_example": EQUIVALENCE.get(found.name if found else "", EQUIVALENCE[""]),
         "equivalence_hint": "a digest of what a run of your program produces from a corpus",
     }
+
+
+def _profile_values(ecosystem: Ecosystem | None, bench: str) -> dict:
+    """The profile `init` writes: perf around the bench (native code: Go, Rust, C++), where
+    perf is installed; written but left commented otherwise, and for Python, whose frames
+    perf does not name (py-spy's folded output does)."""
+    perf = f'perf record -q -e cpu-clock -g -o \\"$AUTORESEARCH_PROFILE_OUT\\" -- {bench}'
+    if ecosystem is not None and ecosystem.name == "pytest-benchmark":
+        command = (
+            'py-spy record --format raw -o \\"$AUTORESEARCH_PROFILE_OUT\\" -- '
+            + ecosystem.bench.replace('"', '\\"')
+        )
+        return {"profile_on": False, "profile_command": command, "profile_format": "folded"}
+    on = shutil.which("perf") is not None
+    return {"profile_on": on, "profile_command": perf, "profile_format": "perf"}
 
 
 # What an output equivalence check looks like for each ecosystem: the program run on a corpus
