@@ -12,7 +12,7 @@ side in one run.
     python benchmarks/cluster_throughput.py [--workers 1,2,4,8] [--per-worker 6] [--sleep 0.5]
 
 `--processes` measures the layout a user runs instead: a `dask scheduler` and `dask worker`
-processes started as the README says (fault_hosts.Hosts), and a session that finds wins (per
+processes started as the guide says (fault_hosts.Hosts), and a session that finds wins (per
 host: 8 hypotheses, 3 of them independent 10% wins), so that every keep moves the best under
 the hosts: what each host must do for a new best (fetch, build, calibrate) and the wins
 measured again against a moved best are in the figure.

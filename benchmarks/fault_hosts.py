@@ -1,5 +1,5 @@
 """The fault suite's categories for bench hosts (see faults.py): real `dask scheduler` and
-`dask worker` processes started as the README says, a night driven with `run --cluster`, and a
+`dask worker` processes started as the guide says, a night driven with `run --cluster`, and a
 worker process, a whole host, the driver or the scheduler killed with SIGKILL while a bench
 runs.
 
@@ -85,7 +85,7 @@ def killed_processes(tally: Tally, trials: int) -> None:
 class Hosts:
     """A scheduler and `workers` workers on 127.0.0.1, each a `dask worker` process (its nanny)
     running one worker process with one thread and one unit of the bench resource, started as
-    the README starts them."""
+    the guide (docs/guides/bench-hosts.md) starts them."""
 
     def __init__(self, home: Path, supervised: bool = False, workers: int = WORKERS):
         self.home = home
@@ -94,7 +94,7 @@ class Hosts:
         self.port = _free_port()
         self.address = f"tcp://127.0.0.1:{self.port}"
         self.procs: list[subprocess.Popen] = []
-        # As the README runs them for a scheduler that may restart: each worker in a loop that
+        # As the guide runs them for a scheduler that may restart: each worker in a loop that
         # starts it again (Dask's workers leave when their scheduler goes away).
         self.supervised = supervised
 
@@ -103,7 +103,7 @@ class Hosts:
         log = open(self.home / "dask.log", "w")
         self._log = log
         self.procs.append(self.start_scheduler())
-        # As the README starts a bench host: one worker, one thread, one unit of the resource.
+        # As the guide starts a bench host: one worker, one thread, one unit of the resource.
         one = ["--nworkers", "1", "--nthreads", "1", "--resources", "bench=1"]
         one += ["--local-directory", str(self.local), "--no-dashboard"]
         worker = [sys.executable, "-m", "distributed.cli.dask_worker", self.address, *one]

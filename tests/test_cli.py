@@ -26,8 +26,8 @@ def test_every_command_has_help_and_is_documented(command, capsys):
         build_parser().parse_args([command, "--help"])
     assert exited.value.code == 0
     assert len(capsys.readouterr().out) > 100
-    readme = (ROOT / "README.md").read_text()
-    assert re.search(rf"^### `autoresearch {command}", readme, re.M), f"{command} not in README"
+    guide = (ROOT / "docs" / "guides" / "commands.md").read_text()
+    assert re.search(rf"^## `autoresearch {command}", guide, re.M), f"{command} not in the guide"
 
 
 def test_the_command_list_says_each_command_in_a_whole_sentence(capsys):

@@ -48,9 +48,10 @@ def target_environ() -> dict[str, str]:
     return {key: value for key, value in os.environ.items() if key not in pinned}
 
 
-# What a target's command gets of the user's environment without asking (README, "The bench's
-# environment"): the shell's basics, the locale, and the variables compilers and toolchains
-# read. A name that looks like a secret is passed only when `[bench] pass_env` names it.
+# What a target's command gets of the user's environment without asking (the confinement docs,
+# "The bench's environment"): the shell's basics, the locale, and the variables compilers and
+# toolchains read. A name that looks like a secret is passed only when `[bench] pass_env` names
+# it.
 PASSED = frozenset(
     "PATH HOME USER LOGNAME SHELL LANG LANGUAGE TZ TERM TMPDIR HOSTNAME CI SOURCE_DATE_EPOCH "
     "LD_LIBRARY_PATH LIBRARY_PATH CPATH C_INCLUDE_PATH CPLUS_INCLUDE_PATH PKG_CONFIG_PATH "

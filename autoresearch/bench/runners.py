@@ -96,8 +96,8 @@ class LocalRunner:
 
     def arm_state(self, cwd: Path) -> tuple[Path, ...]:
         """What a run in `cwd` may write beside its tree and a later run could read: its
-        arm's caches when confined (unconfined, it can write anywhere: README, "what
-        cannot")."""
+        arm's caches when confined (unconfined, it can write anywhere: the confinement docs,
+        "what cannot hold")."""
         return (arm_caches(cwd.resolve()),) if self.sandbox is not None else ()
 
 

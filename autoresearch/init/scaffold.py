@@ -80,19 +80,22 @@ def scaffold(
         "name": session,
         "holdout_example": "$AUTORESEARCH_HOLDOUT/run.sh",
     }
-    written = []
+    written = [_write(env, name, path, values, ideas) for name, path in targets.items()]
+    return written + _ignore_journal(directory)
+
+
+def _write(env: jinja2.Environment, name: str, path: Path, values: dict, ideas: str) -> Path:
+    """One template rendered into `path` (ideas.md with `ideas` appended), made executable
+    when it is a script."""
     templates = resources.files("autoresearch") / "templates"
-    for name, path in targets.items():
-        text = env.from_string((templates / name).read_text(encoding="utf-8")).render(values)
-        if name == "ideas.md" and ideas:
-            text = text.rstrip("\n").removesuffix("- ").rstrip("\n") + "\n\n" + ideas
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        if name in EXECUTABLE:
-            os.chmod(path, 0o755)
-        written.append(path)
-    written += _ignore_journal(directory)
-    return written
+    text = env.from_string((templates / name).read_text(encoding="utf-8")).render(values)
+    if name == "ideas.md" and ideas:
+        text = text.rstrip("\n").removesuffix("- ").rstrip("\n") + "\n\n" + ideas
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    if name in EXECUTABLE:
+        os.chmod(path, 0o755)
+    return path
 
 
 def _ecosystem_values(ecosystem: Ecosystem | None) -> dict:

@@ -79,7 +79,7 @@ def agent_spend(records: list[ExperimentRecord], proposer: str = "agent") -> dic
 
 
 class AgentProposer:
-    """Options: see settings.py and the README's "Agent proposer" section."""
+    """Options: see settings.py and the docs' proposers guide (docs/guides/proposers.md)."""
 
     name = "agent"
 
