@@ -1,4 +1,4 @@
-"""The README's "The first hour on your own repository", followed to the letter on a real Go module.
+"""The README's first hour on your own repository, followed to the letter on a real Go module.
 
 A tiny hash package with `BenchmarkSum64/{4B,1KiB}` and a known faster variant offered as the
 first hypothesis: the pre-flight lists the metrics and their families, the night keeps the win

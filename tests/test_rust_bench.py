@@ -77,8 +77,8 @@ def test_the_machine_has_cargo():
 def test_a_night_on_a_rust_crate_benched_with_criterion(tmp_path):
     files = {"Cargo.toml": CARGO, "src/lib.rs": SLOW, "benches/fib.rs": BENCH}
     repo = project(tmp_path, "fibs", {**files, ".gitignore": "target/\n"})
-    # The dependencies fetched before the night, as the guide to your repository says (the runs have no network),
-    # and Cargo.lock committed with the crate.
+    # The dependencies fetched before the night, as the repository guide says (the runs have no
+    # network), and Cargo.lock committed with the crate.
     subprocess.run(["cargo", "fetch", "--quiet"], cwd=repo, check=True, timeout=600)
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "Cargo.lock")
