@@ -35,6 +35,7 @@ import time
 from pathlib import Path
 
 from machine_load import a_core_busy
+from results import record
 from synthetic_journal import experiment
 
 from autoresearch.journal.index import update_index
@@ -219,13 +220,16 @@ def main() -> int:
                 tables[load] = measure(repos, root / "stamps", args.repeat, first)
     print(f"journal of {big} experiment records ({size:.0f} MiB) beside a tiny one (3 records);")
     print(f"medians of {args.repeat}, peak memory the largest seen")
-    missed = sum(table(name, results, big) for name, results in tables.items())
+    rows: list[dict] = []
+    missed = sum(table(name, results, big, rows) for name, results in tables.items())
     print(f"\n{len(GOALS) * len(tables) - missed} of {len(GOALS) * len(tables)} goals met")
+    record("journal_scale", rows, notes=f"{big} records, {size:.0f} MiB; medians of {args.repeat}")
     return 1 if missed else 0
 
 
-def table(load: str, results: dict, big: str) -> int:
-    """Print one machine state's table; how many goals it missed."""
+def table(load: str, results: dict, big: str, rows: list[dict]) -> int:
+    """Print one machine state's table, its rows added to `rows` as data (results.py); how
+    many goals it missed."""
     print(f"\n{load}:\n")
     print(f"| command | tiny | {big} | peak MiB (tiny / {big}) | goal | |")
     print("|---|---:|---:|---:|---|---|")
@@ -243,6 +247,16 @@ def table(load: str, results: dict, big: str) -> int:
         print(
             f"| {name} | {t_small:.2f} s | {t_large:.2f} s | {m_small:.0f} / {m_large:.0f} "
             f"| {goal} | {'met' if ok else 'MISSED'} |"
+        )
+        rows.append(
+            {
+                "condition": load,
+                "command": name,
+                "tiny": f"{t_small:.2f} s",
+                big: f"{t_large:.2f} s",
+                "peak MiB": f"{m_small:.0f} / {m_large:.0f}",
+                "goal": f"{goal}: {'met' if ok else 'MISSED'}",
+            }
         )
     return missed
 

@@ -17,6 +17,7 @@ import tempfile
 from pathlib import Path
 
 from machine_load import a_core_busy
+from results import record
 
 from autoresearch.bench.runners import LocalRunner
 from autoresearch.bench.sandbox import Sandbox, bwrap_problem
@@ -49,7 +50,8 @@ def timings(command: str, runs: int, cwd: Path, logs: Path) -> dict[str, list[fl
     return found
 
 
-def report(label: str, found: dict[str, list[float]]) -> None:
+def report(label: str, found: dict[str, list[float]]) -> dict:
+    """Print one condition's row; the row as data (results.py)."""
     plain = statistics.median(found["unconfined"])
     confined = statistics.median(found["confined"])
     cost_ms = (confined - plain) * 1000
@@ -60,6 +62,14 @@ def report(label: str, found: dict[str, list[float]]) -> None:
         f"({verdict}, goal < {GOAL_MS:g} ms) | {share:+.1%} of a run"
         f"{'' if abs(share) < GOAL_SHARE else ' (over 2%)'} |"
     )
+    return {
+        "condition": label,
+        "unconfined (median)": f"{plain * 1000:.1f} ms",
+        "confined (median)": f"{confined * 1000:.1f} ms",
+        "cost per run": f"{cost_ms:+.1f} ms ({verdict}, goal < {GOAL_MS:g} ms)",
+        "share of a run": f"{share:+.1%}",
+        "runs each way": len(found["confined"]),
+    }
 
 
 def main() -> int:
@@ -74,10 +84,13 @@ def main() -> int:
     print(f"`{args.command}` in {args.cwd}, {args.runs} runs each way, interleaved\n")
     print("| condition | unconfined (median) | confined (median) | cost per run | share |")
     print("|---|---:|---:|---:|---:|")
+    rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        report("quiet", timings(args.command, args.runs, Path(args.cwd), Path(tmp)))
+        rows.append(report("quiet", timings(args.command, args.runs, Path(args.cwd), Path(tmp))))
         with a_core_busy():
-            report("a core busy", timings(args.command, args.runs, Path(args.cwd), Path(tmp)))
+            found = timings(args.command, args.runs, Path(args.cwd), Path(tmp))
+            rows.append(report("a core busy", found))
+    record("sandbox_cost", rows, notes=f"`{args.command}`")
     return 0
 
 

@@ -89,7 +89,19 @@ def test_the_best_s_profile_reaches_state_the_prompt_and_each_keep_s_review(targ
     assert "- #1 01-skip-the-read: `get` 40.0% → 0.0%" in pr
     page = tmp_path / "page.html"
     assert run_cli("report", "--html", str(page), cwd=target.root).returncode == 0
-    assert "where the time moved:</b> `get` 40.0% → 0.0%" in page.read_text()
+    html = page.read_text()
+    assert "where the time moved:</b> `get` 40.0% → 0.0%" in html
+    # The best's icicle, and the keep's against the best before it: `write` grew (red), `get`
+    # is gone, `put` (100% both times) unchanged (grey).
+    assert html.count('<svg class="icicle"') == 2
+    keep = html.split('id="evidence-1"', 1)[1].split("</tr>", 1)[0]
+    assert re.search(
+        r"<title>write: 100.0% of the samples \(was 60.0%\)</title><rect [^>]*fill=\"hsl\(0,", keep
+    )
+    assert re.search(
+        r"<title>put: 100.0% of the samples \(was 100.0%\)</title><rect [^>]*fill=\"hsl\(0, 0%",
+        keep,
+    )
 
 
 def test_the_agent_s_prompt_says_where_the_time_goes(target, tmp_path):

@@ -19,9 +19,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from ..errors import UserError
 from ..journal.records import FAILED_STATUSES, ExperimentRecord
 from ..journal.tail import last_experiments
+from ..loop.session_dir import session_paths
+from ..profiles import load_profile
+from .flame import icicle_svg
 from .history import History, frame_rows
 from .merge import merge_facts
 from .render import render_template
@@ -85,11 +90,13 @@ def page_data(history: History, summary: dict, config=None) -> dict[str, Any]:
     """What the page shows besides the summary: plots, rows with their evidence, groups."""
     rows = [_row(r) for r in frame_rows(history.experiments, *ROW_COLUMNS)]
     detailed = _records(history, config)
-    moved = {w["n"]: w.get("profile_said") for w in summary.get("wins") or []}
+    moved = {w["n"]: w for w in summary.get("wins") or []}
     for row in rows:
         record = detailed.get(row["id"])
         row["evidence"] = _evidence(record, config) if record is not None else None
-        row["profile_said"] = moved.get(row["n"]) or ""
+        win = moved.get(row["n"]) or {}
+        row["profile_said"] = win.get("profile_said") or ""
+        row["flame"] = _flame(config, win.get("parent"), win.get("commit")) if win else ""
     return {
         "plots": _plots(history),
         "rows": rows,
@@ -97,6 +104,7 @@ def page_data(history: History, summary: dict, config=None) -> dict[str, Any]:
         "statuses": sorted({r["status"] for r in rows}),
         "families": sorted({r["family"] for r in rows if r["family"]}),
         "proposers": sorted({r["proposer"] for r in rows if r["proposer"]}),
+        "flame": _flame(config, None, history.environment.get("tip_commit")),
         **merge_facts(history, summary, config),
     }
 
@@ -151,6 +159,19 @@ def _evidence(record: ExperimentRecord, config) -> dict[str, Any]:
     }
 
 
+def _flame(config, before: str | None, after: str | None) -> Markup:
+    """The icicle of `after`'s stored profile, against `before`'s when given (flame.py);
+    empty without one."""
+    if config is None or not after or not config.profile.command:
+        return Markup("")
+    paths = session_paths(config)
+    now = load_profile(paths.profile(after))
+    was = load_profile(paths.profile(before)) if before else None
+    if not now or (before and not was):
+        return Markup("")
+    return Markup(icicle_svg(now, was))  # built from escaped text only
+
+
 def _checks(checks: dict | None) -> str | None:
     """The checks' verdict in words: passed or how they failed, how long, how many tests."""
     if not checks:
@@ -177,8 +198,6 @@ def _patch_text(record: ExperimentRecord, config) -> str | None:
     """The patch as the loop saved it (the session's patches directory), cut when long."""
     if config is None:
         return None
-    from ..loop.session_dir import session_paths
-
     try:
         path = session_paths(config).patches / f"{record.n:04d}-{record.patch_sha256[:12]}.patch"
         with open(path, "rb") as handle:
