@@ -9,6 +9,7 @@ from conftest import edit_file, git, run_cli
 from synthetic import unified_patch
 
 from autoresearch.journal.store import JournalContents, read_journal
+from autoresearch.profiles import load_profile, top_frames
 
 # A shorter decision than a night's: the test's time.
 SHORT_DECISION = {
@@ -55,6 +56,16 @@ def night(repo: Path, metric: str, win: str, null: str, timeout: float = 600) ->
     kept = next(r for r in journal.experiments if r.status == "keep")
     assert kept.decision["metrics"][metric]["change_pct"] < -50
     return journal
+
+
+def base_profile_share(repo: Path, journal: JournalContents, part: str) -> float:
+    """The share of the samples (with what it calls) of the frame naming `part` in the
+    profile `init`'s perf command took of the session's base, at its calibration."""
+    base = journal.sessions[0].base_commit
+    folded = load_profile(repo / ".git" / "autoresearch" / "main" / "profiles" / f"{base}.folded")
+    assert folded, "no profile of the base: is perf installed (apt-get install linux-perf)?"
+    frames = top_frames(folded, 10**6)
+    return max((t["total_pct"] for t in frames if part in t["frame"]), default=0.0)
 
 
 def measured_with(repo: Path, metric: str) -> str:

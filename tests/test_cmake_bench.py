@@ -11,7 +11,13 @@ import shutil
 
 import pytest
 from conftest import edit_file, run_cli
-from ecosystem_night import measured_with, night, project, queue_win_and_null
+from ecosystem_night import (
+    base_profile_share,
+    measured_with,
+    night,
+    project,
+    queue_win_and_null,
+)
 
 pytestmark = pytest.mark.slow  # C++ builds and Google Benchmark runs
 
@@ -98,7 +104,9 @@ def test_a_night_on_a_cmake_project_benched_with_google_benchmark(tmp_path):
     assert check.returncode == 0, check.stdout + check.stderr
     assert any(line.split()[:1] == ["bm_sumto_10000_ns"] for line in check.stdout.splitlines())
 
-    night(repo, "bm_sumto_10000_ns", "Sum in closed form", "Say what it sums")
+    journal = night(repo, "bm_sumto_10000_ns", "Sum in closed form", "Say what it sums")
+    # The base's profile (init's perf command) names the function the win rewrites.
+    assert base_profile_share(repo, journal, "sum_to") > 20
     # Each arm built in its own build/, kept across the reverts: never one shared.
     state = repo / ".git" / "autoresearch" / "main"
     assert (state / "worktree" / "build" / "summer_bench").is_file()

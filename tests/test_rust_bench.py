@@ -13,7 +13,13 @@ import subprocess
 
 import pytest
 from conftest import git, run_cli
-from ecosystem_night import measured_with, night, project, queue_win_and_null
+from ecosystem_night import (
+    base_profile_share,
+    measured_with,
+    night,
+    project,
+    queue_win_and_null,
+)
 
 pytestmark = pytest.mark.slow  # criterion fetched from crates.io and built, in release
 
@@ -97,6 +103,8 @@ def test_a_night_on_a_rust_crate_benched_with_criterion(tmp_path):
     )
 
     journal = night(repo, "fib_20_ns", "Iterate", "Say F(n)", timeout=900)
+    # The base's profile (init's perf command) names the function the win rewrites.
+    assert base_profile_share(repo, journal, "fib") > 20
     assert journal.confirmations and journal.confirmations[-1].change_pct < -50
     # Each arm built in its own target/, kept across the reverts: never one shared.
     state = repo / ".git" / "autoresearch" / "main"
