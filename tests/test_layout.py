@@ -80,8 +80,8 @@ def test_processes_start_in_one_module():
     [
         # `run`: everything up to its first bench; the rule's distributions come at first use
         ["autoresearch.cli.session", "autoresearch.loop.driver", "autoresearch.loop.preflight"],
-        # status and state
-        ["autoresearch.cli.agents", "autoresearch.loop.status"],
+        # status, state and history
+        ["autoresearch.cli.agents", "autoresearch.loop.status", "autoresearch.agents.outcome"],
     ],
 )
 def test_the_loop_and_the_light_commands_import_nothing_heavy(modules):

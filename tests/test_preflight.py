@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 from conftest import experiments, git, run_cli
 
 
@@ -111,6 +114,26 @@ def test_check_command_on_demand(target):
     assert done.returncode == 1
     assert "problem: the checks fail on the unmodified code" in done.stdout
     assert len(git(target.root, "worktree", "list").splitlines()) == 1
+    # The log it names is still there to read.
+    log = re.search(r"log: (\S+checks\.log)", done.stdout).group(1)
+    assert Path(log).is_file() and Path(log).read_text()
+
+
+def test_check_says_how_long_a_run_takes_and_what_a_failed_bench_misses(target):
+    done = run_cli("check", "--no-calibrate", cwd=target.root)
+    assert re.search(r"one bench run took \d+\.\ds: a decision of 8 pairs at most", done.stdout)
+
+    bench = target.root / "bench.py"
+    bench.write_text(
+        "#!/bin/sh\necho 'pytest: error: unrecognized arguments: --benchmark-only' >&2\nexit 4\n"
+    )
+    git(target.root, "commit", "-qam", "a bench whose pytest lacks pytest-benchmark")
+    done = run_cli("check", "--no-calibrate", cwd=target.root)
+
+    assert done.returncode == 1
+    problem = next(x for x in done.stdout.splitlines() if x.startswith("problem:"))
+    assert "(exit code 4): pytest-benchmark is not installed in the interpreter" in problem
+    assert Path(problem.rsplit("log: ", 1)[1]).is_file()
 
 
 def test_check_and_run_give_one_noise_verdict(target, tmp_path):

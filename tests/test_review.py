@@ -308,3 +308,8 @@ def test_the_progress_plot_draws_what_was_decided(target, tmp_path):
     assert np.std(image[..., :3]) > 0.05
     assert plot_scales(load_history(target.journal), tmp_path / "scales.png") is None
     assert not (tmp_path / "scales.png").exists()
+    # The PR names the crash's log relative to the repository, never by this machine's path.
+    pr = run_cli("pr", cwd=target.root)
+    assert pr.returncode == 0, pr.stderr
+    assert str(target.root) not in pr.stdout
+    assert "log: .git/autoresearch/t/logs/t-0003/" in pr.stdout, pr.stdout

@@ -402,3 +402,27 @@ def test_a_confined_run_cannot_reach_a_unix_socket_on_the_host(tmp_path):
     assert "pair-ok" in out and "connected" not in out, out
     assert "PermissionError" in out, out
     assert "connected" in Path(unconfined.log_path).read_text()
+
+
+def test_an_interpreter_named_under_tmp_runs_confined(target):
+    """`init --python /tmp/venv/bin/python3` writes a bench naming an interpreter under /tmp,
+    which the run's private /tmp would hide (exit 127): what a command names there is shown
+    again, read-only."""
+    where = Path(f"/tmp/autoresearch-venv-{uuid.uuid4().hex[:8]}")
+    (where / "bin").mkdir(parents=True)
+    (where / "bin" / "python3").symlink_to(sys.executable)
+    confine(target)
+    text = target.config_path.read_text()
+    target.config_path.write_text(
+        text.replace('command = "./bench.py"', f'command = "{where}/bin/python3 bench.py"')
+    )
+    git(target.root, "commit", "-qam", "an interpreter under /tmp")
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    try:
+        run(target)
+    finally:
+        shutil.rmtree(where)
+
+    (record,) = experiments(target)
+    assert record.status == "keep", (record.status, record.error)
+    assert record.confinement["tool"] == "bwrap"

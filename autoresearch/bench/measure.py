@@ -80,7 +80,7 @@ class Harness:
         # The holdout's own runs alone see its files (sandbox.py, `secret`).
         self.holdout_runner = self.runner
         if sandbox is not None and sandbox.secret:
-            own = replace(sandbox, secret=(), shown=sandbox.secret)
+            own = replace(sandbox, secret=(), shown=(*sandbox.shown, *sandbox.secret))
             self.holdout_runner = LocalRunner(config.bench.cpus, own, cap)
         # The metrics whose least disturbed run is the highest, for `aggregate = "best"`.
         self._higher = {m.name for m in config.all_metrics() if m.direction == "higher"}

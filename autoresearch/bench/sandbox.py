@@ -286,6 +286,18 @@ def _covered(hidden: Path, needed: list[Path]) -> list[str]:
     return argv
 
 
+def _under_tmp(commands: tuple[str, ...]) -> tuple[Path, ...]:
+    """What the commands name by an absolute path under /tmp (an interpreter of a virtualenv
+    made there, `init --python /tmp/venv/bin/python3`): its top directory there, which the
+    run's private /tmp would otherwise hide."""
+    found = []
+    for word in " ".join(commands).split():
+        path = Path(word.strip("'\""))
+        if path.is_absolute() and _under(path, Path("/tmp")) and len(path.parts) > 2:
+            found.append(Path("/tmp", path.parts[2]))
+    return tuple(dict.fromkeys(found))
+
+
 def _hidden(paths: tuple[Path, ...]) -> list[str]:
     """bwrap arguments that cover each of `paths` whole, last, over every bind before them."""
     argv: list[str] = []
@@ -398,6 +410,7 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
         for command in (config.bench.command, config.bench.sentinel_command, config.checks.command)
         if (script := script_path(command))
     )
+    commands = (config.bench.command, config.bench.build, config.checks.command)
     sandbox = Sandbox(
         network=s.network,
         unix_sockets=s.unix_sockets,
@@ -406,6 +419,7 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
         seeds=seeds,
         harness=harness,
         secret=tuple(config.holdout_files),
+        shown=_under_tmp(commands),
     )
     return sandbox, None
 

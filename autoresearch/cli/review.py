@@ -63,9 +63,9 @@ def cmd_pr(args: argparse.Namespace) -> int:
             "there is no change to describe (`autoresearch report` says what was tried and why "
             "it was not kept)"
         )
-    text = render_pr(
-        summary, templates, raw={"baseline": history.baseline_log, "final": history.final_log}
-    )
+    raw = {"baseline": history.baseline_log, "final": history.final_log}
+    root = config.repo_path if config is not None else None
+    text = render_pr(summary, templates, raw=raw, root=root)
     if args.out:
         Path(args.out).write_text(text, encoding="utf-8")
         print(f"wrote {args.out}")

@@ -16,10 +16,7 @@ from ..statuses import Rule, Status
 from .rule import CONFIDENCE, Decision, improvement
 from .stats import compare, compare_paired
 
-__all__ = ["HIDDEN_REASON", "holdout_decision", "holdout_evidence", "shown_to_agents"]
-
-# What an agent is told of a holdout discard: that it happened, nothing of what was measured.
-HIDDEN_REASON = "a win on the bench that the hidden holdout workload did not bear out"
+__all__ = ["holdout_decision", "holdout_evidence"]
 
 
 def holdout_evidence(config: Config, baseline: list[float], candidate: list[float]) -> dict:
@@ -66,12 +63,6 @@ def holdout_evidence(config: Config, baseline: list[float], candidate: list[floa
         "ok": ok,
         "reason": f"{said}: {why}",
     }
-
-
-def shown_to_agents(rule: str | None, reason: str) -> str:
-    """An experiment's reason as an agent may read it (its prompt, `history`, MCP): a holdout
-    discard's without the holdout's metric or figures."""
-    return HIDDEN_REASON if rule == Rule.HOLDOUT else reason
 
 
 def holdout_decision(decision: Decision, evidence: dict) -> Decision:

@@ -11,6 +11,7 @@ when the checks fail on code nobody changed: every keep would otherwise end as `
 from __future__ import annotations
 
 import difflib
+import re
 import shutil
 import tempfile
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from ..errors import MetricParseError, PreflightError, UserError, WorkspaceError
 from ..repo.gitrepo import open_repo
 from ..repo.workspace import Workspace
 from ..report.scales import scale_parts
+from .session_dir import session_paths
 
 __all__ = ["Preflight", "check_repository", "holdout_problems", "require_scripts", "run_preflight"]
 
@@ -58,6 +60,12 @@ class Preflight:
             family = f"family {parts[0]}*{parts[2]} at {parts[1]}" if parts else ""
             role = roles.get(name, "")
             out.append(f"  {name:<{width}}  {value:>14.6g}  {role:<9}  {family}".rstrip())
+        if self.bench is not None and self.bench.ok:
+            out.append(
+                f"  one bench run took {self.bench.duration_s:.1f}s: a decision of "
+                f"{config.decision.max_runs} pairs at most takes up to "
+                f"{2 * config.decision.max_runs * self.bench.duration_s / 60:.0f} min"
+            )
         if self.checks is not None:
             verdict = "pass" if self.checks.exit_code == 0 else self.checks.describe()
             out.append(
@@ -89,7 +97,8 @@ def run_preflight(
         return result
     if bench.timed_out or bench.exit_code != 0:
         result.problems.append(
-            f"the bench fails on the unmodified code ({bench.describe()}); log: {bench.log_path}"
+            f"the bench fails on the unmodified code ({bench.describe()}){_hint(bench)}; "
+            f"log: {bench.log_path}"
         )
         return result
     try:
@@ -131,6 +140,31 @@ def holdout_problems(config: Config, cwd: Path) -> list[str]:
     return problems
 
 
+# What a failed bench's output says is missing, and what to do about it.
+HINTS = (
+    (
+        re.compile(r"unrecognized arguments: --benchmark|No module named .?pytest_benchmark"),
+        "pytest-benchmark is not installed in the interpreter the bench runs: install it there "
+        "(pip install pytest-benchmark), or name another with `init --python`",
+    ),
+    (
+        re.compile(r"No module named pytest\b"),
+        "pytest is not installed in the interpreter the bench runs (pip install pytest)",
+    ),
+    (
+        re.compile(r"(?m)^.*: (?:line \d+: )?(\S+): (?:command )?not found$"),
+        "a program the bench runs is not found where it runs (a path under /tmp, or not on "
+        "the PATH the bench gets)",
+    ),
+)
+
+
+def _hint(run: RunResult) -> str:
+    """What the run's last output says is missing, as `: <hint>`; empty when nothing known."""
+    tail = run.tail or ""
+    return next((f": {hint}" for pattern, hint in HINTS if pattern.search(tail)), "")
+
+
 def _missing(config: Config, printed: dict[str, float]) -> list[str]:
     wanted = [("[metric] name", config.metric.name)]
     wanted += [("[[secondary]] name", s.name) for s in config.secondary]
@@ -158,14 +192,17 @@ def check_repository(
         raise WorkspaceError(f"{repo.path}: revision '{rev}' not found ([target] base)")
     scratch = Path(tempfile.mkdtemp(prefix="autoresearch-check-"))
     trees = (scratch / "tree", scratch / "twin")
+    # The logs outlive the trees: a problem's log path must still be there to read.
+    logs = session_paths(config).root / "check-logs"
+    shutil.rmtree(logs, ignore_errors=True)
     try:
         repo.must("worktree", "add", "--quiet", "--detach", str(trees[0]), commit)
         say(f"pre-flight on {commit[:10]} ({rev}) in {trees[0]}: build, one bench run, the checks")
         harness = Harness(config, env=env, stop=None)
-        result = run_preflight(config, trees[0], commit, scratch / "logs", harness)
+        result = run_preflight(config, trees[0], commit, logs, harness)
         if result.ok and calibrate_noise:
             repo.must("worktree", "add", "--quiet", "--detach", str(trees[1]), commit)
-            _calibrate(config, harness, trees, result, scratch / "logs", say)
+            _calibrate(config, harness, trees, result, logs, say)
         return result
     finally:
         for tree in trees:

@@ -125,10 +125,14 @@ def render_json(summary: dict) -> str:
     return json.dumps(summary, indent=2, default=str, allow_nan=False)
 
 
-def render_pr(summary: dict, templates: Path | None = None, raw: dict | None = None) -> str:
-    """The PR description; `raw` maps baseline/final to log paths of their bench output."""
+def render_pr(
+    summary: dict, templates: Path | None = None, raw: dict | None = None, root: Path | None = None
+) -> str:
+    """The PR description; `raw` maps baseline/final to log paths of their bench output. The
+    paths under `root` (the repository) are said relative to it: a reviewer's machine has
+    none of the author's absolute paths."""
     raw_text = {k: _head(read_log(v)) if v else None for k, v in (raw or {}).items()}
-    return render_template(
+    text = render_template(
         "pr.md.j2",
         templates,
         s=summary,
@@ -137,6 +141,7 @@ def render_pr(summary: dict, templates: Path | None = None, raw: dict | None = N
         major_pct=MAJOR_WIN_PCT,
         not_kept_shown=NOT_KEPT_SHOWN,
     )
+    return text.replace(f"{root}/", "") if root is not None else text
 
 
 def pr_title(summary: dict) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from ...bench.capture import capture
 from ...config import Config
-from ...decide.holdout import shown_to_agents
+from ...decide.hidden import shown_to_agents
 from ...decide.percent import change_pct
 from ...errors import UserError
 from ...journal.records import ExperimentRecord
