@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from autoresearch.bench.metrics import parse_metrics
-from autoresearch.config import load_config
+from autoresearch.config import EquivalenceConfig, HoldoutConfig, ProfileConfig, load_config
 from autoresearch.journal.store import read_journal
 from autoresearch.loop.driver import run_session
 from autoresearch.loop.session import RunOptions
@@ -72,7 +72,9 @@ def test_bench_fails_loudly_on_a_bad_profile():
 
 
 def _short_night(tmp_path: Path, proposer: list[dict] | None = None, shared: Path | None = None):
-    """A short real session on patches 01 (the big win) and 09 (a negative control)."""
+    """A short real session on patches 01 (the big win) and 09 (a negative control); with a
+    proposer of its own, without the holdout, the equivalence check and the profile (that
+    night is about the proposer: the one without tests them)."""
     repo = tmp_path / "repo"
     subprocess.run(["git", "clone", "-q", "--shared", str(ROOT), str(repo)], check=True)
     queue = repo / "targets/pebble/hypotheses"
@@ -81,6 +83,13 @@ def _short_night(tmp_path: Path, proposer: list[dict] | None = None, shared: Pat
             patch.unlink()
     make_holdout(repo / "targets/pebble")  # what loop.py makes before the night
     config = load_config(repo / "autoresearch.toml")
+    if proposer:
+        config = dataclasses.replace(
+            config,
+            holdout=HoldoutConfig(),
+            equivalence=EquivalenceConfig(),
+            profile=ProfileConfig(),
+        )
     config = dataclasses.replace(
         config,
         bench=dataclasses.replace(config.bench, calibration_runs=4),

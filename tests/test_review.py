@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import experiments, run, run_cli
+from conftest import experiments, git, run, run_cli
 from matplotlib.image import imread
 
 from autoresearch.report import load_history, render_pr, summarize
@@ -313,3 +314,57 @@ def test_the_progress_plot_draws_what_was_decided(target, tmp_path):
     assert pr.returncode == 0, pr.stderr
     assert str(target.root) not in pr.stdout
     assert "log: .git/autoresearch/t/logs/t-0003/" in pr.stdout, pr.stdout
+
+
+def test_a_drifting_bimodal_night_is_drawn_counted_and_advised_consistently(target, tmp_path):
+    """A bench that drifts upward run by run and jumps by a third one run in three (bimodal):
+    every surface agrees with the decisions. No discard is drawn better than its best unless
+    it measured better (and then hollow); the counts add up in `report`, the page and `pr`; an
+    experiment's advice (its record's hint, ideas.md, the report's group) never contradicts."""
+    from autoresearch.report.ideas import update_ideas
+    from autoresearch.report.page import render_page
+
+    target.configure(min_runs=4, max_runs=8, looks=2)
+    git(target.root, "commit", "-qam", "a longer decision", "--allow-empty")
+    factors = ",".join(f"{(1 + 0.004 * i) * (1.33 if i % 3 == 2 else 1):.4f}" for i in range(60))
+    for name, files in (
+        ("01-win", {"src/speedup-a.txt": "0.7\n"}),
+        ("02-null", {"src/notes.txt": "nothing\n"}),
+        ("03-hair", {"src/speedup-b.txt": "0.99\n"}),
+        ("04-loss", {"src/speedup-c.txt": "1.2\n"}),
+        ("05-crash", {"src/mode.txt": "crash\n"}),
+        ("06-win", {"src/speedup-d.txt": "0.8\n"}),
+    ):
+        target.add_hypothesis(name, files)
+    run(target, env={"BENCH_FACTORS": factors, "BENCH_COUNTER": str(tmp_path / "count")})
+    records = {r.n: r for r in experiments(target)}
+    history = load_history(target.journal)
+    summary = summarize(history)
+
+    data = progress_data(history).set_index("n")
+    for n, record in records.items():
+        judged = ((record.decision or {}).get("metrics") or {}).get("time_ms")
+        if judged and record.status != "keep":
+            assert data.loc[n, "change_pct"] == pytest.approx(judged["change_pct"])
+            if judged["change_pct"] < 0:
+                assert bool(data.loc[n, "better_unshown"]), n
+    # Counts that add up: report, the page, the PR.
+    total = summary["experiments"]
+    assert sum(summary["by_status"].values()) + summary["retried"] == total
+    page = render_page(history, summary)
+    shown = [int(x) for x in re.findall(r'data-status="[a-z_]+">[a-z_ ]+?(\d+)', page)]
+    assert sum(shown) == total
+    pr = run_cli("pr", cwd=target.root).stdout
+    said = re.search(r"- Experiments: (\d+) run, (\d+) kept((?:, \d+ [^,.]+)*)", pr)
+    assert int(said.group(1)) == total
+    others = [int(x) for x in re.findall(r", (\d+) ", said.group(3) or "")]
+    assert int(said.group(2)) + sum(others) + summary["retried"] == total
+    # One piece of advice per experiment.
+    ideas = tmp_path / "ideas.md"
+    ideas.write_text("# Ideas\n")
+    update_ideas(ideas, summary)
+    closed = ideas.read_text().split("### Closed axes", 1)[1].split("###", 1)[0]
+    for n, record in records.items():
+        if record.status in ("discard", "inconclusive"):
+            hint_closed = (record.asi.next_action_hint or "").startswith("closed axis")
+            assert hint_closed == (f"- #{n} " in closed), (n, record.rule, record.asi)

@@ -48,12 +48,19 @@ NEXT_ACTION = {
     "agent_failed": "the agent crashed, timed out or reported an error before proposing: read "
     "its log",
 }
-# A discard whose rule more runs could change (not promising within the cap, under a
-# threshold the noise raised) is not a closed axis: the second look takes it up again.
-WORTH_ANOTHER_LOOK = (
-    "worth another look: not shown within this run budget; the second look measures it "
-    "again, or combine it with another change"
-)
+# A discard whose rule more runs could change is not a closed axis: not promising within the
+# cap (the second look takes it up again), or under a threshold the noise raised (a near miss
+# a quieter machine or more runs may show; the loop does not retry it by itself).
+WORTH_ANOTHER_LOOK = {
+    Rule.NOT_PROMISING: (
+        "worth another look: not shown within this run budget; the second look measures it "
+        "again, or combine it with another change"
+    ),
+    Rule.BELOW_NOISE_THRESHOLD: (
+        "worth another look: under the threshold this bench's noise sets; a quieter machine, "
+        "more runs or a combination may show it (the loop does not retry it by itself)"
+    ),
+}
 
 
 def next_action(status: str, rule: str | None = None) -> str:
@@ -61,7 +68,7 @@ def next_action(status: str, rule: str | None = None) -> str:
     `history`, the agent's prompt and ideas.md say the same)."""
     known = {r.value: r for r in Rule}
     if status == Status.DISCARD and rule in known and not known[rule].closes_axis:
-        return WORTH_ANOTHER_LOOK
+        return WORTH_ANOTHER_LOOK.get(known[rule], WORTH_ANOTHER_LOOK[Rule.NOT_PROMISING])
     return NEXT_ACTION[status]
 
 
