@@ -195,7 +195,9 @@ def test_lock_held_by_a_killed_process_is_free(target, tmp_path):
     target.add_hypothesis("01-slow", {"src/mode.txt": "slow\n"})
     started = tmp_path / "started"
     proc = spawn_loop(target, {"BENCH_SLOW_S": "60", "BENCH_STARTED": str(started)})
-    wait_for(started, timeout=60)
+    # The candidate's slow run, not a quick calibration run of the best (those write `started`
+    # too): killed between the two, nothing would be in flight.
+    wait_for_candidate(target, started)
     status = run_cli("status", "--json", cwd=target.root)
     assert json.loads(status.stdout)["running"] is True
     _kill9(proc)
