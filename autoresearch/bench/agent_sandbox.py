@@ -12,13 +12,12 @@ file system, or nothing.
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..repo.gitrepo import gitdir_of
-from .sandbox import Sandbox, cache_dir, sandbox_for
+from .sandbox import Sandbox, cache_dir, paths_in, sandbox_for
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -58,21 +57,10 @@ def agent_sandbox(
         caches={"HOME": "home"},
         seeds={"HOME": _agent_home_seed(scratch, home)},
         hide=(Path.home().resolve(),),
-        reveal=_paths_in(command),
+        reveal=paths_in(command),
         relocate={var: at for var, (at, _) in RELOCATING.items() if os.environ.get(var)},
         secret=sandbox.secret,
     )
-
-
-def _paths_in(command: str) -> tuple[Path, ...]:
-    """The files a command line names: its program (found on PATH) and absolute paths."""
-    try:
-        words = shlex.split(command)
-    except ValueError:  # an unclosed quote: bash will say so when it runs
-        words = command.split()
-    found = [shutil.which(words[0])] if words else []
-    found += [w for w in words if w.startswith("/")]
-    return tuple(Path(p) for p in found if p)
 
 
 def _agent_home_seed(scratch: Path, home: list[str]) -> Path:

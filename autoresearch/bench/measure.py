@@ -194,7 +194,7 @@ class Harness:
         each run what it did not have: `init` gives it a build step that fills its cache."""
         states = {}
         for cwd in trees:
-            beside = getattr(self.runner, "arm_state", lambda _: ())(cwd)
+            beside = self.runner.arm_state(cwd)
             for cache in beside:
                 redate(cache)
             states[cwd] = FileState.take([cwd, *beside])

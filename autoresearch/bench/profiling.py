@@ -53,7 +53,6 @@ def take_profile(harness: Harness, cwd: Path, log: Path) -> tuple[Folded | None,
     finally:
         with contextlib.suppress(OSError):
             out.unlink()
-        harness.put_back(cwd)
 
 
 def _as_text(format: str, path: Path, raw: bytes, cwd: Path) -> str | None:

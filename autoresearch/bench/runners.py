@@ -49,6 +49,10 @@ class Runner(Protocol):
         the descriptors `pass_fds` names."""
         ...
 
+    def arm_state(self, cwd: Path) -> tuple[Path, ...]:
+        """What a run in `cwd` may write beside its tree that a later run could read."""
+        ...
+
 
 class LocalRunner:
     """This machine, pinned to `cpus` (a taskset list) when given; each run confined to its
@@ -107,6 +111,9 @@ class SimulatedRunner:
     def __init__(self, model: BenchModel):
         self.model = model
         self.index = 0
+
+    def arm_state(self, cwd: Path) -> tuple[Path, ...]:
+        return ()  # no process: nothing written beside the tree
 
     def run(self, command: str, *, cwd: Path, log_path: Path, **_) -> RunResult:
         values = self.model(Path(cwd), self.index)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +38,7 @@ __all__ = [
     "Sandbox",
     "bwrap_problem",
     "keeps_out",
+    "paths_in",
     "sandbox_for",
     "unconfined_warning",
 ]
@@ -286,15 +288,24 @@ def _covered(hidden: Path, needed: list[Path]) -> list[str]:
     return argv
 
 
+def paths_in(command: str) -> tuple[Path, ...]:
+    """The files a command line names: its program (found on PATH) and absolute paths."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # an unclosed quote: bash will say so when it runs
+        words = command.split()
+    found = [shutil.which(words[0])] if words else []
+    found += [w for w in words if w.startswith("/")]
+    return tuple(Path(p) for p in found if p)
+
+
 def _under_tmp(commands: tuple[str, ...]) -> tuple[Path, ...]:
-    """What the commands name by an absolute path under /tmp (an interpreter of a virtualenv
-    made there, `init --python /tmp/venv/bin/python3`): its top directory there, which the
-    run's private /tmp would otherwise hide."""
-    found = []
-    for word in " ".join(commands).split():
-        path = Path(word.strip("'\""))
-        if path.is_absolute() and _under(path, Path("/tmp")) and len(path.parts) > 2:
-            found.append(Path("/tmp", path.parts[2]))
+    """What the commands name under /tmp (an interpreter of a virtualenv made there, `init
+    --python /tmp/venv/bin/python3`): its top directory there, which the run's private /tmp
+    would otherwise hide."""
+    tmp = Path("/tmp")
+    named = [p for command in commands if command for p in paths_in(command)]
+    found = [tmp / p.parts[2] for p in named if _under(p, tmp) and len(p.parts) > 2]
     return tuple(dict.fromkeys(found))
 
 
