@@ -99,3 +99,51 @@ def test_go_checks_that_end_before_any_test_are_counted_from_their_json_report(t
     the_cheat_fails_the_win_is_kept(
         target, "passed 0 tests and skipped 0, where the best's passed 2"
     )
+
+
+RUST_TESTS = """pub fn add(a: u64, b: u64) -> u64 {
+    a + b
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn adds() {
+        assert_eq!(super::add(1, 2), 3);
+    }
+
+    #[test]
+    fn prints_a_summary_of_its_own() {
+        println!("test result: ok. 40 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out");
+    }
+}
+"""
+
+
+def test_cargo_checks_that_exit_before_their_summary_are_counted_from_libtest_s(target):
+    """Cargo's checks tee `cargo test`'s output to the report the loop names: a candidate
+    whose test exits the test binary, successfully, before libtest's summary is
+    `checks_failed`; a summary a passing test prints is captured by libtest, never counted."""
+    crate = target.root / "src" / "calc"
+    (crate / "src").mkdir(parents=True)
+    (crate / "Cargo.toml").write_text(
+        '[package]\nname = "calc"\nversion = "0.1.0"\nedition = "2021"\n'
+    )
+    (crate / "src" / "lib.rs").write_text(RUST_TESTS)
+    (target.root / ".gitignore").write_text("target/\nCargo.lock\n")
+    report = '\\"$AUTORESEARCH_TEST_REPORT\\"'
+    checks = f"set -o pipefail; cd src/calc && cargo test --quiet 2>&1 | tee {report}"
+    text = target.config_path.read_text()
+    text = text.replace('command = "./checks.py"', f'command = "{checks}"')
+    target.config_path.write_text(text.replace("preflight = false", "preflight = true"))
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "cargo checks")
+    exits = RUST_TESTS.replace("assert_eq!(super::add(1, 2), 3);", "std::process::exit(0);")
+    target.add_hypothesis("01-exit", {"src/value.txt": "80\n", "src/calc/src/lib.rs": exits})
+    target.add_hypothesis("02-win", {"src/value.txt": "70\n"})
+
+    run(target)
+
+    the_cheat_fails_the_win_is_kept(
+        target, "passed 0 tests and skipped 0, where the best's passed 2"
+    )

@@ -7,8 +7,10 @@ and their configuration are protected (config.TESTS_PROTECTED), and the count cl
 left: every checks run asks pytest for a JUnit XML report (`PYTEST_ADDOPTS`) in a place of the
 loop's choosing, and names that place to the checks script (`AUTORESEARCH_TEST_REPORT`) for a
 test runner whose report the script writes itself (`go test -json ./... | tee "$REPORT"`:
-test2json escapes whatever a test prints, so a test cannot print a pass of its own). A
-candidate whose checks passed fewer tests than the best's, or skipped more, or left no report
+test2json escapes whatever a test prints, so a test cannot print a pass of its own; `cargo
+test 2>&1 | tee "$REPORT"`: libtest's own `test result:` summaries, one per test binary, with
+the output of passing tests captured, so a binary that exits before its summary counts none).
+A candidate whose checks passed fewer tests than the best's, or skipped more, or left no report
 where the best's left one, fails its checks. Code that runs inside the
 test process can still lie about itself (it could write a report of its own): the count narrows
 what such code must forge, it does not make the test process trustworthy.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +32,10 @@ __all__ = ["TEST_REPORT_ENV", "TestCount", "count_problem", "read_report", "repo
 MAX_REPORT_BYTES = 64 * 1024 * 1024
 TEST_REPORT_ENV = "AUTORESEARCH_TEST_REPORT"
 _GO_DONE = ("pass", "fail", "skip")
+# libtest's summary of one test binary (cargo test), a whole line of its own.
+_LIBTEST = re.compile(
+    rb"^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored;", re.MULTILINE
+)
 
 
 @dataclass(frozen=True)
@@ -68,9 +75,9 @@ def report_env(env: dict[str, str], report: str) -> dict[str, str]:
 
 
 def read_report(path: Path) -> TestCount | None:
-    """The totals of the report at `path` (JUnit XML, or `go test -json` lines); None when
-    there is none, or it is neither (the report is read once and removed: the next run writes
-    its own)."""
+    """The totals of the report at `path` (JUnit XML, `go test -json` lines, or cargo test's
+    output with libtest's summaries); None when there is none, or it is none of these (the
+    report is read once and removed: the next run writes its own)."""
     try:
         if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
             return None
@@ -82,7 +89,7 @@ def read_report(path: Path) -> TestCount | None:
             path.unlink()
     if data.lstrip().startswith(b"<"):
         return _junit(data)
-    return _go_json(data)
+    return _go_json(data) or _libtest(data)
 
 
 def _junit(data: bytes) -> TestCount | None:
@@ -128,14 +135,24 @@ def _go_json(data: bytes) -> TestCount | None:
     return TestCount(len(tests) + len(broken), failed, skipped)
 
 
+def _libtest(data: bytes) -> TestCount | None:
+    """cargo test's output: the sum of its binaries' `test result:` lines (doc tests are a
+    binary of their own); an ignored test counts as skipped."""
+    found = _LIBTEST.findall(data)
+    if not found:
+        return None
+    passed, failed, ignored = (sum(int(row[i]) for row in found) for i in range(3))
+    return TestCount(passed + failed + ignored, failed, ignored)
+
+
 def count_problem(candidate: TestCount | None, best: TestCount | None) -> str | None:
     """Why the candidate's checks did not test what the best's did, or None."""
     if best is None:
         return None
     if candidate is None:
         return (
-            f"the checks left no test report (pytest's JUnit XML, `go test -json` in "
-            f"${TEST_REPORT_ENV}), where the best's reported "
+            f"the checks left no test report (pytest's JUnit XML, `go test -json` or `cargo "
+            f"test`'s output in ${TEST_REPORT_ENV}), where the best's reported "
             f"{best.passed} passed: the test process ended before its end, or did not run"
         )
     if candidate.passed < best.passed or candidate.skipped > best.skipped:

@@ -32,6 +32,13 @@ if [ -n "${AUTORESEARCH_TEST_REPORT:-}" ]; then  # under the loop: the report it
 else
   go test -count 1 ./...
 fi"""
+# Cargo's tests, counted the same way from libtest's own summary of each test binary (a
+# binary that exits before it, having run nothing, counts none).
+CARGO_CHECKS = """if [ -n "${AUTORESEARCH_TEST_REPORT:-}" ]; then  # under the loop: its count
+  cargo test --quiet 2>&1 | tee "$AUTORESEARCH_TEST_REPORT"
+else
+  cargo test --quiet
+fi"""
 # Directories no ecosystem's sources are looked for in.
 SKIP = {".git", "target", "node_modules", ".venv", "venv", "__pycache__", "build", "vendor"}
 MAX_FILES = 5000  # a look at this many files is enough to tell
@@ -136,7 +143,7 @@ ECOSYSTEMS = {
         name="cargo-criterion",
         says="a Cargo crate with criterion benches",
         bench="cargo bench --quiet",
-        checks="cargo test --quiet",
+        checks=CARGO_CHECKS,
         build="cargo bench --no-run --quiet",
         format="criterion",
         keep=("target/",),
