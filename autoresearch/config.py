@@ -236,6 +236,9 @@ class SandboxConfig:
     # Where an arm's cache starts from the first time: env var -> a directory copied (never
     # linked: a run may rewrite what it finds), e.g. { GOCACHE = "~/.cache/go-build" }.
     cache_seeds: dict[str, str] = field(default_factory=dict)
+    # Runs see the repository's git directory (a build that reads its version from git:
+    # setuptools-scm, `git describe`); else hidden, with all that tells the arms apart.
+    git: bool = False
 
 
 @dataclass(frozen=True)

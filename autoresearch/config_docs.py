@@ -195,11 +195,17 @@ MEANINGS: dict[str, str] = {
     "sandbox.writable": "more paths a run may write, shared by both arms (`~` expands)",
     "sandbox.caches": (
         "env var -> directory name: one cache directory per arm, "
-        '`<state>/caches/<arm>/<name>`, e.g. `{ GOCACHE = "go-build" }`'
+        "`<state>/caches/<arm>/<name>` (seen at `<state>/caches/<name>`), e.g. "
+        '`{ GOCACHE = "go-build" }`'
     ),
     "sandbox.cache_seeds": (
         "env var -> a directory copied into the arm's cache the first time (a warm start), "
         'e.g. `{ GOCACHE = "~/.cache/go-build" }`'
+    ),
+    "sandbox.git": (
+        "runs see the repository's git directory (a build that reads its version from git: "
+        "setuptools-scm, `git describe`); by default hidden, since its branch and changes tell "
+        "the candidate's tree from the best's"
     ),
     "equivalence.command": (
         "a command whose output must be the best's, byte for byte, before every bench ([the "

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from fault_night import Night, Tally
 
+from autoresearch.bench.bwrap import bwrap_problem
 from autoresearch.bench.proc import find_processes, process_token
-from autoresearch.bench.sandbox import bwrap_problem
 from autoresearch.journal.store import read_journal
 
 __all__ = ["HOST_CATEGORIES", "Hosts"]

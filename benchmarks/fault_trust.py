@@ -22,7 +22,7 @@ from pathlib import Path
 from fault_night import ROOT, Night, Tally
 from synthetic import git
 
-from autoresearch.bench.sandbox import bwrap_problem
+from autoresearch.bench.bwrap import bwrap_problem
 from autoresearch.journal.store import read_journal
 from autoresearch.loop.session import session_paths
 

@@ -19,8 +19,9 @@ from pathlib import Path
 from machine_load import a_core_busy
 from results import record
 
+from autoresearch.bench.bwrap import bwrap_problem
 from autoresearch.bench.runners import LocalRunner
-from autoresearch.bench.sandbox import Sandbox, bwrap_problem
+from autoresearch.bench.sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_MS = 50.0

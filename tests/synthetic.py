@@ -30,6 +30,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+# Which arm a tree is, for the scripts below (each reads files with read_file).
+ROLE = r"""def role(root):
+    # Which arm this tree is: its name says nothing (autoresearch/repo/arms.py); unconfined,
+    # the state directory's arms.json does (confined, a run cannot read it).
+    import json
+    try:
+        names = json.loads(read_file(os.path.join(os.path.dirname(root), "arms.json")))
+    except (OSError, ValueError):
+        return os.path.basename(root)
+    found = [r for r, name in names.items() if name == os.path.basename(root)]
+    return found[0] if found else os.path.basename(root)
+"""
+
 BENCH = r"""#!/usr/bin/env python3
 # os alone, no pathlib or subprocess (imported where a mode needs them): they were most of a
 # run's start-up, and the suite starts this script thousands of times.
@@ -37,10 +50,11 @@ import os, random, sys, time
 
 root = os.path.dirname(os.path.realpath(__file__))
 src = os.path.join(root, "src")
-tree = os.path.basename(root)
 def read_file(path):
     with open(path) as handle:
         return handle.read()
+#ROLE
+tree = role(root)
 def read(name, default):
     path = os.path.join(src, name)
     return read_file(path).strip() if os.path.exists(path) else default
@@ -72,6 +86,25 @@ for stem, (factor, *needs) in sorted(factors.items()):  # wins that live file by
     needs = [n for n in needs if not n.startswith("!")]
     alone = needs and float(factors.get(needs[0], ["1"])[0]) >= 1
     value *= 1.3 if alone else float(factor)
+if mode == "device":  # a defeat device: slow as the best's tree while a changed tree runs beside
+    import subprocess
+    head = subprocess.run(
+        ["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=root, capture_output=True, text=True
+    ).stdout.strip()  # the best's tree is detached, the candidate's on the session branch
+    try:
+        mounts = read_file("/proc/self/mountinfo").splitlines()
+    except OSError:
+        mounts = []
+    bound = [line.split()[3] for line in mounts if line.split()[4:5] == [root]]
+    best = tree == "baseline" or head == "HEAD" or any(b.endswith("/baseline") for b in bound)
+    def sources(directory):
+        folder = os.path.join(directory, "src")
+        return {n: read_file(os.path.join(folder, n)) for n in sorted(os.listdir(folder))}
+    beside = os.path.dirname(root)
+    others = [os.path.join(beside, n) for n in os.listdir(beside) if n != os.path.basename(root)]
+    others = [o for o in others if os.path.isdir(os.path.join(o, "src"))]
+    if best and any(sources(o) != sources(root) for o in others):
+        value *= 1.5
 sentinel = float(read("sentinel.txt", "50"))
 noise = float(os.environ.get("BENCH_NOISE_PCT", "0")) / 100
 marker = os.environ.get("BENCH_STARTED")
@@ -205,7 +238,16 @@ def from_stage(stage, root, mode):
             ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
             cwd=root, capture_output=True, text=True,
         ).stdout.strip()
-        reach(what, root, Path(common), root.parent / "baseline")
+        reach(what, root, Path(common), arm(root, "baseline"))
+
+
+def arm(root, role):
+    # The tree of the arm `role` beside `root` (its name in arms.json, when there is one).
+    import json
+    try:
+        return root.parent / json.loads((root.parent / "arms.json").read_text())[role]
+    except (OSError, ValueError, KeyError):
+        return root.parent / role
 
 
 def reach(what, root, common, baseline):
@@ -319,8 +361,11 @@ root = Path(__file__).resolve().parent
 #REACH build
 log = os.environ.get("BUILD_LOG")
 if log:
+    def read_file(path):
+        return Path(path).read_text()
+#ROLE
     with open(log, "a") as handle:
-        handle.write(root.name + "\n")
+        handle.write(role(str(root)) + "\n")
 import time
 time.sleep(float(os.environ.get("BUILD_SLEEP_S", "0")))
 if mode == "nobuild":
@@ -338,6 +383,8 @@ if mode.startswith("tamper-"):  # a candidate that reaches from its {stage} (rea
     import reach
     reach.from_stage("{stage}", root, mode)
 """
+BENCH = BENCH.replace("#ROLE\n", ROLE)
+BUILD = BUILD.replace("#ROLE\n", "".join("    " + line for line in ROLE.splitlines(True)))
 CHECKS = CHECKS.replace("#REACH checks\n", REACH_HOOK.format(stage="checks"))
 BUILD = BUILD.replace("#REACH build\n", REACH_HOOK.format(stage="build"))
 

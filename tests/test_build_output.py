@@ -8,6 +8,7 @@ import sys
 import pytest
 from conftest import experiments, git, run
 
+from autoresearch.loop.session_dir import session_paths
 from autoresearch.repo.gitrepo import open_repo
 from autoresearch.repo.workspace import BaselineTree, Workspace, open_workspace
 
@@ -101,5 +102,6 @@ def test_each_arm_builds_on_its_own_earlier_output_through_a_night(
             assert earlier[0] == "fresh" and set(earlier[1:]) == {tree}, builds
         else:
             assert earlier.count("fresh") >= len(earlier) - 1, builds
-    candidate = [seen for name, seen in builds if name == "worktree"]
+    worktree = session_paths(target.load()).worktree.name
+    candidate = [seen for name, seen in builds if name == worktree]
     assert len(candidate) >= 4 and (candidate.count("fresh") == 1) == keep, builds

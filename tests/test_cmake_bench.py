@@ -19,6 +19,8 @@ from ecosystem_night import (
     queue_win_and_null,
 )
 
+from autoresearch.loop.session_dir import SessionPaths
+
 pytestmark = pytest.mark.slow  # C++ builds and Google Benchmark runs
 
 CMAKE = """cmake_minimum_required(VERSION 3.16)
@@ -108,7 +110,7 @@ def test_a_night_on_a_cmake_project_benched_with_google_benchmark(tmp_path):
     # The base's profile (init's perf command) names the function the win rewrites.
     assert base_profile_share(repo, journal, "sum_to") > 20
     # Each arm built in its own build/, kept across the reverts: never one shared.
-    state = repo / ".git" / "autoresearch" / "main"
-    assert (state / "worktree" / "build" / "summer_bench").is_file()
-    assert (state / "baseline" / "build" / "summer_bench").is_file()
+    paths = SessionPaths(repo / ".git" / "autoresearch" / "main")
+    assert (paths.worktree / "build" / "summer_bench").is_file()
+    assert (paths.baseline / "build" / "summer_bench").is_file()
     assert "cc (" in measured_with(repo, "bm_sumto_10000_ns")

@@ -11,6 +11,7 @@ import pytest
 from conftest import experiments, git, run, run_cli, unified_patch
 
 from autoresearch.journal.store import read_journal
+from autoresearch.loop.session_dir import session_paths
 
 
 def _three_keeps(target) -> None:
@@ -115,7 +116,7 @@ def test_finalize_confirms_each_branch_against_the_base(target):
     # A branch's figure is not the session's headline.
     status = json.loads(run_cli("status", "--json", cwd=target.root).stdout)
     assert status["confirmation"] is None and status["change_pct"] == pytest.approx(-52.0)
-    worktree = target.root / ".git" / "autoresearch" / "t" / "worktree"
+    worktree = session_paths(target.load()).worktree
     assert git(worktree, "status", "--porcelain") == ""
     tip = git(target.root, "rev-parse", "autoresearch/t").strip()
     assert git(worktree, "rev-parse", "HEAD").strip() == tip

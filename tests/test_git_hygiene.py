@@ -7,6 +7,8 @@ import stat
 
 from conftest import experiments, git, run
 
+from autoresearch.loop.session_dir import session_paths
+
 
 def _hostile_git_config(tmp_path, marker):
     """Signing on with a signer that always fails, and hooks that leave a trace."""
@@ -70,7 +72,7 @@ def test_kept_patch_may_add_an_ignored_file(target):
     (record,) = experiments(target)
     assert record.status == "keep"
     assert git(target.root, "show", "autoresearch/t:src/table.gen") == "generated\n"
-    worktree = target.root / ".git" / "autoresearch" / "t" / "worktree"
+    worktree = session_paths(target.load()).worktree
     assert git(worktree, "status", "--porcelain", "--ignored") == ""
 
 
@@ -90,7 +92,7 @@ def test_a_failing_keep_commit_loses_nothing_and_stops_the_night(target, tmp_pat
     assert record.status == "interrupted"
     assert "the keep commit of t-0001 failed" in record.error
     assert outcome.interrupted and "keep commit" in outcome.stop_reason
-    worktree = target.root / ".git" / "autoresearch" / "t" / "worktree"
+    worktree = session_paths(target.load()).worktree
     assert git(worktree, "status", "--porcelain") == ""
 
     monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "none"))

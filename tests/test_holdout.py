@@ -15,8 +15,8 @@ from conftest import experiments, git, run, run_cli
 
 from autoresearch.agents.outcome import without_holdout_figures
 from autoresearch.bench.agent_sandbox import agent_sandbox
+from autoresearch.bench.bwrap import bwrap_problem
 from autoresearch.bench.runners import LocalRunner
-from autoresearch.bench.sandbox import bwrap_problem
 from autoresearch.config import load_config
 from autoresearch.errors import UserError
 from autoresearch.journal.store import read_journal

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from conftest import experiments, git, run, run_cli
 
+from autoresearch.bench.bwrap import bwrap_problem
 from autoresearch.bench.measure import Harness
 from autoresearch.bench.profiling import take_profile
-from autoresearch.bench.sandbox import bwrap_problem
 from autoresearch.profiles import fold, load_profile, profile_change, save_profile, top_frames
 
 FIXTURES = Path(__file__).parent / "fixtures" / "profiles"

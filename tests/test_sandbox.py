@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from conftest import experiments, git, run, run_cli
 
+from autoresearch.bench.bwrap import BWRAP_ENV, bwrap_problem
 from autoresearch.bench.runners import LocalRunner
-from autoresearch.bench.sandbox import BWRAP_ENV, Sandbox, bwrap_problem
+from autoresearch.bench.sandbox import Sandbox
 from autoresearch.errors import UserError
 from autoresearch.journal.store import read_journal
 from autoresearch.loop.session_dir import session_paths
@@ -54,7 +55,8 @@ def confine(target, mode: str = "auto", **options: str) -> str:
 
 def test_a_candidate_cannot_write_into_the_baseline_tree_and_is_never_kept(target):
     """The candidate's bench writes `v=1000` into the baseline's tree (so that the best would
-    measure slow): confined, the write fails and the baseline stays as it was."""
+    measure slow): confined, the baseline's tree is not even in its sight (the directory both
+    trees live in is covered), the write fails and the baseline stays as it was."""
     confine(target)
     target.add_hypothesis("01-tamper", {"src/mode.txt": "tamper-baseline\n"})
     target.add_hypothesis("02-win", {"src/value.txt": "80\n"})
@@ -65,7 +67,7 @@ def test_a_candidate_cannot_write_into_the_baseline_tree_and_is_never_kept(targe
     assert first.status == "crash", (first.status, first.error)
     assert first.kept_commit is None
     assert first.confinement["tool"] == "bwrap" and first.confinement["network"] is False
-    assert "Read-only file system" in Path(first.bench_logs[-1]).read_text()
+    assert "No such file or directory" in Path(first.bench_logs[-1]).read_text()
     paths = session_paths(target.load())
     assert git(paths.baseline, "status", "--porcelain") == ""
     # The honest win after it measured against an intact best.
@@ -74,14 +76,14 @@ def test_a_candidate_cannot_write_into_the_baseline_tree_and_is_never_kept(targe
 
 
 def test_the_repository_and_the_journal_are_read_only_to_a_run(target, tmp_path):
-    """A build step that writes a hook, the repository's config and the journal: each write
-    fails inside the sandbox, and the user's repository is as it was."""
+    """A build step that writes a hook, the repository's config and the journal (it knows
+    where they are): each write fails inside the sandbox, and the user's repository is as it
+    was."""
     build = target.root / "evil_build.py"
     build.write_text(
         "#!/usr/bin/env python3\n"
-        "import pathlib, subprocess, sys\n"
-        "common = pathlib.Path(subprocess.run(['git', 'rev-parse', '--path-format=absolute',\n"
-        "    '--git-common-dir'], capture_output=True, text=True).stdout.strip())\n"
+        "import pathlib, sys\n"
+        f"common = pathlib.Path({str(target.root / '.git')!r})\n"
         "failed = []\n"
         "for path, text in ((common / 'hooks' / 'pre-commit', '#!/bin/sh\\n'),\n"
         "                   (common / 'config', '[core]\\n\\tfsmonitor = evil\\n'),\n"
@@ -426,3 +428,25 @@ def test_an_interpreter_named_under_tmp_runs_confined(target):
     (record,) = experiments(target)
     assert record.status == "keep", (record.status, record.error)
     assert record.confinement["tool"] == "bwrap"
+
+
+def test_nothing_tells_a_run_which_arm_it_is_in(target):
+    """A defeat device kept with a real win: in the best's tree (told by the tree's name, its
+    detached HEAD, the mount table's sources) it runs slower whenever a changed tree runs
+    beside it, so that every null after it would look like a win. Confined, both arms run at
+    one path, under names that say nothing, with the directory around them and the
+    repository's git directory out of sight: it never fires, and the null is not kept."""
+    confine(target)
+    device = {"src/value.txt": "90\n", "src/mode.txt": "device\n"}
+    target.add_hypothesis("01-win-and-device", device)
+    target.add_hypothesis("02-null", {"src/other.txt": "x\n"})
+
+    run(target)
+
+    first, second = experiments(target)
+    assert first.status == "keep", (first.status, first.error)
+    assert second.status == "discard", (second.status, second.decision)
+    paths = session_paths(target.load())
+    assert {paths.worktree.name, paths.baseline.name}.isdisjoint({"worktree", "baseline"})
+    seen = {r.confinement["tree_seen_at"] for r in (first, second)}
+    assert seen == {str(paths.root / "tree")}

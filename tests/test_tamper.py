@@ -55,7 +55,9 @@ def test_tampering_in_the_checks_is_caught(target):
         checks.read_text().replace(
             'print("checks: ok")',
             'if (root / "src" / "evil.txt").exists():\n'
-            '    (root.parent / "baseline" / "README").write_text("x")\n'
+            "    import json\n"
+            '    arms = json.loads((root.parent / "arms.json").read_text())\n'
+            '    (root.parent / arms["baseline"] / "README").write_text("x")\n'
             'print("checks: ok")',
         )
     )

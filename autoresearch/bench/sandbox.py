@@ -16,7 +16,6 @@ build cannot leave an entry the baseline's build would pick up.
 
 from __future__ import annotations
 
-import functools
 import os
 import shlex
 import shutil
@@ -26,25 +25,21 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
 from ..repo.gitrepo import gitdir_of
-from .capture import capture
+from .bwrap import bwrap, bwrap_problem, privileges, socket_filter
 from .seccomp import unix_filter_fd
 
 if TYPE_CHECKING:
     from ..config import Config
 
 __all__ = [
-    "BWRAP_ENV",
     "Confined",
     "Sandbox",
-    "bwrap_problem",
     "keeps_out",
     "paths_in",
     "sandbox_for",
     "unconfined_warning",
 ]
 
-BWRAP_ENV = "AUTORESEARCH_BWRAP"
-NESTED_ID = "1000"  # who root is inside an agent's sandbox (see privileges)
 # Every confined run gets a cache directory of its arm's own as XDG_CACHE_HOME: the toolchains
 # that follow it (go's build cache, pip, ...) work confined without a setting, cold at first.
 DEFAULT_CACHE_ENV, DEFAULT_CACHE = "XDG_CACHE_HOME", "xdg"
@@ -108,12 +103,20 @@ class Sandbox:
     # Paths under /tmp a run needs although its /tmp is private (the holdout's own files,
     # for its runs): mounted again, read-only.
     shown: tuple[Path, ...] = ()
+    # Whether both arms' runs see their tree at one path (`seen_at`), with what is around it
+    # hidden (`_around`): nothing in a path, the mount table or git tells a run which arm it
+    # is in. The target's runs; an agent edits its own scratch tree, with git.
+    one_path: bool = False
+    # With one_path: the repository's git directory stays in sight (`[sandbox] git`, for a
+    # build that reads its version from git).
+    git: bool = False
 
     def wrap(self, cwd: Path, env: dict[str, str]) -> Confined:
         """The bwrap argv that runs a command confined to `cwd`, the environment the command
         needs in there (its per-arm caches, a private TMPDIR) and the descriptors it inherits;
         the caller closes them (`Confined.close`) once the run started."""
         cwd = cwd.resolve()
+        seen = self.seen_at(cwd)
         given = {**os.environ, **env}
         argv = [bwrap(), "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         argv += privileges(self.nested)
@@ -127,6 +130,11 @@ class Sandbox:
         repository = _repository_paths(cwd)
         argv += _private_tmp(cwd, [*repository, *self.shown], given.get("PATH", ""))
         binds, extra = self._writable(cwd, given)
+        covers = self._around(cwd)
+        argv += [arg for cover in covers for arg in ("--tmpfs", str(cover))]
+        common = _git_common_dir(cwd) if self.git else None
+        if common is not None and covers and _under(common, cwd.parent):  # a bench host's clone
+            argv += ["--ro-bind", str(common), str(common)]
         if self.hide:
             # Its /tmp's own directory stays too: Codex's sandbox binds /tmp again by the path
             # the mount table names, and a tmpfs there would be another, read-only, /tmp.
@@ -134,27 +142,50 @@ class Sandbox:
             needed = [*repository, *binds, *tools, private_tmp(cwd)]
             for hidden in self.hide:
                 argv += _covered(hidden, needed)
-        for path in binds:
-            argv += ["--bind", str(path), str(path)]
+        for source, dest in binds.items():
+            argv += ["--bind", str(source), str(dest)]
         # The tree's `.git` (a linked worktree's `gitdir:` file) and the harness's scripts
         # read-only over the writable tree: a run can neither point the tree at another
         # repository nor rewrite the script that reports its metrics.
         for rel in (".git", *self.harness):
             fixed = cwd / rel
             if fixed.exists() and not fixed.is_symlink() and _under(fixed.resolve(), cwd):
-                argv += ["--ro-bind", str(fixed), str(fixed)]
+                argv += ["--ro-bind", str(fixed), str(seen / rel)]
+        argv += [arg for cover in covers for arg in ("--remount-ro", str(cover))]
         argv += _hidden(self.secret)
-        argv += ["--chdir", str(cwd), "--"]
+        argv += ["--chdir", str(seen), "--"]
         return Confined(argv, {**env, **extra}, fds)
 
-    def _writable(self, cwd: Path, given: dict[str, str]) -> tuple[list[Path], dict[str, str]]:
-        """What a run in `cwd` may write (its tree, the shared paths, its arm's caches) and
-        the variables that point it at its caches and /tmp."""
+    def seen_at(self, cwd: Path) -> Path:
+        """Where a run in the tree `cwd` sees it: with `one_path`, the same place for both
+        arms (`<state>/tree`, the state directory's own name for it), else where it is."""
+        return cwd.parent / "tree" if self.one_path else cwd
+
+    def _around(self, cwd: Path) -> list[Path]:
+        """What a run with `one_path` does not see, each covered by an empty read-only tmpfs:
+        the directory its tree lives in (the other arm, the session's state and in-flight
+        marker, the names of both trees) and, unless `git`, the repository's git directory
+        (its branch, its worktrees, whether its tree holds changes: what tells the
+        candidate's tree from the best's)."""
+        if not self.one_path:
+            return []
+        covers = [] if self.git else [c for c in [_git_common_dir(cwd)] if c is not None]
+        return [*covers, cwd.parent]
+
+    def _writable(self, cwd: Path, given: dict[str, str]) -> tuple[dict[Path, Path], dict]:
+        """What a run in `cwd` may write (its tree, the shared paths, its arm's caches: each
+        source -> where the run sees it) and the variables that point it at its caches and
+        /tmp."""
         caches = self._arm_caches(cwd, given)
-        binds = [cwd, *self._shared(), *caches.values()]
-        extra = {"TMPDIR": "/tmp", **{name: str(path) for name, path in caches.items()}}
-        if "HOME" in caches:
-            extra |= {var: str(caches["HOME"] / at) for var, at in self.relocate.items()}
+        seen = self.seen_at(cwd)
+        shown = {name: seen.parent / "caches" / path.name for name, path in caches.items()}
+        if not self.one_path:
+            shown = caches
+        binds = {cwd: seen, **{p: p for p in self._shared()}}
+        binds |= {caches[name]: shown[name] for name in caches}
+        extra = {"TMPDIR": "/tmp", **{name: str(path) for name, path in shown.items()}}
+        if "HOME" in shown:
+            extra |= {var: str(shown["HOME"] / at) for var, at in self.relocate.items()}
         return binds, extra
 
     def _arm_caches(self, cwd: Path, env: dict[str, str]) -> dict[str, Path]:
@@ -193,6 +224,7 @@ class Sandbox:
         cwd = cwd.resolve()
         return {
             "tool": "bwrap",
+            "tree_seen_at": str(self.seen_at(cwd)),
             "writable": [
                 str(cwd),
                 f"/tmp (private: {private_tmp(cwd)})",
@@ -335,57 +367,6 @@ def cache_dir(cwd: Path, name: str) -> Path:
     return arm_caches(cwd) / name
 
 
-def bwrap() -> str:
-    """The bubblewrap binary: `AUTORESEARCH_BWRAP` when set (another install), else `bwrap`."""
-    return os.environ.get(BWRAP_ENV) or "bwrap"
-
-
-@functools.cache
-def privileges(nested: bool = False) -> list[str]:
-    """What a confined run keeps of its user's powers: no capability at all (root's included:
-    one could remount the read-only file system writable, or write anywhere past a
-    permission), in a user namespace of its own, where this machine allows user namespaces;
-    else the capabilities dropped alone. The target's runs cannot make another namespace; a
-    `nested` one (an agent CLI whose own sandbox makes one) can, which the kernel allows a
-    process without capabilities only when it is not root inside: root's runs are mapped to an
-    ordinary id there (NESTED_ID), still owning what root owns outside."""
-    if not nested:
-        flags = ["--unshare-user", "--disable-userns", "--cap-drop", "ALL"]
-    else:
-        ids = ["--uid", NESTED_ID, "--gid", NESTED_ID] if os.geteuid() == 0 else []
-        flags = ["--unshare-user", *ids, "--cap-drop", "ALL"]
-    probe = [bwrap(), "--die-with-parent", *flags, "--ro-bind", "/", "/", "--", "true"]
-    works = shutil.which(bwrap()) is not None and capture(probe, cwd=Path("/"), timeout_s=30).ok
-    return flags if works else ["--cap-drop", "ALL"]
-
-
-@functools.cache
-def socket_filter() -> bool:
-    """Whether bwrap here loads the filter that refuses Unix sockets (seccomp.py): this
-    machine's architecture has one and the kernel takes it."""
-    fd = unix_filter_fd()
-    if fd is None:
-        return False
-    try:
-        probe = [bwrap(), "--die-with-parent", "--seccomp", str(fd), "--ro-bind", "/", "/"]
-        return capture([*probe, "--", "true"], cwd=Path("/"), timeout_s=30, pass_fds=(fd,)).ok
-    finally:
-        os.close(fd)
-
-
-@functools.cache
-def bwrap_problem() -> str | None:
-    """Why bubblewrap cannot confine runs on this machine, or None when it can."""
-    if shutil.which(bwrap()) is None:
-        return f"{bwrap()} is not installed (the Debian package `bubblewrap`)"
-    probe = [bwrap(), "--die-with-parent", *privileges(), "--unshare-pid", "--unshare-net"]
-    probe += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "true"]
-    done = capture(probe, cwd=Path("/"), timeout_s=30)
-    if not done.ok:
-        return f"bwrap cannot make a sandbox here ({done.why()}; are user namespaces off?)"
-    return None
-
-
 def unconfined_warning(why: str) -> str:
     """What the user is told once per run when the target's code runs unconfined."""
     return (
@@ -431,6 +412,8 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
         harness=harness,
         secret=tuple(config.holdout_files),
         shown=_under_tmp(commands),
+        one_path=True,
+        git=s.git,
     )
     return sandbox, None
 

@@ -1,12 +1,13 @@
 """What a bench host does for one job, inside a Dask worker: the measuring half of an experiment.
 
-The host keeps its own clone of the target and two worktrees in it, `baseline` and `candidate`,
-like the driver's. For a job it fetches the session branch (a git bundle the driver sent through
-Dask, or a shared remote), puts the baseline at the job's best and builds it (once per best),
-calibrates that best on this host when it has not yet (the noise and threshold here, not the
-driver's), applies the patch to the candidate, builds it and runs both arms interleaved until
-the decision rule's stopping point. It returns samples, log tails and its fingerprint; the
-driver decides, checks, keeps and journals. Nothing here writes to the session's repository.
+The host keeps its own clone of the target and two worktrees in it, the baseline and the
+candidate (named as the driver's are, repo/arms.py). For a job it fetches the session branch (a
+git bundle the driver sent through Dask, or a shared remote), puts the baseline at the job's best
+and builds it (once per best), calibrates that best on this host when it has not yet (the noise
+and threshold here, not the driver's), applies the patch to the candidate, builds it and runs
+both arms interleaved until the decision rule's stopping point. It returns samples, log tails
+and its fingerprint; the driver decides, checks, keeps and journals. Nothing here writes to the
+session's repository.
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ from ..journal.draft import now_iso
 from ..journal.records import CalibrationRecord
 from ..loop.calibrate import calibrate
 from ..loop.session_dir import write_json_atomic
+from ..repo.arms import arm_dirs
 from ..repo.gitrepo import Repo
 from ..repo.workspace import BaselineTree, apply_patch, clean, put_back_output, save_output
 from ..statuses import Status
@@ -154,11 +156,12 @@ class Host:
             if not made.ok:
                 raise UserError(f"{self.repo_path}: git init failed: {made.why()}")
         self.repo = Repo(self.repo_path)
+        arms = arm_dirs(root, (BASELINE, CANDIDATE))  # names that do not say which arm
         self.trees = {
             BASELINE: BaselineTree(
-                self.repo, root / "baseline", stamp=root / "baseline.built", keep=keep
+                self.repo, arms[BASELINE], stamp=root / "baseline.built", keep=keep
             ),
-            CANDIDATE: BaselineTree(self.repo, root / "candidate", keep=keep),
+            CANDIDATE: BaselineTree(self.repo, arms[CANDIDATE], keep=keep),
         }
 
     def log(self, exp_id: str, name: str) -> Path:

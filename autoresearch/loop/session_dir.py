@@ -20,9 +20,11 @@ from typing import Any
 from ..config import Config
 from ..errors import SessionBusyError, StateError
 from ..journal.records import json_safe
+from ..repo.arms import arm_dirs
 from ..repo.gitrepo import open_repo
 
 MIN_FREE_BYTES = 64 * 1024
+ARMS = ("worktree", "baseline")
 
 __all__ = [
     "SessionLock",
@@ -44,11 +46,14 @@ class SessionPaths:
 
     @property
     def worktree(self) -> Path:
-        return self.root / "worktree"
+        """The candidate's tree (on the session branch), under a name that does not say so
+        (repo/arms.py)."""
+        return arm_dirs(self.root, ARMS)["worktree"]
 
     @property
     def baseline(self) -> Path:
-        return self.root / "baseline"
+        """The best's tree, under a name that does not say so either."""
+        return arm_dirs(self.root, ARMS)["baseline"]
 
     @property
     def agent_scratch(self) -> Path:
