@@ -154,7 +154,7 @@ class Sandbox:
         argv += [arg for cover in covers for arg in ("--remount-ro", str(cover))]
         argv += _hidden(self.secret)
         argv += ["--chdir", str(seen), "--"]
-        return Confined(argv, {**env, **extra}, fds)
+        return Confined(argv, {**_seen_in(env, cwd, seen), **extra}, fds)
 
     def seen_at(self, cwd: Path) -> Path:
         """Where a run in the tree `cwd` sees it: with `one_path`, the same place for both
@@ -169,8 +169,10 @@ class Sandbox:
         candidate's tree from the best's)."""
         if not self.one_path:
             return []
-        covers = [] if self.git else [c for c in [_git_common_dir(cwd)] if c is not None]
-        return [*covers, cwd.parent]
+        common = None if self.git else _git_common_dir(cwd)
+        found = [cwd.parent, *([common] if common is not None else [])]
+        # One cover each: the outer of two nested paths hides the inner already.
+        return [p for p in found if not any(o != p and _under(p, o) for o in found)]
 
     def _writable(self, cwd: Path, given: dict[str, str]) -> tuple[dict[Path, Path], dict]:
         """What a run in `cwd` may write (its tree, the shared paths, its arm's caches: each
@@ -238,6 +240,18 @@ class Sandbox:
             "unix_sockets": self.unix_sockets or not socket_filter(),
             "user_namespace": "--unshare-user" in privileges(self.nested),
         }
+
+
+def _seen_in(env: dict[str, str], cwd: Path, seen: Path) -> dict[str, str]:
+    """`env` with each path into the tree (a profile's output file) as the run sees it."""
+    if seen == cwd:
+        return env
+    tree = str(cwd)
+    return {
+        name: str(seen) + value[len(tree) :] if value == tree or value.startswith(tree + "/")
+        else value
+        for name, value in env.items()
+    }  # fmt: skip
 
 
 def _make_cache(path: Path, seed: Path | None) -> None:
