@@ -5,10 +5,13 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")" && pwd)
 cd "$root/targets/pebble"
 
-# The loop exports the session's base commit; run by hand, compare with HEAD.
+# The loop exports the session's base commit; run by hand, compare with HEAD. Confined, a run
+# does not see the repository's git directory (nothing may tell it which arm it is in): there
+# the config's scope keeps every patch off these files.
 base=${AUTORESEARCH_BASE_COMMIT:-HEAD}
 frozen=(go.mod go.sum proto grantspb)
-if ! git -C "$root" diff --quiet "$base" -- "${frozen[@]/#/targets/pebble/}"; then
+if git -C "$root" rev-parse --git-dir >/dev/null 2>&1 &&
+    ! git -C "$root" diff --quiet "$base" -- "${frozen[@]/#/targets/pebble/}"; then
   echo "checks: frozen files changed since $base:" >&2
   git -C "$root" diff --stat "$base" -- "${frozen[@]/#/targets/pebble/}" >&2
   exit 1

@@ -87,7 +87,8 @@ def run_preflight(
     if build is not None and (build.interrupted or build.exit_code != 0 or build.timed_out):
         result.interrupted = build.interrupted
         result.problems.append(
-            f"the build fails on the unmodified code ({build.describe()}); log: {build.log_path}"
+            f"the build fails on the unmodified code ({build.describe()}){_hint(build)}; "
+            f"log: {build.log_path}"
         )
         return result
     bench = harness.bench(cwd, log_dir / "bench.log")
@@ -115,8 +116,8 @@ def run_preflight(
     elif checks.exit_code != 0 or checks.timed_out:
         tail = f": {checks.tail.strip().splitlines()[-1]}" if (checks.tail or "").strip() else ""
         result.problems.append(
-            f"the checks fail on the unmodified code ({checks.describe()}{tail}); every keep "
-            f"would end as checks_failed. Fix them first; log: {checks.log_path}"
+            f"the checks fail on the unmodified code ({checks.describe()}{tail}){_hint(checks)}; "
+            f"every keep would end as checks_failed. Fix them first; log: {checks.log_path}"
         )
     return result
 
@@ -155,6 +156,12 @@ HINTS = (
         re.compile(r"(?m)^.*: (?:line \d+: )?(\S+): (?:command )?not found$"),
         "a program the bench runs is not found where it runs (a path under /tmp, or not on "
         "the PATH the bench gets)",
+    ),
+    (
+        re.compile(r"not a git repository"),
+        "confined runs do not see the repository's git directory (its branch would tell a "
+        "run which arm it is in): for a build or checks that needs git, set [sandbox] git = "
+        "true",
     ),
 )
 
