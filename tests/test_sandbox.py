@@ -450,3 +450,24 @@ def test_nothing_tells_a_run_which_arm_it_is_in(target):
     assert {paths.worktree.name, paths.baseline.name}.isdisjoint({"worktree", "baseline"})
     seen = {r.confinement["tree_seen_at"] for r in (first, second)}
     assert seen == {str(paths.root / "tree")}
+
+
+def test_checks_that_need_git_are_told_how_to_see_it(target):
+    """Confined runs do not see the repository's git directory: checks that call git fail
+    the pre-flight with a hint naming `[sandbox] git`, and pass with it."""
+    text = target.config_path.read_text().replace(
+        'command = "./checks.py"', 'command = "git rev-parse --verify HEAD"'
+    )
+    target.config_path.write_text(text)
+    confine(target)
+
+    refused = run_cli("check", cwd=target.root)
+
+    assert refused.returncode != 0
+    said = refused.stdout + refused.stderr
+    assert "the checks fail on the unmodified code" in said and "[sandbox] git = true" in said
+    text = target.config_path.read_text()
+    target.config_path.write_text(text.replace('mode = "auto"\n', 'mode = "auto"\ngit = true\n'))
+    git(target.root, "commit", "-qam", "git in sight")
+    shown = run_cli("check", cwd=target.root)
+    assert shown.returncode == 0, shown.stdout + shown.stderr
