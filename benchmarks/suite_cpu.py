@@ -1,7 +1,7 @@
 """A pytest plugin: each test's wall time, its own CPU time and its children's, and at the end
 how much of the suite is CPU-bound (what a busy machine slows) and how much waits.
 
-    PYTHONPATH=benchmarks python -m pytest -p suite_cpu [SUITE_CPU_OUT=tests.tsv]
+    PYTHONPATH=benchmarks python -m pytest -n 0 -p suite_cpu [SUITE_CPU_OUT=tests.tsv]
 
 Run it quiet and then beside busy loops, each with its own SUITE_CPU_OUT, to see which tests
 a busy machine costs the most. A test counts as CPU-heavy when its own and its children's CPU
