@@ -30,7 +30,10 @@ GOAL_SHARE = 0.02
 
 def timings(command: str, runs: int, cwd: Path, logs: Path) -> dict[str, list[float]]:
     """Wall seconds of `runs` runs each way, alternating so that drift hits both alike."""
-    runners = {"unconfined": LocalRunner(), "confined": LocalRunner(sandbox=Sandbox())}
+    # Confined as the loop confines a target's runs: its tree seen at one path, what is around
+    # it out of sight.
+    confined = LocalRunner(sandbox=Sandbox(one_path=True))
+    runners = {"unconfined": LocalRunner(), "confined": confined}
     found: dict[str, list[float]] = {name: [] for name in runners}
     for i in range(runs):
         order = list(runners) if i % 2 == 0 else list(reversed(runners))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import time
 
 import pytest
 from conftest import (
@@ -72,10 +71,11 @@ def test_urgent_stop_kills_a_term_ignoring_command_at_once(tmp_path, monkeypatch
     assert result.duration_s < proc.TERM_GRACE_S / 10  # killed, not waited for
 
 
-def _slow_candidate(target, tmp_path):
+def _slow_candidate(target, tmp_path, env: dict[str, str] | None = None):
     target.add_hypothesis("01-slow", {"src/mode.txt": "slow\n", "src/value.txt": "80\n"})
     started = tmp_path / "started"
-    proc = spawn_loop(target, {"BENCH_SLOW_S": "60", "BENCH_STARTED": str(started)})
+    env = {"BENCH_SLOW_S": "60", "BENCH_STARTED": str(started), **(env or {})}
+    proc = spawn_loop(target, env)
     wait_for_candidate(target, started)
     return proc, int(started.read_text())
 
@@ -91,20 +91,24 @@ def test_sighup_stops_like_sigterm(target, tmp_path, sig):
 
 
 def test_second_ctrl_c_kills_a_term_ignoring_bench_and_still_records(target, tmp_path):
-    # The candidate's bench ignores SIGTERM: only SIGKILL ends it.
+    # The candidate's bench ignores SIGTERM (noting it came): only SIGKILL ends it.
     bench = target.root / "bench.py"
+    ignore = "lambda *_: open(os.environ['BENCH_TERMED'], 'w').close()"
     bench.write_text(
         bench.read_text()
         .replace(
             'if mode == "slow":',
-            'if mode == "slow":\n    signal.signal(signal.SIGTERM, signal.SIG_IGN)',
+            f'if mode == "slow":\n    signal.signal(signal.SIGTERM, {ignore})',
         )
         .replace("import os, random", "import os, random, signal")
     )
     git(target.root, "commit", "-qam", "bench ignores TERM when slow")
-    proc, pid = _slow_candidate(target, tmp_path)
+    termed = tmp_path / "termed"
+    proc, pid = _slow_candidate(target, tmp_path, {"BENCH_TERMED": str(termed)})
     proc.send_signal(signal.SIGINT)
-    time.sleep(0.3)
+    # The second Ctrl-C once the first was acted on (the bench was asked to end): two
+    # signals before the handler runs would be one.
+    eventually(termed.exists, what="the first Ctrl-C's SIGTERM to the bench")
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 3, err
