@@ -346,9 +346,20 @@ def test_a_keep_made_while_an_agent_prepares_ahead_stays_on_the_branch(target, t
     """The agent takes longer than the measurement beside it: the loop keeps "A win" while
     the agent still runs, and the agent's branch check must not take that keep for its own
     doing and move the branch back over it."""
+    # The second proposal is made until "A win" is on the branch (a deadline, not a sleep).
+    wait = (
+        "import subprocess, time\n"
+        "deadline = time.monotonic() + 120\n"
+        "while time.monotonic() < deadline:\n"
+        f"    log = subprocess.run(['git', '-C', {str(target.root)!r}, 'log', '-1',\n"
+        "        '--format=%s', 'autoresearch/t'], capture_output=True, text=True).stdout\n"
+        "    if log.strip() == 'A win':\n"
+        "        break\n"
+        "    time.sleep(0.05)\n"
+    )
     steps = [
         edit("80\n", "A win", family="a"),
-        edit("70\n", "Slow to make", family="b", run="import time; time.sleep(4)"),
+        edit("70\n", "Slow to make", family="b", run=wait),
         edit("60\n", "Third", family="c"),
     ]
     use_agent(target, tmp_path, steps, prepare_ahead=True)
