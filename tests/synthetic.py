@@ -234,11 +234,13 @@ from pathlib import Path
 def from_stage(stage, root, mode):
     what, _, where = mode.removeprefix("tamper-").partition("@")
     if (where or "bench") == stage:
-        common = subprocess.run(
+        found = subprocess.run(
             ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
             cwd=root, capture_output=True, text=True,
-        ).stdout.strip()
-        reach(what, root, Path(common), arm(root, "baseline"))
+        )
+        if not found.stdout.strip():  # confined, the repository is out of sight
+            raise SystemExit(f"reach: no repository in sight ({found.stderr.strip()})")
+        reach(what, root, Path(found.stdout.strip()), arm(root, "baseline"))
 
 
 def arm(root, role):
