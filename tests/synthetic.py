@@ -238,9 +238,19 @@ def from_stage(stage, root, mode):
             ["git", "rev-parse", "--path-format=absolute", "--git-common-dir"],
             cwd=root, capture_output=True, text=True,
         )
-        if not found.stdout.strip():  # confined, the repository is out of sight
+        common = Path(found.stdout.strip()) if found.stdout.strip() else None
+        if common is None and what in NEEDS_REPOSITORY:  # confined: out of sight
             raise SystemExit(f"reach: no repository in sight ({found.stderr.strip()})")
-        reach(what, root, Path(found.stdout.strip()), arm(root, "baseline"))
+        reach(what, root, common, arm(root, "baseline"))
+
+
+# The reaches that go through the repository or your checkout: a run that does not see the
+# repository has nothing to reach with them.
+NEEDS_REPOSITORY = {
+    "gitdir", "checkout", "hook", "fsmonitor", "hookspath", "email", "exclude", "branch",
+    "untracked", "stash", "replace", "journal-forge", "journal-edit", "journal-wipe",
+    "other-session",
+}
 
 
 def arm(root, role):
@@ -256,7 +266,7 @@ def reach(what, root, common, baseline):
     # root: the tree it runs in; common: the repository's git directory; baseline: the tree
     # the best is measured in.
     git = lambda *a: subprocess.run(["git", *a], cwd=root, capture_output=True, text=True)
-    checkout = common.parent
+    checkout = common.parent if common is not None else None
     mine = lambda *a: subprocess.run(["git", "-C", str(checkout), *a], capture_output=True)
     if what == "baseline":  # make the baseline slow: the candidate would "win"
         (baseline / "src" / "value.txt").write_text("1000\n")
