@@ -20,6 +20,7 @@ from autoresearch.bench.runners import LocalRunner
 from autoresearch.config import load_config
 from autoresearch.errors import UserError
 from autoresearch.journal.store import read_journal
+from autoresearch.loop.session_dir import session_paths
 from autoresearch.proposers.agent.prompt import render_prompt
 from autoresearch.proposers.base import ProposalContext
 from autoresearch.report import load_history, render_text, summarize
@@ -143,6 +144,32 @@ def test_a_confined_agent_cannot_read_the_holdout(target, tmp_path):
     assert "secret inputs" not in log.read_text()
     assert "run.sh" not in log.read_text()
     assert "No such file or directory" in log.read_text()
+
+
+@needs_bwrap
+def test_a_confined_agent_cannot_read_the_holdout_s_logs(target, tmp_path):
+    """After a keep the holdout ran: its logs (its METRIC lines) sit in the session's state,
+    in the repository the agent reads. A confined agent reads none of them."""
+    with_holdout(target, tmp_path, sandbox="bwrap")
+    target.add_hypothesis("01-win", {"src/value.txt": "60\n"})
+    run(target)
+    logs = session_paths(target.load()).logs
+    held = [p for p in logs.rglob("*.log") if "holdout" in p.name]
+    assert held and "METRIC" in held[0].read_text()  # there, to the loop
+    scratch = tmp_path / "scratch"
+    git(target.root, "worktree", "add", "-q", "--detach", str(scratch))
+    sandbox = agent_sandbox(target.load(), scratch, [], logs=logs)
+    assert sandbox is not None
+    log = tmp_path / "agent.log"
+
+    done = LocalRunner(sandbox=sandbox).run(
+        f"cat {held[0]}; ls -A {logs}", cwd=scratch, env={}, log_path=log, timeout_s=60
+    )
+
+    said = log.read_text()
+    assert done.exit_code == 0, said
+    assert "METRIC" not in said and "No such file or directory" in said
+    assert held[0].parent.name not in said.splitlines()  # nothing listed: an empty directory
 
 
 def test_a_holdout_the_repository_tracks_is_refused_before_the_night(target):

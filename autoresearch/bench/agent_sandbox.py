@@ -37,14 +37,16 @@ RELOCATING = {
 
 
 def agent_sandbox(
-    config: Config, scratch: Path, home: list[str], command: str = ""
+    config: Config, scratch: Path, home: list[str], command: str = "", logs: Path | None = None
 ) -> Sandbox | None:
     """How an agent CLI runs when the target's runs are confined: in its scratch tree (and
     that tree's own git files, so that `git status` and `git diff` work), with the network it
     needs to reach its model, and a home of its own: a copy of what `home` names of yours (its
     login and settings), made afresh for each run of the loop, so that nothing it writes there
     reaches your real one. Your real home it does not see, but for your repository and the
-    tools it runs (its PATH's, `command`'s), read-only. None when runs are not confined."""
+    tools it runs (its PATH's, `command`'s), read-only. Nor does it see the holdout's files or
+    the session's `logs` (where the holdout's runs print their figures). None when runs are
+    not confined."""
     sandbox, _ = sandbox_for(config)
     if sandbox is None:
         return None
@@ -59,7 +61,7 @@ def agent_sandbox(
         hide=(Path.home().resolve(),),
         reveal=paths_in(command),
         relocate={var: at for var, (at, _) in RELOCATING.items() if os.environ.get(var)},
-        secret=sandbox.secret,
+        secret=(*sandbox.secret, *([logs] if logs is not None else [])),
     )
 
 
