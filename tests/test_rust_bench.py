@@ -21,6 +21,8 @@ from ecosystem_night import (
     queue_win_and_null,
 )
 
+from autoresearch.loop.session_dir import SessionPaths
+
 pytestmark = pytest.mark.slow  # criterion fetched from crates.io and built, in release
 
 CARGO = """[package]
@@ -107,8 +109,8 @@ def test_a_night_on_a_rust_crate_benched_with_criterion(tmp_path):
     assert base_profile_share(repo, journal, "fib") > 20
     assert journal.confirmations and journal.confirmations[-1].change_pct < -50
     # Each arm built in its own target/, kept across the reverts: never one shared.
-    state = repo / ".git" / "autoresearch" / "main"
-    for tree in ("worktree", "baseline"):
-        assert (state / tree / "target" / "release").is_dir(), tree
+    paths = SessionPaths(repo / ".git" / "autoresearch" / "main")
+    for tree in (paths.worktree, paths.baseline):
+        assert (tree / "target" / "release").is_dir(), tree
     measured = measured_with(repo, "fib_20_ns")
     assert "rustc " in measured and "cargo " in measured, measured

@@ -16,6 +16,7 @@ from .capture import capture
 
 if TYPE_CHECKING:
     from .measure import Harness
+    from .sandbox import Sandbox
 
 __all__ = ["PROFILE_ENV", "take_profile"]
 
@@ -43,7 +44,7 @@ def take_profile(harness: Harness, cwd: Path, log: Path) -> tuple[Folded | None,
             raw = read_bounded(out, MAX_PROFILE_BYTES, "profile", follow=False)
         except UserError as exc:
             return None, f"no profile written to ${PROFILE_ENV}: {exc}; log: {log}"
-        text = _as_text(profile.format, out, raw, cwd)
+        text = _as_text(profile.format, out, raw, cwd, getattr(harness.runner, "sandbox", None))
         if text is None:
             return None, f"cannot read the {profile.format} profile ({_converter(profile.format)})"
         folded = fold(text, profile.format)
@@ -55,11 +56,27 @@ def take_profile(harness: Harness, cwd: Path, log: Path) -> tuple[Folded | None,
             out.unlink()
 
 
-def _as_text(format: str, path: Path, raw: bytes, cwd: Path) -> str | None:
-    """The profile as text: itself when folded, else what its converter prints."""
+def _as_text(format: str, path: Path, raw: bytes, cwd: Path, sandbox: Sandbox | None) -> str | None:
+    """The profile as text: itself when folded, else what its converter prints, run in the
+    sandbox the profile was taken in: the binaries it names (perf's) are where that run saw
+    its tree (sandbox.py, one path), not where the tree is."""
     if format not in CONVERTERS:
         return raw.decode("utf-8", errors="replace")
-    done = capture(CONVERTERS[format](path), cwd=cwd, timeout_s=CONVERT_TIMEOUT_S)
+    if sandbox is None:
+        done = capture(CONVERTERS[format](path), cwd=cwd, timeout_s=CONVERT_TIMEOUT_S)
+        return done.text() if done.ok else None
+    confined = sandbox.wrap(cwd, {})
+    try:
+        seen = sandbox.seen_at(cwd.resolve()) / path.relative_to(cwd)
+        done = capture(
+            [*confined.argv, *CONVERTERS[format](seen)],
+            cwd=cwd,
+            timeout_s=CONVERT_TIMEOUT_S,
+            env=confined.env,
+            pass_fds=confined.fds,
+        )
+    finally:
+        confined.close()
     return done.text() if done.ok else None
 
 
