@@ -201,8 +201,7 @@ class AgentProposer:
         }
         # What an unconfined agent could change beyond its tree (hooks, config, refs, your
         # checkout, the journal): looked at after its run, and put back (repo/seal.py).
-        confined = self._confined(scratch.path, command, SessionPaths(context.state_dir).logs)
-        seal = self._seal(source, context, confined=confined)
+        seal = self._seal(source, context, confined=self._confined(scratch.path, command, context))
         # And the trees the loop measures in, unless it is measuring there meanwhile.
         trees = None if measuring is not None else WriteWatch(context.measured)
         if trees is not None:
@@ -345,10 +344,12 @@ class AgentProposer:
             if table.get("kind", "queue") == "queue"
         ]
 
-    def _confined(self, scratch: Path, command: str, logs: Path) -> bool:
-        """Whether the agent CLI runs confined (agent_sandbox, the session's `logs` out of its
+    def _confined(self, scratch: Path, command: str, context: ProposalContext) -> bool:
+        """Whether the agent CLI runs confined (agent_sandbox, the session's logs out of its
         sight); decided once a run, when its home is copied from yours."""
         if self._sandbox is None:
+            assert context.state_dir is not None
+            logs = SessionPaths(context.state_dir).logs
             made = agent_sandbox(self.config, scratch, self.settings.home, command, logs)
             self._sandbox = made or False
         return bool(self._sandbox)
