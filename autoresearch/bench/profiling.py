@@ -67,9 +67,8 @@ def _as_text(format: str, path: Path, raw: bytes, cwd: Path, sandbox: Sandbox | 
         return done.text() if done.ok else None
     confined = sandbox.wrap(cwd, {})
     try:
-        seen = sandbox.seen_at(cwd.resolve()) / path.relative_to(cwd)
         done = capture(
-            [*confined.argv, *CONVERTERS[format](seen)],
+            [*confined.argv, *CONVERTERS[format](sandbox.seen(cwd, path))],
             cwd=cwd,
             timeout_s=CONVERT_TIMEOUT_S,
             env=confined.env,

@@ -127,14 +127,14 @@ class Sandbox:
         if not self.network:
             argv.append("--unshare-net")
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        repository = _repository_paths(cwd)
+        common = _git_common_dir(cwd)  # one read of the tree's `.git` per run
+        repository = _repository_paths(common)
         argv += _private_tmp(cwd, [*repository, *self.shown], given.get("PATH", ""))
         binds, extra = self._writable(cwd, given)
-        covers = self._around(cwd)
+        covers = self._around(cwd, common)
         argv += [arg for cover in covers for arg in ("--tmpfs", str(cover))]
-        common = _git_common_dir(cwd) if self.git else None
-        if common is not None and covers and _under(common, cwd.parent):  # a bench host's clone
-            argv += ["--ro-bind", str(common), str(common)]
+        if self.git and common is not None and covers and _under(common, cwd.parent):
+            argv += ["--ro-bind", str(common), str(common)]  # a bench host's clone, shown
         if self.hide:
             # Its /tmp's own directory stays too: Codex's sandbox binds /tmp again by the path
             # the mount table names, and a tmpfs there would be another, read-only, /tmp.
@@ -161,7 +161,12 @@ class Sandbox:
         arms (`<state>/tree`, the state directory's own name for it), else where it is."""
         return cwd.parent / "tree" if self.one_path else cwd
 
-    def _around(self, cwd: Path) -> list[Path]:
+    def seen(self, cwd: Path, path: Path) -> Path:
+        """`path`, in the tree `cwd`, where a run in that tree sees it."""
+        cwd = cwd.resolve()
+        return Path(_seen_path(str(path.resolve()), cwd, self.seen_at(cwd)))
+
+    def _around(self, cwd: Path, common: Path | None) -> list[Path]:
         """What a run with `one_path` does not see, each covered by an empty read-only tmpfs:
         the directory its tree lives in (the other arm, the session's state and in-flight
         marker, the names of both trees) and, unless `git`, the repository's git directory
@@ -169,8 +174,7 @@ class Sandbox:
         candidate's tree from the best's)."""
         if not self.one_path:
             return []
-        common = None if self.git else _git_common_dir(cwd)
-        found = [cwd.parent, *([common] if common is not None else [])]
+        found = [cwd.parent, *([common] if common is not None and not self.git else [])]
         # One cover each: the outer of two nested paths hides the inner already.
         return [p for p in found if not any(o != p and _under(p, o) for o in found)]
 
@@ -244,14 +248,16 @@ class Sandbox:
 
 def _seen_in(env: dict[str, str], cwd: Path, seen: Path) -> dict[str, str]:
     """`env` with each path into the tree (a profile's output file) as the run sees it."""
-    if seen == cwd:
-        return env
+    return {name: _seen_path(value, cwd, seen) for name, value in env.items()}
+
+
+def _seen_path(value: str, cwd: Path, seen: Path) -> str:
+    """`value`, a path into the tree `cwd`, as a run that sees the tree at `seen` names it;
+    anything else as it is."""
     tree = str(cwd)
-    return {
-        name: str(seen) + value[len(tree) :] if value == tree or value.startswith(tree + "/")
-        else value
-        for name, value in env.items()
-    }  # fmt: skip
+    if seen == cwd or not (value == tree or value.startswith(tree + "/")):
+        return value
+    return str(seen) + value[len(tree) :]
 
 
 def _make_cache(path: Path, seed: Path | None) -> None:
@@ -459,10 +465,10 @@ def _git_common_dir(cwd: Path) -> Path | None:
     return admin.parent.parent if admin is not None else None
 
 
-def _repository_paths(cwd: Path) -> list[Path]:
-    """What git needs to read in a run's tree: the repository the tree belongs to, and the
-    object stores it borrows from (`objects/info/alternates`: a `git clone --shared`)."""
-    common = _git_common_dir(cwd)
+def _repository_paths(common: Path | None) -> list[Path]:
+    """What git needs to read in a run's tree: the repository the tree belongs to (`common`,
+    its git directory), and the object stores it borrows from (`objects/info/alternates`: a
+    `git clone --shared`)."""
     if common is None:
         return []
     found = [common.parent]

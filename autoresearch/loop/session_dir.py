@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -48,12 +49,17 @@ class SessionPaths:
     def worktree(self) -> Path:
         """The candidate's tree (on the session branch), under a name that does not say so
         (repo/arms.py)."""
-        return arm_dirs(self.root, ARMS)["worktree"]
+        return self._arms["worktree"]
 
     @property
     def baseline(self) -> Path:
         """The best's tree, under a name that does not say so either."""
-        return arm_dirs(self.root, ARMS)["baseline"]
+        return self._arms["baseline"]
+
+    @functools.cached_property
+    def _arms(self) -> dict[str, Path]:
+        """The trees' names, read (or drawn) once for these paths."""
+        return arm_dirs(self.root, ARMS)
 
     @property
     def agent_scratch(self) -> Path:
