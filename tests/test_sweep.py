@@ -429,3 +429,16 @@ def test_no_bisection_into_a_plateau(target):
     here[8] = _measured(8, 6.0, "significant_loss")
     value, why = _step(knob, 16, here, made_here)
     assert value == 11 and why.startswith("bisecting between 16 (the best) and 8")
+
+
+def test_a_search_counts_against_its_budget_from_the_first_experiment(target, monkeypatch):
+    """A sweep cannot say how long it will take: the counter's N is the budget, marked as a
+    bound, from the first experiment to the last (it was n/n all night)."""
+    monkeypatch.setenv("BENCH_COST", "50 + 2 * (l0 - 7) ** 2")
+    _sweep_target(target, SWEEP_ONE, "l0 = 32\n")
+
+    done = run_cli("run", "--max-experiments", "4", "--no-confirm", cwd=target.root)
+
+    assert done.returncode == 0, done.stderr
+    labels = [line.split("]")[0] + "]" for line in done.stderr.splitlines() if line[:1] == "["]
+    assert sorted(set(labels)) == ["[1/<=4]", "[2/<=4]", "[3/<=4]", "[4/<=4]"], done.stderr

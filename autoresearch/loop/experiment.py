@@ -70,13 +70,15 @@ def run_experiment(session: Session, hypothesis: Hypothesis) -> ExperimentRecord
 
 
 def _announce(session: Session, hypothesis: Hypothesis, n: int) -> None:
-    """Experiment n of N: this one, what the proposers still have, and what the second look
-    would take up, within the budget."""
-    ahead = session.proposer.pending(proposal_context(session)) + second_look_count(
-        session.paths, session.attempts, session.config.budget.retries
-    )
-    remaining = max(1, min(ahead, session.config.budget.max_experiments - session.tally.done))
-    session.progress.experiment(n, n - 1 + remaining, hypothesis.title)
+    """Experiment n of N: N counted once, at the run's first experiment, from what the
+    proposers have and the second looks pending, within the budget (progress.Plan)."""
+    pending = session.proposer.pending(proposal_context(session))
+    looks = second_look_count(session.paths, session.attempts, session.config.budget.retries)
+    budget_left = session.config.budget.max_experiments - session.tally.done
+    of, grew = session.plan.count(n, pending, looks, budget_left)
+    if grew:
+        session.progress.info(grew)
+    session.progress.experiment(n, of, hypothesis.title)
 
 
 def _judge(session: Session, hypothesis: Hypothesis, draft: Draft, paths: list[str]):

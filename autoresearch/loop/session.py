@@ -24,7 +24,7 @@ from ..journal.draft import now_iso
 from ..journal.records import CalibrationRecord, ExperimentRecord, SessionRecord, no_keep_streak
 from ..journal.store import Journal
 from ..journal.summary import SessionDigest
-from ..progress import Progress
+from ..progress import Plan, Progress
 from ..proposers import ProposalContext, Proposer, make_proposer
 from ..proposers.chain import ProposerChain
 from ..repo.watch import Watches
@@ -136,6 +136,7 @@ class Session:
     keep_changes: dict[str, float | None] = field(default_factory=dict)  # by experiment id
     # Inotify watches on the trees the tamper guard fingerprints, for the session's life.
     watches: Watches = field(default_factory=Watches)
+    plan: Plan = field(default_factory=Plan)  # the run's "n of N"
 
     def records(self) -> list[ExperimentRecord]:
         """The session's experiment records, whole, by number: read from the journal the first

@@ -43,13 +43,17 @@ class ProposerChain:
             asking = [p for p in failed if self.errors[id(p)] < MAX_ERRORS]
         return None
 
-    def pending(self, context: ProposalContext) -> int:
+    def pending(self, context: ProposalContext) -> int | None:
+        """Proposals left across the chain; None when one of them cannot say (a search)."""
         total = 0
         for proposer in self._active():
             try:
-                total += proposer.pending(context) or 0
+                mine = proposer.pending(context)
             except Exception:  # counted for progress only; next() reports the error
                 continue
+            if mine is None:
+                return None
+            total += mine
         return total
 
     def close(self) -> None:
