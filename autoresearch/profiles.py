@@ -8,6 +8,11 @@ that cost the most by self time (samples where the frame is the leaf) and by tot
 (samples whose stack holds it), and, between the best before a keep and the kept commit, the
 frames whose share moved most: the evidence that the mechanism a change claimed is the one
 that acted.
+
+A profiler that says where each frame was (py-spy, `go tool pprof -lines`) writes the frame as
+`name (file:line)`, the file relative to the tree that ran. The line is kept in the stored
+stacks but left out of a frame's identity (`function`): a function's samples are one frame,
+and the line that costs it the most is told beside it (`top_frames`' "line").
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ __all__ = [
     "FORMATS",
     "Folded",
     "fold",
+    "function",
+    "in_tree",
     "load_profile",
     "moves_between",
     "profile_change",
@@ -35,16 +42,55 @@ FORMATS = ("folded", "pprof", "perf")  # what `[profile] format` may say the com
 MAX_FRAME = 160  # characters of a frame kept: C++ templates and Go closures run long
 
 
-def fold(text: str, format: str) -> Folded:
-    """The folded stacks of a profiler's text output: already folded, `go tool pprof -traces`
-    or `perf script`."""
+OUTSIDE = "…/"  # the start of a file outside the tree that ran
+# `name (file:line)` or `name (file)`: a file has a dot or a slash (not `f (inline)`).
+LOCATED = re.compile(r"^(?P<name>.*?) \((?P<file>[^()]*?[./][^()]*?)(?::(?P<line>\d+))?\)$")
+
+
+def fold(text: str, format: str, roots: tuple[str, ...] = ()) -> Folded:
+    """The folded stacks of a profiler's text output: already folded, `go tool pprof -traces
+    -lines` or `perf script`. Files under one of `roots` (where the run saw its tree) are
+    named relative to it; others by their last two parts after `…/`."""
     if format == "folded":
-        return _parse_folded(text)
-    if format == "pprof":
-        return _fold_traces(text)
-    if format == "perf":
-        return _fold_perf_script(text)
-    raise ValueError(f"unknown profile format {format!r} (one of {', '.join(FORMATS)})")
+        folded = _parse_folded(text)
+    elif format == "pprof":
+        folded = _fold_traces(text)
+    elif format == "perf":
+        folded = _fold_perf_script(text)
+    else:
+        raise ValueError(f"unknown profile format {format!r} (one of {', '.join(FORMATS)})")
+    return _relative(folded, roots) if any("(" in stack for stack in folded) else folded
+
+
+def _relative(folded: Folded, roots: tuple[str, ...]) -> Folded:
+    prefixes = [root.rstrip("/") + "/" for root in roots if root]
+    out: Counter[str] = Counter()
+    for stack, count in folded.items():
+        frames = []
+        for frame in stack.split(";"):
+            found = LOCATED.match(frame)
+            if found and found["file"].startswith("/"):
+                file = found["file"]
+                inside = next((file[len(p) :] for p in prefixes if file.startswith(p)), None)
+                file = inside or OUTSIDE + "/".join(file.rsplit("/", 2)[-2:])
+                line = f":{found['line']}" if found["line"] else ""
+                frame = f"{found['name']} ({file}{line})"
+            frames.append(frame)
+        out[";".join(frames)] += count
+    return dict(out)
+
+
+def in_tree(frame: str) -> bool:
+    """Whether the profiler placed `frame` in a file of the tree that ran (its own code, not
+    the interpreter's, the runtime's or a dependency's)."""
+    found = LOCATED.match(frame)
+    return bool(found) and not found["file"].startswith((OUTSIDE, "<"))
+
+
+def function(frame: str) -> str:
+    """A frame's identity: its name, and its file when the profiler gave one, not its line."""
+    found = LOCATED.match(frame)
+    return f"{found['name']} ({found['file']})" if found else frame
 
 
 def _parse_folded(text: str) -> Folded:
@@ -66,12 +112,19 @@ def _fold_traces(text: str) -> Folded:
             first = re.match(r"^\s*(\d+(?:\.\d+)?)(ns|us|µs|ms|s)?\s+(\S.*)$", line)
             if not frames and first:
                 weight = _nanoseconds(float(first.group(1)), first.group(2) or "")
-                frames.append(first.group(3).strip().removesuffix(" (inline)"))
+                frames.append(_traced_frame(first.group(3)))
             elif frames and line.strip():
-                frames.append(line.strip().removesuffix(" (inline)"))
+                frames.append(_traced_frame(line))
         if frames and weight:
             stacks[_stack(list(reversed(frames)))] += max(1, round(weight / 1e6))  # in ms
     return dict(stacks)
+
+
+def _traced_frame(text: str) -> str:
+    """`name /path/file.go:88` (with `-lines`) as `name (/path/file.go:88)`; a name alone as is."""
+    text = text.strip().removesuffix(" (inline)")
+    name, _, where = text.rpartition(" ")
+    return f"{name} ({where})" if name and re.fullmatch(r"/\S+:\d+", where) else text
 
 
 def _nanoseconds(value: float, unit: str) -> float:
@@ -104,24 +157,33 @@ def _stack(frames: list[str]) -> str:
 
 
 def top_frames(folded: Folded, n: int = 15) -> list[dict]:
-    """The `n` frames with the most total time, each with its self and total share (percent)
-    of all samples, the most expensive first."""
+    """The `n` functions with the most total time, each with its self and total share
+    (percent) of all samples and, where the profiler said, the line of it that costs the most
+    (with what it calls), the most expensive first."""
     whole = sum(folded.values())
     if not whole:
         return []
     own: Counter[str] = Counter()
     total: Counter[str] = Counter()
+    lines: dict[str, Counter[str]] = {}
     for stack, count in folded.items():
         frames = stack.split(";")
-        own[frames[-1]] += count
+        own[function(frames[-1])] += count
+        for name in {function(frame) for frame in frames}:  # a recursion counts once
+            total[name] += count
         for frame in set(frames):
-            total[frame] += count
+            found = LOCATED.match(frame)
+            if found and found["line"]:
+                lines.setdefault(function(frame), Counter())[
+                    f"{found['file']}:{found['line']}"
+                ] += count
     ranked = sorted(total, key=lambda f: (-total[f], -own[f], f))
     return [
         {
             "frame": frame,
             "self_pct": round(100 * own[frame] / whole, 2),
             "total_pct": round(100 * total[frame] / whole, 2),
+            **({"line": lines[frame].most_common(1)[0][0]} if frame in lines else {}),
         }
         for frame in ranked[:n]
     ]
@@ -160,7 +222,9 @@ def profile_summary(path: Path, commit: str, top: int) -> dict | None:
     folded = load_profile(path)
     if not folded:
         return None
-    return {"commit": commit, "samples": sum(folded.values()), "top": top_frames(folded, top)}
+    frames = top_frames(folded, 10**6)
+    own = [t for t in frames if in_tree(t["frame"])][:top]  # a harness's start can dwarf it
+    return {"commit": commit, "samples": sum(folded.values()), "top": frames[:top], "own": own}
 
 
 def moves_between(before: Path, after: Path) -> list[dict]:
@@ -175,11 +239,25 @@ def profile_lines(summary: dict | None, shown: int = 8) -> list[str]:
         return []
     out = [f"where the time goes ({summary['commit'][:10]}, {summary['samples']:,} samples; "
            "total and self time):"]  # fmt: skip
-    for t in summary["top"][:shown]:
-        out.append(f"  {t['total_pct']:5.1f}% {t['self_pct']:5.1f}%  {short_frame(t['frame'])}")
+    out += _frame_lines(summary["top"][:shown])
+    own = summary.get("own") or []
+    if own and own != summary["top"][: len(own)]:
+        out += ["in the repository's own code:", *_frame_lines(own[:shown])]
     return out
 
 
+def _frame_lines(frames: list[dict]) -> list[str]:
+    return [
+        f"  {t['total_pct']:5.1f}% {t['self_pct']:5.1f}%  {short_frame(t['frame'])}"
+        + (f"  at {t['line']}" if t.get("line") else "")
+        for t in frames
+    ]
+
+
 def short_frame(frame: str) -> str:
-    """A frame without its package path (`github.com/x/y.(*T).M` -> `y.(*T).M`)."""
-    return frame.rsplit("/", 1)[-1]
+    """A frame without its package path (`github.com/x/y.(*T).M` -> `y.(*T).M`) and with
+    only its file's name (`work (pkg/bench.py)` -> `work (bench.py)`)."""
+    found = LOCATED.match(frame)
+    if not found:
+        return frame.rsplit("/", 1)[-1]
+    return f"{found['name'].rsplit('/', 1)[-1]} ({found['file'].rsplit('/', 1)[-1]})"

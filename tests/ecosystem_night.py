@@ -58,13 +58,19 @@ def night(repo: Path, metric: str, win: str, null: str, timeout: float = 600) ->
     return journal
 
 
-def base_profile_share(repo: Path, journal: JournalContents, part: str) -> float:
-    """The share of the samples (with what it calls) of the frame naming `part` in the
-    profile `init`'s perf command took of the session's base, at its calibration."""
+def base_frames(repo: Path, journal: JournalContents) -> list[dict]:
+    """The top frames of the profile `init`'s command took of the session's base, at its
+    calibration."""
     base = journal.sessions[0].base_commit
     folded = load_profile(repo / ".git" / "autoresearch" / "main" / "profiles" / f"{base}.folded")
-    assert folded, "no profile of the base: is perf installed (apt-get install linux-perf)?"
-    frames = top_frames(folded, 10**6)
+    assert folded, "no profile of the base: is the profiler installed (linux-perf, py-spy)?"
+    return top_frames(folded, 10**6)
+
+
+def base_profile_share(repo: Path, journal: JournalContents, part: str) -> float:
+    """The share of the samples (with what it calls) of the frame naming `part` in the base's
+    profile."""
+    frames = base_frames(repo, journal)
     return max((t["total_pct"] for t in frames if part in t["frame"]), default=0.0)
 
 

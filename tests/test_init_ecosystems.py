@@ -3,6 +3,8 @@ config reads their output in their tool's format, the checks run the project's t
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 from conftest import git, run_cli
 
@@ -71,13 +73,12 @@ def test_init_recognises_the_project_and_writes_its_bench(tmp_path, name):
     assert checks_run in checks and "\ntrue\n" not in checks
     assert config.scope.include == [scope]
     assert config.metric.unit == "ns"
-    # A profile after each calibration: perf around the bench for native code; Python's
-    # (py-spy) left commented.
+    # A profile after each calibration: perf around the bench for native code; py-spy's
+    # folded stacks for Python (installed with the tests: on).
     if name == "pytest-benchmark":
-        assert (
-            config.profile.command == ""
-            and '# command = "py-spy record' in (repo / "autoresearch.toml").read_text()
-        )
+        assert shutil.which("py-spy"), "py-spy is in the test extra"
+        assert config.profile.format == "folded"
+        assert config.profile.command.startswith("py-spy record --full-filenames --format raw")
     else:
         assert config.profile.format == "perf"
         assert config.profile.command.startswith("perf record -q -e cpu-clock -g -o ")

@@ -14,7 +14,15 @@ from conftest import experiments, git, run, run_cli
 from autoresearch.bench.bwrap import bwrap_problem
 from autoresearch.bench.measure import Harness
 from autoresearch.bench.profiling import take_profile
-from autoresearch.profiles import fold, load_profile, profile_change, save_profile, top_frames
+from autoresearch.profiles import (
+    fold,
+    load_profile,
+    profile_change,
+    profile_lines,
+    save_profile,
+    short_frame,
+    top_frames,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "profiles"
 
@@ -33,6 +41,42 @@ def test_go_s_pprof_traces_fold_into_stacks_that_name_the_read_before_the_write(
     assert not any("(inline)" in stack for stack in folded)
     weights = re.findall(r"^\s+(\d+)ms\s+\S", text, flags=re.M)  # labels before some
     assert sum(folded.values()) == sum(int(w) for w in weights) > 0  # in milliseconds
+
+
+def test_go_s_pprof_lines_name_each_function_once_with_its_costliest_line():
+    """`go tool pprof -traces -lines` (a real profile of the bundled target): a function's
+    samples at several lines are one frame, its file relative to the tree that ran and the
+    line that costs it the most beside it; files outside the tree by their last two parts."""
+    text = (FIXTURES / "grantbench-pprof-traces-lines.txt").read_text()
+    folded = fold(text, "pprof", ("/work/main/targets/pebble",))
+    frames = {t["frame"]: t for t in top_frames(folded, 500)}
+    previous = frames["grantstore/grantstore.(*grantWriter).previous (grantstore/grant_writer.go)"]
+    assert previous["total_pct"] > 5
+    assert re.fullmatch(r"grantstore/grant_writer\.go:\d+", previous["line"])
+    assert not [f for f in frames if "previous" in f and f != previous["frame"]]
+    assert not any("/work/main" in stack for stack in folded)
+    assert "runtime.main (…/runtime/proc.go)" in frames  # outside the tree
+    assert short_frame(previous["frame"]) == "grantstore.(*grantWriter).previous (grant_writer.go)"
+
+
+def test_py_spy_s_raw_stacks_name_the_tree_s_files_and_lines():
+    """py-spy's `--format raw --full-filenames`, a real profile: the tree's own functions by
+    their path in it, with their costliest line; the interpreter's by their last two parts."""
+    text = (FIXTURES / "pyspy-raw-full-filenames.folded").read_text()
+    folded = fold(text, "folded", ("/tmp/pyproj",))
+    frames = {t["frame"]: t for t in top_frames(folded, 100)}
+    square = frames["square_sum (pkg/work.py)"]
+    assert square["self_pct"] > 20 and square["line"] in {"pkg/work.py:10", "pkg/work.py:11"}
+    assert frames["main (pkg/work.py)"]["total_pct"] > 90  # every line of main, one frame
+    assert "dumps (…/json/__init__.py)" in frames  # outside the tree
+    lines = profile_lines({"commit": "c" * 40, "samples": 1, "top": list(frames.values())})
+    assert any(line.endswith("square_sum (work.py)  at " + square["line"]) for line in lines)
+
+
+def test_a_recursive_function_counts_each_sample_once():
+    text = "main (m.py:1);fib (f.py:3);fib (f.py:4);fib (f.py:3) 10\nmain (m.py:1);fib (f.py:3) 5\n"
+    (fib,) = [t for t in top_frames(fold(text, "folded")) if t["frame"] == "fib (f.py)"]
+    assert (fib["total_pct"], fib["self_pct"], fib["line"]) == (100.0, 100.0, "f.py:3")
 
 
 def test_perf_script_folds_with_the_command_as_the_root():
@@ -108,6 +152,11 @@ def test_the_agent_s_prompt_says_where_the_time_goes(target, tmp_path):
     from test_agent import edit, prompts, use_agent
 
     with_profile(target)
+    # A profiler that names lines: the function's costliest one is said beside it.
+    (target.root / "src" / "profile.txt").write_text(
+        "main;put;get 40\nmain;put;write (src/w.py:7) 45\nmain;put;write (src/w.py:9) 15\n"
+    )
+    git(target.root, "commit", "-qam", "a profile with lines")
     transcript = use_agent(target, tmp_path, [edit("90\n", "less work")])
     git(target.root, "commit", "-qam", "agent")
     run(target)
@@ -116,6 +165,12 @@ def test_the_agent_s_prompt_says_where_the_time_goes(target, tmp_path):
     assert "## Where the time goes" in prompt
     assert "- 40.0% total, 40.0% self: `main;put;get`" not in prompt  # frames, not stacks
     assert "- 40.0% total, 40.0% self: `get`" in prompt
+    assert "- 60.0% total, 60.0% self: `write (src/w.py)` at `src/w.py:7`" in prompt
+    # Frames in the tree's own files are listed apart when the harness's outrank them.
+    own = prompt.split("In the repository's own code", 1)[1].split("\n## ", 1)[0]
+    assert own.split("\n- ")[1:] == [
+        "60.0% total, 60.0% self: `write (src/w.py)` at `src/w.py:7`\n"
+    ]
 
 
 def test_a_fresh_profile_of_the_best_without_a_timed_run(target):

@@ -10,7 +10,9 @@ import sys
 
 import pytest
 from conftest import run_cli
-from ecosystem_night import measured_with, night, project, queue_win_and_null
+from ecosystem_night import base_frames, measured_with, night, project, queue_win_and_null
+
+from autoresearch.profiles import in_tree
 
 pytestmark = pytest.mark.slow  # pytest-benchmark runs, tens of them
 
@@ -73,5 +75,13 @@ def test_a_night_on_a_python_package_benched_with_pytest_benchmark(tmp_path):
     assert check.returncode == 0, check.stdout + check.stderr
     assert any(line.split()[:1] == ["test_fib_ns"] for line in check.stdout.splitlines())
 
-    night(repo, "test_fib_ns", "Cache fib", "Say F(n)")
+    journal = night(repo, "test_fib_ns", "Cache fib", "Say F(n)")
     assert "Python 3" in measured_with(repo, "test_fib_ns")
+    # The base's profile (init's py-spy command, confined like the bench) names the function
+    # the win rewrites, by its file in the repository, with its costliest line: of the
+    # repository's own code, the most time in itself (pytest's start outweighs it whole).
+    own = [t for t in base_frames(repo, journal) if in_tree(t["frame"])]
+    fib = max(own, key=lambda t: t["self_pct"])
+    assert (fib["frame"], fib["line"]) == ("fib (fibmod.py)", "fibmod.py:3"), own
+    shown = run_cli("profile", cwd=repo)
+    assert "in the repository's own code:" in shown.stdout, shown.stdout

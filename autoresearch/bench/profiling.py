@@ -1,7 +1,7 @@
 """A profile of the best: `[profile] command` run once in its tree, confined like its bench runs
 but off the timed ones, writing its profile where `AUTORESEARCH_PROFILE_OUT` says; read back
 as folded stacks (profiles.py), converted by the profiler's own tool where it needs one
-(`go tool pprof -traces`, `perf script`)."""
+(`go tool pprof -traces -lines`, `perf script`)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ OUT_NAME = ".autoresearch-profile"  # in the tree: the one place a confined run 
 MAX_PROFILE_BYTES = 256 * 1024 * 1024
 CONVERT_TIMEOUT_S = 300
 CONVERTERS = {
-    "pprof": lambda path: ["go", "tool", "pprof", "-traces", str(path)],
+    "pprof": lambda path: ["go", "tool", "pprof", "-traces", "-lines", str(path)],
     "perf": lambda path: ["perf", "script", "-i", str(path)],
 }
 
@@ -34,6 +34,9 @@ def take_profile(harness: Harness, cwd: Path, log: Path) -> tuple[Folded | None,
     """One profiling run in `cwd`: its folded stacks, or None and why not (said, never
     raised: a profile that failed costs the night nothing)."""
     profile = harness.config.profile
+    sandbox = getattr(harness.runner, "sandbox", None)
+    # Where the run saw its tree, and where it is: the files a profile names are under one.
+    roots = (str(cwd), str(cwd.resolve()), str(sandbox.seen_at(cwd.resolve())) if sandbox else "")
     out = cwd / OUT_NAME
     out.unlink(missing_ok=True)
     try:
@@ -44,10 +47,10 @@ def take_profile(harness: Harness, cwd: Path, log: Path) -> tuple[Folded | None,
             raw = read_bounded(out, MAX_PROFILE_BYTES, "profile", follow=False)
         except UserError as exc:
             return None, f"no profile written to ${PROFILE_ENV}: {exc}; log: {log}"
-        text = _as_text(profile.format, out, raw, cwd, getattr(harness.runner, "sandbox", None))
+        text = _as_text(profile.format, out, raw, cwd, sandbox)
         if text is None:
             return None, f"cannot read the {profile.format} profile ({_converter(profile.format)})"
-        folded = fold(text, profile.format)
+        folded = fold(text, profile.format, roots)
         if not folded:
             return None, f"the profile holds no samples; log: {log}"
         return folded, ""

@@ -115,16 +115,17 @@ def _ecosystem_values(ecosystem: Ecosystem | None) -> dict:
 
 
 def _profile_values(ecosystem: Ecosystem | None, bench: str) -> dict:
-    """The profile `init` writes: perf around the bench (native code: Go, Rust, C++), where
-    perf is installed; written but left commented otherwise, and for Python, whose frames
-    perf does not name (py-spy's folded output does)."""
-    perf = f'perf record -q -e cpu-clock -g -o \\"$AUTORESEARCH_PROFILE_OUT\\" -- {bench}'
+    """The profile `init` writes: perf around the bench for native code (Go, Rust, C++), and
+    py-spy's folded stacks for Python, whose frames perf does not name (py-spy's carry each
+    file and line); on where the profiler is installed, written but left commented otherwise."""
     if ecosystem is not None and ecosystem.name == "pytest-benchmark":
         command = (
-            'py-spy record --format raw -o \\"$AUTORESEARCH_PROFILE_OUT\\" -- '
+            'py-spy record --full-filenames --format raw -o \\"$AUTORESEARCH_PROFILE_OUT\\" -- '
             + ecosystem.bench.replace('"', '\\"')
         )
-        return {"profile_on": False, "profile_command": command, "profile_format": "folded"}
+        on = shutil.which("py-spy") is not None
+        return {"profile_on": on, "profile_command": command, "profile_format": "folded"}
+    perf = f'perf record -q -e cpu-clock -g -o \\"$AUTORESEARCH_PROFILE_OUT\\" -- {bench}'
     on = shutil.which("perf") is not None
     return {"profile_on": on, "profile_command": perf, "profile_format": "perf"}
 

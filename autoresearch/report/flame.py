@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from html import escape
 
-from ..profiles import Folded, short_frame, top_frames
+from ..profiles import Folded, function, short_frame, top_frames
 
 __all__ = ["icicle_svg"]
 
@@ -33,7 +33,7 @@ def _tree(folded: Folded) -> _Node:
     for stack, count in folded.items():
         node = root
         node.samples += count
-        for frame in stack.split(";")[:MAX_DEPTH]:
+        for frame in map(function, stack.split(";")[:MAX_DEPTH]):  # a box per function
             node = node.children.setdefault(frame, _Node(frame))
             node.samples += count
     return root
