@@ -153,7 +153,15 @@ def _fold_perf_script(text: str) -> Folded:
 
 
 def _stack(frames: list[str]) -> str:
-    return ";".join(f.replace(";", ":")[:MAX_FRAME] for f in frames if f)
+    return ";".join(_bounded(f.replace(";", ":")) for f in frames if f)
+
+
+def _bounded(frame: str) -> str:
+    """At most MAX_FRAME characters of a frame's name; its location (`(file:line)`) whole."""
+    found = LOCATED.match(frame)
+    if not found:
+        return frame[:MAX_FRAME]
+    return f"{found['name'][:MAX_FRAME]} {frame[len(found['name']) + 1 :]}"
 
 
 def top_frames(folded: Folded, n: int = 15) -> list[dict]:

@@ -58,11 +58,12 @@ def night(repo: Path, metric: str, win: str, null: str, timeout: float = 600) ->
     return journal
 
 
-def base_frames(repo: Path, journal: JournalContents) -> list[dict]:
-    """The top frames of the profile `init`'s command took of the session's base, at its
-    calibration."""
-    base = journal.sessions[0].base_commit
-    folded = load_profile(repo / ".git" / "autoresearch" / "main" / "profiles" / f"{base}.folded")
+def base_frames(repo: Path, journal: JournalContents, commit: str | None = None) -> list[dict]:
+    """The top frames of the profile `init`'s command took of the session's base (or of
+    `commit`), at its calibration."""
+    commit = commit or journal.sessions[0].base_commit
+    profiles = repo / ".git" / "autoresearch" / "main" / "profiles"
+    folded = load_profile(profiles / f"{commit}.folded")
     assert folded, "no profile of the base: is the profiler installed (linux-perf, py-spy)?"
     return top_frames(folded, 10**6)
 

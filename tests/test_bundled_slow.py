@@ -141,10 +141,11 @@ def test_loop_on_the_bundled_target(tmp_path):
     kept = load_profile(profiles / f"{skip_get.kept_commit}.folded")
     assert base and kept, sorted(p.name for p in profiles.iterdir())
     # pprof names each function's file in the tree (and its costliest line).
-    previous = "grantstore/grantstore.(*grantWriter).previous (grantstore/grant_writer.go)"
+    previous = "grantstore/grantstore.(*grantWriter).previous (targets/pebble/grantstore/grant_"
+    previous += "writer.go)"
     shares = [{t["frame"]: t["total_pct"] for t in top_frames(p, 10_000)} for p in (base, kept)]
     top = {t["frame"]: t for t in top_frames(base, 15)}
-    assert top[previous]["line"].startswith("grantstore/grant_writer.go:"), top[previous]
+    assert top[previous]["line"].startswith("targets/pebble/grantstore/grant_writer.go:"), top
     assert shares[1].get(previous, 0.0) < shares[0][previous] / 2, (
         shares[0][previous],
         shares[1].get(previous),

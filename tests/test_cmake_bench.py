@@ -26,11 +26,13 @@ pytestmark = pytest.mark.slow  # C++ builds and Google Benchmark runs
 CMAKE = """cmake_minimum_required(VERSION 3.16)
 project(summer CXX)
 set(CMAKE_CXX_STANDARD 17)
-find_package(benchmark REQUIRED)
 add_library(summer src/summer.cpp)
 target_include_directories(summer PUBLIC include)
-add_executable(summer_bench bench/summer_bench.cpp)
-target_link_libraries(summer_bench PRIVATE summer benchmark::benchmark benchmark::benchmark_main)
+# The benchmarks only under the project's own switch, off by default (init turns it on).
+option(WITH_BENCHMARKS "Build the benchmarks" OFF)
+if(WITH_BENCHMARKS)
+  add_subdirectory(bench)
+endif()
 enable_testing()
 add_executable(summer_test test/summer_test.cpp)
 target_link_libraries(summer_test PRIVATE summer)
@@ -58,6 +60,10 @@ FILES = {
     "CMakeLists.txt": CMAKE,
     "include/summer.h": "#pragma once\nlong long sum_to(int n);\n",
     "src/summer.cpp": SLOW,
+    "bench/CMakeLists.txt": """find_package(benchmark REQUIRED)
+add_executable(summer_bench summer_bench.cpp)
+target_link_libraries(summer_bench PRIVATE summer benchmark::benchmark benchmark::benchmark_main)
+""",
     "bench/summer_bench.cpp": """#include <benchmark/benchmark.h>
 
 #include "summer.h"
@@ -87,7 +93,8 @@ def test_a_night_on_a_cmake_project_benched_with_google_benchmark(tmp_path):
     assert "found a CMake project with a Google Benchmark executable (summer_bench)" in init.stdout
     text = (repo / "autoresearch.toml").read_text()
     assert 'format = "google-benchmark"' in text and 'keep = ["build/"]' in text
-    assert "./build/summer_bench --benchmark_out=" in (repo / "autoresearch.sh").read_text()
+    assert "./build/bench/summer_bench --benchmark_out=" in (repo / "autoresearch.sh").read_text()
+    assert "-DWITH_BENCHMARKS=ON" in text
     assert "ctest --test-dir build" in (repo / "autoresearch.checks.sh").read_text()
     # Google Benchmark's flags read their environment: shorter runs than a night's.
     edit_file(
@@ -111,6 +118,6 @@ def test_a_night_on_a_cmake_project_benched_with_google_benchmark(tmp_path):
     assert base_profile_share(repo, journal, "sum_to") > 20
     # Each arm built in its own build/, kept across the reverts: never one shared.
     paths = SessionPaths(repo / ".git" / "autoresearch" / "main")
-    assert (paths.worktree / "build" / "summer_bench").is_file()
-    assert (paths.baseline / "build" / "summer_bench").is_file()
+    assert (paths.worktree / "build" / "bench" / "summer_bench").is_file()
+    assert (paths.baseline / "build" / "bench" / "summer_bench").is_file()
     assert "cc (" in measured_with(repo, "bm_sumto_10000_ns")

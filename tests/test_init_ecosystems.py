@@ -4,6 +4,8 @@ config reads their output in their tool's format, the checks run the project's t
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 
 import pytest
 from conftest import git, run_cli
@@ -149,3 +151,58 @@ def test_a_cmake_project_without_google_benchmark_is_named_when_asked_for(tmp_pa
         f"error: {repo / 'CMakeLists.txt'}: no executable linked with benchmark::benchmark "
         "(target_link_libraries(NAME ... benchmark::benchmark))"
     )
+
+
+def test_a_python_project_s_interpreter_is_its_virtualenv_s(tmp_path):
+    """No --python: the active virtualenv's interpreter, else the project's own .venv's, by
+    absolute path (a worktree has no .venv); python3 only when there is neither."""
+    repo = project(tmp_path, PROJECTS["pytest-benchmark"])
+    active = tmp_path / "active-venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", active], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", repo / ".venv"], check=True)
+    env = {"VIRTUAL_ENV": str(active)}
+
+    done = run_cli("init", cwd=repo, env=env)
+    assert done.returncode == 0, done.stderr
+    assert f"the bench's interpreter: {active}/bin/python (the active virtualenv)" in done.stdout
+    assert f"{active}/bin/python -m pytest" in (repo / "autoresearch.sh").read_text()
+
+    env["VIRTUAL_ENV"] = ""
+    done = run_cli("init", "--force", cwd=repo, env=env)
+    assert f"{repo}/.venv/bin/python (the project's .venv)" in done.stdout, done.stdout
+    assert f"{repo}/.venv/bin/python -m pytest" in (repo / "autoresearch.checks.sh").read_text()
+
+    shutil.rmtree(repo / ".venv")
+    done = run_cli("init", "--force", "--python", "/opt/py/bin/python3", cwd=repo, env=env)
+    assert "the bench's interpreter: /opt/py/bin/python3 (--python)" in done.stdout
+
+
+def test_a_benchmark_folder_behind_the_project_s_option_is_built_with_it_on(tmp_path):
+    """`if(WITH_BENCHMARKS) add_subdirectory(perf)` with the option off by default: the build
+    init writes turns it on (the pre-flight otherwise finds no executable); an option on by
+    default, a condition that is not an option and the branch an `else` takes are left."""
+    repo = project(
+        tmp_path,
+        {
+            "CMakeLists.txt": (
+                "project(p CXX)\n"
+                'option(WITH_BENCHMARKS "Build the benchmarks" OFF)\n'
+                'option(WITH_SIMD "Use SIMD" ON)\n'
+                'option(WITH_DOCS "Build the docs" OFF)\n'
+                "if(WITH_DOCS)\n  add_subdirectory(docs)\nelse()\n  message(STATUS none)\nendif()\n"
+                "if(WITH_SIMD)\n  if(WITH_BENCHMARKS)  # the benchmarks\n"
+                "    add_subdirectory(perf)\n  endif()\nendif()\n"
+            ),
+            "perf/CMakeLists.txt": (
+                "if(PROJECT_IS_TOP_LEVEL)\n  add_executable(speed speed.cc)\n"
+                "  target_link_libraries(speed PRIVATE benchmark::benchmark)\nendif()\n"
+            ),
+        },
+    )
+    done = run_cli("init", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    config = load_config(repo / "autoresearch.toml")
+    configure = "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DWITH_BENCHMARKS=ON > /dev/null"
+    assert config.bench.build == f"{configure} && cmake --build build --parallel"
+    assert "./build/perf/speed --benchmark_out=" in (repo / "autoresearch.sh").read_text()
+    assert "executable (speed), built under the project's option WITH_BENCHMARKS:" in done.stdout

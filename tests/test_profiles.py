@@ -73,6 +73,13 @@ def test_py_spy_s_raw_stacks_name_the_tree_s_files_and_lines():
     assert any(line.endswith("square_sum (work.py)  at " + square["line"]) for line in lines)
 
 
+def test_a_long_name_is_cut_and_its_file_still_named_in_the_tree():
+    name = "pkg.(*Engine).Put" + "[go.shape.struct{}]" * 12
+    text = f"-----------+-----\n      10ms   {name} /repo/tree/pkg/engine.go:12\n"
+    (stack,) = fold(text, "pprof", ("/repo/tree",))
+    assert stack.endswith(" (pkg/engine.go:12)") and len(stack) < len(name)
+
+
 def test_a_recursive_function_counts_each_sample_once():
     text = "main (m.py:1);fib (f.py:3);fib (f.py:4);fib (f.py:3) 10\nmain (m.py:1);fib (f.py:3) 5\n"
     (fib,) = [t for t in top_frames(fold(text, "folded")) if t["frame"] == "fib (f.py)"]

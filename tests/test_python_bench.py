@@ -83,5 +83,9 @@ def test_a_night_on_a_python_package_benched_with_pytest_benchmark(tmp_path):
     own = [t for t in base_frames(repo, journal) if in_tree(t["frame"])]
     fib = max(own, key=lambda t: t["self_pct"])
     assert (fib["frame"], fib["line"]) == ("fib (fibmod.py)", "fibmod.py:3"), own
+    # The keep's differential profile: fib's own time gone with the cache.
+    kept = next(r for r in journal.experiments if r.status == "keep").kept_commit
+    after = {t["frame"]: t for t in base_frames(repo, journal, kept)}
+    assert after.get("fib (fibmod.py)", {"self_pct": 0.0})["self_pct"] < fib["self_pct"] / 2
     shown = run_cli("profile", cwd=repo)
     assert "in the repository's own code:" in shown.stdout, shown.stdout

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from .common import doc
 def cmd_init(args: argparse.Namespace) -> int:
     """Scaffold a session in a repository: config, bench and checks scripts, ideas file; or,
     with --from-pi, turn a pi-autoresearch session into one whose journal holds its runs."""
+    from ..init.ecosystems import project_python
     from ..init.scaffold import scaffold
 
     directory = Path(args.directory).resolve()
@@ -31,7 +33,12 @@ def cmd_init(args: argparse.Namespace) -> int:
         )
         print("\n".join(lines))
         return 0
-    ecosystem = _ecosystem(directory, args.ecosystem, args.python)
+    python, why = (
+        (args.python, "--python") if args.python else project_python(directory, os.environ)
+    )
+    ecosystem = _ecosystem(directory, args.ecosystem, python)
+    if ecosystem is not None and ecosystem.name == "pytest-benchmark":
+        print(f"the bench's interpreter: {python} ({why})")
     written = scaffold(
         directory,
         session=args.session,
@@ -115,10 +122,10 @@ def add_parsers(sub) -> None:
     )
     init.add_argument(
         "--python",
-        default="python3",
         metavar="INTERPRETER",
-        help="the interpreter a pytest-benchmark bench runs (default: python3 on the PATH); "
-        "its version is recorded with every calibration",
+        help="the interpreter a pytest-benchmark bench runs (default: the active virtualenv's, "
+        "else the project's .venv, else python3 on the PATH); its version is recorded with "
+        "every calibration",
     )
     init.add_argument(
         "--from-pi",

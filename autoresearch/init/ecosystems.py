@@ -21,6 +21,7 @@ __all__ = [
     "Ecosystem",
     "cmake_ecosystem",
     "detect_ecosystem",
+    "project_python",
     "python_ecosystem",
 ]
 
@@ -100,10 +101,14 @@ def cmake_ecosystem(directory: Path, files: list[Path] | None = None) -> Ecosyst
     folder = where.parent.relative_to(directory).as_posix()
     binary = f"build/{target}" if folder == "." else f"build/{folder}/{target}"
     tested = any(re.search(r"^\s*add_test\s*\(", _text(p), re.M) for p in lists)
-    configure = "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > /dev/null"
+    options = _switches(directory, where, target, lists)
+    switches = "".join(f" -D{name}=ON" for name in options)
+    under = f", built under the project's option{'s' * (len(options) > 1)} {', '.join(options)}"
+    under = under if options else ""
+    configure = f"cmake -S . -B build -DCMAKE_BUILD_TYPE=Release{switches} > /dev/null"
     return Ecosystem(
         name="cmake-google-benchmark",
-        says=f"a CMake project with a Google Benchmark executable ({target})",
+        says=f"a CMake project with a Google Benchmark executable ({target}){under}",
         bench=(f"./{binary} --benchmark_out=.autoresearch-bench.json --benchmark_out_format=json"),
         checks=(
             "ctest --test-dir build --output-on-failure"
@@ -118,6 +123,21 @@ def cmake_ecosystem(directory: Path, files: list[Path] | None = None) -> Ecosyst
         metrics="bm_name_arg_ns: Google Benchmark's real time per iteration, in nanoseconds "
         "(bm_name_arg_cpu_ns, its CPU time, beside it)",
     )
+
+
+def project_python(directory: Path, environ: dict[str, str]) -> tuple[str, str]:
+    """The interpreter a Python project's bench runs when `init --python` names none, and why:
+    the active virtualenv's, else the project's own `.venv`, else `python3` on the PATH. By
+    absolute path: a worktree has no `.venv` of its own, and a confined run finds the path
+    again (bench/sandbox.py shows what a command names)."""
+    active = environ.get("VIRTUAL_ENV")
+    for where, why in (
+        (active, "the active virtualenv"),
+        (directory / ".venv", "the project's .venv"),
+    ):
+        if where and (Path(where) / "bin" / "python").is_file():
+            return str((Path(where) / "bin" / "python").absolute()), why
+    return "python3", "python3 on the PATH"
 
 
 def python_ecosystem(python: str) -> Ecosystem:
@@ -172,6 +192,52 @@ ECOSYSTEMS["cargo-libtest"] = replace(
     format="libtest",
     metrics="bench_name_ns: ns/iter",
 )
+
+
+_COMMAND = re.compile(
+    r"\b(if|elseif|else|endif|add_subdirectory|add_executable)\s*\(([^)]*)\)", re.I
+)
+
+
+def _switches(directory: Path, where: Path, target: str, lists: list[Path]) -> list[str]:
+    """The project's options, off by default, that its benchmark executable is built only
+    under: each `if(NAME)` around the `add_subdirectory` on the way from the top
+    CMakeLists.txt to the executable's, or around the executable itself, whose NAME is an
+    `option(...)` that is not ON."""
+    options = {
+        m.group(1): (m.group(2) or "").upper() == "ON"
+        for p in lists
+        for m in re.finditer(r"\boption\s*\(\s*(\w+)\s+\"[^\"]*\"\s*(\w+)?\s*\)", _text(p), re.I)
+    }
+    folder = where.parent.relative_to(directory)
+    found: list[str] = []
+    for depth in range(len(folder.parts) + 1):
+        here = directory.joinpath(*folder.parts[:depth])
+        step = folder.parts[depth] if depth < len(folder.parts) else None
+        for name in _guards(_text(here / "CMakeLists.txt"), step, target):
+            if name in options and not options[name] and name not in found:
+                found.append(name)
+    return found
+
+
+def _guards(text: str, step: str | None, target: str) -> list[str]:
+    """The plain `if(NAME)` conditions around the first `add_subdirectory(step...)` (or, with
+    no step, `add_executable(target ...)`) in a CMakeLists.txt's text."""
+    stack: list[str | None] = []
+    for match in _COMMAND.finditer(re.sub(r"#[^\n]*", "", text)):
+        command, args = match.group(1).lower(), match.group(2).split()
+        if command == "if":
+            stack.append(args[0] if len(args) == 1 and re.fullmatch(r"\w+", args[0]) else None)
+        elif command in ("elseif", "else") and stack:
+            stack[-1] = None  # the branch taken when the first is not: nothing to switch on
+        elif command == "endif" and stack:
+            stack.pop()
+        elif args and (
+            (command == "add_subdirectory" and step and args[0].strip("/").split("/")[0] == step)
+            or (command == "add_executable" and step is None and args[0] == target)
+        ):
+            return [name for name in stack if name]
+    return []
 
 
 # What `init --ecosystem` takes: the fixed ones, and CMake's (its executable found in the tree).
