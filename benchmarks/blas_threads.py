@@ -20,6 +20,9 @@ import subprocess
 import sys
 import time
 
+from machine_load import a_core_busy
+from results import record
+
 from autoresearch.bench.environ import BLAS_THREADS_ENV, PINNED_ENV
 
 IMPORT = [sys.executable, "-c", "import autoresearch.loop.driver"]
@@ -46,11 +49,21 @@ def measure(starts: int) -> dict[str, list[tuple[float, float]]]:
     return found
 
 
-def report(label: str, found: dict[str, list[tuple[float, float]]]) -> None:
+def report(label: str, found: dict[str, list[tuple[float, float]]]) -> list[dict]:
+    rows = []
     for name, samples in found.items():
         wall = statistics.median(s[0] for s in samples) * 1000
         cpu = statistics.median(s[1] for s in samples) * 1000
         print(f"| {label} | {name} | {wall:.0f} ms | {cpu:.0f} ms |")
+        rows.append(
+            {
+                "condition": label,
+                "BLAS pool": name,
+                "wall (median)": f"{wall:.0f} ms",
+                "CPU (median)": f"{cpu:.0f} ms",
+            }
+        )
+    return rows
 
 
 def main() -> None:
@@ -59,13 +72,10 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{os.cpu_count()} CPUs; {args.starts} starts each, alternating")
     print("| machine | BLAS pool | wall (median) | CPU (median) |\n|---|---|---:|---:|")
-    report("quiet", measure(args.starts))
-    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-    try:
-        report("a core busy", measure(args.starts))
-    finally:
-        busy.kill()
-        busy.wait()
+    rows = report("quiet", measure(args.starts))
+    with a_core_busy():
+        rows += report("a core busy", measure(args.starts))
+    record("blas_threads", rows, notes=f"{args.starts} starts of each kind, alternating")
 
 
 if __name__ == "__main__":

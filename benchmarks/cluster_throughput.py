@@ -35,6 +35,8 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from distributed import LocalCluster  # noqa: E402
+from machine_load import a_core_busy  # noqa: E402
+from results import record  # noqa: E402
 from synthetic import git, make_target  # noqa: E402
 
 from autoresearch.cluster import run_cluster_session  # noqa: E402
@@ -86,7 +88,7 @@ def target_with_wins(root: Path, hosts: int):
     return target
 
 
-def processes(counts: list[int], sleep: float) -> int:
+def processes(counts: list[int], sleep: float, load: str) -> list[dict]:
     """Experiments per hour with real scheduler and worker processes, the best moving."""
     from fault_hosts import Hosts
 
@@ -115,22 +117,36 @@ def processes(counts: list[int], sleep: float) -> int:
             rows.append((workers, len(records), kept, again, calibrated, took))
     one = rows[0][1] / rows[0][5] * 3600 if rows[0][0] == 1 else None
     print(
-        f"Real `dask scheduler` and `dask worker` processes; per host 8 hypotheses, 3 of them "
-        f"10% wins; decided at 3 pairs of {sleep:g} s runs; each best calibrated (10 runs):\n"
+        f"{load}: real `dask scheduler` and `dask worker` processes; per host 8 hypotheses, "
+        f"3 of them 10% wins; decided at 3 pairs of {sleep:g} s runs; each best calibrated "
+        "(10 runs):\n"
     )
     print(
         "| hosts | experiments | kept | measured again | calibrations | wall s "
         "| experiments/hour | ideal | of ideal |"
     )
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    data = []
     for workers, experiments, kept, again, calibrated, took in rows:
         rate, ideal, share = against_ideal(experiments, took, one, workers)
         print(
             f"| {workers} | {experiments} | {kept} | {again} | {calibrated} | {took:.1f} | "
             f"{rate} | {ideal} | {share} |"
         )
-    print(f"machine: {os.cpu_count()} CPUs")
-    return 0
+        data.append(
+            {
+                "condition": load,
+                "hosts": workers,
+                "experiments": experiments,
+                "kept": kept,
+                "measured again": again,
+                "calibrations": calibrated,
+                "wall s": f"{took:.1f}",
+                "experiments/hour": rate,
+                "of ideal": share,
+            }
+        )
+    return data
 
 
 def against_ideal(
@@ -169,18 +185,32 @@ def main() -> int:
         help="real scheduler and worker processes, and a session whose best moves",
     )
     args = parser.parse_args()
-    if args.processes:
-        workers = args.workers if args.workers != "1,2,4,8" else "1,3"
-        return processes([int(w) for w in workers.split(",")], args.sleep)
+    name = "cluster_throughput_processes" if args.processes else "cluster_throughput"
+    if args.processes and args.workers == "1,2,4,8":
+        args.workers = "1,3"
     counts = [int(w) for w in args.workers.split(",")]
+    rows = []
+    for load in ("quiet", "a core busy"):
+        with a_core_busy(load != "quiet"):
+            print(f"{load}:", file=sys.stderr, flush=True)
+            if args.processes:
+                rows += processes(counts, args.sleep, load)
+            else:
+                rows += local_cluster(counts, args.per_worker, args.sleep, load)
+    print(f"machine: {os.cpu_count()} CPUs")
+    record(name, rows, notes=f"bench runs of {args.sleep:g} s")
+    return 0
+
+
+def local_cluster(counts: list[int], n: int, sleep: float, load: str) -> list[dict]:
+    """Experiments per hour on a LocalCluster of each size, null patches, `n` per host."""
     quiet = Progress(quiet=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        n = args.per_worker
         local = timed(
             lambda config, options: run_session(config, options, quiet),
             target_with(Path(tmp) / "local", n),
-            args.sleep,
+            sleep,
         )
         for workers in counts:
             print(f"{workers} worker(s)...", file=sys.stderr, flush=True)
@@ -198,32 +228,42 @@ def main() -> int:
                         config, c.scheduler_address, options, quiet
                     ),
                     target,
-                    args.sleep,
+                    sleep,
                 )
             rows.append((workers, n * workers, took))
     one = rows[0][1] / rows[0][2] * 3600 if rows[0][0] == 1 else None
-    bench_s = 6 * args.sleep
+    bench_s = 6 * sleep
     print(
-        f"Null experiments decided at 3 pairs (6 runs of {args.sleep:g} s: {bench_s:g} s of "
-        f"bench each), {args.per_worker} per host, each host calibrating once (4 runs):\n"
+        f"{load}: null experiments decided at 3 pairs (6 runs of {sleep:g} s: {bench_s:g} s of "
+        f"bench each), {n} per host, each host calibrating once (4 runs):\n"
     )
     print(
         "| hosts | experiments | wall s | experiments/hour | ideal (1 host's × hosts) | of ideal |"
     )
     print("|---:|---:|---:|---:|---:|---:|")
+    data = []
     for workers, experiments, took in rows:
         rate, ideal, share = against_ideal(experiments, took, one, workers)
         print(f"| {workers} | {experiments} | {took:.1f} | {rate} | {ideal} | {share} |")
+        data.append(
+            {
+                "condition": load,
+                "hosts": workers,
+                "experiments": experiments,
+                "wall s": f"{took:.1f}",
+                "experiments/hour": rate,
+                "of ideal": share,
+            }
+        )
     if rows[0][0] == 1:
-        per_cluster = rows[0][2] / rows[0][1]
-        per_local = local / n
+        per_cluster, per_local = rows[0][2] / rows[0][1], local / n
         print(
             f"\nPer experiment, one host: the cluster {per_cluster:.2f} s, the local loop "
             f"{per_local:.2f} s ({bench_s:g} s of it bench): the cluster adds "
             f"{per_cluster - per_local:+.2f} s per experiment."
         )
-    print(f"machine: {os.cpu_count()} CPUs")
-    return 0
+        data[0]["cluster added per experiment"] = f"{per_cluster - per_local:+.2f} s"
+    return data
 
 
 if __name__ == "__main__":

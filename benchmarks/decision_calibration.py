@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from results import record
 from scipy.stats import mannwhitneyu
 
 from autoresearch.bench.measure import Harness, measure_pair
@@ -203,6 +204,7 @@ def main() -> int:
         header += ["runs/decision"]
         print("| " + " | ".join(header) + " |")
         print("|" + "---|" * 2 + "---:|" * (len(header) - 2))
+        rows = []
         for noise in NOISES:
             if args.only and args.only not in noise.name:
                 continue
@@ -244,6 +246,8 @@ def main() -> int:
                 if ours and per_decision > GOAL_RUNS:
                     missed.append(f"{per_decision:.1f} runs per decision")
                 print("| " + " | ".join(cells) + " |", flush=True)
+                row = dict(zip(header[1:], cells[1:], strict=True))
+                rows.append({"condition": cells[0], **row})
                 if missed:
                     ok = False
                     print(f"MISSED ({noise.name}): {'; '.join(missed)}", file=sys.stderr)
@@ -254,6 +258,7 @@ def main() -> int:
         f"decision: {'met' if ok else 'MISSED'} "
         f"({time.monotonic() - started:.0f} s)"
     )
+    record("decision_calibration", rows, notes=f"{args.nulls} nulls, {args.trials} per effect")
     return 0 if ok else 1
 
 

@@ -43,6 +43,7 @@ from fault_night import Night, Tally, standard_queue  # noqa: E402
 from fault_trust import TRUST_CATEGORIES  # noqa: E402
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
+from results import record  # noqa: E402
 from synthetic import git, unified_patch  # noqa: E402
 
 from autoresearch.journal.store import read_journal  # noqa: E402
@@ -363,10 +364,27 @@ def main(argv: list[str] | None = None) -> int:
         tallies.append(tally)
         print(f"{label}: {tally.survived}/{tally.faults} survived", file=sys.stderr, flush=True)
     _print_table(tallies)
+    if not args.quick and not args.only:  # what the docs show: every category, full counts
+        record("faults", [_as_row(t) for t in tallies], notes="every category, full counts")
     if args.json:
         Path(args.json).write_text(json.dumps([vars(t) for t in tallies], indent=2))
     failed = any(t.survived != t.faults or t.faults == 0 or t.harness_error for t in tallies)
     return 1 if failed else 0
+
+
+def _as_row(t: Tally) -> dict:
+    name = f"{t.name} (incomplete: the suite itself failed)" if t.harness_error else t.name
+    return {
+        "condition": name,
+        "faults": t.faults,
+        "survived": t.survived,
+        "records lost": t.records_lost,
+        "duplicated": t.records_duplicated,
+        "commits unrecorded": t.commits_unrecorded,
+        "dirty trees": t.dirty_trees,
+        "processes left": t.processes_left,
+        "tracebacks": t.tracebacks,
+    }
 
 
 def _print_table(tallies: list[Tally]) -> None:

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from machine_load import cores_busy
+from results import record
 
 CPU = [sys.executable, "-S", "-c", "x = 0\nfor i in range(12_000_000): x += i"]
 SHORT = [sys.executable, "-S", "-c", "import random"]
@@ -85,8 +86,19 @@ def main() -> int:
     print(f"{os.cpu_count()} cores, {args.loops} busy loops, sched_autogroup_enabled={grouped}")
     quiet, busy = measure(args.loops, args.repeats)
     print(f"{'workload':24} {'quiet s':>9} {'loaded s':>9} {'ratio':>6}")
+    rows = []
     for name in WORKLOADS:
         print(f"{name:24} {quiet[name]:9.3f} {busy[name]:9.3f} {busy[name] / quiet[name]:6.2f}")
+        rows.append(
+            {
+                "condition": f"{args.loops} busy loops",
+                "workload": name,
+                "quiet": f"{quiet[name]:.3f} s",
+                "loaded": f"{busy[name]:.3f} s",
+                "ratio": f"{busy[name] / quiet[name]:.2f}",
+            }
+        )
+    record("load_share", rows, notes=f"sched_autogroup_enabled={grouped}")
     return 0
 
 

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from machine_load import a_core_busy
+from results import record
 
 GOAL_S = 2.0  # well inside any client's wait for its servers
 
@@ -83,7 +84,7 @@ def make_repo(root: Path) -> Path:
     return repo
 
 
-def measure(repo: Path, runs: int, label: str) -> None:
+def measure(repo: Path, runs: int, label: str) -> dict:
     found = [one_start(repo) for _ in range(runs)]
     initialized = statistics.median(f[0] for f in found)
     listed = statistics.median(f[1] for f in found)
@@ -92,6 +93,13 @@ def measure(repo: Path, runs: int, label: str) -> None:
         f"| {label} | {initialized * 1000:.0f} ms | {listed * 1000:.0f} ms | {found[0][2]} | "
         f"{verdict} (goal < {GOAL_S:g} s) |"
     )
+    return {
+        "condition": label,
+        "`initialize` answered": f"{initialized * 1000:.0f} ms",
+        "tools listed": f"{listed * 1000:.0f} ms",
+        "tools": found[0][2],
+        "goal": f"{verdict} (< {GOAL_S:g} s)",
+    }
 
 
 def main() -> int:
@@ -104,9 +112,10 @@ def main() -> int:
         print(f"`autoresearch mcp`, {args.runs} starts each, medians\n")
         print("| condition | `initialize` answered | tools listed | tools | goal |")
         print("|---|---:|---:|---:|---|")
-        measure(repo, args.runs, "quiet")
+        rows = [measure(repo, args.runs, "quiet")]
         with a_core_busy():
-            measure(repo, args.runs, "a core busy")
+            rows.append(measure(repo, args.runs, "a core busy"))
+    record("mcp_startup", rows, notes=f"{args.runs} starts each, medians")
     return 0
 
 

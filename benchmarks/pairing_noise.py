@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from machine_load import a_core_busy
+from results import record
 
 from autoresearch.bench.measure import Harness, measure_pair
 from autoresearch.config import load_config
@@ -68,7 +69,8 @@ def main() -> int:
         "| paired / two-sample | s/sample |"
     )
     print("|---|---|---|---:|---:|---:|---:|---:|")
-    for load in ("quiet", "one core busy"):
+    rows = []
+    for load in ("quiet", "a core busy"):
         for name in args.conditions.split(","):
             bench = dataclasses.replace(base.bench, env=dict(base.bench.env), **CONDITIONS[name])
             config = dataclasses.replace(base, bench=bench)
@@ -86,7 +88,20 @@ def main() -> int:
                     f"{per_sample:.1f} |",
                     flush=True,
                 )
+                rows.append(
+                    {
+                        "condition": load,
+                        "bench options": name,
+                        "metric": metric,
+                        "run CV": f"{robust_cv_pct(b + c):.1f}%",
+                        "two-sample ±": f"{half_width(two):.1f}%",
+                        "paired ±": f"{half_width(paired):.1f}%",
+                        "paired / two-sample": f"{ratio:.2f}",
+                        "s/sample": f"{per_sample:.1f}",
+                    }
+                )
     print(f"\nmachine: {os.cpu_count()} CPUs")
+    record("pairing_noise", rows, notes=f"{args.pairs} interleaved A/A pairs per condition")
     return 0
 
 

@@ -1,6 +1,6 @@
 """Results as data: a benchmark's figures written to a dated file the docs render.
 
-Each run writes `docs/results/<benchmark>/<date>-<host>-<commit>.json`: when and where it ran
+Each run writes `docs/results/<benchmark>/<date>-<time>-<host>-<commit>.json`: when and where it ran
 (host, CPUs, OS, Python), the commit it measured (and whether the tree had uncommitted
 changes), its command line, and its rows, each naming the machine's state it was measured in
 (`quiet`, `a core busy`). The docs' pages show the latest runs with `<!-- results: NAME -->`
@@ -42,7 +42,7 @@ def record(benchmark: str, rows: list[dict], notes: str = "") -> Path:
         "notes": notes,
         "rows": rows,
     }
-    path = RESULTS / benchmark / f"{at:%Y-%m-%d}-{data['host']}-{commit[:10]}.json"
+    path = RESULTS / benchmark / f"{at:%Y-%m-%d-%H%M}-{data['host']}-{commit[:10]}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=1) + "\n")
     print(f"wrote {path.relative_to(ROOT)}", file=sys.stderr)

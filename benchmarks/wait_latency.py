@@ -2,10 +2,11 @@
 
 Runs a short command many times through the real `proc.run` (own session, log relay, tree
 clean-up), once waiting on a pidfd and once with the pidfd withheld (Popen.wait's sleeps,
-which grow to 50 ms), alternating, and prints the median recorded duration of each. Then the
+which grow to 50 ms), alternating, and prints the median recorded duration of each; then the
 same for the loop's git calls (`Repo.run`, thousands a night): `git rev-parse HEAD` through
 `capture.capture` (a pidfd), through `Popen.communicate(timeout=)` (its polling wait) and through
 GitPython's `execute(kill_after_timeout=)` (a watchdog thread a call), wall time per call.
+Quiet and with a core busy; the rows written as data (results.py).
 
     python benchmarks/wait_latency.py [--runs 40] [--rounds 3] [--command "python3 -S -c pass"]
 """
@@ -21,6 +22,8 @@ import time
 from pathlib import Path
 
 import git
+from machine_load import a_core_busy
+from results import record
 
 from autoresearch.bench import proc
 from autoresearch.repo.gitrepo import GIT_TIMEOUT_S, Repo
@@ -51,19 +54,34 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--command", default="python3 -S -c pass")
     args = parser.parse_args()
+    rows = []
+    for busy in (False, True):
+        with a_core_busy(busy):
+            condition = "a core busy" if busy else "quiet"
+            print(condition)
+            rows.append({"condition": condition, **_waits(args), **_git_calls(args.rounds)})
+    record("wait_latency", rows, notes=f"`{args.command}`, {args.runs} runs a round and way")
+
+
+def _waits(args) -> dict:
+    """The median recorded duration of `args.command` each way, per round."""
     ways = {"pidfd": proc._exit_fd, "polling": _no_pidfd}
     medians: dict[str, list[float]] = {name: [] for name in ways}
     for _ in range(args.rounds):
         for name, exit_fd in ways.items():
             proc._exit_fd = exit_fd
             medians[name].append(statistics.median(_durations(args.command, args.runs)))
+    proc._exit_fd = _WITH_PIDFD
+    row = {}
     for name, values in medians.items():
         shown = ", ".join(f"{1000 * v:.1f}" for v in values)
         print(f"{name:8s} median duration per round (ms): {shown}")
-    _git_calls(args.rounds)
+        row[f"command, {name} (ms a round)"] = shown
+    return row
 
 
-def _git_calls(rounds: int) -> None:
+def _git_calls(rounds: int) -> dict:
+    """Wall time per `git rev-parse HEAD` each way, per round."""
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["git", "init", "-q", tmp], check=True)
         subprocess.run(
@@ -90,9 +108,12 @@ def _git_calls(rounds: int) -> None:
                 for _ in range(GIT_CALLS):
                     call()
                 per_call[name].append((time.perf_counter() - started) / GIT_CALLS)
+    row = {}
     for name, values in per_call.items():
         shown = ", ".join(f"{1000 * v:.2f}" for v in values)
         print(f"git rev-parse via {name:11s} ms per call, per round: {shown}")
+        row[f"git via {name} (ms a call)"] = shown
+    return row
 
 
 if __name__ == "__main__":
