@@ -226,6 +226,7 @@ class SandboxConfig:
     mode: str = "auto"
     required: bool = False  # refuse to run unconfined (as mode = "bwrap")
     network: bool = False  # bench, build and checks may reach the network
+    build_network: bool = False  # the build alone may (it fetches dependencies)
     # ... and make Unix sockets (a bench of a server on one): else refused, since one on the
     # host (a container engine's, the user's bus) would reach outside the sandbox.
     unix_sockets: bool = False

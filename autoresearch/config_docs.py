@@ -188,6 +188,10 @@ MEANINGS: dict[str, str] = {
     ),
     "sandbox.required": 'refuse to run unconfined (as `mode = "bwrap"`)',
     "sandbox.network": "confined runs may reach the network",
+    "sandbox.build_network": (
+        "the build alone may reach the network (it fetches dependencies; the bench and checks "
+        "still cannot), with the toolchains' offline switches off for it"
+    ),
     "sandbox.unix_sockets": (
         "confined runs may make Unix sockets (refused by default: one on the host reaches "
         "outside the sandbox)"

@@ -31,7 +31,7 @@ from autoresearch.repo.gitrepo import GIT_TIMEOUT_S, Repo
 GIT_CALLS = 200  # per round and way
 
 
-_WITH_PIDFD = proc._exit_fd
+_WITH_PIDFD = proc.exit_fd
 
 
 @contextlib.contextmanager
@@ -65,13 +65,13 @@ def main() -> None:
 
 def _waits(args) -> dict:
     """The median recorded duration of `args.command` each way, per round."""
-    ways = {"pidfd": proc._exit_fd, "polling": _no_pidfd}
+    ways = {"pidfd": proc.exit_fd, "polling": _no_pidfd}
     medians: dict[str, list[float]] = {name: [] for name in ways}
     for _ in range(args.rounds):
         for name, exit_fd in ways.items():
-            proc._exit_fd = exit_fd
+            proc.exit_fd = exit_fd
             medians[name].append(statistics.median(_durations(args.command, args.runs)))
-    proc._exit_fd = _WITH_PIDFD
+    proc.exit_fd = _WITH_PIDFD
     row = {}
     for name, values in medians.items():
         shown = ", ".join(f"{1000 * v:.1f}" for v in values)
@@ -101,7 +101,7 @@ def _git_calls(rounds: int) -> dict:
             ),
         }
         per_call: dict[str, list[float]] = {name: [] for name in ways}
-        proc._exit_fd = _WITH_PIDFD
+        proc.exit_fd = _WITH_PIDFD
         for _ in range(rounds):
             for name, call in ways.items():
                 started = time.perf_counter()

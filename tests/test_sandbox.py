@@ -471,3 +471,56 @@ def test_checks_that_need_git_are_told_how_to_see_it(target):
     git(target.root, "commit", "-qam", "git in sight")
     shown = run_cli("check", cwd=target.root)
     assert shown.returncode == 0, shown.stdout + shown.stderr
+
+
+def test_a_build_that_needs_the_network_is_told_how_to_get_it(target, tmp_path):
+    """Confined runs have no network: a build that fetches fails the pre-flight with a hint
+    (fetch first, or `[sandbox] build_network`); with it, the build alone reaches out, and the
+    checks still cannot."""
+    # This machine's own address, not loopback: a run without the network has no route to it
+    # ("Network is unreachable", as a fetch from a registry would fail).
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    probe.connect(("192.0.2.1", 9))  # no packet sent: the route's source address
+    address = probe.getsockname()[0]
+    probe.close()
+    server = socket.create_server((address, 0))
+    reach = f"import socket; socket.create_connection(('{address}', {server.getsockname()[1]}), 5)"
+    (target.root / "fetch.py").write_text(f"{reach}\nprint('fetched')\n")
+    (target.root / "offline.py").write_text(
+        f"try:\n    {reach}\nexcept OSError:\n    raise SystemExit(0)\nraise SystemExit('online')\n"
+    )
+    text = target.config_path.read_text()
+    text = text.replace('build = ""', f'build = "{sys.executable} fetch.py"')
+    text = text.replace('command = "./checks.py"', f'command = "{sys.executable} offline.py"')
+    target.config_path.write_text(text)
+    git(target.root, "add", "-A")
+    confine(target)
+    try:
+        refused = run_cli("check", cwd=target.root)
+        said = refused.stdout + refused.stderr
+        assert refused.returncode != 0 and "the build fails on the unmodified code" in said
+        assert "reached for the network" in said and "build_network = true" in said
+
+        text = target.config_path.read_text().replace(
+            'mode = "auto"\n', 'mode = "auto"\nbuild_network = true\n'
+        )
+        target.config_path.write_text(text)
+        git(target.root, "commit", "-qam", "the build fetches")
+        allowed = run_cli("check", cwd=target.root)
+    finally:
+        server.close()
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+
+
+def test_confined_runs_are_told_the_toolchains_are_offline(tmp_path):
+    """Without the network, each toolchain's own offline switch (Cargo resolves from the
+    index `cargo fetch` left); what the user set stands; with the network, none."""
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    offline = Sandbox().wrap(tree, {"GOPROXY": "file:///srv/goproxy"})
+    online = Sandbox(network=True).wrap(tree, {})
+    for confined in (offline, online):
+        confined.close()
+    assert offline.env["CARGO_NET_OFFLINE"] == "true" and offline.env["PIP_NO_INDEX"] == "1"
+    assert offline.env["GOPROXY"] == "file:///srv/goproxy"
+    assert "CARGO_NET_OFFLINE" not in online.env

@@ -25,6 +25,7 @@ __all__ = [
     "BLAS_THREADS_ENV",
     "PINNED_ENV",
     "bench_environ",
+    "offline_switches",
     "pin_blas_threads",
     "target_environ",
 ]
@@ -84,3 +85,21 @@ def _allowed(name: str) -> bool:
         return True
     toolchain = _GO.fullmatch(name) or any(fnmatchcase(name, p) for p in PASSED_PATTERNS)
     return bool(toolchain) and not _SECRET.search(name)
+
+
+# Each toolchain's own switch to work from what it has cached, for runs that have no network
+# (confined, without `[sandbox] network`): Cargo resolves an unlocked crate from the registry
+# index `cargo fetch` left (instead of failing to reach it), Go fails fast on a module not in
+# its cache, npm and pip install from their caches only.
+OFFLINE = {
+    "CARGO_NET_OFFLINE": "true",
+    "GOPROXY": "off",
+    "npm_config_offline": "true",
+    "PIP_NO_INDEX": "1",
+    "UV_OFFLINE": "1",
+}
+
+
+def offline_switches(given: dict[str, str]) -> dict[str, str]:
+    """The toolchains' offline switches that `given` (the run's environment) does not set."""
+    return {name: value for name, value in OFFLINE.items() if name not in given}

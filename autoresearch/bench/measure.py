@@ -77,6 +77,10 @@ class Harness:
         sandbox, self.unconfined = (None, None) if runner else sandbox_for(config)
         cap = int(config.session.max_run_log_mb * 1024 * 1024)
         self.runner = runner or LocalRunner(config.bench.cpus, sandbox, cap)
+        # `[sandbox] build_network`: the build alone reaches the network.
+        self.build_runner = self.runner
+        if sandbox is not None and config.sandbox.build_network and not sandbox.network:
+            self.build_runner = LocalRunner(config.bench.cpus, replace(sandbox, network=True), cap)
         # The holdout's own runs alone see its files (sandbox.py, `secret`).
         self.holdout_runner = self.runner
         if sandbox is not None and sandbox.secret:
@@ -100,7 +104,7 @@ class Harness:
         """Run the build command once in `cwd`; None when the config has none."""
         if not self.config.bench.build:
             return None
-        return self._run(self.config.bench.build, cwd, log)
+        return self._run(self.config.bench.build, cwd, log, runner=self.build_runner)
 
     def confinement(self, cwd: Path) -> dict:
         """How this harness's runs in `cwd` are confined, for the record."""

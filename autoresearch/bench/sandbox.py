@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import UserError
 from ..repo.gitrepo import gitdir_of
 from .bwrap import bwrap, bwrap_problem, privileges, socket_filter
+from .environ import offline_switches
 from .seccomp import unix_filter_fd
 
 if TYPE_CHECKING:
@@ -126,6 +127,7 @@ class Sandbox:
             fds = (fd,)
         if not self.network:
             argv.append("--unshare-net")
+            env = {**offline_switches(given), **env}
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         common = _git_common_dir(cwd)  # one read of the tree's `.git` per run
         repository = _repository_paths(common)

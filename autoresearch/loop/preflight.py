@@ -158,6 +158,18 @@ HINTS = (
         "the PATH the bench gets)",
     ),
     (
+        re.compile(
+            r"Could not resolve host|Temporary failure in name resolution|dial tcp: lookup|"
+            r"getaddrinfo|ENOTFOUND|Network is unreachable|module lookup disabled by GOPROXY=off|"
+            r"attempting to make an HTTP request, but --offline was specified|"
+            r"no matching package named .* found|failed to (download|load source for)"
+        ),
+        "the run reached for the network, which confined runs do not have: fetch the "
+        "dependencies before the night (cargo fetch, go mod download, npm ci, pip download) "
+        "and commit the lock file; or let the build alone reach it, [sandbox] build_network = "
+        "true",
+    ),
+    (
         re.compile(r"not a git repository"),
         "confined runs do not see the repository's git directory (its branch would tell a "
         "run which arm it is in): for a build or checks that needs git, set [sandbox] git = "
