@@ -46,6 +46,8 @@ TESTS_PROTECTED = (
     "**/test_*.py",
     "**/*.test.*",
     "**/*.spec.*",
+    "**/*.bench.*",
+    "**/benches/**",
     "**/tests/**",
     "**/test/**",
     "**/__tests__/**",

@@ -8,6 +8,8 @@ none here, or this names a key they do not have. Keys of the tables a proposer r
 
 from __future__ import annotations
 
+from .config import TESTS_PROTECTED
+
 __all__ = ["MEANINGS", "SAID_DEFAULTS"]
 
 # key -> what it does (Markdown).
@@ -99,11 +101,9 @@ MEANINGS: dict[str, str] = {
     ),
     "scope.allow_binary": "accept binary patches",
     "scope.allow_tests": (
-        "let a patch edit the tests and their configuration, protected by default "
-        "(`**/*_test.*`, `**/test_*.py`, `**/*.test.*`, `**/*.spec.*`, `**/tests/**`, "
-        "`**/test/**`, `**/__tests__/**`, `**/testdata/**`, `**/conftest.py`, "
-        "`**/pytest.ini`, `**/tox.ini`, `**/.coveragerc`): what judges a change is not the "
-        "change's to edit"
+        "let a patch edit the tests, the benchmarks and their configuration, protected by "
+        f"default ({', '.join(f'`{g}`' for g in TESTS_PROTECTED)}): what judges a change is not "
+        "the change's to edit"
     ),
     "budget.max_experiments": "experiments in the session",
     "budget.max_hours": "hours of this run",

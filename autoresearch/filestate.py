@@ -65,36 +65,86 @@ class FileState:
         except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
             return None
 
-    def restore(self, spare: Collection[str] = ()) -> list[str]:
+    def updated(self, touched: Collection[str]) -> FileState:
+        """This state brought up to the tree's now, knowing that only the paths in `touched`
+        were written since (repo/watch.py): each looked at again, a directory made since
+        walked whole, what is gone dropped with what it held. The same as a `take` now."""
+        entries = dict(self.entries)
+        for path in sorted(touched, key=len):
+            if not self._inside(path):
+                continue
+            try:
+                st = os.lstat(path)
+            except FileNotFoundError:
+                st = None
+            if st is None or stat.S_ISDIR(st.st_mode):
+                under = path + os.sep
+                for gone in [p for p in entries if p.startswith(under)]:
+                    del entries[gone]
+            if st is None:
+                entries.pop(path, None)
+            elif stat.S_ISDIR(st.st_mode):
+                entries[path] = None
+                for inner, inner_st in _walk(Path(path), own_git=True):
+                    entries[inner] = None if stat.S_ISDIR(inner_st.st_mode) else _stamp(inner_st)
+            else:
+                entries[path] = _stamp(st)
+        return FileState(self.roots, entries)
+
+    def restore(
+        self, spare: Collection[str] = (), touched: Collection[str] | None = None
+    ) -> list[str]:
         """Remove what is new or changed since the state was taken, but for the paths in
-        `spare` (absolute); the paths removed, a new directory as one."""
+        `spare` (absolute); the paths removed, a new directory as one. `touched`: the only
+        paths written since (repo/watch.py; a new directory stands for what it holds), looked
+        at instead of every entry."""
         removed: list[str] = []
+        if touched is not None:
+            for path in sorted(touched, key=len):  # a directory before what it holds
+                if self._inside(path) and not any(path.startswith(r + os.sep) for r in removed):
+                    with contextlib.suppress(FileNotFoundError):
+                        self._put_back(path, os.lstat(path), spare, removed, set())
+            return removed
         for root in self.roots:
             skip: set[str] = set()
             for path, st in _walk(root, skip):
-                if path in spare:
-                    continue
-                known = self.entries.get(path, "new")
-                is_dir = stat.S_ISDIR(st.st_mode)
-                if known == "new" or (not is_dir and known != _stamp(st)) or (is_dir and known):
-                    if is_dir:
-                        if any(s.startswith(path + os.sep) for s in spare):
-                            continue  # a spared file inside: look at each of its entries
-                        shutil.rmtree(path, ignore_errors=True)
-                        skip.add(path)
-                    else:
-                        _unlink(path)
-                    removed.append(path)
+                self._put_back(path, st, spare, removed, skip)
         return removed
+
+    def _put_back(self, path, st, spare, removed: list[str], skip: set[str]) -> None:
+        """Remove `path` when it is new or changed (a directory whole, then `skip`ped)."""
+        if path in spare:
+            return
+        known = self.entries.get(path, "new")
+        is_dir = stat.S_ISDIR(st.st_mode)
+        if known == "new" or (not is_dir and known != _stamp(st)) or (is_dir and known):
+            if is_dir:
+                if any(s.startswith(path + os.sep) for s in spare):
+                    return  # a spared file inside: look at each of its entries
+                shutil.rmtree(path, ignore_errors=True)
+                skip.add(path)
+            else:
+                _unlink(path)
+            removed.append(path)
+
+    def _inside(self, path: str) -> bool:
+        """Under one of the roots, not the root itself nor its `.git`."""
+        for root in map(str, self.roots):
+            if path.startswith(root + os.sep):
+                return not (path == f"{root}/.git" or path.startswith(f"{root}/.git/"))
+        return False
 
 
 def _stamp(st: os.stat_result) -> Stamp:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _walk(root: Path, skip: set[str] | None = None) -> Iterator[tuple[str, os.stat_result]]:
-    """(path, lstat) of every entry under `root` (not following links), its `.git` left out;
-    a directory before its entries, those in `skip` not entered."""
+def _walk(
+    root: Path, skip: set[str] | None = None, own_git: bool = False
+) -> Iterator[tuple[str, os.stat_result]]:
+    """(path, lstat) of every entry under `root` (not following links), its `.git` left out
+    unless `own_git` (a directory inside a tree); a directory before its entries, those in
+    `skip` not entered."""
     stack = [str(root)]
     while stack:
         directory = stack.pop()
@@ -103,7 +153,7 @@ def _walk(root: Path, skip: set[str] | None = None) -> Iterator[tuple[str, os.st
         except OSError:  # gone, or not a directory: nothing under it
             continue
         for entry in entries:
-            if directory == str(root) and entry.name == ".git":
+            if directory == str(root) and entry.name == ".git" and not own_git:
                 continue
             try:
                 st = entry.stat(follow_symlinks=False)

@@ -126,6 +126,39 @@ def test_pytest_benchmark_medians_in_nanoseconds(benches):
         assert close(got[metric_name(group or "", name, "ns")], statistics.median(medians) * 1e9)
 
 
+@given(st.lists(st.tuples(st.lists(names, max_size=2), names, values), min_size=1, max_size=6))
+def test_vitest_medians_in_nanoseconds_named_by_their_describes(benches):
+    benches = distinct(benches, key=lambda b: "_".join([*b[0], b[1]]))
+    groups = {}
+    for describes, name, median in benches:
+        full = " > ".join(["src/a.bench.ts", *describes])
+        groups.setdefault(full, []).append({"name": name, "median": median, "mean": median * 2})
+    files = [{"filepath": "/p/src/a.bench.ts", "groups": [
+        {"fullName": full, "benchmarks": rows} for full, rows in groups.items()
+    ]}]  # fmt: skip
+    text = json.dumps({"files": files})
+    assert detect(text) == ["vitest"]
+    got = read_format("vitest", text)
+    for describes, name, median in benches:
+        assert close(got[metric_name(*describes, name, "ns")], median * 1e6)
+
+
+@given(st.lists(st.tuples(st.sampled_from(["", "parse", "encode"]), names, values), min_size=1))
+def test_mitata_p50_named_by_its_group(benches):
+    benches = distinct(benches, key=lambda b: f"{b[0]}_{b[1]}")
+    layout = [{"name": None, "types": []}, {"name": "parse"}, {"name": "encode"}]
+    rows = [
+        {"alias": n, "group": ["", "parse", "encode"].index(g), "runs": [
+            {"name": n, "stats": {"p50": v, "avg": v * 2}}]}
+        for g, n, v in benches
+    ]  # fmt: skip
+    text = json.dumps({"layout": layout, "benchmarks": rows, "context": {"runtime": "node"}})
+    assert detect(text) == ["mitata"]
+    got = read_format("mitata", text)
+    for group, name, value in benches:
+        assert close(got[metric_name(group, name, "ns")], value)
+
+
 @given(
     st.lists(
         st.tuples(names, st.lists(values, min_size=1, max_size=5), time_units.filter(bool)),
@@ -301,11 +334,23 @@ def test_no_reader_dies_on_any_text(text):
                 "fib_throughput_n_10_ops_s": 6648845.9993,
             },
         ),
+        # vitest 4.1 bench --outputJson: medians in milliseconds there; describe() groups
+        (
+            "vitest",
+            "vitest.json",
+            {
+                "top_level_ns": 530.9999999099091,
+                "fib_fib_15_ns": 5407.999999988533,
+                "fib_fib_20_ns": 59757.99999998799,
+            },
+        ),
+        # mitata 1.0 run({ format: "json" }) (its samples cut to five): p50 in nanoseconds
+        ("mitata", "mitata.json", {"fib_15_ns": 8623.0, "g_fib_10_ns": 656.4482421875}),
     ],
 )
 def test_captured_output_of_each_tool(fmt, file, expected):
     text = (CAPTURED / file).read_text()
-    assert fmt in detect(text)
+    assert detect(text) == [fmt] or fmt in ("criterion", "libtest"), detect(text)
     got = read_format(fmt, text)
     assert got and all(math.isfinite(v) and v > 0 for v in got.values())
     for name, value in expected.items():

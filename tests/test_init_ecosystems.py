@@ -3,6 +3,8 @@ config reads their output in their tool's format, the checks run the project's t
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -11,6 +13,7 @@ import pytest
 from conftest import git, run_cli
 
 from autoresearch.config import load_config
+from autoresearch.repo.globs import matches_any
 
 CRATE = '[package]\nname = "fibs"\nversion = "0.1.0"\n\n[dev-dependencies]\ncriterion = "0.5"\n'
 LIBTEST = "#![feature(test)]\nextern crate test;\n#[bench]\nfn fib(b: &mut test::Bencher) {}\n"
@@ -55,7 +58,8 @@ def test_init_recognises_the_project_and_writes_its_bench(tmp_path, name):
     expected = {
         "cargo-criterion": ("criterion", "", False, "cargo bench", "cargo test", "src/**"),
         "cargo-libtest": ("libtest", "", False, "cargo bench", "cargo test", "src/**"),
-        "go": ("auto", "", True, "go test -run '^$' -bench .", "go test", "**/*.go"),
+        # The one benchmark --metric names, found by `go test -list`: run alone.
+        "go": ("auto", "", True, "go test -run '^$' -bench '^BenchmarkFib$'", "go test", "**/*.go"),
         "pytest-benchmark": (
             "pytest-benchmark",
             ".autoresearch-bench.json",
@@ -206,3 +210,69 @@ def test_a_benchmark_folder_behind_the_project_s_option_is_built_with_it_on(tmp_
     assert config.bench.build == f"{configure} && cmake --build build --parallel"
     assert "./build/perf/speed --benchmark_out=" in (repo / "autoresearch.sh").read_text()
     assert "executable (speed), built under the project's option WITH_BENCHMARKS:" in done.stdout
+
+
+def test_a_package_with_vitest_benchmarks_is_benched_with_vitest(tmp_path):
+    """vitest among the dependencies and a *.bench.* file: `vitest bench` writing its JSON
+    report where the loop reads it, the package's tests as checks, node_modules installed once
+    per arm from the lock file and kept across reverts; the benchmarks protected like tests."""
+    package = {"name": "fibs", "type": "module", "devDependencies": {"vitest": "^4.1.0"}}
+    repo = project(
+        tmp_path,
+        {
+            "package.json": json.dumps(package),
+            "package-lock.json": "{}",
+            "src/fib.js": "export const fib = (n) => n;\n",
+            "src/fib.bench.js": "import { bench } from 'vitest';\n",
+        },
+    )
+    done = run_cli("init", "--metric", "fib_20_ns", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "found a JavaScript/TypeScript package with Vitest benchmarks" in done.stdout
+    config = load_config(repo / "autoresearch.toml")
+    assert (config.bench.format, config.bench.output) == ("vitest", ".autoresearch-bench.json")
+    assert config.bench.build.startswith("test -d node_modules || npm ci ")
+    assert config.bench.keep == ["node_modules/"]
+    assert (
+        "npx vitest bench --run --outputJson .autoresearch-bench.json"
+        in (repo / "autoresearch.sh").read_text()
+    )
+    assert "npx vitest run" in (repo / "autoresearch.checks.sh").read_text()
+    assert "**/*.js" in config.scope.include
+    assert matches_any("src/fib.bench.js", config.protected_globs())
+    # Named when it is not one.
+    (repo / "src" / "fib.bench.js").unlink()
+    refused = run_cli("init", "--force", "--ecosystem", "vitest", cwd=repo)
+    assert refused.returncode == 1 and "no Vitest benchmarks" in refused.stderr
+
+
+def test_the_metrics_are_listed_and_the_bench_runs_the_one_named(tmp_path):
+    """`init --list-metrics`: the benchmarks the harness lists (`go test -list`, `pytest
+    --collect-only`), each with the metric to name, and nothing written; `init --metric` then
+    writes a bench that runs that benchmark alone, and says so."""
+    go_test = (
+        GO_TEST + 'func BenchmarkParse(b *testing.B) { b.Run("small", func(*testing.B) {}) }\n'
+    )
+    go = project(tmp_path / "go", {**PROJECTS["go"], "fib_test.go": go_test})
+    listed = run_cli("init", "--list-metrics", cwd=go)
+    assert listed.returncode == 0, listed.stderr
+    assert "2 benchmarks (go test -list ^Benchmark ./...)" in listed.stdout
+    assert re.search(r"^  parse_ns_op +BenchmarkParse$", listed.stdout, re.M), listed.stdout
+    assert not (go / "autoresearch.toml").exists()
+    done = run_cli("init", "--metric", "parse_small_ns_op", cwd=go)
+    assert "the bench runs BenchmarkParse alone" in done.stdout
+    bench = (go / "autoresearch.sh").read_text()
+    assert "-bench '^BenchmarkParse$'" in bench and "# BenchmarkParse alone" in bench
+
+    tests = PY_TEST + "\n\ndef test_sort(benchmark):\n    benchmark(sorted, [2, 1])\n"
+    python = project(tmp_path / "py", {"fibs.py": "", "tests/test_fib_bench.py": tests})
+    listed = run_cli("init", "--list-metrics", cwd=python)
+    assert re.search(r"^  test_sort_ns +tests/test_fib_bench.py::test_sort$", listed.stdout, re.M)
+    done = run_cli("init", "--metric", "test_sort_ns", cwd=python)
+    assert "tests/test_fib_bench.py::test_sort'" in (python / "autoresearch.sh").read_text()
+    # A reader who stops reading is not an error.
+    cut = subprocess.run(
+        f"{sys.executable} -m autoresearch.cli init --list-metrics | head -1",
+        shell=True, cwd=python, capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert cut.stdout.count("\n") == 1 and "Traceback" not in cut.stderr, cut.stderr

@@ -5,13 +5,18 @@ keeps is the best's again."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from conftest import dedent, experiments, git, local_cluster, run, run_cli
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from autoresearch.cluster import run_cluster_session
+from autoresearch.filestate import FileState
 from autoresearch.loop.session import RunOptions
 from autoresearch.progress import Progress
+from autoresearch.repo.watch import TreeWatch
 
 # A make-like build: out/value.txt made from src/value.txt when it is missing or older, and a
 # candidate that plants one dated 2100 (src/mode.txt "plant") in its own build.
@@ -117,3 +122,90 @@ def test_a_planted_build_output_does_not_reach_the_next_job_on_a_bench_host(targ
         run_cluster_session(target.load(), cluster.scheduler_address, options, Progress(quiet=True))
 
     assert [r.status for r in experiments(target)] == ["checks_failed", "discard"]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["write", "rewrite", "redate", "mkdir", "nested", "move", "delete"]),
+            st.integers(0, 5),
+        ),
+        max_size=8,
+    )
+)
+def test_putting_back_what_the_watch_saw_is_putting_back_after_a_walk(tmp_path, steps):
+    """A run's writes, put back from the paths the inotify watch saw written (repo/watch.py)
+    and by a walk of the whole tree: the same removals, the same tree after."""
+    trees = []
+    for name in ("watched", "walked"):
+        root = tmp_path / f"{len(os.listdir(tmp_path))}-{name}"
+        for i in range(6):
+            (root / f"d{i % 2}").mkdir(parents=True, exist_ok=True)
+            (root / f"d{i % 2}" / f"f{i}").write_text("kept")
+        trees.append(root)
+    outcomes = []
+    for root in trees:
+        watch = TreeWatch([root])
+        state = FileState.take([root])
+        for action, i in steps:
+            _act(root, action, i)
+        touched = watch.touched() if root.name.endswith("watched") else None
+        assert touched is not None or root.name.endswith("walked")
+        removed = state.restore(touched=touched)
+        watch.close()
+        listing = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+        outcomes.append((sorted(os.path.relpath(r, root) for r in removed), listing))
+    assert outcomes[0] == outcomes[1]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["write", "rewrite", "redate", "mkdir", "nested", "move", "delete"]),
+            st.integers(0, 5),
+        ),
+        max_size=8,
+    )
+)
+def test_a_state_brought_up_to_date_from_what_was_written_is_a_state_taken_now(tmp_path, steps):
+    """The arm's state kept from one measurement to the next (bench/armstate.py): updated
+    from the paths the watch saw written, it is what a walk of the tree finds."""
+    root = tmp_path / str(len(os.listdir(tmp_path)))
+    for i in range(6):
+        (root / f"d{i % 2}").mkdir(parents=True, exist_ok=True)
+        (root / f"d{i % 2}" / f"f{i}").write_text("kept")
+    watch = TreeWatch([root])
+    state = FileState.take([root])
+    for action, i in steps:
+        _act(root, action, i)
+    touched = watch.touched()
+    watch.close()
+    assert touched is not None
+    assert state.updated(touched).entries == FileState.take([root]).entries
+
+
+def _act(root: Path, action: str, i: int) -> None:
+    """One write a run might make in its tree."""
+    target = root / f"d{i % 2}" / f"f{i}"
+    if action == "write":
+        (root / f"memo{i}").write_text("memo")
+    elif action == "rewrite" and target.exists():
+        target.write_text("changed")
+    elif action == "redate" and target.exists():
+        os.utime(target, (4102444800, 4102444800))  # dated 2100
+    elif action == "mkdir":
+        (root / f"new{i}" / "deep").mkdir(parents=True, exist_ok=True)
+        (root / f"new{i}" / "deep" / "x").write_text("x")
+    elif action == "nested":
+        (root / f"d{i % 2}" / f"sub{i}").mkdir(exist_ok=True)
+        (root / f"d{i % 2}" / f"sub{i}" / "y").write_text("y")
+    elif action == "move" and target.exists():
+        target.rename(root / f"moved{i}")
+    elif action == "delete" and target.exists():
+        target.unlink()

@@ -4,7 +4,8 @@ Beside `METRIC` lines and `go test -bench` rows (metrics.py), the loop reads wha
 harnesses print or write: criterion (its text, or `cargo criterion --message-format=json`),
 Rust's libtest `cargo bench` rows, pytest-benchmark's `--benchmark-json`, Google Benchmark's
 `--benchmark_format=json`, hyperfine's `--export-json`, JMH's `-rf json`, BenchmarkDotNet's
-full JSON report and Bencher's Metric Format (BMF).
+full JSON report, Vitest's `vitest bench --outputJson`, mitata's `run({ format: "json" })` and
+Bencher's Metric Format (BMF).
 
 A metric's name keeps the benchmark's groups, lowercased, with `_` for every other character
 (criterion's `fib/20` is `fib_20`, pytest's `test_fib[20]` is `test_fib_20`), so families and
@@ -314,6 +315,39 @@ def _bmf(text: str) -> dict[str, float]:
     return found
 
 
+def _vitest(text: str) -> dict[str, float]:
+    """`vitest bench --outputJson FILE`: each benchmark's median (milliseconds there), named by
+    its `describe` groups and its name; by its file too where two files share a name."""
+    named: dict[str, list[tuple[str, float]]] = {}
+    for file in json.loads(text)["files"]:
+        stem = PurePosixPath(file["filepath"]).name.split(".")[0]
+        for group in file["groups"]:
+            path = group["fullName"].split(" > ")[1:]  # the file first, then the describes
+            for bench in group["benchmarks"]:
+                value = bench.get("median", bench.get("mean"))
+                name = metric_name(*path, bench["name"], "ns")
+                named.setdefault(name, []).append((stem, float(value) * NS_PER["ms"]))
+    found = {}
+    for name, rows in named.items():
+        for stem, value in rows:
+            found[metric_name(stem, name) if len(rows) > 1 else name] = value
+    return found
+
+
+def _mitata(text: str) -> dict[str, float]:
+    """mitata's `run({ format: "json" })`: each run's median (`p50`, nanoseconds), named by
+    its group and its name."""
+    document = json.loads(text)
+    groups = [g.get("name") or "" for g in document.get("layout") or []]
+    found = {}
+    for bench in document["benchmarks"]:
+        group = groups[bench["group"]] if isinstance(bench.get("group"), int) else ""
+        for run in bench["runs"]:
+            if run.get("stats"):  # a run that threw has an error instead
+                found[metric_name(group, run["name"], "ns")] = float(run["stats"]["p50"])
+    return found
+
+
 def _json_document(text: str) -> Any:
     stripped = text.strip()
     if not stripped.startswith(("{", "[")):
@@ -347,10 +381,12 @@ def _listing(key: str, *beside: str) -> Callable[[Any], bool]:
 
 _JSON_SHAPES: dict[str, Callable[[Any], bool]] = {
     "pytest-benchmark": _listing("benchmarks", "machine_info"),
-    "google-benchmark": _listing("benchmarks", "context"),
+    "google-benchmark": lambda d: _listing("benchmarks", "context")(d) and "layout" not in d,
     "hyperfine": _listing("results"),
     "jmh": lambda d: isinstance(d, list) and bool(d) and "primaryMetric" in d[0],
     "benchmarkdotnet": _listing("Benchmarks"),
+    "vitest": lambda d: _listing("files")(d) and all("groups" in f for f in d["files"]),
+    "mitata": _listing("benchmarks", "layout", "context"),
     "bmf": _bmf_shape,
 }
 
@@ -364,6 +400,8 @@ FORMATS: dict[str, Callable[[str], dict[str, float]]] = {
     "hyperfine": _hyperfine,
     "jmh": _jmh,
     "benchmarkdotnet": _benchmarkdotnet,
+    "vitest": _vitest,
+    "mitata": _mitata,
     "bmf": _bmf,
 }
 

@@ -22,10 +22,11 @@ from typing import Protocol
 from ..config import Config
 from ..decide.rule import Decision, Judge
 from ..errors import MetricParseError
-from ..filestate import FileState, redate
+from ..filestate import redate
 from ..loop.session_dir import require_space
 from ..repo.workspace import BaselineTree
 from ..statuses import Status
+from .armstate import ArmStates
 from .environ import bench_environ
 from .equivalence import equivalence_failure, stdout_wrapped
 from .holdout import measure_holdout
@@ -72,6 +73,7 @@ class Harness:
         token: str | None = None,
         guard: Guard | None = None,
         runner: Runner | None = None,
+        arm_states: ArmStates | None = None,
     ):
         self.config = config
         sandbox, self.unconfined = (None, None) if runner else sandbox_for(config)
@@ -98,7 +100,10 @@ class Harness:
         # the candidate, asked after it (`violation(False)`: the cheap part), and whole at
         # every look and at the end.
         self.guard = guard
-        self._states: dict[Path, FileState] = {}  # each arm's, while `_interleave` runs
+        # Each arm's state (armstate.py): the session's, kept from one measurement to the
+        # next, or this harness's own.
+        self.arm_states = arm_states or ArmStates()
+        self._measuring: tuple[Path, ...] = ()  # the arms `_same_state` is measuring
 
     def build(self, cwd: Path, log: Path) -> RunResult | None:
         """Run the build command once in `cwd`; None when the config has none."""
@@ -196,17 +201,16 @@ class Harness:
         and their caches (filestate.py): taken now, put back after every run. A toolchain
         that compiles as it benches (`go test -bench` without a build step) compiles again
         each run what it did not have: `init` gives it a build step that fills its cache."""
-        states = {}
         for cwd in trees:
             beside = self.runner.arm_state(cwd)
             for cache in beside:
                 redate(cache)
-            states[cwd] = FileState.take([cwd, *beside])
-        self._states = states
+            self.arm_states.take(cwd, [cwd, *beside])
+        self._measuring = tuple(trees)
         try:
             yield
         finally:
-            self._states = {}
+            self._measuring = ()
 
     def _bench_values(
         self,
@@ -237,9 +241,8 @@ class Harness:
 
     def put_back(self, cwd: Path) -> None:
         """The arm in `cwd` as `_same_state` found it, when one is being measured."""
-        state = self._states.get(cwd)
-        if state is not None:
-            state.restore()
+        if cwd in self._measuring:
+            self.arm_states.put_back(cwd)
 
     def equivalence_run(self, cwd: Path, log: Path, stdout_fd: int) -> RunResult:
         """One run of `[equivalence] command` in `cwd`, its standard output on `stdout_fd`

@@ -37,8 +37,12 @@ def cmd_init(args: argparse.Namespace) -> int:
         (args.python, "--python") if args.python else project_python(directory, os.environ)
     )
     ecosystem = _ecosystem(directory, args.ecosystem, python)
+    if args.list_metrics:
+        return _list_metrics(ecosystem, directory)
     if ecosystem is not None and ecosystem.name == "pytest-benchmark":
         print(f"the bench's interpreter: {python} ({why})")
+    if ecosystem is not None and args.metric:
+        ecosystem = _narrowed(ecosystem, directory, args.metric)
     written = scaffold(
         directory,
         session=args.session,
@@ -72,7 +76,13 @@ def cmd_init(args: argparse.Namespace) -> int:
 
 def _ecosystem(directory: Path, name: str, python: str):
     """The ecosystem `init --ecosystem` names, or the one found in `directory` (auto)."""
-    from ..init.ecosystems import ECOSYSTEMS, cmake_ecosystem, detect_ecosystem, python_ecosystem
+    from ..init.ecosystems import (
+        ECOSYSTEMS,
+        cmake_ecosystem,
+        detect_ecosystem,
+        python_ecosystem,
+        vitest_ecosystem,
+    )
 
     if name == "none":
         return None
@@ -88,7 +98,56 @@ def _ecosystem(directory: Path, name: str, python: str):
                 "benchmark::benchmark (target_link_libraries(NAME ... benchmark::benchmark))"
             )
         return found
+    if name == "vitest":
+        found = vitest_ecosystem(directory)
+        if found is None:
+            raise UserError(
+                f"{directory / 'package.json'}: no Vitest benchmarks (vitest among the "
+                "dependencies, and *.bench.js or *.bench.ts files)"
+            )
+        return found
     return ECOSYSTEMS[name]
+
+
+def _list_metrics(ecosystem, directory: Path) -> int:
+    """`init --list-metrics`: the benchmarks the harness lists, each as the metric to name."""
+    from ..init.listing import list_benchmarks
+
+    if ecosystem is None:
+        raise UserError(f"{directory}: no benchmarks init recognises (see --ecosystem)")
+    listed, how = list_benchmarks(ecosystem, directory)
+    if not listed:
+        print(f"no benchmarks listed: {how}")
+        return 0
+    print(f"{len(listed)} benchmarks ({how}); name one with --metric:")
+    if ecosystem.name == "go":
+        print("  (a sub-benchmark, b.Run, adds its name: BenchmarkFib/20 reads as fib_20_ns_op)")
+    width = max(len(item.metric) for item in listed)
+    for item in listed:
+        print(f"  {item.metric:{width}}  {item.benchmark}")
+    return 0
+
+
+def _narrowed(ecosystem, directory: Path, metric: str):
+    """The ecosystem with its bench narrowed to the benchmark `metric` comes from, when its
+    harness lists one; as it was otherwise, said."""
+    from dataclasses import replace
+
+    from ..init.listing import list_benchmarks, narrowed
+
+    try:
+        listed, how = list_benchmarks(ecosystem, directory)
+    except UserError as exc:
+        print(f"warning: {exc}; the bench runs every benchmark")
+        return ecosystem
+    found = narrowed(listed, metric)
+    if found is None:
+        if listed:
+            print(f"the bench runs every benchmark: none of the {len(listed)} `{how}` lists "
+                  f"reads as {metric} (`init --list-metrics` names them)")  # fmt: skip
+        return ecosystem
+    print(f"the bench runs {found.benchmark} alone, what {metric} comes from (`{how}`)")
+    return replace(ecosystem, bench=found.select, narrowed=found.benchmark)
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"init": cmd_init}
@@ -112,13 +171,20 @@ def add_parsers(sub) -> None:
     )
     init.add_argument("--force", action="store_true", help="overwrite existing files")
     init.add_argument(
+        "--list-metrics",
+        action="store_true",
+        help="list the benchmarks the project's harness lists, each with the metric name to "
+        "give --metric, and write nothing; with --metric, the bench init writes runs that "
+        "benchmark alone",
+    )
+    init.add_argument(
         "--ecosystem",
         default="auto",
         choices=["auto", "none", *NAMES],
         help="the benchmarks to run and read: auto (default) finds a Cargo crate with criterion "
         "or #[bench] benches, a Go module with Benchmark functions, Python tests using "
-        "pytest-benchmark, a CMake project with a Google Benchmark executable; none writes the "
-        "plain METRIC-line template",
+        "pytest-benchmark, a CMake project with a Google Benchmark executable, a JavaScript or "
+        "TypeScript package with Vitest benchmarks; none writes the plain METRIC-line template",
     )
     init.add_argument(
         "--python",

@@ -2,7 +2,8 @@
 
 A Cargo crate with criterion benches (or libtest `#[bench]` ones), a Python project whose tests
 use pytest-benchmark's `benchmark` fixture, a Go module with `Benchmark` functions, a CMake
-project with a Google Benchmark executable: each gets a
+project with a Google Benchmark executable, a JavaScript or TypeScript package with Vitest
+benchmarks: each gets a
 bench script that runs the project's own benchmarks and a config that reads their output in the
 tool's format (bench/formats.py), a build step where the toolchain has one (so that runs measure
 the code, not the compiler), its usual tests as the checks, and its sources as the scope.
@@ -10,6 +11,7 @@ the code, not the compiler), its usual tests as the checks, and its sources as t
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass, replace
@@ -23,6 +25,7 @@ __all__ = [
     "detect_ecosystem",
     "project_python",
     "python_ecosystem",
+    "vitest_ecosystem",
 ]
 
 # Go's tests, counted by the loop from go test's own report (bench/testcount.py): test2json
@@ -58,11 +61,44 @@ class Ecosystem:
     keep: tuple[str, ...] = ()  # [bench] keep: build output a revert leaves (each arm its own)
     scope: tuple[str, ...] = ("src/**",)
     metrics: str = ""  # how its metric names read, for the user
+    narrowed: str = ""  # the one benchmark the bench runs (init --metric), when it runs one
+
+
+def vitest_ecosystem(directory: Path, files: list[Path] | None = None) -> Ecosystem | None:
+    """A JavaScript or TypeScript package with Vitest benchmarks (`*.bench.*` files and vitest
+    among its dependencies): `vitest bench` writing its JSON report where the loop reads it,
+    the package's tests as checks, `node_modules/` installed once per arm from the lock file
+    (offline, from npm's cache: fetch before the night) and kept across reverts. None when
+    it is not one."""
+    try:
+        package = json.loads((directory / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    wanted = {**package.get("dependencies", {}), **package.get("devDependencies", {})}
+    found = files if files is not None else _files(directory)
+    if "vitest" not in wanted or not any(".bench." in p.name for p in found):
+        return None
+    install = "npm ci" if (directory / "package-lock.json").is_file() else "npm install"
+    return Ecosystem(
+        name="vitest",
+        says="a JavaScript/TypeScript package with Vitest benchmarks",
+        bench="npx vitest bench --run --outputJson .autoresearch-bench.json",
+        checks="npx vitest run --passWithNoTests",
+        build=f"test -d node_modules || {install} --no-audit --no-fund --loglevel=error",
+        format="vitest",
+        output=".autoresearch-bench.json",
+        keep=("node_modules/",),
+        scope=("**/*.js", "**/*.mjs", "**/*.cjs", "**/*.ts", "**/*.mts", "**/*.cts"),
+        metrics="describe_name_ns: each benchmark's median, in nanoseconds",
+    )
 
 
 def detect_ecosystem(directory: Path, python: str = "python3") -> Ecosystem | None:
     """The first ecosystem `directory` is recognisably in, or None."""
     files = _files(directory)
+    node = vitest_ecosystem(directory, files)
+    if node is not None:
+        return node
     cargo = directory / "Cargo.toml"
     if cargo.is_file():
         manifest = cargo.read_text(encoding="utf-8", errors="replace")
@@ -240,8 +276,9 @@ def _guards(text: str, step: str | None, target: str) -> list[str]:
     return []
 
 
-# What `init --ecosystem` takes: the fixed ones, and CMake's (its executable found in the tree).
-NAMES = (*ECOSYSTEMS, "cmake-google-benchmark")
+# What `init --ecosystem` takes: the fixed ones, and those read from the tree (CMake's
+# executable, a package's lock file).
+NAMES = (*ECOSYSTEMS, "cmake-google-benchmark", "vitest")
 
 
 def _files(directory: Path) -> list[Path]:

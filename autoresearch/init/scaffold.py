@@ -126,7 +126,8 @@ def _profile_values(ecosystem: Ecosystem | None, bench: str) -> dict:
         on = shutil.which("py-spy") is not None
         return {"profile_on": on, "profile_command": command, "profile_format": "folded"}
     perf = f'perf record -q -e cpu-clock -g -o \\"$AUTORESEARCH_PROFILE_OUT\\" -- {bench}'
-    on = shutil.which("perf") is not None
+    # perf names no JavaScript frame (node's map of them lives in the run's private /tmp).
+    on = shutil.which("perf") is not None and (ecosystem is None or ecosystem.name != "vitest")
     return {"profile_on": on, "profile_command": perf, "profile_format": "perf"}
 
 
@@ -139,6 +140,7 @@ EQUIVALENCE = {
     "cargo-libtest": "cargo run --release --quiet -- testdata/corpus | sha256sum",
     "pytest-benchmark": "python3 -m yourpackage testdata/corpus | sha256sum",
     "cmake-google-benchmark": "./build/NAME testdata/corpus | sha256sum",
+    "vitest": "node ./bin/NAME.js testdata/corpus | sha256sum",
 }
 
 

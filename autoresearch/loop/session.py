@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from ..bench.armstate import ArmStates
 from ..bench.fingerprint import environment
 from ..bench.measure import Harness, prepare_baseline
 from ..bench.proc import StopFlag, process_token
@@ -137,6 +138,9 @@ class Session:
     # Inotify watches on the trees the tamper guard fingerprints, for the session's life.
     watches: Watches = field(default_factory=Watches)
     plan: Plan = field(default_factory=Plan)  # the run's "n of N"
+    # Each arm's state for putting it back after every bench run, kept from one measurement
+    # to the next (bench/armstate.py).
+    arm_states: ArmStates = field(default_factory=ArmStates)
 
     def records(self) -> list[ExperimentRecord]:
         """The session's experiment records, whole, by number: read from the journal the first
@@ -193,6 +197,7 @@ class Session:
             stop=self.stop,
             on_start=on_start,
             token=self.token,
+            arm_states=self.arm_states,
         )
 
 

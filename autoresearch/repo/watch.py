@@ -54,6 +54,9 @@ class TreeWatch:
         self._dirs: dict[int, str] = {}
         self._roots_wd: set[int] = set()
         self._generation = 0
+        # The paths written since `touched()` was last asked (an event's directory and name);
+        # None when that is not known (events lost, the trees watched again).
+        self._touched: set[str] | None = set()
         # Set when the trees cannot be watched for good (no inotify, too many directories, the
         # watch limit): then every look is a "maybe", without a walk to try again.
         self._gave_up = False
@@ -64,6 +67,7 @@ class TreeWatch:
             if hasattr(libc, "inotify_init1"):  # none: every look is a "maybe"
                 self._libc = libc
         self._watch_all()
+        self._touched = set()  # from here on
 
     @property
     def usable(self) -> bool:
@@ -89,6 +93,13 @@ class TreeWatch:
         was = self._generation
         return self.generation() != was
 
+    def touched(self) -> set[str] | None:
+        """The paths written under the roots since the last call (a directory made there
+        stands for all it holds); None when the watch cannot say."""
+        self.generation()
+        found, self._touched = self._touched, set()
+        return found if self.usable else None
+
     def close(self) -> None:
         if self._finalizer is not None:
             self._finalizer()  # closes the descriptor once, never a number reused since
@@ -98,6 +109,7 @@ class TreeWatch:
 
     def _watch_all(self) -> None:
         self.close()
+        self._touched = None  # what happened while unwatched is unknown
         if self._libc is None:
             self._gave_up = True
             return
@@ -165,13 +177,20 @@ class TreeWatch:
 
     def _counted(self, data: bytes) -> bool:
         """Whether any event of `data` is a write that counts."""
+        counted = False
         for wd, mask, name in _events(data):
             if mask & _IN_IGNORED:
                 continue
             parent = self._dirs.get(wd)
-            if self.quiet is None or parent is None or not self.quiet(os.path.join(parent, name)):
-                return True
-        return False
+            path = os.path.join(parent, name) if parent is not None else None
+            if self._touched is not None:
+                if path is None:
+                    self._touched = None  # a write in a directory no longer known
+                else:
+                    self._touched.add(path.rstrip(os.sep))
+            if self.quiet is None or path is None or not self.quiet(path):
+                counted = True
+        return counted
 
 
 def _events(data: bytes):

@@ -3,6 +3,10 @@
 # Exit non-zero when anything fails; the loop records the run as a crash.
 set -euo pipefail
 cd "$(dirname "$0")"
+{% if ecosystem.narrowed %}
+# {{ ecosystem.narrowed }} alone, what the primary metric comes from (init --metric): a run of
+# seconds, not the whole suite's minutes. Widen the filter to measure more, at the price of each
+# run; `autoresearch check` says how long a run and a decision take.{% endif %}
 
 {{ ecosystem.bench }}
 {% else %}# Bench for autoresearch: build, run the workload, print one METRIC line per number.

@@ -1,0 +1,111 @@
+"""The benchmarks a project's harness lists, without running them, each with the metric the
+loop reads it as: what `init --list-metrics` prints, and how `init --metric` narrows the bench
+to the one benchmark that metric comes from (a whole suite a run is a night of two decisions:
+ten criterion benchmarks at its defaults take over two minutes a run).
+
+Each harness's own listing: `go test -list`, `cargo bench -- --list` (criterion's and
+libtest's), `pytest --collect-only`. A CMake executable is listed only once built, and Vitest
+has no listing: for those, `autoresearch check` runs the bench once and lists what it printed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..bench.capture import capture
+from ..bench.formats import metric_name
+from ..errors import UserError
+from .ecosystems import Ecosystem
+
+__all__ = ["Listed", "list_benchmarks", "narrowed"]
+
+LIST_TIMEOUT_S = 900  # a first `cargo bench -- --list` compiles the benches
+# What a metric's name ends with beside its benchmark's: the readers' units.
+UNITS = ("_ns_op", "_bytes_op", "_allocs_op", "_mb_s", "_cpu_ns", "_ns", "_ops_s", "_mib_s")
+# criterion's run of one benchmark, sized for a loop: a run of a few seconds, not eight.
+CRITERION_SIZE = "--warm-up-time 1 --measurement-time 3 --noplot"
+
+
+@dataclass(frozen=True)
+class Listed:
+    benchmark: str  # as the harness names it
+    metric: str  # the time the loop reads it as
+    select: str  # the bench command, narrowed to this benchmark alone
+
+
+def list_benchmarks(ecosystem: Ecosystem, directory: Path) -> tuple[list[Listed], str]:
+    """The benchmarks of the project in `directory` and the listing command that found them;
+    ([], why) when there is no listing for it. A listing that fails is a UserError."""
+    if ecosystem.name == "go":
+        argv = ["go", "test", "-list", "^Benchmark", "./..."]
+        names = [n for n in _lines(argv, directory) if re.fullmatch(r"Benchmark\w*", n)]
+        return [_go(ecosystem, n) for n in dict.fromkeys(names)], " ".join(argv)
+    if ecosystem.name in ("cargo-criterion", "cargo-libtest"):
+        # Offline: init never fetches (the dependencies are fetched before, as for the night).
+        argv = ["cargo", "bench", "--offline", "--quiet", "--", "--list"]
+        kind = ": benchmark" if ecosystem.name == "cargo-criterion" else ": bench"
+        names = [line[: -len(kind)] for line in _lines(argv, directory) if line.endswith(kind)]
+        return [_cargo(ecosystem, n) for n in names], " ".join(argv)
+    if ecosystem.name == "pytest-benchmark":
+        python = ecosystem.bench.split(" -m pytest", 1)[0]
+        argv = [python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+        ids = [line for line in _lines(argv, directory) if "::" in line]
+        return [_pytest(ecosystem, i) for i in ids if _benchmarked(directory, i)], " ".join(argv)
+    return [], (
+        f"{ecosystem.says} lists its benchmarks only when built or run: `autoresearch check` "
+        "runs the bench once and lists every metric it printed"
+    )
+
+
+def narrowed(listed: list[Listed], metric: str) -> Listed | None:
+    """The benchmark `metric` comes from, among `listed` (Go lists top-level benchmarks: the
+    longest whose name starts the metric's); None when not one."""
+    base = _base(metric)
+    found = [i for i in listed if base == _base(i.metric) or base.startswith(_base(i.metric) + "_")]
+    longest = max((len(_base(i.metric)) for i in found), default=0)
+    found = [i for i in found if len(_base(i.metric)) == longest]
+    return found[0] if len(found) == 1 else None
+
+
+def _base(metric: str) -> str:
+    return next((metric[: -len(u)] for u in UNITS if metric.endswith(u)), metric)
+
+
+def _go(ecosystem: Ecosystem, name: str) -> Listed:
+    select = ecosystem.bench.replace("-bench .", f"-bench '^{name}$'", 1)
+    return Listed(name, metric_name(name.removeprefix("Benchmark"), "ns_op"), select)
+
+
+def _cargo(ecosystem: Ecosystem, name: str) -> Listed:
+    size = f" {CRITERION_SIZE}" if ecosystem.name == "cargo-criterion" else ""
+    select = f"{ecosystem.bench} -- --exact {_quoted(name)}{size}"
+    return Listed(name, metric_name(name, "ns"), select)
+
+
+def _pytest(ecosystem: Ecosystem, node: str) -> Listed:
+    name = node.rsplit("::", 1)[1]
+    return Listed(node, metric_name(name, "ns"), f"{ecosystem.bench} {_quoted(node)}")
+
+
+def _benchmarked(directory: Path, node: str) -> bool:
+    """Whether the test `node` names is in a file whose tests take the benchmark fixture."""
+    path = directory / node.split("::", 1)[0]
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+    name = node.rsplit("::", 1)[1].split("[", 1)[0]
+    return bool(re.search(rf"def {re.escape(name)}\([^)]*\bbenchmark\b", text))
+
+
+def _lines(argv: list[str], directory: Path) -> list[str]:
+    done = capture(argv, cwd=directory, timeout_s=LIST_TIMEOUT_S)
+    if not done.ok:
+        raise UserError(f"{directory}: `{' '.join(argv)}` failed, listing nothing: {done.why()}")
+    return [line.strip() for line in done.text().splitlines() if line.strip()]
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
