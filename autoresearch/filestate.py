@@ -111,7 +111,14 @@ class FileState:
                 self._put_back(path, st, spare, removed, skip)
         return removed
 
-    def _put_back(self, path, st, spare, removed: list[str], skip: set[str]) -> None:
+    def _put_back(
+        self,
+        path: str,
+        st: os.stat_result,
+        spare: Collection[str],
+        removed: list[str],
+        skip: set[str],
+    ) -> None:
         """Remove `path` when it is new or changed (a directory whole, then `skip`ped)."""
         if path in spare:
             return

@@ -19,20 +19,7 @@ def cmd_init(args: argparse.Namespace) -> int:
 
     directory = Path(args.directory).resolve()
     if args.from_pi is not None:
-        from ..init.pi_import import import_pi
-
-        lines = import_pi(
-            directory,
-            log=Path(args.from_pi) if args.from_pi else None,
-            session=args.session,
-            metric=args.metric,
-            direction=args.direction,
-            unit=args.unit,
-            scope=args.scope,
-            force=args.force,
-        )
-        print("\n".join(lines))
-        return 0
+        return _from_pi(args, directory)
     python, why = (
         (args.python, "--python") if args.python else project_python(directory, os.environ)
     )
@@ -107,6 +94,24 @@ def _ecosystem(directory: Path, name: str, python: str):
             )
         return found
     return ECOSYSTEMS[name]
+
+
+def _from_pi(args: argparse.Namespace, directory: Path) -> int:
+    """`init --from-pi`: a pi-autoresearch session made this one's."""
+    from ..init.pi_import import import_pi
+
+    lines = import_pi(
+        directory,
+        log=Path(args.from_pi) if args.from_pi else None,
+        session=args.session,
+        metric=args.metric,
+        direction=args.direction,
+        unit=args.unit,
+        scope=args.scope,
+        force=args.force,
+    )
+    print("\n".join(lines))
+    return 0
 
 
 def _list_metrics(ecosystem, directory: Path) -> int:
