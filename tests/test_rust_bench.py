@@ -63,6 +63,7 @@ use criterion::{black_box, criterion_group, criterion_main, Criterion};
 
 fn bench(c: &mut Criterion) {
     c.bench_function("fib 20", |b| b.iter(|| fibs::fib(black_box(20))));
+    c.bench_function("fib 25", |b| b.iter(|| fibs::fib(black_box(25))));
 }
 
 criterion_group! {
@@ -92,9 +93,19 @@ def test_a_night_on_a_rust_crate_benched_with_criterion(tmp_path):
     subprocess.run(["cargo", "fetch", "--quiet"], cwd=repo, check=True, timeout=600)
     assert not git(repo, "status", "--porcelain"), "Cargo.lock ignored"
 
+    # The benchmarks as criterion lists them, and the bench narrowed to the one named: its
+    # filter and criterion's options given to that target alone (the library's test harness
+    # refuses criterion's).
+    listed = run_cli("init", "--list-metrics", cwd=repo, timeout=600)
+    assert listed.returncode == 0, listed.stderr
+    assert "  fib_20_ns  fib 20" in listed.stdout and "  fib_25_ns  fib 25" in listed.stdout
     init = run_cli("init", "--metric", "fib_20_ns", cwd=repo)
     assert init.returncode == 0, init.stderr
     assert "found a Cargo crate with criterion benches" in init.stdout
+    assert (
+        "cargo bench --quiet --bench 'fib' -- --exact 'fib 20' --warm-up-time 1"
+        in (repo / "autoresearch.sh").read_text()
+    )
     text = (repo / "autoresearch.toml").read_text()
     assert 'keep = ["target/"]' in text and 'format = "criterion"' in text
     queue_win_and_null(

@@ -124,7 +124,7 @@ def _list_metrics(ecosystem, directory: Path) -> int:
     if not listed:
         print(f"no benchmarks listed: {how}")
         return 0
-    print(f"{len(listed)} benchmarks ({how}); name one with --metric:")
+    print(f"{len(listed)} benchmark{'s' * (len(listed) > 1)} ({how}); name one with --metric:")
     if ecosystem.name == "go":
         print("  (a sub-benchmark, b.Run, adds its name: BenchmarkFib/20 reads as fib_20_ns_op)")
     width = max(len(item.metric) for item in listed)

@@ -3,13 +3,15 @@ loop reads it as: what `init --list-metrics` prints, and how `init --metric` nar
 to the one benchmark that metric comes from (a whole suite a run is a night of two decisions:
 ten criterion benchmarks at its defaults take over two minutes a run).
 
-Each harness's own listing: `go test -list`, `cargo bench -- --list` (criterion's and
-libtest's), `pytest --collect-only`. A CMake executable is listed only once built, and Vitest
-has no listing: for those, `autoresearch check` runs the bench once and lists what it printed.
+Each harness's own listing: `go test -list`, `cargo bench --bench NAME -- --list` (criterion's
+and libtest's, target by target), `pytest --collect-only`. A CMake executable is listed only
+once built, and Vitest has no listing: for those, `autoresearch check` runs the bench once and
+lists what it printed.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,8 +26,9 @@ __all__ = ["Listed", "list_benchmarks", "narrowed"]
 LIST_TIMEOUT_S = 900  # a first `cargo bench -- --list` compiles the benches
 # What a metric's name ends with beside its benchmark's: the readers' units.
 UNITS = ("_ns_op", "_bytes_op", "_allocs_op", "_mb_s", "_cpu_ns", "_ns", "_ops_s", "_mib_s")
-# criterion's run of one benchmark, sized for a loop: a run of a few seconds, not eight.
-CRITERION_SIZE = "--warm-up-time 1 --measurement-time 3 --noplot"
+# criterion, one benchmark at the times the project gives it (3 s of warm-up and 5 of
+# measurement by default: a run within the 10-20 s a loop can afford), without its plots.
+CRITERION_SIZE = "--noplot"
 
 
 @dataclass(frozen=True)
@@ -43,11 +46,7 @@ def list_benchmarks(ecosystem: Ecosystem, directory: Path) -> tuple[list[Listed]
         names = [n for n in _lines(argv, directory) if re.fullmatch(r"Benchmark\w*", n)]
         return [_go(ecosystem, n) for n in dict.fromkeys(names)], " ".join(argv)
     if ecosystem.name in ("cargo-criterion", "cargo-libtest"):
-        # Offline: init never fetches (the dependencies are fetched before, as for the night).
-        argv = ["cargo", "bench", "--offline", "--quiet", "--", "--list"]
-        kind = ": benchmark" if ecosystem.name == "cargo-criterion" else ": bench"
-        names = [line[: -len(kind)] for line in _lines(argv, directory) if line.endswith(kind)]
-        return [_cargo(ecosystem, n) for n in names], " ".join(argv)
+        return _cargo_listed(ecosystem, directory), "cargo bench --offline --bench NAME -- --list"
     if ecosystem.name == "pytest-benchmark":
         python = ecosystem.bench.split(" -m pytest", 1)[0]
         argv = [python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
@@ -78,10 +77,32 @@ def _go(ecosystem: Ecosystem, name: str) -> Listed:
     return Listed(name, metric_name(name.removeprefix("Benchmark"), "ns_op"), select)
 
 
-def _cargo(ecosystem: Ecosystem, name: str) -> Listed:
-    size = f" {CRITERION_SIZE}" if ecosystem.name == "cargo-criterion" else ""
-    select = f"{ecosystem.bench} -- --exact {_quoted(name)}{size}"
-    return Listed(name, metric_name(name, "ns"), select)
+def _cargo_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:
+    """Each bench target's benchmarks (and, for libtest, the library's `#[bench]` functions),
+    listed target by target: a filter and criterion's options go to that target alone (the
+    library's own test harness refuses criterion's). Offline: init never fetches; the
+    dependencies are fetched before, as for the night."""
+    argv = ["cargo", "metadata", "--offline", "--no-deps", "--format-version", "1"]
+    metadata = json.loads("\n".join(_lines(argv, directory)))
+    targets = [
+        ("--bench", t["name"])
+        for package in metadata["packages"]
+        for t in package["targets"]
+        if "bench" in t["kind"]
+    ]
+    criterion = ecosystem.name == "cargo-criterion"
+    kind = ": benchmark" if criterion else ": bench"
+    size = f" {CRITERION_SIZE}" if criterion else ""
+    found = []
+    for target in [*targets, *([] if criterion else [("--lib",)])]:
+        chosen = " ".join(_quoted(part) if i else part for i, part in enumerate(target))
+        listing = ["cargo", "bench", "--offline", "--quiet", *target, "--", "--list"]
+        for line in _lines(listing, directory):
+            if line.endswith(kind):
+                name = line[: -len(kind)]
+                select = f"cargo bench --quiet {chosen} -- --exact {_quoted(name)}{size}"
+                found.append(Listed(name, metric_name(name, "ns"), select))
+    return found
 
 
 def _pytest(ecosystem: Ecosystem, node: str) -> Listed:
