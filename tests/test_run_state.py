@@ -124,18 +124,19 @@ def test_a_planted_build_output_does_not_reach_the_next_job_on_a_bench_host(targ
     assert [r.status for r in experiments(target)] == ["checks_failed", "discard"]
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+# A run's writes in its tree, as hypothesis draws them (`_act` makes each).
+WRITES = st.lists(
+    st.tuples(
+        st.sampled_from(["write", "rewrite", "redate", "mkdir", "nested", "move", "delete"]),
+        st.integers(0, 5),
+    ),
+    max_size=8,
 )
-@given(
-    st.lists(
-        st.tuples(
-            st.sampled_from(["write", "rewrite", "redate", "mkdir", "nested", "move", "delete"]),
-            st.integers(0, 5),
-        ),
-        max_size=8,
-    )
-)
+FIXTURE = [HealthCheck.function_scoped_fixture]  # tmp_path: each example makes its own tree
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=FIXTURE)
+@given(WRITES)
 def test_putting_back_what_the_watch_saw_is_putting_back_after_a_walk(tmp_path, steps):
     """A run's writes, put back from the paths the inotify watch saw written (repo/watch.py)
     and by a walk of the whole tree: the same removals, the same tree after."""
@@ -161,18 +162,8 @@ def test_putting_back_what_the_watch_saw_is_putting_back_after_a_walk(tmp_path, 
     assert outcomes[0] == outcomes[1]
 
 
-@settings(
-    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
-@given(
-    st.lists(
-        st.tuples(
-            st.sampled_from(["write", "rewrite", "redate", "mkdir", "nested", "move", "delete"]),
-            st.integers(0, 5),
-        ),
-        max_size=8,
-    )
-)
+@settings(max_examples=40, deadline=None, suppress_health_check=FIXTURE)
+@given(WRITES)
 def test_a_state_brought_up_to_date_from_what_was_written_is_a_state_taken_now(tmp_path, steps):
     """The arm's state kept from one measurement to the next (bench/armstate.py): updated
     from the paths the watch saw written, it is what a walk of the tree finds."""
