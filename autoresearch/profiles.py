@@ -199,9 +199,13 @@ def top_frames(folded: Folded, n: int = 15) -> list[dict]:
 
 def profile_change(before: Folded, after: Folded, n: int = 8) -> list[dict]:
     """The frames whose share of the time moved most from `before` to `after` (total time,
-    percent of each profile's samples), the largest move first."""
+    percent of each profile's samples), the largest move first; the repository's own where
+    the profiler says which those are."""
     shares = [{t["frame"]: t["total_pct"] for t in top_frames(p, 10**6)} for p in (before, after)]
     frames = set(shares[0]) | set(shares[1])
+    # Where the profiler placed frames in files, the repository's own: a harness's frames
+    # (pytest's, the runtime's) move only because the code under them did.
+    frames = {f for f in frames if in_tree(f)} or frames
     moves = [
         {"frame": f, "before_pct": shares[0].get(f, 0.0), "after_pct": shares[1].get(f, 0.0)}
         for f in frames

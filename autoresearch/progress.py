@@ -7,7 +7,7 @@ import time
 from dataclasses import dataclass
 from typing import TextIO
 
-__all__ = ["Plan", "Progress", "format_value"]
+__all__ = ["Plan", "Progress", "counted", "format_value"]
 
 
 def format_value(value: float | None, unit: str = "") -> str:
@@ -15,6 +15,11 @@ def format_value(value: float | None, unit: str = "") -> str:
         return "n/a"
     text = f"{value:.4g}" if abs(value) < 1e6 else f"{value:.0f}"
     return f"{text} {unit}".strip()
+
+
+def counted(n: int, noun: str) -> str:
+    """`1 experiment`, `2 experiments`: a count with its noun."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 class Progress:

@@ -130,7 +130,7 @@ def test_session_option_starts_a_separate_session(target):
     assert run_cli("run", "--quiet", cwd=target.root).returncode == 0
     done = run_cli("run", "--quiet", "--session", "second", cwd=target.root)
     assert done.returncode == 0, done.stderr
-    assert "session second: 1 experiments this run, 1 kept" in done.stdout
+    assert "session second: 1 experiment this run, 1 kept" in done.stdout
     assert git(target.root, "rev-parse", "--verify", "-q", "autoresearch/second").strip()
     status = run_cli("status", "--session", "second", cwd=target.root)
     assert "session 'second' on autoresearch/second" in status.stdout
@@ -185,7 +185,7 @@ def test_init_scaffolds_a_working_session(tmp_path):
     # The template's workload is a 0.1 s sleep: too noisy for 5% on a busy machine, said so.
     done = run_cli("run", "--max-experiments", "1", "--accept-noise", cwd=repo)
     assert done.returncode == 0, done.stderr
-    assert "1 experiments this run" in done.stdout
+    assert "1 experiment this run" in done.stdout
     # The template calibrates with eight runs per arm: its A/A check can fail, and says nothing.
     assert "calibrating on " in done.stderr and "8 runs in each arm" in done.stderr
     assert "cannot fail" not in done.stderr

@@ -102,6 +102,14 @@ def test_the_moves_between_two_profiles_come_largest_first(tmp_path):
     moves = profile_change(before, after)
     assert moves[0] == {"frame": "get", "before_pct": 40.0, "after_pct": 0.0}
     assert {m["frame"] for m in moves} == {"get", "write", "encode"}  # main and put: 100 both
+    # Located frames: the repository's own moves, not the harness's around them.
+    harness = "pytest_main (…/_pytest/main.py)"
+    located = [
+        {f"{harness};run (src/a.py:3) 50": 1, f"{harness};scan (src/a.py:9) 50": 1},
+        {f"{harness};run (src/a.py:3) 50": 1, "setup (…/_pytest/main.py:1) 50": 1},
+    ]
+    located = [fold("".join(f"{k}\n" for k in p), "folded") for p in located]
+    assert {m["frame"] for m in profile_change(*located)} == {"scan (src/a.py)"}
 
 
 def with_profile(target) -> None:

@@ -120,13 +120,16 @@ def cmd_ideas(args: argparse.Namespace) -> int:
     path = Path(args.file) if args.file else (config.ideas_path if config else Path("ideas.md"))
     before = path.read_text(encoding="utf-8") if path.exists() else None
     after = update_ideas(path, summary)
+    from ..progress import counted
+
     if before == after:
         print(f"{path}: already in step with the journal, unchanged")
     else:
         print(
             f"updated {path}: rewrote the journal's section between its marker lines "
-            f"({summary['experiments']} experiments, {len(summary['wins'])} kept); every other "
-            "line is as it was. It is a file of your checkout: commit it to keep the backlog, or "
+            f"({counted(summary['experiments'], 'experiment')}, {len(summary['wins'])} kept); "
+            "every other line is as it was. It is a file of your checkout: commit it to keep the "
+            "backlog, or "
             f"`git checkout {path.name}` to drop the update"
         )
     return 0

@@ -17,7 +17,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """Run the experiment loop on the session in the config (resumes where it stopped)."""
     from ..loop.driver import run_session
     from ..loop.session import RunOptions
-    from ..progress import Progress
+    from ..progress import Progress, counted
 
     options = RunOptions(
         max_experiments=args.max_experiments,
@@ -38,7 +38,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     else:
         outcome = run_session(config, options, Progress(quiet=args.quiet))
     print(
-        f"session {outcome.session}: {outcome.ran} experiments this run, {outcome.kept} kept; "
+        f"session {outcome.session}: {counted(outcome.ran, 'experiment')} this run, "
+        f"{outcome.kept} kept; "
         f"stopped: {outcome.stop_reason}"
     )
     if outcome.confirmed_change_pct is not None:

@@ -14,7 +14,7 @@ import jinja2
 
 from ..bench.proc import read_log
 from ..errors import UserError
-from ..progress import format_value
+from ..progress import counted, format_value
 from .summary import MAJOR_WIN_PCT
 
 # The experiments of each "what did not work" group the PR lists by name: GitHub takes a pull
@@ -98,6 +98,7 @@ def _environment(templates: Path | None) -> jinja2.Environment:
         "duration": _duration,
         "cell": _cell,
         "code": lambda v: f"`{v}`",
+        "counted": counted,
         "knob": lambda v: (
             "?" if v is None else (f"{int(v)}" if float(v).is_integer() else f"{v:g}")
         ),
@@ -225,7 +226,7 @@ def _text_outcomes(s: dict) -> list[str]:
                 f"  #{c['n']:<4} {_pct(c['change_pct']):>8}  {c['title']}: {c['verdict']} "
                 f"({_pct(c['ci_low_pct'])} to {_pct(c['ci_high_pct'])}, {c['runs']} pairs)"
             )
-    out += ["", "not kept:"]
+    out += ["", "not kept:" if s["not_kept"] else "not kept: none"]
     for g in s["not_kept"]:
         out.append(f"  {g['reason']} ({g['count']}):")
         for e in g["experiments"]:
@@ -239,7 +240,10 @@ def _text_searches(s: dict) -> list[str]:
     """Each knob sweep and joint search, step by step."""
     out = []
     for k in s.get("sweeps", []):
-        out += ["", f"sweep {k['line']} ({k['experiments']} experiments, {k['kept']} kept):"]
+        out += [
+            "",
+            f"sweep {k['line']} ({counted(k['experiments'], 'experiment')}, {k['kept']} kept):",
+        ]
         for row in k["rows"]:
             move = f"{row['from']:g} -> {row['value']:g}"
             out.append(
