@@ -34,7 +34,9 @@ class ArmStates:
 
     def take(self, cwd: Path, roots: list[Path]) -> FileState:
         """The state of the arm in `cwd` (its tree and `roots` beside it) as it is now."""
-        key = tuple(Path(r) for r in roots)
+        # Those that exist: an arm's caches are made only when the config names some, and a
+        # root that appears later makes another key, so the state is taken afresh then.
+        key = tuple(Path(r) for r in roots if Path(r).is_dir())
         arm = self._arms.get(cwd)
         if arm is not None and arm.roots == key:
             self._since(arm)
