@@ -149,7 +149,7 @@ def test_putting_back_what_the_watch_saw_is_putting_back_after_a_walk(tmp_path, 
         trees.append(root)
     outcomes = []
     for root in trees:
-        watch = TreeWatch([root])
+        watch = TreeWatch([root], collect=True)
         state = FileState.take([root])
         for action, i in steps:
             _act(root, action, i)
@@ -171,7 +171,7 @@ def test_a_state_brought_up_to_date_from_what_was_written_is_a_state_taken_now(t
     for i in range(6):
         (root / f"d{i % 2}").mkdir(parents=True, exist_ok=True)
         (root / f"d{i % 2}" / f"f{i}").write_text("kept")
-    watch = TreeWatch([root])
+    watch = TreeWatch([root], collect=True)
     state = FileState.take([root])
     for action, i in steps:
         _act(root, action, i)
@@ -179,6 +179,11 @@ def test_a_state_brought_up_to_date_from_what_was_written_is_a_state_taken_now(t
     watch.close()
     assert touched is not None
     assert state.updated(touched).entries == FileState.take([root]).entries
+    # A watch not asked to keep what was written keeps nothing (a night's writes would pile up).
+    plain = TreeWatch([root])
+    (root / "later").write_text("x")
+    assert plain.changed() and plain.touched() is None
+    plain.close()
 
 
 def _act(root: Path, action: str, i: int) -> None:

@@ -44,7 +44,7 @@ class ArmStates:
                 arm.state, arm.pending = arm.state.updated(arm.pending), set()
                 return arm.state
             arm.watch.close()
-        watch = TreeWatch(key)  # before the walk: a write meanwhile is seen
+        watch = TreeWatch(key, collect=True)  # before the walk: a write meanwhile is seen
         arm = _Arm(key, FileState.take(key), watch)
         self._arms[cwd] = arm
         return arm.state

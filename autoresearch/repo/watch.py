@@ -47,9 +47,17 @@ class TreeWatch:
     `generation()` now, compared with one taken earlier, says whether anything was since.
     `quiet(path)` names files whose writes do not count (the loop's own journal)."""
 
-    def __init__(self, roots: Iterable[Path], quiet: Callable[[str], bool] | None = None):
+    def __init__(
+        self,
+        roots: Iterable[Path],
+        quiet: Callable[[str], bool] | None = None,
+        collect: bool = False,
+    ):
         self.roots = [Path(r) for r in roots]
         self.quiet = quiet
+        # Keep the paths written for `touched()`: only a watch asked for them does (a night's
+        # writes, kept by every watch, would grow without bound).
+        self.collect = collect
         self.fd: int | None = None
         self._dirs: dict[int, str] = {}
         self._roots_wd: set[int] = set()
@@ -67,7 +75,7 @@ class TreeWatch:
             if hasattr(libc, "inotify_init1"):  # none: every look is a "maybe"
                 self._libc = libc
         self._watch_all()
-        self._touched = set()  # from here on
+        self._touched = set() if collect else None  # from here on
 
     @property
     def usable(self) -> bool:
@@ -97,7 +105,7 @@ class TreeWatch:
         """The paths written under the roots since the last call (a directory made there
         stands for all it holds); None when the watch cannot say."""
         self.generation()
-        found, self._touched = self._touched, set()
+        found, self._touched = self._touched, (set() if self.collect else None)
         return found if self.usable else None
 
     def close(self) -> None:
