@@ -62,10 +62,14 @@ def narrowed(listed: list[Listed], metric: str) -> Listed | None:
     """The benchmark `metric` comes from, among `listed` (Go lists top-level benchmarks: the
     longest whose name starts the metric's); None when not one."""
     base = _base(metric)
-    found = [i for i in listed if base == _base(i.metric) or base.startswith(_base(i.metric) + "_")]
-    longest = max((len(_base(i.metric)) for i in found), default=0)
-    found = [i for i in found if len(_base(i.metric)) == longest]
-    return found[0] if len(found) == 1 else None
+    found = [
+        (len(own), item)
+        for item in listed
+        if base == (own := _base(item.metric)) or base.startswith(own + "_")
+    ]
+    longest = max((n for n, _ in found), default=0)
+    best = [item for n, item in found if n == longest]
+    return best[0] if len(best) == 1 else None
 
 
 def _base(metric: str) -> str:
