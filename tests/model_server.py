@@ -44,11 +44,15 @@ class Change:
     old: str
     new: str
     hypothesis: dict[str, str]
+    # A file the model tries to read first, where it should not (the hidden holdout's): its
+    # read is one more turn, and what the CLI answers is in `tool_results()`.
+    peek: str = ""
 
 
 @dataclass(frozen=True)
 class Step:
-    """One turn of the script: a tool call (`tool` of read | edit | write) or the last word."""
+    """One turn of the script: a tool call (`tool` of peek | read | edit | write) or the last
+    word."""
 
     tool: str | None
     path: Path | None = None
@@ -69,6 +73,7 @@ def script(change: Change, prompt: str) -> list[Step]:
     hypothesis = Path(found.group(1))
     target = hypothesis.parent.parent / change.path
     return [
+        *([Step("peek", Path(change.peek))] if change.peek else []),
         Step("read", target),
         Step("edit", target, {"old": change.old, "new": change.new}),
         Step("write", hypothesis, {"content": json.dumps(change.hypothesis)}),
@@ -100,6 +105,28 @@ class ModelServer:
     def agent_requests(self) -> list[dict[str, Any]]:
         """The requests of the agent's own conversation (those that offered tools)."""
         return [r for r in self.requests if r.get("tools")]
+
+    def tool_results(self) -> list[str]:
+        """What the CLI answered the model's tool calls, in order, as the last request of the
+        agent's conversation carries them (each provider wraps them its own way)."""
+        last = self.agent_requests()[-1]
+        if "contents" in last:  # Gemini
+            parts = [p for c in last["contents"] for p in c.get("parts") or []]
+            return [json.dumps(p["functionResponse"]) for p in parts if "functionResponse" in p]
+        if "input" in last:  # OpenAI Responses
+            items = last["input"] if isinstance(last["input"], list) else []
+            outputs = [i for i in items if str(i.get("type", "")).endswith("call_output")]
+            return ["\n".join(_texts(i.get("output"))) for i in outputs]
+        blocks = [
+            b
+            for m in last.get("messages") or []
+            for b in (m.get("content") if isinstance(m.get("content"), list) else [])
+            if isinstance(b, dict) and b.get("type") == "tool_result"
+        ]
+        if blocks:  # Anthropic Messages
+            return ["\n".join(_texts(b.get("content"))) for b in blocks]
+        tools = [m for m in last.get("messages") or [] if m.get("role") == "tool"]
+        return ["\n".join(_texts(m.get("content"))) for m in tools]  # chat completions
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[str, Any]:
         """("sse", events) or ("json", body) for one request."""
@@ -182,6 +209,7 @@ def _anthropic(change: Change, body: dict[str, Any]) -> tuple[str, Any]:
         stop = "end_turn"
     else:
         name, given = {
+            "peek": ("Read", {"file_path": str(step.path)}),
             "read": ("Read", {"file_path": str(step.path)}),
             "edit": (
                 "Edit",
@@ -241,14 +269,16 @@ def _anthropic_events(message: dict[str, Any], block: dict[str, Any]) -> list[tu
 
 
 # OpenAI Responses, as Codex uses it: `apply_patch` is a custom (free-form) tool; the turn is
-# counted by the tool outputs sent back. Codex reads no file before it patches one.
+# counted by the tool outputs sent back. Codex reads no file before it patches one; a peek is a
+# `cat` through its shell tool, `exec_command`.
 def _responses(change: Change, body: dict[str, Any]) -> tuple[str, Any]:
     items = body.get("input") or []
     if isinstance(items, str):
         items = [{"type": "message", "role": "user", "content": items}]
     outputs = sum(1 for i in items if str(i.get("type", "")).endswith("call_output"))
     prompt = "\n".join(_texts([i for i in items if i.get("role") == "user"]))
-    step = _step(change, prompt, outputs + 1) if body.get("tools") else Step(None, text="ok")
+    steps = [s for s in script(change, prompt) if s.tool != "read"]
+    step = steps[min(outputs, len(steps) - 1)] if body.get("tools") else Step(None, text="ok")
     n = len(items)
     if step.tool is None:
         item = {
@@ -256,6 +286,15 @@ def _responses(change: Change, body: dict[str, Any]) -> tuple[str, Any]:
             "role": "assistant",
             "id": f"msg_{n:04d}",
             "content": [{"type": "output_text", "text": step.text}],
+        }
+    elif step.tool == "peek":
+        item = {
+            "type": "function_call",
+            "id": f"fc_{n:04d}",
+            "call_id": f"call_{n:04d}",
+            "name": "exec_command",
+            "arguments": json.dumps({"cmd": f"cat {step.path}"}),
+            "status": "completed",
         }
     else:
         assert step.path is not None
@@ -316,7 +355,7 @@ def _relative(path: Path, prompt: str) -> str:
 
 # Gemini: tool calls as `functionCall` parts, the turn counted by the `functionResponse` parts
 # sent back; Gemini CLI's own tools (read_file before replace, absolute paths).
-GEMINI_TOOLS = {"read": "read_file", "edit": "replace", "write": "write_file"}
+GEMINI_TOOLS = {"peek": "read_file", "read": "read_file", "edit": "replace", "write": "write_file"}
 
 
 def _gemini(change: Change, path: str, body: dict[str, Any]) -> tuple[str, Any]:
@@ -368,7 +407,7 @@ def _instance(schema: dict[str, Any]) -> Any:
 
 # OpenAI chat completions: tool calls as `tool_calls` of the assistant's message, the turn
 # counted by the `tool` messages sent back; OpenCode's tools (read before edit, camelCase).
-OPENCODE_TOOLS = {"read": "read", "edit": "edit", "write": "write"}
+OPENCODE_TOOLS = {"peek": "read", "read": "read", "edit": "edit", "write": "write"}
 
 
 def _chat(change: Change, body: dict[str, Any]) -> tuple[str, Any]:

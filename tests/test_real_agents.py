@@ -2,6 +2,8 @@
 (tests/agent_clis.py, pinned) against a scripted model on 127.0.0.1 that speaks the provider's
 wire protocol (tests/model_server.py): each CLI edits through its own tools, writes the
 hypothesis file, and the night keeps the known win with the CLI's turns, tokens and cost.
+Confined, the session has a hidden holdout, and the model first tries to read its secret
+through the CLI's own tools: the read fails inside the sandbox, and the CLI says so.
 
 Each CLI's home is a temporary directory: nothing reaches your own settings or logins.
 """
@@ -10,14 +12,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from agent_clis import PINNED, bin_dir, cache_root
 from conftest import experiments, git, run_cli
 from model_server import Change, ModelServer
+from test_holdout import with_holdout
 
 from autoresearch.bench.agent_sandbox import relocated
 from autoresearch.proposers.agent.cli import PRESETS
@@ -99,11 +104,21 @@ def home() -> Path:
 
 
 def agent_night(
-    target, home: Path, preset: str, *, confined: bool, moved: dict[str, str] | None = None
+    target,
+    home: Path,
+    preset: str,
+    *,
+    confined: bool,
+    moved: dict[str, str] | None = None,
+    peek: bool | None = None,
 ) -> ModelServer:
     """Point the target's session at `preset`, its CLI at a scripted model; run the night.
     `moved`: variables that relocate the CLI's files (CODEX_HOME, XDG_CONFIG_HOME, ...), set
-    as a user's environment sets them, its provider's files written where they point."""
+    as a user's environment sets them, its provider's files written where they point.
+    Confined, with a hidden holdout the model tries to read first (`found_nothing`; `peek`
+    says whether it does, by default where the CLI goes on after a failed read)."""
+    if confined:
+        with_holdout(target, home, sandbox="bwrap")
     text = target.config_path.read_text().replace('[proposer]\ndir = "hypotheses"\n', "")
     if confined:
         text = text.replace('[sandbox]\nmode = "off"\n', '[sandbox]\nmode = "bwrap"\n')
@@ -111,7 +126,10 @@ def agent_night(
     proposer += "timeout_s = 300\n" + PROPOSER_OPTIONS.get(preset, "")
     target.config_path.write_text(text + proposer)
     git(target.root, "commit", "-qam", f"an agent session with {preset}")
-    with ModelServer(WIN) as server:
+    change = WIN
+    if peek if peek is not None else confined and preset in PEEKS:
+        change = replace(WIN, peek=str(target.root / ".holdout" / "secret.txt"))
+    with ModelServer(change) as server:
         for name, text in PROVIDER_HOME.get(preset, lambda _: {})(server.url).items():
             where = relocated(name, moved or {}, home)
             where.parent.mkdir(parents=True, exist_ok=True)
@@ -126,6 +144,25 @@ def agent_night(
         done = run_cli("run", "--accept-noise", cwd=target.root, env=env, timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
     return server
+
+
+# The CLIs that go on after a read that failed. Aider offers the model no tool (it reads only
+# the files named); OpenCode, headless, stops at a read outside the project it asked leave for
+# (test_opencode_stops_at_a_read_of_the_holdout).
+PEEKS = {"claude", "codex", "gemini"}
+
+
+def found_nothing(server: ModelServer) -> int:
+    """Where it peeked (confined), the model's first call read the holdout's secret: the CLI answered that there
+    is no such file (Gemini CLI refuses first, by its own rule: a path outside its workspace),
+    and the secret is nowhere in what the model was sent. The turns it took."""
+    if not server.change.peek:
+        return 0
+    said = server.tool_results()[0]
+    refused = r"does not exist|not found|no such file|outside the allowed workspace"
+    assert re.search(refused, said, re.I), said
+    assert "secret inputs" not in json.dumps(server.requests)
+    return 1
 
 
 def kept_the_win(target, preset: str):
@@ -145,11 +182,12 @@ def kept_the_win(target, preset: str):
 def test_claude_code_keeps_the_win_through_its_own_tools(target, home, confined):
     server = agent_night(target, home, "claude", confined=confined)
     record = kept_the_win(target, "claude")
+    turns = 4 + found_nothing(server)  # (peek), read, edit, write, done
 
     usage = record.agent["usage"]
     agent_turns = server.agent_requests()
-    assert usage["turns"] == len(agent_turns) == 4  # read, edit, write, done
-    assert usage["input_tokens"] >= 4 * 1200 and usage["output_tokens"] >= 4 * 60
+    assert usage["turns"] == len(agent_turns) == turns
+    assert usage["input_tokens"] >= turns * 1200 and usage["output_tokens"] >= turns * 60
     assert usage["cost_usd"] and usage["cost_usd"] > 0
     assert usage["denied"] == []
     # Offered only the file tools: no shell, no web.
@@ -161,12 +199,13 @@ def test_claude_code_keeps_the_win_through_its_own_tools(target, home, confined)
 def test_codex_keeps_the_win_through_apply_patch(target, home, confined):
     server = agent_night(target, home, "codex", confined=confined)
     record = kept_the_win(target, "codex")
+    requests = 3 + found_nothing(server)
 
     usage = record.agent["usage"]
-    assert usage["turns"] == 1  # one turn of Codex: the edit, the hypothesis, the last word
-    assert usage["input_tokens"] == 3 * 1200 and usage["output_tokens"] == 3 * 60
+    assert usage["turns"] == 1  # one turn of Codex: (the peek), the edit, the hypothesis, done
+    assert usage["input_tokens"] == requests * 1200 and usage["output_tokens"] == requests * 60
     assert usage["cost_usd"] is None  # Codex reports no dollars
-    assert len(server.agent_requests()) == 3
+    assert len(server.agent_requests()) == requests
     offered = {tool.get("name") or tool.get("type") for tool in server.agent_requests()[0]["tools"]}
     assert "apply_patch" in offered and "web_search" not in offered
 
@@ -175,11 +214,12 @@ def test_codex_keeps_the_win_through_apply_patch(target, home, confined):
 def test_gemini_cli_keeps_the_win_with_the_web_and_shell_denied(target, home, confined):
     server = agent_night(target, home, "gemini", confined=confined)
     record = kept_the_win(target, "gemini")
+    count = 4 + found_nothing(server)  # (peek), read, replace, write, done
 
     usage = record.agent["usage"]
     turns = server.agent_requests()
-    assert len(turns) == 4  # read, replace, write, done
-    assert usage["input_tokens"] >= 4 * 1200 and usage["output_tokens"] >= 4 * 60
+    assert len(turns) == count
+    assert usage["input_tokens"] >= count * 1200 and usage["output_tokens"] >= count * 60
     assert usage["cost_usd"] is None  # Gemini CLI reports no dollars
     offered = {d["name"] for t in turns[0]["tools"] for d in t.get("functionDeclarations", [])}
     assert {"read_file", "replace", "write_file"} <= offered
@@ -190,13 +230,14 @@ def test_gemini_cli_keeps_the_win_with_the_web_and_shell_denied(target, home, co
 def test_opencode_keeps_the_win_and_its_cost(target, home, confined):
     server = agent_night(target, home, "opencode", confined=confined)
     record = kept_the_win(target, "opencode")
+    count = 4 + found_nothing(server)  # (peek), read, edit, write, done
 
     usage = record.agent["usage"]
     turns = server.agent_requests()
-    assert usage["turns"] == len(turns) == 4  # read, edit, write, done
-    assert usage["input_tokens"] == 4 * 1200 and usage["output_tokens"] == 4 * 60
+    assert usage["turns"] == len(turns) == count
+    assert usage["input_tokens"] == count * 1200 and usage["output_tokens"] == count * 60
     # $3 and $15 a million tokens in and out, as the provider's price says.
-    assert usage["cost_usd"] == pytest.approx(4 * (1200 * 3 + 60 * 15) / 1e6)
+    assert usage["cost_usd"] == pytest.approx(count * (1200 * 3 + 60 * 15) / 1e6)
     offered = {t["function"]["name"] for t in turns[0]["tools"]}
     assert {"read", "edit", "write"} <= offered
     assert not offered & {"bash", "webfetch", "websearch", "task"}
@@ -211,6 +252,18 @@ def test_aider_keeps_the_win_with_a_model_of_unknown_price(target, home, confine
     assert usage["turns"] == 1 and usage["input_tokens"] == 1200 and usage["output_tokens"] == 60
     assert usage["cost_usd"] is None  # a model without a price: tokens, and "cost unknown"
     assert all(not r.get("tools") for r in server.requests)  # Aider offers the model no tools
+
+
+def test_opencode_stops_at_a_read_of_the_holdout_and_the_record_says_so(target, home):
+    """OpenCode asks leave to read outside the project, is refused (headless) and ends its run:
+    no change, and the record names the read its CLI refused; the secret never reached it."""
+    server = agent_night(target, home, "opencode", confined=True, peek=True)
+
+    (record,) = experiments(target)
+    assert record.status == "refused", (record.status, record.error)
+    assert "its CLI refused: read " in record.error and "secret.txt" in record.error
+    assert record.agent["usage"]["denied"] == [f"read {target.root}/.holdout/secret.txt"]
+    assert "secret inputs" not in json.dumps(server.requests)
 
 
 # The variables each CLI documents for moving its files, set to directories outside its home.

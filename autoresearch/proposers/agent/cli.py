@@ -254,9 +254,21 @@ def _denials(found: Any) -> tuple[str, ...]:
             continue
         tool = str(denial.get("tool_name") or "a tool")[:40]
         given = denial.get("tool_input") if isinstance(denial.get("tool_input"), dict) else {}
-        target = given.get("file_path") or given.get("path") or given.get("command") or ""
-        said.append(f"{tool} {str(target)[:200]}".strip())
+        said.append(_refused(tool, given))
     return tuple(said)
+
+
+def _refused(tool: str, given: dict) -> str:
+    """A refused tool call said as "Tool path" (or its command)."""
+    target = (
+        given.get("file_path") or given.get("filePath") or given.get("path")
+        or given.get("command") or ""
+    )  # fmt: skip
+    return f"{tool} {str(target)[:200]}".strip()
+
+
+# OpenCode's answer to a call its permissions reject (a path outside the project, headless).
+OPENCODE_REJECTED = "rejected permission"
 
 
 def _codex(text: str) -> Usage:
@@ -325,8 +337,13 @@ def _opencode(text: str) -> Usage:
     cost = tokens_in = tokens_out = None
     steps = 0
     error = None
+    denied: list[str] = []
     for event in _json_objects(text):
         part = event.get("part") if isinstance(event.get("part"), dict) else {}
+        state = part.get("state") if isinstance(part.get("state"), dict) else {}
+        if OPENCODE_REJECTED in str(state.get("error", "")) and len(denied) < 20:
+            given = state.get("input") if isinstance(state.get("input"), dict) else {}
+            denied.append(_refused(str(part.get("tool") or "a tool")[:40], given))
         if event.get("type") == "step_finish":
             steps += 1
             if _number(part.get("cost")) is not None:
@@ -339,7 +356,7 @@ def _opencode(text: str) -> Usage:
         elif event.get("type") == "error":
             detail = event.get("error")
             error = str(detail.get("message", detail) if isinstance(detail, dict) else detail)
-    return Usage(cost, tokens_in, tokens_out, steps or None, error)
+    return Usage(cost, tokens_in, tokens_out, steps or None, error, tuple(denied))
 
 
 def _from_hypothesis(data: dict) -> Usage:
