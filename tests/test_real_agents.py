@@ -153,9 +153,10 @@ PEEKS = {"claude", "codex", "gemini"}
 
 
 def found_nothing(server: ModelServer) -> int:
-    """Where it peeked (confined), the model's first call read the holdout's secret: the CLI answered that there
-    is no such file (Gemini CLI refuses first, by its own rule: a path outside its workspace),
-    and the secret is nowhere in what the model was sent. The turns it took."""
+    """Where it peeked (confined), the model's first call read the holdout's secret: the CLI
+    answered that there is no such file (Gemini CLI refuses first, by its own rule: a path
+    outside its workspace), and the secret is nowhere in what the model was sent. The turns
+    it took."""
     if not server.change.peek:
         return 0
     said = server.tool_results()[0]
