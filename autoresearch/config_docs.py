@@ -50,7 +50,8 @@ MEANINGS: dict[str, str] = {
     "bench.format": (
         "how the bench reports beyond METRIC lines: `go`, `criterion`, `criterion-json`, "
         "`libtest`, `pytest-benchmark`, `google-benchmark`, `hyperfine`, `jmh`, "
-        "`benchmarkdotnet`, `bmf`; `auto` recognises each by its shape"
+        "`benchmarkdotnet`, `vitest`, `mitata`, `asv`, `catch2`, `bmf`; `auto` recognises "
+        "each by its shape"
     ),
     "bench.output": (
         "a file the bench writes its results to, relative to its tree (removed before each "

@@ -278,6 +278,37 @@ def test_bmf_each_measure_of_each_benchmark(doc):
         assert got == expected
 
 
+def test_catch2_names_a_benchmark_by_its_test_case_where_two_share_a_name():
+    case = '<TestCase name="{}"><BenchmarkResults name="push"><mean value="{}"/>'
+    case += "</BenchmarkResults></TestCase>"
+    text = f"<Catch2TestRun>{case.format('Vector', 10)}{case.format('Deque', 20)}</Catch2TestRun>"
+
+    assert detect(text) == ["catch2"]
+    assert read_format("catch2", text) == {"vector_push_ns": 10.0, "deque_push_ns": 20.0}
+
+
+def test_an_xml_document_type_is_refused_not_expanded():
+    """The bench's output is the candidate's: entities that expand a billion times are not
+    read (no harness writes a document type)."""
+    laughs = '<?xml version="1.0"?><!DOCTYPE l [<!ENTITY a "aaaaaaaaaa">'
+    for inner, outer in zip("abcdefgh", "bcdefghi", strict=True):
+        laughs += f'<!ENTITY {outer} "{("&" + inner + ";") * 10}">'
+    laughs += ']><Catch><TestCase name="t"><BenchmarkResults name="&i;"><mean value="1"/>'
+    laughs += "</BenchmarkResults></TestCase></Catch>"
+
+    assert detect(laughs) == []
+    with pytest.raises(MetricParseError, match="document type"):
+        read_format("catch2", laughs)
+
+
+def test_an_asv_benchmark_that_failed_is_left_out():
+    columns = ["result", "params", "version"]
+    results = {"b.time_x": [None, [], "v"], "b.time_y": [[None, 2.0], [["1", "2"]], "v"]}
+    doc = {"result_columns": columns, "results": results}
+
+    assert read_format("asv", json.dumps(doc)) == {"b_time_y_2_ns": 2e9}
+
+
 @given(st.text(max_size=300))
 def test_no_reader_dies_on_any_text(text):
     """Any output: each reader gives numbers or a MetricParseError, never another error."""
@@ -346,6 +377,25 @@ def test_no_reader_dies_on_any_text(text):
         ),
         # mitata 1.0 run({ format: "json" }) (its samples cut to five): p50 in nanoseconds
         ("mitata", "mitata.json", {"fib_15_ns": 8623.0, "g_fib_10_ns": 656.4482421875}),
+        # asv 0.6.6 run --python=same --quick: its results file (a timing, a parameterized
+        # timing, memory in bytes, a track in its own unit), seconds there
+        (
+            "asv",
+            "asv.json",
+            {
+                "bench_demo_timesuite_time_keys_ns": 8662.995242048055,
+                "bench_demo_time_sum_100_ns": 3074.994310736656,
+                "bench_demo_time_sum_1000_ns": 14242.003089748323,
+                "bench_demo_timesuite_mem_list_bytes": 8056.0,
+                "bench_demo_track_answer": 42.0,
+            },
+        ),
+        # Catch2 2.13 --reporter xml, BENCHMARK in two test cases: means in nanoseconds
+        (
+            "catch2",
+            "catch2.xml",
+            {"fib_20_ns": 7572.89, "fib_25_ns": 114554.0, "push_1000_ns": 982.587},
+        ),
     ],
 )
 def test_captured_output_of_each_tool(fmt, file, expected):

@@ -4,8 +4,9 @@ Beside `METRIC` lines and `go test -bench` rows (metrics.py), the loop reads wha
 harnesses print or write: criterion (its text, or `cargo criterion --message-format=json`),
 Rust's libtest `cargo bench` rows, pytest-benchmark's `--benchmark-json`, Google Benchmark's
 `--benchmark_format=json`, hyperfine's `--export-json`, JMH's `-rf json`, BenchmarkDotNet's
-full JSON report, Vitest's `vitest bench --outputJson`, mitata's `run({ format: "json" })` and
-Bencher's Metric Format (BMF).
+full JSON report, Vitest's `vitest bench --outputJson`, mitata's `run({ format: "json" })`,
+airspeed velocity's results file, Catch2's `--reporter xml` and Bencher's Metric Format (BMF)
+(the documents: documents.py). `auto` recognises each by its shape alone (`detect`).
 
 A metric's name keeps the benchmark's groups, lowercased, with `_` for every other character
 (criterion's `fib/20` is `fib_20`, pytest's `test_fib[20]` is `test_fib_20`), so families and
@@ -18,17 +19,15 @@ one run is an error: rows the timed program printed itself would move the median
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import json
 import math
 import re
-import statistics
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import PurePosixPath
-from typing import Any
 
 from ..errors import MetricParseError
+from .documents import DOCUMENTS, document_formats
+from .rows import NS_PER, medians, metric_name, rows_declared
 
 __all__ = [
     "FORMATS",
@@ -43,11 +42,6 @@ __all__ = [
 ]
 
 MAX_MAGNITUDE = 1e300
-# How many rows of one benchmark a run may report (`[bench] rows`; 0: any), while it is read.
-_DECLARED = contextvars.ContextVar("declared_rows", default=0)
-
-# Nanoseconds per unit of time, as the tools spell them.
-NS_PER = {"ps": 1e-3, "ns": 1.0, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9}
 _NUMBER = r"[-+]?(?:\d[\d,]*(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 # criterion: `<name>  time:   [26.029 µs 26.251 µs 26.505 µs]`, the name alone on the line before
 # when it is long; `thrpt:` lines the same way; `change:` lines are a comparison, not a value.
@@ -68,12 +62,6 @@ _LIBTEST = re.compile(
 # BenchmarkName/sub-8   <iterations>   <value> <unit>   <value> <unit> ...
 _GO_BENCH_ROW = re.compile(r"^(Benchmark\S+?)(?:-(\d+))?\s+(\d+)((?:\s+[-+0-9.eE]+\s+\S+)+)\s*$")
 _GO_UNIT_SUFFIX = {"ns/op": "ns_op", "B/op": "bytes_op", "allocs/op": "allocs_op", "MB/s": "mb_s"}
-
-
-def metric_name(*parts: str) -> str:
-    """`fib/20`, `ns` -> `fib_20_ns`: lowercased, `_` for any run of other characters."""
-    text = "_".join(str(p) for p in parts if p not in (None, ""))
-    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
 
 
 def bench_problem(fmt: str, output: str, keep: list[str] = ()) -> str | None:
@@ -110,9 +98,9 @@ def read_format(name: str, text: str, source: str = "bench output") -> dict[str,
 
 def detect(text: str) -> list[str]:
     """The formats `text` is recognisably written in (none for plain METRIC lines)."""
-    document = _json_document(text)
-    if document is not None:
-        return [name for name, looks in _JSON_SHAPES.items() if looks(document)]
+    found = document_formats(text)
+    if found is not None:
+        return found
     found = []
     lines = text.splitlines()
     if any(_criterion_json_line(line) for line in lines):
@@ -147,7 +135,7 @@ def _criterion(text: str) -> dict[str, float]:
             rows.setdefault(metric_name(current, "ns"), []).append(value * NS_PER[unit])
         else:  # a throughput, below its time
             rows.setdefault(metric_name(named or current, unit), []).append(value)
-    return _medians(rows)
+    return medians(rows)
 
 
 def _criterion_json_line(line: str) -> dict | None:
@@ -172,7 +160,7 @@ def _criterion_json(text: str) -> dict[str, float]:
         typical = message["typical"]
         value = float(typical["estimate"]) * NS_PER[typical.get("unit", "ns")]
         rows.setdefault(metric_name(message["id"], "ns"), []).append(value)
-    return _medians(rows)
+    return medians(rows)
 
 
 def _libtest(text: str) -> dict[str, float]:
@@ -182,7 +170,7 @@ def _libtest(text: str) -> dict[str, float]:
         if match is not None:
             value = _number(match["value"]) * NS_PER[match["unit"]]
             rows.setdefault(metric_name(match["name"], "ns"), []).append(value)
-    return _medians(rows)
+    return medians(rows)
 
 
 def parse_go_bench(text: str) -> dict[str, float]:
@@ -205,234 +193,20 @@ def parse_go_bench(text: str) -> dict[str, float]:
                 continue
             suffix = _GO_UNIT_SUFFIX.get(unit) or re.sub(r"[^A-Za-z0-9]+", "_", unit).strip("_")
             rows.setdefault(f"{bench}_{suffix}", []).append(value)
-    return _medians(rows)
+    return medians(rows)
 
-
-# -- JSON documents ----------------------------------------------------------------------------
-
-
-def _pytest_benchmark(text: str) -> dict[str, float]:
-    """`pytest --benchmark-json=FILE`: each test's median, in seconds there."""
-    rows: dict[str, list[float]] = {}
-    for bench in json.loads(text)["benchmarks"]:
-        name = metric_name(bench.get("group") or "", bench["name"], "ns")
-        rows.setdefault(name, []).append(float(bench["stats"]["median"]) * 1e9)
-    return _medians(rows)
-
-
-def _google_benchmark(text: str) -> dict[str, float]:
-    """`--benchmark_format=json` (or `--benchmark_out`): the real and CPU time per iteration of
-    each run (the median of repetitions), and its counters (`bytes_per_second`, ...)."""
-    rows: dict[str, list[float]] = {}
-    medians: dict[str, dict[str, float]] = {}
-    reserved = {
-        "name", "family_index", "per_family_instance_index", "run_name", "run_type",
-        "repetitions", "repetition_index", "threads", "iterations", "real_time", "cpu_time",
-        "time_unit", "aggregate_name", "aggregate_unit", "label", "error_occurred",
-        "error_message", "big_o", "rms",
-    }  # fmt: skip
-    for bench in json.loads(text)["benchmarks"]:
-        if bench.get("error_occurred"):
-            continue
-        base = bench.get("run_name") or bench["name"]
-        scale = NS_PER[bench.get("time_unit", "ns")]
-        values = {
-            metric_name(base, "ns"): float(bench["real_time"]) * scale,
-            metric_name(base, "cpu_ns"): float(bench["cpu_time"]) * scale,
-        }
-        for key, value in bench.items():
-            if key not in reserved and isinstance(value, int | float):
-                values[metric_name(base, key)] = float(value)
-        if bench.get("run_type") == "aggregate":
-            if bench.get("aggregate_name") == "median":
-                medians[base] = values
-            continue
-        for name, value in values.items():
-            rows.setdefault(name, []).append(value)
-    found = _medians(rows)
-    for (
-        values
-    ) in medians.values():  # only the aggregates were written (--benchmark_report_aggregates_only)
-        for name, value in values.items():
-            found.setdefault(name, value)
-    return found
-
-
-def _hyperfine(text: str) -> dict[str, float]:
-    """`hyperfine --export-json FILE`: each command's median, in seconds there; named by its
-    `--command-name` or its command line, its parameters appended where two share a name."""
-    results = json.loads(text)["results"]
-    names = [metric_name(r["command"]) for r in results]
-    found = {}
-    for result, name in zip(results, names, strict=True):
-        if names.count(name) > 1:
-            name = metric_name(name, *(result.get("parameters") or {}).values())
-        found[f"{name}_ns"] = float(result["median"]) * 1e9
-    return found
-
-
-def _jmh(text: str) -> dict[str, float]:
-    """`-rf json -rff FILE`: each benchmark's score in its unit (`ns/op` -> `_ns_op`,
-    `ops/s` -> `_ops_s`), named by its class, method and parameters."""
-    found = {}
-    for bench in json.loads(text):
-        metric = bench["primaryMetric"]
-        parts = bench["benchmark"].split(".")[-2:]
-        params = [f"{k}_{v}" for k, v in (bench.get("params") or {}).items()]
-        name, value = _jmh_unit(metric["scoreUnit"], float(metric["score"]))
-        found[metric_name(*parts, *params, name)] = value
-    return found
-
-
-def _jmh_unit(unit: str, score: float) -> tuple[str, float]:
-    top, _, bottom = unit.partition("/")
-    if top in NS_PER:  # time per operation, in nanoseconds
-        return f"ns_{bottom}", score * NS_PER[top]
-    if bottom in NS_PER:  # operations per time, per second
-        return f"{top}_s", score * 1e9 / NS_PER[bottom]
-    return unit, score
-
-
-def _benchmarkdotnet(text: str) -> dict[str, float]:
-    """BenchmarkDotNet's `*-report-full.json`: each benchmark's median (in nanoseconds there)
-    and the bytes it allocates per operation."""
-    found = {}
-    for bench in json.loads(text)["Benchmarks"]:
-        base = metric_name(bench["Type"], bench["Method"], bench.get("Parameters") or "")
-        found[f"{base}_ns"] = float(bench["Statistics"]["Median"])
-        allocated = (bench.get("Memory") or {}).get("BytesAllocatedPerOperation")
-        if isinstance(allocated, int | float):
-            found[f"{base}_bytes_op"] = float(allocated)
-    return found
-
-
-def _bmf(text: str) -> dict[str, float]:
-    """Bencher Metric Format: {benchmark: {measure: {"value": ...}}}."""
-    found = {}
-    for bench, measures in json.loads(text).items():
-        for measure, result in measures.items():
-            found[metric_name(bench, measure)] = float(result["value"])
-    return found
-
-
-def _vitest(text: str) -> dict[str, float]:
-    """`vitest bench --outputJson FILE`: each benchmark's median (milliseconds there), named by
-    its `describe` groups and its name; by its file too where two files share a name."""
-    named: dict[str, list[tuple[str, float]]] = {}
-    for file in json.loads(text)["files"]:
-        stem = PurePosixPath(file["filepath"]).name.split(".")[0]
-        for group in file["groups"]:
-            path = group["fullName"].split(" > ")[1:]  # the file first, then the describes
-            for bench in group["benchmarks"]:
-                value = bench.get("median", bench.get("mean"))
-                name = metric_name(*path, bench["name"], "ns")
-                named.setdefault(name, []).append((stem, float(value) * NS_PER["ms"]))
-    found = {}
-    for name, rows in named.items():
-        for stem, value in rows:
-            found[metric_name(stem, name) if len(rows) > 1 else name] = value
-    return found
-
-
-def _mitata(text: str) -> dict[str, float]:
-    """mitata's `run({ format: "json" })`: each run's median (`p50`, nanoseconds), named by
-    its group and its name."""
-    document = json.loads(text)
-    groups = [g.get("name") or "" for g in document.get("layout") or []]
-    found = {}
-    for bench in document["benchmarks"]:
-        group = groups[bench["group"]] if isinstance(bench.get("group"), int) else ""
-        for run in bench["runs"]:
-            if run.get("stats"):  # a run that threw has an error instead
-                found[metric_name(group, run["name"], "ns")] = float(run["stats"]["p50"])
-    return found
-
-
-def _json_document(text: str) -> Any:
-    stripped = text.strip()
-    if not stripped.startswith(("{", "[")):
-        return None
-    try:
-        return json.loads(stripped)
-    except json.JSONDecodeError:
-        return None
-
-
-def _bmf_shape(doc: Any) -> bool:
-    return (
-        isinstance(doc, dict)
-        and bool(doc)
-        and all(
-            isinstance(m, dict)
-            and m
-            and all(isinstance(r, dict) and "value" in r for r in m.values())
-            for m in doc.values()
-        )
-    )
-
-
-def _listing(key: str, *beside: str) -> Callable[[Any], bool]:
-    """A document whose `key` is a list (of benchmarks), with `beside` keys too: a list, so
-    that a BMF document with a benchmark of that name is not taken for it."""
-    return lambda d: (
-        isinstance(d, dict) and isinstance(d.get(key), list) and all(k in d for k in beside)
-    )
-
-
-_JSON_SHAPES: dict[str, Callable[[Any], bool]] = {
-    "pytest-benchmark": _listing("benchmarks", "machine_info"),
-    "google-benchmark": lambda d: _listing("benchmarks", "context")(d) and "layout" not in d,
-    "hyperfine": _listing("results"),
-    "jmh": lambda d: isinstance(d, list) and bool(d) and "primaryMetric" in d[0],
-    "benchmarkdotnet": _listing("Benchmarks"),
-    "vitest": lambda d: _listing("files")(d) and all("groups" in f for f in d["files"]),
-    "mitata": _listing("benchmarks", "layout", "context"),
-    "bmf": _bmf_shape,
-}
 
 FORMATS: dict[str, Callable[[str], dict[str, float]]] = {
     "go": parse_go_bench,
     "criterion": _criterion,
     "criterion-json": _criterion_json,
     "libtest": _libtest,
-    "pytest-benchmark": _pytest_benchmark,
-    "google-benchmark": _google_benchmark,
-    "hyperfine": _hyperfine,
-    "jmh": _jmh,
-    "benchmarkdotnet": _benchmarkdotnet,
-    "vitest": _vitest,
-    "mitata": _mitata,
-    "bmf": _bmf,
+    **DOCUMENTS,
 }
 
 
 def _number(text: str) -> float:
     return float(text.replace(",", ""))
-
-
-@contextlib.contextmanager
-def rows_declared(most: int) -> Iterator[None]:
-    """Read with at most `most` rows of each benchmark (0: any) until the block ends."""
-    token = _DECLARED.set(most)
-    try:
-        yield
-    finally:
-        _DECLARED.reset(token)
-
-
-def _medians(rows: dict[str, list[float]]) -> dict[str, float]:
-    most = _DECLARED.get()
-    for name, values in rows.items():
-        if most and len(values) > most:
-            raise MetricParseError(
-                f"{name}: {len(values)} rows in one run, and the bench declares {most} "
-                "([bench] rows): rows a timed program printed itself would move the median"
-            )
-    return {
-        name: statistics.median(values)
-        for name, values in rows.items()
-        if all(math.isfinite(v) for v in values)
-    }
 
 
 def finite(text: str) -> float | None:

@@ -1,0 +1,52 @@
+"""What every reader of a tool's output shares: the metric's name, nanoseconds per unit of
+time, and one value per benchmark from the rows a run reported."""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+import re
+import statistics
+from collections.abc import Iterator
+
+from ..errors import MetricParseError
+
+__all__ = ["NS_PER", "medians", "metric_name", "rows_declared"]
+
+# How many rows of one benchmark a run may report (`[bench] rows`; 0: any), while it is read.
+_DECLARED = contextvars.ContextVar("declared_rows", default=0)
+
+# Nanoseconds per unit of time, as the tools spell them.
+NS_PER = {"ps": 1e-3, "ns": 1.0, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9}
+
+
+def metric_name(*parts: str) -> str:
+    """`fib/20`, `ns` -> `fib_20_ns`: lowercased, `_` for any run of other characters."""
+    text = "_".join(str(p) for p in parts if p not in (None, ""))
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+@contextlib.contextmanager
+def rows_declared(most: int) -> Iterator[None]:
+    """Read with at most `most` rows of each benchmark (0: any) until the block ends."""
+    token = _DECLARED.set(most)
+    try:
+        yield
+    finally:
+        _DECLARED.reset(token)
+
+
+def medians(rows: dict[str, list[float]]) -> dict[str, float]:
+    most = _DECLARED.get()
+    for name, values in rows.items():
+        if most and len(values) > most:
+            raise MetricParseError(
+                f"{name}: {len(values)} rows in one run, and the bench declares {most} "
+                "([bench] rows): rows a timed program printed itself would move the median"
+            )
+    return {
+        name: statistics.median(values)
+        for name, values in rows.items()
+        if all(math.isfinite(v) for v in values)
+    }
