@@ -1,12 +1,12 @@
 """The hidden holdout and the equivalence check on the bundled target, in real nights.
 
-python benchmarks/holdout_night.py cost [--busy]
+python benchmarks/holdout_night.py cost [--busy] [--accept-noise]
     the queue's three real wins (01, 02, 04) and a negative control (09), one night as
     shipped (the holdout and the equivalence check on) and one without them, one after the
     other: what each kept and confirmed, its wall time, and the holdout's share of its bench
     time (its runs before each keep and at the confirmation, against every other bench run:
     the calibrations', the experiments', the confirmation's at the median run's time)
-python benchmarks/holdout_night.py overfit [--busy]
+python benchmarks/holdout_night.py overfit [--busy] [--accept-noise]
     one night with `require_win = true`: the hidden suite's overfitting candidates
     (tests/fixtures/overfit-pebble: fast only for the bench's seed, dropping work only the
     bench's data does not need, storing less on inputs the tests do not cover) queued before
@@ -74,11 +74,12 @@ def configure(repo: Path, *, holdout: bool, require_win: bool = False) -> None:
     subprocess.run(["git", "commit", "-qm", "the night's queue and config"], cwd=repo, check=True)
 
 
-def night(repo: Path) -> tuple[float, Path]:
+def night(repo: Path, accept_noise: bool) -> tuple[float, Path]:
     """`autoresearch run` in the clone (this tree's code): its wall time and its journal."""
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "autoresearch.cli", "run", "--quiet"],
+        [sys.executable, "-m", "autoresearch.cli", "run", "--quiet"]
+        + (["--accept-noise"] if accept_noise else []),
         cwd=repo,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         capture_output=True,
@@ -133,6 +134,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("what", choices=("cost", "overfit"))
     parser.add_argument("--busy", action="store_true", help="another process keeps a core busy")
+    parser.add_argument(
+        "--accept-noise", action="store_true", help="run the nights however noisy the bench"
+    )
     args = parser.parse_args()
     condition = "a core busy" if args.busy else "quiet"
     rows = []
@@ -146,7 +150,7 @@ def main() -> int:
             with tempfile.TemporaryDirectory(prefix="holdout-night-") as tmp:
                 repo = clone(Path(tmp), WINS + (() if extra else CONTROL), extra)
                 configure(repo, holdout=holdout, require_win=require_win)
-                wall_s, journal = night(repo)
+                wall_s, journal = night(repo, args.accept_noise)
                 row = summary(journal, label, condition, wall_s)
             rows.append(row)
             print(f"{label}: {row}", flush=True)
