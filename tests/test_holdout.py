@@ -172,6 +172,31 @@ def test_a_confined_agent_cannot_read_the_holdout_s_logs(target, tmp_path):
     assert held[0].parent.name not in said.splitlines()  # nothing listed: an empty directory
 
 
+@needs_bwrap
+def test_a_confined_agent_cannot_read_the_holdout_s_figures_in_the_journal(target, tmp_path):
+    """The journal (in your checkout) holds each keep's holdout samples and verdict: a confined
+    agent reading it, or what is derived from it, finds nothing there."""
+    with_holdout(target, tmp_path, sandbox="bwrap")
+    target.add_hypothesis("01-win", {"src/value.txt": "60\n"})
+    run(target)
+    assert "holdout" in target.journal.read_text()  # there, to the loop and to you
+    scratch = tmp_path / "scratch"
+    git(target.root, "worktree", "add", "-q", "--detach", str(scratch))
+    sandbox = agent_sandbox(target.load(), scratch, [], logs=session_paths(target.load()).logs)
+    assert sandbox is not None
+    log = tmp_path / "agent.log"
+    near = " ".join(str(p) for p in target.journal.parent.glob(f".{target.journal.name}*"))
+
+    done = LocalRunner(sandbox=sandbox).run(
+        f"cat {target.journal} {near}; ls -A {target.journal.parent}", cwd=scratch, env={},
+        log_path=log, timeout_s=60,
+    )  # fmt: skip
+
+    said = log.read_text()
+    assert done.exit_code == 0, said
+    assert "holdout" not in said.replace(".holdout", ""), said[:2000]
+
+
 def test_a_holdout_the_repository_tracks_is_refused_before_the_night(target):
     """In the tree, the agent and every candidate would see it: the pre-flight says so."""
     (target.root / "held").mkdir()

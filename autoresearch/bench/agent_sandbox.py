@@ -16,6 +16,7 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..journal.fold import derived_paths
 from ..repo.gitrepo import gitdir_of
 from .sandbox import Sandbox, cache_dir, paths_in, sandbox_for
 
@@ -44,9 +45,10 @@ def agent_sandbox(
     needs to reach its model, and a home of its own: a copy of what `home` names of yours (its
     login and settings), made afresh for each run of the loop, so that nothing it writes there
     reaches your real one. Your real home it does not see, but for your repository and the
-    tools it runs (its PATH's, `command`'s), read-only. Nor does it see the holdout's files or
-    the session's `logs` (where the holdout's runs print their figures). None when runs are
-    not confined."""
+    tools it runs (its PATH's, `command`'s), read-only: its git directory, not your checkout
+    around it. Nor does it see the holdout's files, the session's `logs` (where the holdout's
+    runs print their figures) or the journal and what is derived from it (each keep's holdout
+    evidence). None when runs are not confined."""
     sandbox, _ = sandbox_for(config)
     if sandbox is None:
         return None
@@ -58,10 +60,15 @@ def agent_sandbox(
         writable=(*sandbox.writable, *([admin] if admin is not None else [])),
         caches={"HOME": "home"},
         seeds={"HOME": _agent_home_seed(scratch, home)},
-        hide=(Path.home().resolve(),),
+        hide=(Path.home().resolve(), config.repo_path),
         reveal=paths_in(command),
         relocate={var: at for var, (at, _) in RELOCATING.items() if os.environ.get(var)},
-        secret=(*sandbox.secret, *([logs] if logs is not None else [])),
+        secret=(
+            *sandbox.secret,
+            *([logs] if logs is not None else []),
+            config.journal_path,
+            *derived_paths(config.journal_path),
+        ),
     )
 
 

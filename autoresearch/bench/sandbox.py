@@ -469,11 +469,12 @@ def _git_common_dir(cwd: Path) -> Path | None:
 
 def _repository_paths(common: Path | None) -> list[Path]:
     """What git needs to read in a run's tree: the repository the tree belongs to (`common`,
-    its git directory), and the object stores it borrows from (`objects/info/alternates`: a
+    its git directory, not your checkout around it: its journal and untracked files are not a
+    run's to read), and the object stores it borrows from (`objects/info/alternates`: a
     `git clone --shared`)."""
     if common is None:
         return []
-    found = [common.parent]
+    found = [common]
     try:
         lines = (common / "objects" / "info" / "alternates").read_text().splitlines()
     except OSError:
