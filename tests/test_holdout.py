@@ -277,6 +277,9 @@ def test_the_agent_s_prompt_says_a_holdout_judges_without_saying_what_it_holds(t
     git(target.root, "commit", "-qam", "equivalence")
     target.add_hypothesis("01-overfit", {"src/fast_for.txt": "bench\n"})
     run(target)
+    # ideas.md's journal section, which the prompt carries whole, written as you would.
+    assert run_cli("ideas", cwd=target.root).returncode == 0
+    assert "did not bear out" in target.load().ideas_path.read_text()
 
     records = experiments(target)
     assert records[0].decision["rule"] == "holdout"

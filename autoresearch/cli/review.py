@@ -119,7 +119,10 @@ def cmd_ideas(args: argparse.Namespace) -> int:
     _, summary, config, _ = _review(args)
     path = Path(args.file) if args.file else (config.ideas_path if config else Path("ideas.md"))
     before = path.read_text(encoding="utf-8") if path.exists() else None
-    after = update_ideas(path, summary)
+    from ..agents.outcome import without_holdout_figures
+
+    # The agent's prompt carries ideas.md whole: the hidden holdout's figures stay out of it.
+    after = update_ideas(path, without_holdout_figures(summary))
     from ..progress import counted
 
     if before == after:
