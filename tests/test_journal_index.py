@@ -67,7 +67,7 @@ def test_damaged_and_torn_lines_are_reported(tmp_path):
 def test_an_unwritable_index_is_digested_in_memory(tmp_path):
     path = tmp_path / "j.jsonl"
     path.write_text(json.dumps(record(1).to_dict()) + "\n")
-    index_path(path).mkdir()  # unwritable as a file, even for root
+    index_path(path).mkdir(parents=True)  # unwritable as a file, even for root
     assert [r["n"] for r in refresh_index(path).experiments] == [1]
     assert index_path(path).is_dir()
 

@@ -11,6 +11,7 @@ file system, or nothing.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -53,6 +54,10 @@ def agent_sandbox(
     if sandbox is None:
         return None
     admin = gitdir_of(scratch / ".git")
+    derived = derived_paths(config.journal_path)
+    for directory in derived:  # made now, so that what is derived during the run is hidden too
+        with contextlib.suppress(OSError):
+            directory.mkdir(exist_ok=True)
     return Sandbox(
         nested=True,
         network=True,
@@ -67,7 +72,7 @@ def agent_sandbox(
             *sandbox.secret,
             *([logs] if logs is not None else []),
             config.journal_path,
-            *derived_paths(config.journal_path),
+            *derived,
         ),
     )
 

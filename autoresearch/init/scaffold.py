@@ -26,7 +26,7 @@ FILES = {
 EXECUTABLE = ("autoresearch.sh", "autoresearch.checks.sh")
 GITIGNORE_LINES = (
     "experiments.jsonl",
-    ".experiments.jsonl.*",  # what its readers keep beside it: the index, summary, columns
+    ".experiments.jsonl.*",  # what its readers derive from it (.experiments.jsonl.d/)
 )
 # Nanoseconds per unit, for the bench template's timer: it prints the metric in the unit given.
 TIME_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}

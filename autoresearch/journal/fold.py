@@ -1,5 +1,6 @@
-"""Files folded from the review index, kept beside it and brought up to date from where they
-stopped: the summary (status, a resume) and the review's columns.
+"""Files folded from the review index, kept beside it in the journal's derived directory and
+brought up to date from where they stopped: the summary (status, a resume) and the review's
+columns.
 
 Each notes, on its first line, the index it was folded from (the index's header), how far into
 it it has folded and the hash of the bytes of the entry it folded last. Bringing one up to date
@@ -23,7 +24,7 @@ from typing import Any, BinaryIO, ClassVar, Self, TypeVar
 import orjson
 
 from ..errors import JournalError
-from .index import HEAD_BYTES, INDEX_VERSION, catch_up, index_path, refresh_index
+from .index import HEAD_BYTES, INDEX_VERSION, catch_up, derived_dir, index_path, refresh_index
 from .lines import gc_paused, record_key, repeat_warning
 
 __all__ = ["COLUMNS", "SUMMARY", "Fold", "RecordKeys", "derived_paths", "fold_path", "folded"]
@@ -141,12 +142,13 @@ def _first_lines(journal: Path) -> dict[tuple, int]:
 
 
 def fold_path(journal: Path, name: str) -> Path:
-    return journal.with_name(f".{journal.name}.{name}")
+    return derived_dir(journal) / name
 
 
 def derived_paths(journal: Path) -> list[Path]:
-    """The files the journal's readers keep beside it: the loop's own, like the journal."""
-    return [index_path(journal), *(fold_path(journal, name) for name in (SUMMARY, COLUMNS))]
+    """Where the journal's readers keep what they derive from it (one directory): the loop's
+    own, like the journal."""
+    return [derived_dir(journal)]
 
 
 def folded(journal: Path, cls: type[F], needed: bool = True) -> tuple[F, str | None]:
@@ -274,6 +276,7 @@ def _write(path: Path, lines: Iterable[bytes]) -> None:
     # Derived data: a directory that cannot take it costs the next reader one fold.
     tmp = path.with_name(path.name + ".tmp")
     try:
+        path.parent.mkdir(exist_ok=True)
         with open(tmp, "wb") as handle:
             for line in lines:
                 handle.write(line)

@@ -1,7 +1,9 @@
 """The review index: a compact, append-only digest of a journal, so that reviewing 100,000
 experiments does not mean parsing every run's samples again.
 
-It sits beside the journal (`.experiments.jsonl.index`) and is derived data, never
+It sits in the journal's derived directory (`.experiments.jsonl.d/index`, one place beside the
+journal for everything derived from it, which an agent's sandbox covers whole) and is derived
+data, never
 authoritative: each entry notes the journal offset it covers, the header holds a hash of the
 journal's first bytes, and anything that does not line up (a rewritten or truncated journal,
 a damaged index, another version) makes it rebuild from the journal. Refreshing reads only
@@ -27,6 +29,7 @@ from .lines import duplicate_warning, gc_paused, parse_lines, torn_line_warning
 __all__ = [
     "INDEX_VERSION",
     "IndexedJournal",
+    "derived_dir",
     "experiment_row",
     "index_path",
     "refresh_index",
@@ -52,8 +55,13 @@ class IndexedJournal:
     warnings: list[str] = field(default_factory=list)
 
 
+def derived_dir(journal: Path) -> Path:
+    """Where what is derived from `journal` lives: one directory beside it."""
+    return journal.with_name(f".{journal.name}.d")
+
+
 def index_path(journal: Path) -> Path:
-    return journal.with_name(f".{journal.name}.index")
+    return derived_dir(journal) / "index"
 
 
 def refresh_index(journal: Path) -> IndexedJournal:
@@ -226,6 +234,7 @@ def experiment_row(record: dict[str, Any]) -> dict[str, Any]:
 def _write_index(path: Path, head: str, new: list[dict], rebuild: bool) -> bool:
     lines = b"".join(orjson.dumps(e) + b"\n" for e in new)
     try:
+        path.parent.mkdir(exist_ok=True)
         if rebuild:
             header = orjson.dumps({"index_version": INDEX_VERSION, "head": head}) + b"\n"
             tmp = path.with_name(path.name + ".tmp")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import JournalError
 from .attempts import Attempt, Span
-from .index import update_index
+from .index import derived_dir, update_index
 from .lines import BOM, duplicate_warning, gc_paused, parse_lines, torn_line_warning
 from .records import (
     CalibrationRecord,
@@ -149,10 +149,12 @@ class Journal:
         self._digest: tuple[tuple[int, int, int], SessionDigest] | None = None
 
     def owns(self, path: str) -> bool:
-        """Whether `path` is this journal or a file folded beside it (`.<name>.index`, ...):
+        """Whether `path` is this journal or what is derived from it (`.<name>.d/index`, ...):
         the loop's own writes in your checkout, not a run's."""
         folder, _, name = path.rpartition(os.sep)
         own = self.path.name
+        if folder == str(derived_dir(self.path)):
+            return True
         return folder == str(self.path.parent) and (name == own or name.startswith(f".{own}."))
 
     def append(self, record: _Record) -> Span:

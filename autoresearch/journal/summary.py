@@ -1,7 +1,7 @@
 """Where each session of a journal stands, kept up to date beside the review index, so that
 `status` and `state` on a season's journal read a few kilobytes, not 100,000 rows.
 
-`.experiments.jsonl.summary` folds the index's entries (fold.py) into per-session figures
+`.experiments.jsonl.d/summary` folds the index's entries (fold.py) into per-session figures
 (counts by status, the last kept experiment, the agents' spend) and keeps the few whole records
 status shows (session lines, calibrations, confirmations).
 
