@@ -267,6 +267,17 @@ class HoldoutConfig:
     pairs: int = 6  # pairs of holdout runs before a keep
     budget_pct: float = 2.0  # refused when the holdout is shown worse by more than this
     require_win: bool = False  # true: refused unless the holdout shows a win too
+    # With require_win, a holdout that shows no win yet runs `pairs` more, up to this many
+    # (0: three times `pairs`): a real win smaller there needs more pairs to show.
+    max_pairs: int = 0
+
+    @property
+    def looks(self) -> int:
+        """How many times the holdout's evidence is looked at before a keep."""
+        if not self.require_win:
+            return 1
+        cap = self.max_pairs or 3 * self.pairs
+        return max(1, -(-cap // max(self.pairs, 1)))
 
 
 @dataclass(frozen=True)

@@ -231,6 +231,10 @@ MEANINGS: dict[str, str] = {
     "holdout.pairs": "pairs before a keep",
     "holdout.budget_pct": "refused when shown worse by more than this",
     "holdout.require_win": "refused unless the holdout shows a win too",
+    "holdout.max_pairs": (
+        "with `require_win`, a holdout that shows no win yet runs `pairs` more, up to this "
+        "many (each look's interval widened for the looks allowed); 0: three times `pairs`"
+    ),
     "profile.command": (
         "writes a profile of the best to `$AUTORESEARCH_PROFILE_OUT`, once after each "
         "calibration ([Where the time goes](../concepts/profiles.md))"

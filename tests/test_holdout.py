@@ -65,9 +65,14 @@ def test_a_change_tuned_to_the_bench_s_inputs_is_not_kept(target, tmp_path):
     assert overfit.decision["rule"] == "holdout"
     assert overfit.decision["holdout"]["verdict"] == "no_win"
     assert "does not generalize" in overfit.decision["reason"]
+    # No win after its 6 pairs: 6 more, twice (max_pairs: three times pairs), each look's
+    # interval widened for the three looks allowed; the honest win showed at the first.
+    assert overfit.decision["holdout"]["pairs"] == 18
+    assert overfit.decision["holdout"]["confidence"] == pytest.approx(1 - 0.05 / 3)
     assert honest.status == "keep", (honest.status, honest.error)
     assert honest.decision["holdout"]["verdict"] == "win"
     assert honest.decision["holdout"]["change_pct"] < -30
+    assert honest.decision["holdout"]["pairs"] == 6
     report = run_cli("report", cwd=target.root)
     assert "% on the holdout" in report.stdout, report.stdout
     page = run_cli("report", "--html", str(tmp_path / "page.html"), cwd=target.root)
@@ -110,6 +115,7 @@ def test_a_change_slower_on_the_holdout_is_not_kept_without_require_win(target, 
     # 150 * 0.5 on the bench (a win), 150 on the holdout (worse): refused.
     assert record.status == "discard", (record.status, record.error)
     assert record.decision["holdout"]["verdict"] == "worse"
+    assert record.decision["holdout"]["pairs"] == 6  # without require_win: one look
 
 
 @needs_bwrap

@@ -3,7 +3,11 @@
 `[holdout] command` runs, paired and alternating like the bench (B C, C B, ...), in the same
 two arms and from the same state, once the bench decided a keep; its files are hidden from
 every other confined run (sandbox.py, `secret`) and from the agent. Its verdict
-(decide/holdout.py) may turn the keep into a discard.
+(decide/holdout.py) may turn the keep into a discard. With `require_win`, a holdout that shows
+no win yet after `pairs` runs `pairs` more, up to `max_pairs`: a real win smaller on the
+holdout than on the bench (a tuning knob at another size) needs more pairs to be shown, an
+overfitting change shows none however many; each look's interval is widened for the looks
+allowed, so that more looks do not make a spurious win likelier.
 """
 
 from __future__ import annotations
@@ -22,14 +26,19 @@ __all__ = ["measure_holdout", "run_holdout"]
 
 
 def run_holdout(
-    harness: Harness, arms: tuple[Path, Path], logs: Callable[[str], Path], pairs: int
+    harness: Harness,
+    arms: tuple[Path, Path],
+    logs: Callable[[str], Path],
+    pairs: int,
+    into: tuple[Measurement, Measurement] | None = None,
 ) -> tuple[Measurement, Measurement, tuple[str, str] | None]:
-    """`pairs` pairs of holdout runs of the arms (best, candidate): each arm's samples, and
-    (its arm, why) when a run failed."""
-    best, candidate = Measurement(), Measurement()
+    """`pairs` pairs of holdout runs of the arms (best, candidate), added to `into`'s: each
+    arm's samples, and (its arm, why) when a run failed."""
+    best, candidate = into or (Measurement(), Measurement())
     arm_of = {BASELINE: (arms[0], best), CANDIDATE: (arms[1], candidate)}
     name = harness.config.holdout_metric.name
-    for i in range(1, pairs + 1):
+    done = len(best.samples.get(name, []))
+    for i in range(done + 1, done + pairs + 1):
         for arm in (BASELINE, CANDIDATE) if i % 2 else (CANDIDATE, BASELINE):
             cwd, into = arm_of[arm]
             values = harness.holdout_values(cwd, logs(f"holdout-{arm}-{i}"), into, arm)
@@ -50,16 +59,26 @@ def measure_holdout(
     `pairs` of it with no decision to judge (the confirmation's); a run that failed is the
     measurement's failure (the candidate's: crash, timeout)."""
     held = harness.config.holdout
+    name = harness.config.holdout_metric.name
+    looks = held.looks if pair.decision is not None and not pairs else 1
     best, candidate, failed = run_holdout(harness, arms, logs, pairs or held.pairs)
+    evidence = None
+    for look in range(1, looks + 1):
+        if failed is not None or pair.decision is None:
+            break
+        evidence = holdout_evidence(
+            harness.config, best.samples[name], candidate.samples[name], looks
+        )
+        if evidence["verdict"] != "no_win" or not held.require_win or look == looks:
+            break
+        best, candidate, failed = run_holdout(harness, arms, logs, held.pairs, (best, candidate))
     pair.holdout = (best, candidate)
     if failed is not None:
         arm, why = failed
         pair.failure = (best if arm == BASELINE else candidate).failure
         pair.failed_arm, pair.detail, pair.decision = arm, f"{arm} arm, holdout: {why}", None
         return pair
-    if pair.decision is not None:
-        name = harness.config.holdout_metric.name
-        evidence = holdout_evidence(harness.config, best.samples[name], candidate.samples[name])
+    if pair.decision is not None and evidence is not None:
         evidence["duration_s"] = round(best.duration_s + candidate.duration_s, 3)
         pair.decision = holdout_decision(pair.decision, evidence)
     return pair

@@ -19,18 +19,25 @@ from .stats import compare, compare_paired
 __all__ = ["holdout_decision", "holdout_evidence"]
 
 
-def holdout_evidence(config: Config, baseline: list[float], candidate: list[float]) -> dict:
-    """The holdout's comparison and verdict: `win`, `no_win`, `worse` or `unmeasured`."""
+def holdout_evidence(
+    config: Config, baseline: list[float], candidate: list[float], looks: int = 1
+) -> dict:
+    """The holdout's comparison and verdict: `win`, `no_win`, `worse` or `unmeasured`; its
+    interval at the confidence that keeps `looks` looks at it from a spurious verdict as one
+    look at CONFIDENCE would (Bonferroni)."""
     spec = config.holdout_metric
-    comparison = compare_paired(baseline, candidate, CONFIDENCE, None)
+    confidence = 1 - (1 - CONFIDENCE) / max(looks, 1)
+    comparison = compare_paired(baseline, candidate, confidence, None)
     if comparison is None:
-        comparison = compare(baseline, candidate, CONFIDENCE)
+        comparison = compare(baseline, candidate, confidence)
     evidence: dict[str, Any] = {
         "metric": spec.name,
         "direction": spec.direction,
         "unit": spec.unit,
         "budget_pct": spec.budget_pct,
         "require_win": config.holdout.require_win,
+        "pairs": len(candidate),
+        "confidence": confidence,
         "baseline_samples": list(baseline),
         "candidate_samples": list(candidate),
     }

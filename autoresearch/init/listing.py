@@ -4,9 +4,9 @@ to the one benchmark that metric comes from (a whole suite a run is a night of t
 ten criterion benchmarks at its defaults take over two minutes a run).
 
 Each harness's own listing: `go test -list`, `cargo bench --bench NAME -- --list` (criterion's
-and libtest's, target by target), `pytest --collect-only`. A CMake executable is listed only
-once built, and Vitest has no listing: for those, `autoresearch check` runs the bench once and
-lists what it printed.
+and libtest's, target by target), `pytest --collect-only`, and a Google Benchmark executable's
+`--benchmark_list_tests` once the project's build (the one the night runs) made it. Vitest has
+no listing: `autoresearch check` runs the bench once and lists what it printed.
 """
 
 from __future__ import annotations
@@ -47,6 +47,9 @@ def list_benchmarks(ecosystem: Ecosystem, directory: Path) -> tuple[list[Listed]
         return [_go(ecosystem, n) for n in dict.fromkeys(names)], " ".join(argv)
     if ecosystem.name in ("cargo-criterion", "cargo-libtest"):
         return _cargo_listed(ecosystem, directory), "cargo bench --offline --bench NAME -- --list"
+    if ecosystem.name == "cmake-google-benchmark":
+        listing = f"{ecosystem.build}, then --benchmark_list_tests"
+        return _google_listed(ecosystem, directory), listing
     if ecosystem.name == "pytest-benchmark":
         python = ecosystem.bench.split(" -m pytest", 1)[0]
         argv = [python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
@@ -106,6 +109,19 @@ def _cargo_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:
                 name = line[: -len(kind)]
                 select = f"cargo bench --quiet {chosen} -- --exact {_quoted(name)}{size}"
                 found.append(Listed(name, metric_name(name, "ns"), select))
+    return found
+
+
+def _google_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:
+    """The executable's benchmarks (`BM_Sum/10000`), built first as the night builds it (into
+    `build/`, which the night's arms keep their own of); each selected by an anchored filter."""
+    _lines(["bash", "-c", ecosystem.build], directory)
+    executable = ecosystem.bench.split()[0]
+    found = []
+    for name in _lines([executable, "--benchmark_list_tests=true"], directory):
+        pattern = "^" + re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\1", name) + "$"
+        select = f"{ecosystem.bench} --benchmark_filter={_quoted(pattern)}"
+        found.append(Listed(name, metric_name(name, "ns"), select))
     return found
 
 
