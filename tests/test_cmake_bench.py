@@ -72,6 +72,12 @@ static void BM_SumTo(benchmark::State& state) {
     for (auto _ : state) benchmark::DoNotOptimize(sum_to(static_cast<int>(state.range(0))));
 }
 BENCHMARK(BM_SumTo)->Arg(10000);
+
+// Another the night does not run: init narrows the bench to the metric's benchmark.
+static void BM_SumToSmall(benchmark::State& state) {
+    for (auto _ : state) benchmark::DoNotOptimize(sum_to(10));
+}
+BENCHMARK(BM_SumToSmall);
 """,
     "test/summer_test.cpp": """#include "summer.h"
 
@@ -88,9 +94,16 @@ def test_the_machine_has_what_a_cmake_project_needs():
 def test_a_night_on_a_cmake_project_benched_with_google_benchmark(tmp_path):
     repo = project(tmp_path, "summer", FILES)
 
+    # The executable's own listing, once the night's build made it.
+    listed = run_cli("init", "--list-metrics", cwd=repo, timeout=600)
+    assert listed.returncode == 0, listed.stderr
+    rows = {line.split()[0]: line.split()[1] for line in listed.stdout.splitlines()[1:]}
+    assert rows == {"bm_sumto_10000_ns": "BM_SumTo/10000", "bm_sumtosmall_ns": "BM_SumToSmall"}
     init = run_cli("init", "--metric", "bm_sumto_10000_ns", cwd=repo)
     assert init.returncode == 0, init.stderr
     assert "found a CMake project with a Google Benchmark executable (summer_bench)" in init.stdout
+    assert "the bench runs BM_SumTo/10000 alone" in init.stdout
+    assert "--benchmark_filter='^BM_SumTo/10000$'" in (repo / "autoresearch.sh").read_text()
     text = (repo / "autoresearch.toml").read_text()
     assert 'format = "google-benchmark"' in text and 'keep = ["build/"]' in text
     assert "./build/bench/summer_bench --benchmark_out=" in (repo / "autoresearch.sh").read_text()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -115,6 +116,7 @@ def _cargo_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:
 def _google_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:
     """The executable's benchmarks (`BM_Sum/10000`), built first as the night builds it (into
     `build/`, which the night's arms keep their own of); each selected by an anchored filter."""
+    print(f"building the project to list its benchmarks: {ecosystem.build}", file=sys.stderr)
     _lines(["bash", "-c", ecosystem.build], directory)
     executable = ecosystem.bench.split()[0]
     found = []
