@@ -17,6 +17,15 @@ def on_page_markdown(markdown: str, page, config, files) -> str:
     return MARKER.sub(lambda m: _table(m.group(1), int(m.group(2) or SHOWN), page), markdown)
 
 
+def _cell(value) -> str:
+    """A row's value as a table cell: a list's items and a mapping's entries one after another."""
+    if isinstance(value, list):
+        return ", ".join(map(str, value))
+    if isinstance(value, dict):
+        return "; ".join(f"{k}: {v}" for k, v in value.items())
+    return str(value)
+
+
 def _table(name: str, shown: int, page) -> str:
     runs = [json.loads(p.read_text()) for p in sorted((RESULTS / name).glob("*.json"))]
     if not runs:
@@ -32,7 +41,7 @@ def _table(name: str, shown: int, page) -> str:
             f"`{run['commit'][:10]}`{' (uncommitted changes)' if run['dirty'] else ''}"
         )
         for row in run["rows"]:
-            cells = [said, row["condition"], *(str(row.get(c, "")) for c in columns)]
+            cells = [said, row["condition"], *(_cell(row.get(c, "")) for c in columns)]
             out.append("| " + " | ".join(cells) + " |")
     last = runs[0]
     out.append(f"\n<small>`{last['command']}`; files in `docs/results/{name}/`</small>\n")
