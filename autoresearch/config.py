@@ -267,15 +267,15 @@ class HoldoutConfig:
     pairs: int = 6  # pairs of holdout runs before a keep
     budget_pct: float = 2.0  # refused when the holdout is shown worse by more than this
     require_win: bool = False  # true: refused unless the holdout shows a win too
-    # With require_win, a holdout that shows no win yet runs `pairs` more, up to this many
-    # (0: three times `pairs`): a real win smaller there needs more pairs to show.
+    # A holdout still undecided runs `pairs` more, up to this many (0: three times `pairs`):
+    # a real win smaller there, or a gain shown short of the floor, needs more pairs to show.
     max_pairs: int = 0
+    # Refused when the holdout shows it gains less than this (negative: the decision's floor).
+    min_gain_pct: float = -1.0
 
     @property
     def looks(self) -> int:
-        """How many times the holdout's evidence is looked at before a keep."""
-        if not self.require_win:
-            return 1
+        """How many times the holdout's evidence may be looked at before a keep."""
         cap = self.max_pairs or 3 * self.pairs
         return max(1, -(-cap // max(self.pairs, 1)))
 
@@ -346,6 +346,12 @@ class Config:
     @property
     def branch(self) -> str:
         return f"autoresearch/{self.session.name}"
+
+    @property
+    def holdout_floor_pct(self) -> float:
+        """The gain a keep must not be shown to fall short of on the holdout."""
+        given = self.holdout.min_gain_pct
+        return self.decision.min_effect_pct if given < 0 else given
 
     @property
     def holdout_files(self) -> list[Path]:

@@ -232,8 +232,13 @@ MEANINGS: dict[str, str] = {
     "holdout.budget_pct": "refused when shown worse by more than this",
     "holdout.require_win": "refused unless the holdout shows a win too",
     "holdout.max_pairs": (
-        "with `require_win`, a holdout that shows no win yet runs `pairs` more, up to this "
-        "many (each look's interval widened for the looks allowed); 0: three times `pairs`"
+        "a holdout still undecided runs `pairs` more, up to this many (each look's interval "
+        "widened for the looks allowed); 0: three times `pairs`"
+    ),
+    "holdout.min_gain_pct": (
+        "refused when the holdout shows the change gains less than this there (its "
+        "interval's better end short of it: fast only on the bench's inputs); negative: "
+        "`decision.min_effect_pct`"
     ),
     "profile.command": (
         "writes a profile of the best to `$AUTORESEARCH_PROFILE_OUT`, once after each "

@@ -28,15 +28,16 @@ from autoresearch.report import load_history, render_text, summarize
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason="no usable bubblewrap")
 
 
-def with_holdout(target, tmp_path: Path, sandbox: str = "off", **options) -> Path:
+def with_holdout(target, tmp_path: Path, sandbox: str = "off", noise: str = "", **options) -> Path:
     """A holdout beside the repository's files, ignored (what a confined run could read but
     for the sandbox): the same bench on other inputs (BENCH_SEED) and a secret only its runs
-    may read."""
+    may read. `noise`: variables that set its runs' noise."""
     held = target.root / ".holdout"
     held.mkdir()
     with open(target.root / ".git" / "info" / "exclude", "a") as exclude:
         exclude.write(".holdout/\n")
-    (held / "run.sh").write_text('#!/bin/sh\nBENCH_SEED=held-out-7 exec ./bench.py "$@"\n')
+    run_sh = f'#!/bin/sh\n{noise} BENCH_SEED=held-out-7 exec ./bench.py "$@"\n'
+    (held / "run.sh").write_text(run_sh)
     (held / "run.sh").chmod(0o755)
     (held / "secret.txt").write_text("secret inputs\n")
     config = target.configure(sandbox=sandbox)
@@ -63,11 +64,12 @@ def test_a_change_tuned_to_the_bench_s_inputs_is_not_kept(target, tmp_path):
     overfit, honest = experiments(target)
     assert overfit.status == "discard", (overfit.status, overfit.error)
     assert overfit.decision["rule"] == "holdout"
-    assert overfit.decision["holdout"]["verdict"] == "no_win"
+    # Shown to gain nothing there (less than the floor) at its first look, each look's
+    # interval widened for the three allowed (max_pairs: three times pairs).
+    assert overfit.decision["holdout"]["verdict"] == "no_gain"
+    assert "shown to gain less than its 1% floor there" in overfit.decision["reason"]
     assert "does not generalize" in overfit.decision["reason"]
-    # No win after its 6 pairs: 6 more, twice (max_pairs: three times pairs), each look's
-    # interval widened for the three looks allowed; the honest win showed at the first.
-    assert overfit.decision["holdout"]["pairs"] == 18
+    assert overfit.decision["holdout"]["pairs"] == 6
     assert overfit.decision["holdout"]["confidence"] == pytest.approx(1 - 0.05 / 3)
     assert honest.status == "keep", (honest.status, honest.error)
     assert honest.decision["holdout"]["verdict"] == "win"
@@ -79,6 +81,38 @@ def test_a_change_tuned_to_the_bench_s_inputs_is_not_kept(target, tmp_path):
     assert page.returncode == 0, page.stderr
     assert "time_ms (hidden holdout)" in (tmp_path / "page.html").read_text()
     assert any("holdout-candidate-" in log for log in honest.bench_logs)
+
+
+def test_a_change_fast_only_for_the_bench_s_inputs_is_refused_by_default(target, tmp_path):
+    """Without require_win: a change the holdout shows to gain less than the floor there (fast
+    only for the bench's seed) does not generalize; an honest win beside it stands."""
+    with_holdout(target, tmp_path)
+    target.add_hypothesis("01-overfit", {"src/fast_for.txt": "bench\n"})
+    target.add_hypothesis("02-honest", {"src/value.txt": "60\n"})
+
+    run(target)
+
+    overfit, honest = experiments(target)
+    assert overfit.status == "discard" and overfit.decision["holdout"]["verdict"] == "no_gain"
+    assert honest.status == "keep" and honest.decision["holdout"]["verdict"] == "win"
+
+
+def test_an_undecided_holdout_runs_more_pairs_and_a_small_real_win_stands(target, tmp_path):
+    """A -3% win everywhere, the holdout's runs noisy (a fixed sequence of noise factors, +-10%):
+    after 6 pairs neither a win nor a gain short of the floor is shown, so 6 more run, twice;
+    still undecided at the last look, the keep stands (no require_win), with 18 pairs."""
+    counter = tmp_path / "holdout-runs"
+    factors = "1.0,1.10,0.95,1.05,0.90,1.0"
+    with_holdout(target, tmp_path, noise=f"BENCH_FACTORS={factors} BENCH_COUNTER={counter}")
+    target.add_hypothesis("01-small", {"src/value.txt": "97\n"})
+
+    run(target)
+
+    (record,) = experiments(target)
+    assert record.status == "keep", (record.status, record.error)
+    held = record.decision["holdout"]
+    assert (held["verdict"], held["pairs"]) == ("no_win", 18), held
+    assert held["ci_low_pct"] < -1 < held["ci_high_pct"]
 
 
 def test_the_confirmation_measures_the_holdout_too_and_the_report_says_both(target, tmp_path):

@@ -3,11 +3,12 @@
 `[holdout] command` runs, paired and alternating like the bench (B C, C B, ...), in the same
 two arms and from the same state, once the bench decided a keep; its files are hidden from
 every other confined run (sandbox.py, `secret`) and from the agent. Its verdict
-(decide/holdout.py) may turn the keep into a discard. With `require_win`, a holdout that shows
-no win yet after `pairs` runs `pairs` more, up to `max_pairs`: a real win smaller on the
-holdout than on the bench (a tuning knob at another size) needs more pairs to be shown, an
-overfitting change shows none however many; each look's interval is widened for the looks
-allowed, so that more looks do not make a spurious win likelier.
+(decide/holdout.py) may turn the keep into a discard. A holdout still undecided after `pairs`
+(no win shown, and neither a loss nor a gain short of the floor) runs `pairs` more, up to
+`max_pairs`: a real win smaller on the holdout than on the bench (a tuning knob at another
+size) needs more pairs to be shown, and a change fast only on the bench's inputs more to be
+shown to gain nothing there; each look's interval is widened for the looks allowed, so that
+more looks do not make a spurious verdict likelier.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def measure_holdout(
         evidence = holdout_evidence(
             harness.config, best.samples[name], candidate.samples[name], looks
         )
-        if evidence["verdict"] != "no_win" or not held.require_win or look == looks:
+        if evidence["verdict"] != "no_win" or look == looks:
             break
         best, candidate, failed = run_holdout(harness, arms, logs, held.pairs, (best, candidate))
     pair.holdout = (best, candidate)

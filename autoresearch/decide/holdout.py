@@ -1,9 +1,12 @@
 """The holdout's verdict: does a win on the bench hold on a workload the change never saw?
 
-Judged as a sentinel is, on the holdout's own paired runs: refused when the holdout is shown
-worse by more than `[holdout] budget_pct` (the interval's better end past it), and, with
-`require_win`, unless the holdout shows a win too (its whole interval better). The decision
-that stands carries the holdout's evidence (`decision.holdout`) either way.
+Judged on the holdout's own paired runs: refused when the holdout is shown worse by more than
+`[holdout] budget_pct` (the interval's better end past it), or shown to gain less than its floor
+(`min_gain_pct`, the decision's floor unless set: the interval's better end short of it, as a
+change fast only on the bench's inputs is), and, with `require_win`, unless the holdout shows a
+win too (its whole interval better). Between those the holdout is undecided (`no_win`): more
+pairs may decide it (bench/holdout.py); at the last look it stands but with `require_win`. The
+decision that stands carries the holdout's evidence (`decision.holdout`) either way.
 """
 
 from __future__ import annotations
@@ -22,10 +25,11 @@ __all__ = ["holdout_decision", "holdout_evidence"]
 def holdout_evidence(
     config: Config, baseline: list[float], candidate: list[float], looks: int = 1
 ) -> dict:
-    """The holdout's comparison and verdict: `win`, `no_win`, `worse` or `unmeasured`; its
-    interval at the confidence that keeps `looks` looks at it from a spurious verdict as one
-    look at CONFIDENCE would (Bonferroni)."""
+    """The holdout's comparison and verdict: `win`, `no_win` (undecided), `no_gain`, `worse`
+    or `unmeasured`; its interval at the confidence that keeps `looks` looks at it from a
+    spurious verdict as one look at CONFIDENCE would (Bonferroni)."""
     spec = config.holdout_metric
+    floor = config.holdout_floor_pct
     confidence = 1 - (1 - CONFIDENCE) / max(looks, 1)
     comparison = compare_paired(baseline, candidate, confidence, None)
     if comparison is None:
@@ -35,6 +39,7 @@ def holdout_evidence(
         "direction": spec.direction,
         "unit": spec.unit,
         "budget_pct": spec.budget_pct,
+        "min_gain_pct": floor,
         "require_win": config.holdout.require_win,
         "pairs": len(candidate),
         "confidence": confidence,
@@ -46,6 +51,8 @@ def holdout_evidence(
     _, low, high, _ = improvement(spec, comparison)
     if -high > spec.budget_pct:
         verdict = "worse"
+    elif high < floor:  # even its better end gains less than the floor there
+        verdict = "no_gain"
     elif low > 0:
         verdict = "win"
     else:
@@ -57,6 +64,7 @@ def holdout_evidence(
     )
     why = {
         "worse": f"shown worse than its {spec.budget_pct:g}% budget",
+        "no_gain": f"shown to gain less than its {floor:g}% floor there",
         "win": "a win there too",
         "no_win": "no win shown there",
     }[verdict]
