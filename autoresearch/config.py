@@ -274,10 +274,14 @@ class HoldoutConfig:
     min_gain_pct: float = -1.0
 
     @property
+    def most_pairs(self) -> int:
+        """The pairs an undecided holdout may run before a keep, all looks together."""
+        return max(self.max_pairs or 3 * self.pairs, self.pairs)
+
+    @property
     def looks(self) -> int:
         """How many times the holdout's evidence may be looked at before a keep."""
-        cap = self.max_pairs or 3 * self.pairs
-        return max(1, -(-cap // max(self.pairs, 1)))
+        return -(-self.most_pairs // max(self.pairs, 1))
 
 
 @dataclass(frozen=True)

@@ -41,11 +41,11 @@ def run_holdout(
     done = len(best.samples.get(name, []))
     for i in range(done + 1, done + pairs + 1):
         for arm in (BASELINE, CANDIDATE) if i % 2 else (CANDIDATE, BASELINE):
-            cwd, into = arm_of[arm]
-            values = harness.holdout_values(cwd, logs(f"holdout-{arm}-{i}"), into, arm)
+            cwd, measured = arm_of[arm]
+            values = harness.holdout_values(cwd, logs(f"holdout-{arm}-{i}"), measured, arm)
             if values is None:
-                return best, candidate, (arm, into.detail)
-            into.samples.setdefault(name, []).append(values[name])
+                return best, candidate, (arm, measured.detail)
+            measured.samples.setdefault(name, []).append(values[name])
     return best, candidate, None
 
 
@@ -70,9 +70,11 @@ def measure_holdout(
         evidence = holdout_evidence(
             harness.config, best.samples[name], candidate.samples[name], looks
         )
-        if evidence["verdict"] != "no_win" or look == looks:
+        done = len(candidate.samples[name])
+        if evidence["verdict"] != "no_win" or look == looks or done >= held.most_pairs:
             break
-        best, candidate, failed = run_holdout(harness, arms, logs, held.pairs, (best, candidate))
+        more = min(held.pairs, held.most_pairs - done)
+        best, candidate, failed = run_holdout(harness, arms, logs, more, (best, candidate))
     pair.holdout = (best, candidate)
     if failed is not None:
         arm, why = failed
