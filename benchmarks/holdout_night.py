@@ -6,11 +6,11 @@ python benchmarks/holdout_night.py cost [--busy] [--accept-noise]
     other: what each kept and confirmed, its wall time, and the holdout's share of its bench
     time (its runs before each keep and at the confirmation, against every other bench run:
     the calibrations', the experiments', the confirmation's at the median run's time)
-python benchmarks/holdout_night.py overfit [--busy] [--accept-noise]
-    one night with `require_win = true`: the hidden suite's overfitting candidates
-    (tests/fixtures/overfit-pebble: fast only for the bench's seed, dropping work only the
-    bench's data does not need, storing less on inputs the tests do not cover) queued before
-    the three real wins; which were kept, and what refused the rest
+python benchmarks/holdout_night.py overfit [--require-win] [--busy] [--accept-noise]
+    one night as shipped (or with `require_win = true`): the hidden suite's overfitting
+    candidates (tests/fixtures/overfit-pebble: fast only for the bench's seed, dropping work
+    only the bench's data does not need, storing less on inputs the tests do not cover)
+    queued before the three real wins; which were kept, and what refused the rest
 
 Each night runs in a fresh clone of this repository at HEAD, as `python loop.py` would run it
 (its holdout made the same way), the queue alone (no sweeps). Figures go to
@@ -137,13 +137,17 @@ def main() -> int:
     parser.add_argument(
         "--accept-noise", action="store_true", help="run the nights however noisy the bench"
     )
+    parser.add_argument(
+        "--require-win", action="store_true", help="overfit: the holdout must show a win too"
+    )
     args = parser.parse_args()
     condition = "a core busy" if args.busy else "quiet"
     rows = []
+    suite = f"overfitting suite{', require_win' * args.require_win}"
     plan = (
         [("as shipped", True, False, None), ("without holdout and equivalence", False, False, None)]
         if args.what == "cost"
-        else [("overfitting suite, require_win", True, True, OVERFIT)]
+        else [(suite, True, args.require_win, OVERFIT)]
     )
     with a_core_busy(args.busy):
         for label, holdout, require_win, extra in plan:
