@@ -270,8 +270,10 @@ class HoldoutConfig:
     # A holdout still undecided runs `pairs` more, up to this many (0: three times `pairs`):
     # a real win smaller there, or a gain shown short of the floor, needs more pairs to show.
     max_pairs: int = 0
-    # Refused when the holdout shows it gains less than this (negative: the decision's floor).
+    # Refused when the holdout shows it gains less than this (negative: the decision's floor),
+    # or less than this share of what the bench showed it gain: tuned to the bench.
     min_gain_pct: float = -1.0
+    min_share: float = 0.33
 
     @property
     def most_pairs(self) -> int:

@@ -268,6 +268,8 @@ def _check_holdout(config: Config) -> None:
         raise ConfigError(f"{path}: 'holdout.pairs' must be at least 2 (got {h.pairs})")
     if h.budget_pct < 0:
         raise ConfigError(f"{path}: 'holdout.budget_pct' must be >= 0 (got {h.budget_pct})")
+    if not 0 <= h.min_share < 1:
+        raise ConfigError(f"{path}: 'holdout.min_share' must be >= 0 and < 1 (got {h.min_share})")
     if h.max_pairs and h.max_pairs < h.pairs:
         raise ConfigError(
             f"{path}: 'holdout.max_pairs' ({h.max_pairs}) is below 'holdout.pairs' ({h.pairs}): "

@@ -240,6 +240,11 @@ MEANINGS: dict[str, str] = {
         "interval's better end short of it: fast only on the bench's inputs); negative: "
         "`decision.min_effect_pct`"
     ),
+    "holdout.min_share": (
+        "refused too when the holdout shows the change gains less than this share of what "
+        "the bench showed it gain (a third: worth 50% on the bench and under 17% elsewhere, "
+        "it was tuned to the bench)"
+    ),
     "profile.command": (
         "writes a profile of the best to `$AUTORESEARCH_PROFILE_OUT`, once after each "
         "calibration ([Where the time goes](../concepts/profiles.md))"

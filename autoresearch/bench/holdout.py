@@ -21,6 +21,8 @@ from ..decide.holdout import holdout_decision, holdout_evidence
 from .samples import BASELINE, CANDIDATE, Measurement, PairMeasurement
 
 if TYPE_CHECKING:
+    from ..config import Config
+    from ..decide.rule import Decision
     from .measure import Harness
 
 __all__ = ["measure_holdout", "run_holdout"]
@@ -49,6 +51,16 @@ def run_holdout(
     return best, candidate, None
 
 
+def bench_gain(config: Config, decision: Decision | None) -> float:
+    """What the bench showed the primary metric gain, in percent (positive: better)."""
+    change = ((decision.metrics if decision else {}).get(config.metric.name) or {}).get(
+        "change_pct"
+    )
+    if change is None:
+        return 0.0
+    return -change if config.metric.direction == "lower" else change
+
+
 def measure_holdout(
     harness: Harness,
     pair: PairMeasurement,
@@ -62,13 +74,14 @@ def measure_holdout(
     held = harness.config.holdout
     name = harness.config.holdout_metric.name
     looks = held.looks if pair.decision is not None and not pairs else 1
+    gain = bench_gain(harness.config, pair.decision)
     best, candidate, failed = run_holdout(harness, arms, logs, pairs or held.pairs)
     evidence = None
     for look in range(1, looks + 1):
         if failed is not None or pair.decision is None:
             break
         evidence = holdout_evidence(
-            harness.config, best.samples[name], candidate.samples[name], looks
+            harness.config, best.samples[name], candidate.samples[name], looks, gain
         )
         done = len(candidate.samples[name])
         if evidence["verdict"] != "no_win" or look == looks or done >= held.most_pairs:
