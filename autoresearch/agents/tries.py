@@ -52,16 +52,20 @@ __all__ = [
 
 def worktree_patch(path: Path, tip: str, exclude: list[Path] | None = None) -> bytes:
     """The worktree's files against `tip`, read through a scratch index: the worktree and its
-    own index are untouched. `exclude`: files that are the loop's, not the change (the
-    journal, its index, ideas.md, the config)."""
+    own index are untouched. `exclude`: files (or directories, whole) that are the loop's, not
+    the change (the journal, what is derived from it, ideas.md, the config)."""
     root = path.resolve()
     skipped = set()
     for item in exclude or []:
         with contextlib.suppress(ValueError):
             skipped.add(item.resolve().relative_to(root).as_posix())
+
+    def loops(rel: str) -> bool:
+        return rel in skipped or any(rel.startswith(f"{s}/") for s in skipped)
+
     with tempfile.TemporaryDirectory(prefix="autoresearch-try-") as scratch:
         tree = Repo(path)  # your own tree: where its .git leads is yours to say
-        return tree_patch(tree, tip, skipped.__contains__, index=Path(scratch) / "index")
+        return tree_patch(tree, tip, loops, index=Path(scratch) / "index")
 
 
 def try_change(
