@@ -99,6 +99,7 @@ def test_a_night_on_a_cmake_project_benched_with_google_benchmark(tmp_path):
     assert listed.returncode == 0, listed.stderr
     rows = {line.split()[0]: line.split()[1] for line in listed.stdout.splitlines()[1:]}
     assert rows == {"bm_sumto_10000_ns": "BM_SumTo/10000", "bm_sumtosmall_ns": "BM_SumToSmall"}
+    assert not (repo / "build").exists()  # built elsewhere: nothing of it left in the checkout
     init = run_cli("init", "--metric", "bm_sumto_10000_ns", cwd=repo)
     assert init.returncode == 0, init.stderr
     assert "found a CMake project with a Google Benchmark executable (summer_bench)" in init.stdout

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -114,13 +115,20 @@ def _cargo_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:
 
 
 def _google_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:
-    """The executable's benchmarks (`BM_Sum/10000`), built first as the night builds it (into
-    `build/`, which the night's arms keep their own of); each selected by an anchored filter."""
-    print(f"building the project to list its benchmarks: {ecosystem.build}", file=sys.stderr)
-    _lines(["bash", "-c", ecosystem.build], directory)
-    executable = ecosystem.bench.split()[0]
+    """The executable's benchmarks (`BM_Sum/10000`), built first as the night builds it, but
+    into a directory of its own that is removed after (a `build/` left in your checkout would
+    be committed with it, or taken for the arms' by CMake); each selected by an anchored
+    filter."""
+    with tempfile.TemporaryDirectory(prefix="autoresearch-list-") as made:
+        build = ecosystem.build.replace("-B build", f"-B {made}").replace(
+            "--build build", f"--build {made}"
+        )
+        print(f"building the project to list its benchmarks: {build}", file=sys.stderr)
+        _lines(["bash", "-c", build], directory)
+        executable = made + ecosystem.bench.split()[0].removeprefix("./build")
+        names = _lines([executable, "--benchmark_list_tests=true"], directory)
     found = []
-    for name in _lines([executable, "--benchmark_list_tests=true"], directory):
+    for name in names:
         pattern = "^" + re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\1", name) + "$"
         select = f"{ecosystem.bench} --benchmark_filter={_quoted(pattern)}"
         found.append(Listed(name, metric_name(name, "ns"), select))
