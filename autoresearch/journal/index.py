@@ -234,8 +234,8 @@ def experiment_row(record: dict[str, Any]) -> dict[str, Any]:
 def _write_index(path: Path, head: str, new: list[dict], rebuild: bool) -> bool:
     lines = b"".join(orjson.dumps(e) + b"\n" for e in new)
     try:
-        path.parent.mkdir(exist_ok=True)
-        if rebuild:
+        if rebuild:  # appended to, the index (and its directory) is there already
+            path.parent.mkdir(exist_ok=True)
             header = orjson.dumps({"index_version": INDEX_VERSION, "head": head}) + b"\n"
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_bytes(header + lines)
