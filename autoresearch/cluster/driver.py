@@ -40,7 +40,7 @@ from ..loop.driver import (
     session_outcome,
     stop_reason,
 )
-from ..loop.experiment import check_patch, new_draft, save_patch
+from ..loop.lifecycle import Candidate, begin, new_draft
 from ..loop.session import RunOptions, Session, harness_env, open_session, proposal_context
 from ..loop.session_dir import read_inflight
 from ..progress import Progress
@@ -296,22 +296,16 @@ class Driver(Landing):
         session = self.session
         n = session.tally.next_n
         session.tally.next_n += 1
-        draft = new_draft(session, hypothesis, n, session.paths.flights / f"{n:04d}.json")
         session.progress.experiment(n, None, hypothesis.title)
-        draft.phase("apply")
-        if hypothesis.problem is not None:
-            self.record(draft, draft.finish(hypothesis.problem_status, hypothesis.problem))
-            return None
-        patch_file = save_patch(session, n, hypothesis)
         # Scope and protection here; whether it applies, the host finds (three-way included).
-        paths, problem = check_patch(session, hypothesis, patch_file)
-        draft.note(touched_files=paths)
-        if problem is not None:
-            self.record(draft, draft.finish(problem.kind, problem.message, error=problem.message))
+        draft = new_draft(session, hypothesis, n, session.paths.flights / f"{n:04d}.json")
+        started = begin(session, hypothesis, draft)
+        if not isinstance(started, Candidate):
+            self.record(draft, started)
             return None
-        draft.note(cluster={"patch": str(patch_file)})
-        draft.phase("bench")
-        return Flight(hypothesis, draft, patch_file, paths, parent=session.ws.tip())
+        started.draft.note(cluster={"patch": str(started.patch_file)})
+        started.draft.phase("bench")
+        return Flight(started, parent=session.ws.tip())
 
     def send(self, flight: Flight) -> None:
         session = self.session
@@ -330,6 +324,7 @@ class Driver(Landing):
             branch=session.ws.branch,
             parent=flight.parent,
             patch=flight.hypothesis.patch,
+            paths=tuple(flight.paths),
             env=harness_env(session),
             calibrations=tuple(known),
             calibrate=flight.calibrating,
@@ -423,9 +418,8 @@ class Driver(Landing):
                 f"{fields['id']} was in flight when the driver stopped: sending it again"
             )
             session.tally.next_n = max(session.tally.next_n, int(fields.get("n", 0)) + 1)
-            flight = Flight(
-                hypothesis, draft, patch, fields.get("touched_files") or [], parent=session.ws.tip()
-            )
+            candidate = Candidate(hypothesis, draft, patch, fields.get("touched_files") or [])
+            flight = Flight(candidate, parent=session.ws.tip())
             self.again.append(flight)
 
     def cancel(self) -> None:

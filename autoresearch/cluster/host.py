@@ -47,9 +47,12 @@ from ..errors import UserError
 from ..journal.draft import now_iso
 from ..journal.records import CalibrationRecord
 from ..loop.calibrate import calibrate
+from ..loop.lifecycle import measure_guarded, put_back
 from ..loop.session_dir import write_json_atomic
 from ..repo.arms import arm_dirs
 from ..repo.gitrepo import Repo
+from ..repo.guard import TreeGuard
+from ..repo.seal import RepoSeal
 from ..repo.workspace import BaselineTree, apply_patch, clean, put_back_output, save_output
 from ..statuses import Status
 
@@ -68,6 +71,7 @@ class Job:
     branch: str  # the session branch, fetched from the bundle or `config.cluster.remote`
     parent: str  # the baseline arm's commit: the best (a confirmation: the session's base)
     patch: bytes = b""  # the candidate: parent + patch (an experiment)
+    paths: tuple[str, ...] = ()  # the files the patch touches: the candidate's to change
     tip: str | None = None  # the candidate: this commit (a confirmation)
     env: dict[str, str] = field(default_factory=dict)
     runs: int = 0  # a confirmation's pairs
@@ -252,8 +256,30 @@ class Host:
         return record, True
 
     def experiment(self, job: Job, harness: Harness, judge: Judge) -> PairMeasurement:
+        """The candidate against the best under a guard of this host's own trees and clone,
+        as the driver guards its own (loop/lifecycle.py): a run that writes the baseline's
+        tree, the clone's git directory or files outside its patch is `tampered`, and what it
+        did is undone before the next job measures here."""
         arms = (self.trees[BASELINE].path, self.candidate_at(job.parent, job.patch))
-        return measure_pair(harness, arms, lambda name: self.log(job.exp_id, name), judge=judge)
+        guard = TreeGuard(
+            candidate=Repo.worktree(self.repo, arms[1]),
+            branch=job.branch,
+            baseline=arms[0],
+            checkout=self.repo,
+            patch_paths=list(job.paths),
+            # The clone's git directory and refs (a hook or a `core.fsmonitor` planted there
+            # would run in this host's next git call); no journal is kept here.
+            seal=RepoSeal(self.repo, self.root / "no-journal", watch_journal=False),
+            # Its own checkout is nobody's: never checked out, no HEAD to compare.
+            confined=True,
+        )
+        logs = lambda name: self.log(job.exp_id, name)  # noqa: E731
+        pair = measure_guarded(harness, arms, logs, guard, judge=judge)
+        if pair.status == Status.TAMPERED:
+            left = put_back(guard, self.trees[BASELINE])
+            if left:
+                pair.detail = f"{pair.detail}; NOT put back on this host: {'; '.join(left)}"
+        return pair
 
     def confirm(self, job: Job, harness: Harness) -> PairMeasurement:
         assert job.tip is not None

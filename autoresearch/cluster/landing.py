@@ -1,6 +1,6 @@
 """The driver's half after a bench host measured: replay the rule on the host's runs, re-measure
-a win whose best has moved, run the checks here, keep or not, journal. As loop/experiment.py
-ends an experiment, on the driver."""
+a win whose best has moved, then conclude as every experiment concludes (loop/lifecycle.py:
+the checks here under the guard and the seal, keep or not), and journal."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ..errors import UserError
 from ..journal.draft import Draft
 from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..loop.driver import account, adopt_calibration
-from ..loop.experiment import checks_failure, keep, run_checks, wants_checks
+from ..loop.lifecycle import Candidate, conclude
 from ..loop.session import Session
 from ..proposers import Hypothesis
 from ..statuses import Status
@@ -30,10 +30,7 @@ MAX_WORKER_LOSSES = 3  # hosts lost under one experiment before it is recorded a
 class Flight:
     """An experiment out on a bench host, and what it needs to land."""
 
-    hypothesis: Hypothesis
-    draft: Draft
-    patch_file: Path
-    paths: list[str]
+    candidate: Candidate
     parent: str
     future: Any = None
     losses: int = 0  # hosts that died under it
@@ -42,7 +39,23 @@ class Flight:
 
     @property
     def exp_id(self) -> str:
-        return self.draft.fields["id"]
+        return self.candidate.exp_id
+
+    @property
+    def draft(self) -> Draft:
+        return self.candidate.draft
+
+    @property
+    def hypothesis(self) -> Hypothesis:
+        return self.candidate.hypothesis
+
+    @property
+    def patch_file(self) -> Path:
+        return self.candidate.patch_file
+
+    @property
+    def paths(self) -> list[str]:
+        return self.candidate.paths
 
 
 class Landing:
@@ -118,8 +131,6 @@ class Landing:
             self.record(flight.draft, flight.draft.finish(status, why, error=why, **measured))
             return
         decision = self.replay(result)
-        measured |= {"decision": decision.to_dict(), "sentinels": decision.sentinels}
-        flight.draft.note(asi={"result": decision.reason})
         tip = session.ws.tip()
         if decision.status == Status.KEEP and flight.parent != tip:
             moved = self.moved_files(flight.parent, tip)
@@ -191,44 +202,19 @@ class Landing:
         self.again.appendleft(flight)
 
     def finish(self, flight: Flight, decision: Decision, measured: dict[str, Any]) -> None:
-        """Checks, keep or not, the record: as loop/experiment.py ends one, on the driver."""
-        session, draft = self.session, flight.draft
-        applied = False
-        if wants_checks(session.config, decision) and flight.parent == session.ws.tip():
-            if not self.apply(flight, measured):
-                return
-            applied = True
-            draft.phase("checks")
-            checks = run_checks(session, flight.exp_id, draft)
-            measured["checks"] = checks.to_dict()
-            failed = checks_failure(session, checks)
-            if failed is not None:
-                session.ws.revert()
-                self.record(draft, draft.finish(*failed, **measured))
-                return
-        if decision.status != Status.KEEP:
-            if applied:
-                session.ws.revert()
-            self.record(draft, draft.finish(decision.status, decision.reason, **measured))
-            return
-        if not applied and not self.apply(flight, measured):
-            return
-        draft.phase("commit")
-        record = keep(session, draft, flight.hypothesis, decision, flight.paths, measured)
-        self.record(draft, record)
+        """Concluded as every experiment is (loop/lifecycle.py), on the driver: the checks run
+        only against the best it was measured on."""
+        session = self.session
+        checks = flight.parent == session.ws.tip()
+        record = conclude(
+            session, flight.candidate, decision, measured, checks=checks, applied=False
+        )
+        self.record(flight.draft, record)
         if record.status == Status.KEEP:
             host = (record.cluster or {}).get("host")
             session.progress.info(
                 f"kept {record.id} (measured on {host}); new best {record.kept_commit[:10]}"
             )
-
-    def apply(self, flight: Flight, measured: dict[str, Any]) -> bool:
-        """The patch in the driver's worktree, on the best it was measured against."""
-        applied = self.session.ws.apply(flight.patch_file)
-        if not applied.ok:
-            why = f"measured on a bench host, but does not apply here: {applied.message}"
-            self.record(flight.draft, flight.draft.finish(Status.APPLY_FAILED, why, **measured))
-        return applied.ok
 
     def record(self, draft: Draft, record: ExperimentRecord) -> None:
         """Journal it, then forget its marker: in that order, so that nothing is lost."""

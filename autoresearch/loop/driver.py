@@ -1,7 +1,7 @@
 """The driver. One experiment at a time, resumable, until a budget, a stop rule or a signal.
 
 lock the session -> open the worktrees -> recover a crashed experiment -> calibrate the best
-repeat: next hypothesis -> run the experiment (experiment.py) -> append the record
+repeat: next hypothesis -> run the experiment (lifecycle.py) -> append the record
         -> after a keep, calibrate the new best
 at the end: confirm the session's baseline against its final tip
 """
@@ -21,7 +21,7 @@ from ..proposers import Hypothesis
 from ..statuses import Status
 from .calibrate import CalibrationFailed, calibrate
 from .confirm import confirm_session
-from .experiment import run_experiment
+from .lifecycle import run_experiment
 from .preflight import run_preflight
 from .profiling import profile_best
 from .retention import enforce_log_budget, prune_session_logs

@@ -154,13 +154,16 @@ class TreeGuard:
     def restore(self) -> list[str]:
         """Put back what the candidate changed: the session branch, and what the seal covers.
         Returns what could not be put back, for the user."""
-        if self.candidate.branch_tip(self.branch) != self.expected.branch_tip:
+        if (self.candidate.branch_tip(self.branch) or "") != self.expected.branch_tip:
             self.restore_branch()
         return self.seal.restore() if self.seal is not None else []
 
     def restore_branch(self) -> None:
         """Put the session branch back where it was: a commit the candidate made is not a keep."""
         tip = self.expected.branch_tip
+        if not tip:  # there was none (a bench host's clone): the candidate made it
+            self.candidate.must("update-ref", "-d", f"refs/heads/{self.branch}")
+            return
         self.candidate.must("update-ref", f"refs/heads/{self.branch}", tip)
         self.candidate.must("checkout", "--quiet", "--force", self.branch)
 

@@ -1,13 +1,23 @@
-"""One experiment, start to end: check the patch, apply, measure, checks, keep or revert.
+"""One experiment's lifecycle, written once for every path: `run` (serial_experiment),
+`run --cluster` (cluster/) and `try` (agents/) differ only in who supplies the hypotheses and
+how many are in flight.
+
+begin     the record's draft; the patch saved and checked against the scope
+measure   the candidate built and run against the best, alternating, under the tree guard
+          (measure_guarded: here, or on a bench host with a guard of its own)
+conclude  the checks under the same guard and seal; keep (a commit) or revert
+account   the record journaled (loop/driver.py)
 
 Every way it can end is a status in its record, never an exception that stops the night.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..bench.measure import PairMeasurement, measure_pair
+from ..bench.measure import Harness, PairMeasurement, measure_pair
 from ..bench.proc import RunResult
 from ..bench.sandbox import keeps_out
 from ..bench.testcount import TestCount, count_problem
@@ -21,7 +31,7 @@ from ..proposers import Hypothesis
 from ..repo.guard import TreeGuard
 from ..repo.patchcheck import PatchProblem, check_paths, patch_paths
 from ..repo.seal import RepoSeal
-from ..repo.workspace import UncommittableError
+from ..repo.workspace import BaselineTree, UncommittableError
 from ..statuses import Status
 from .second_look import second_look_count
 from .session import Session, StopRequested, prepare_best, proposal_context
@@ -29,32 +39,41 @@ from .session_dir import require_space
 from .testref import best_tests, remember_tests
 
 __all__ = [
-    "check_patch",
-    "checks_failure",
+    "Candidate",
+    "begin",
+    "conclude",
     "experiment_id",
-    "keep",
+    "measure_guarded",
     "new_draft",
-    "run_checks",
+    "put_back",
     "run_experiment",
-    "save_patch",
-    "wants_checks",
+    "session_guard",
 ]
 
 
+@dataclass
+class Candidate:
+    """An experiment past its patch checks: what measuring and judging it need."""
+
+    hypothesis: Hypothesis
+    draft: Draft
+    patch_file: Path
+    paths: list[str]
+
+    @property
+    def exp_id(self) -> str:
+        return self.draft.fields["id"]
+
+
 def run_experiment(session: Session, hypothesis: Hypothesis) -> ExperimentRecord:
-    """One hypothesis against the current best."""
+    """One hypothesis against the current best, measured here (`run`, `try`)."""
     n = session.tally.next_n
     _announce(session, hypothesis, n)
     draft = new_draft(session, hypothesis, n, session.paths.inflight)
-    draft.phase("apply")
-    if hypothesis.problem is not None:
-        return draft.finish(hypothesis.problem_status, hypothesis.problem, error=hypothesis.problem)
-    patch_file = save_patch(session, n, hypothesis)
-    paths, problem = check_patch(session, hypothesis, patch_file)
-    draft.note(touched_files=paths)
-    if problem:
-        return draft.finish(problem.kind, problem.message, error=problem.message)
-    applied = session.ws.apply(patch_file)
+    started = begin(session, hypothesis, draft)
+    if isinstance(started, ExperimentRecord):
+        return started
+    applied = session.ws.apply(started.patch_file)
     if not applied.ok:
         why = applied.message
         if session.attempts.get(hypothesis.sha256):
@@ -66,7 +85,35 @@ def run_experiment(session: Session, hypothesis: Hypothesis) -> ExperimentRecord
     except StopRequested as exc:
         session.ws.revert()
         return draft.finish(Status.INTERRUPTED, str(exc), error=str(exc))
-    return _judge(session, hypothesis, draft, paths)
+    guard = session_guard(session, started.paths)
+    pair = measure_candidate(session, draft, guard)
+    measured = {
+        "bench_logs": pair.logs,
+        "bench_durations_s": pair.baseline.durations + pair.candidate.durations,
+        "bench_tail": pair.candidate.tail,
+    }
+    if pair.status == Status.TAMPERED:
+        return _tampered(session, guard, draft, pair.detail, measured)
+    if pair.status is not None:
+        session.ws.revert()
+        return draft.finish(pair.status, pair.detail, error=pair.detail, **measured)
+    assert pair.decision is not None  # the judge always decides at the last look
+    return conclude(session, started, pair.decision, measured, guard=guard)
+
+
+def begin(session: Session, hypothesis: Hypothesis, draft: Draft) -> Candidate | ExperimentRecord:
+    """The experiment `draft` starts: its patch saved and checked against the scope; its
+    record when it ends here."""
+    n = draft.fields["n"]
+    draft.phase("apply")
+    if hypothesis.problem is not None:
+        return draft.finish(hypothesis.problem_status, hypothesis.problem, error=hypothesis.problem)
+    patch_file = save_patch(session, n, hypothesis)
+    paths, problem = check_patch(session, hypothesis, patch_file)
+    draft.note(touched_files=paths)
+    if problem:
+        return draft.finish(problem.kind, problem.message, error=problem.message)
+    return Candidate(hypothesis, draft, patch_file, paths)
 
 
 def _announce(session: Session, hypothesis: Hypothesis, n: int) -> None:
@@ -81,15 +128,17 @@ def _announce(session: Session, hypothesis: Hypothesis, n: int) -> None:
     session.progress.experiment(n, of, hypothesis.title)
 
 
-def _judge(session: Session, hypothesis: Hypothesis, draft: Draft, paths: list[str]):
-    """Measure the applied candidate, gate it, and keep or revert it."""
+def session_guard(session: Session, paths: list[str], baseline: bool = True) -> TreeGuard:
+    """The tree guard and the seal around the candidate's runs in the driver's worktrees (its
+    build, its bench, its checks): made once the patch is applied. `baseline`: the driver's
+    baseline tree is there to guard (not when the arms were measured on a bench host)."""
     # Confined runs cannot write your checkout or the repository: what changes there while
     # they run is yours (repo/seal.py), unless you shared a path of it with them.
     confined = keeps_out(session.config, session.ws.source.path)
-    guard = TreeGuard(
+    return TreeGuard(
         candidate=session.ws.tree,
         branch=session.ws.branch,
-        baseline=session.baseline_tree.path,
+        baseline=session.baseline_tree.path if baseline else None,
         checkout=session.ws.source,
         patch_paths=paths,
         hooks=session.config.target.git_hooks,
@@ -105,30 +154,42 @@ def _judge(session: Session, hypothesis: Hypothesis, draft: Draft, paths: list[s
         watches=session.watches,
         confined=confined,
     )
-    pair = measure_candidate(session, draft, guard)
-    measured = {
-        "bench_logs": pair.logs,
-        "bench_durations_s": pair.baseline.durations + pair.candidate.durations,
-        "bench_tail": pair.candidate.tail,
-    }
-    if pair.status == Status.TAMPERED:
-        return _tampered(session, guard, draft, pair.detail, measured)
-    if pair.status is not None:
-        session.ws.revert()
-        return draft.finish(pair.status, pair.detail, error=pair.detail, **measured)
-    decision = pair.decision
-    assert decision is not None  # the judge always decides at the last look
-    measured |= {"decision": decision.to_dict(), "sentinels": decision.sentinels}
+
+
+def conclude(
+    session: Session,
+    candidate: Candidate,
+    decision: Decision,
+    measured: dict,
+    *,
+    guard: TreeGuard | None = None,
+    checks: bool = True,
+    applied: bool = True,
+) -> ExperimentRecord:
+    """The rule's decision on a measured candidate, carried out: the checks (unless `checks`
+    is False: measured against a best that is no longer the tip) under the guard and the seal,
+    then keep or revert. `applied`: the patch is in the driver's worktree already (measured
+    here); else it is applied when the checks or the keep need it (measured on a host)."""
+    draft = candidate.draft
+    measured = measured | {"decision": decision.to_dict(), "sentinels": decision.sentinels}
     draft.note(asi={"result": decision.reason})
-    if wants_checks(session.config, decision):
+    checked = checks and wants_checks(session.config, decision)
+    if not applied and (checked or decision.status == Status.KEEP):
+        placed = session.ws.apply(candidate.patch_file)
+        if not placed.ok:
+            why = f"measured, but does not apply to {session.ws.tip()[:10]}: {placed.message}"
+            return draft.finish(Status.APPLY_FAILED, why, error=why, **measured)
+        guard = session_guard(session, candidate.paths, baseline=False)
+    if checked:
+        assert guard is not None  # measured here under it, or made above
         draft.phase("checks")
         guard.before_run()
-        checks = run_checks(session, draft.fields["id"], draft)
-        measured["checks"] = checks.to_dict()
+        result = run_checks(session, candidate.exp_id, draft)
+        measured["checks"] = result.to_dict()
         tampered = guard.violation()
         if tampered is not None:
             return _tampered(session, guard, draft, f"checks: {tampered}", measured)
-        failed = checks_failure(session, checks)
+        failed = checks_failure(session, result)
         if failed is not None:
             session.ws.revert()
             return draft.finish(*failed, **measured)
@@ -136,14 +197,27 @@ def _judge(session: Session, hypothesis: Hypothesis, draft: Draft, paths: list[s
         session.ws.revert()
         return draft.finish(decision.status, decision.reason, **measured)
     draft.phase("commit")
-    return keep(session, draft, hypothesis, decision, paths, measured)
+    return keep(session, draft, candidate.hypothesis, decision, candidate.paths, measured)
+
+
+def measure_guarded(
+    harness: Harness,
+    arms: tuple[Path, Path],
+    logs: Callable[[str], Path],
+    guard: TreeGuard,
+    **how,
+) -> PairMeasurement:
+    """The candidate built and run against the best, alternating, until the rule decides; the
+    guard told before every run of the candidate and asked after it (`tampered` the moment
+    anything outside its patch changed)."""
+    harness.guard = guard
+    return measure_pair(harness, arms, logs, **how)
 
 
 def measure_candidate(session: Session, draft: Draft, guard: TreeGuard) -> PairMeasurement:
     """Build the candidate, then run it against the best, alternating, until the rule decides."""
     exp_id = draft.fields["id"]
     harness = session.harness(draft.running)
-    harness.guard = guard
     draft.note(confinement=harness.confinement(session.ws.path))
     assert session.calibration is not None  # calibrated before the first experiment
     judge = session.calibration.judge(session.config)
@@ -152,10 +226,11 @@ def measure_candidate(session: Session, draft: Draft, guard: TreeGuard) -> PairM
         if arm == "baseline":
             session.progress.phase(f"bench pair {i} (decides by {judge.cap})")
 
-    return measure_pair(
+    return measure_guarded(
         harness,
         (session.baseline_tree.path, session.ws.path),
         lambda name: session.paths.log(exp_id, name),
+        guard,
         judge=judge,
         on_run=progress,
     )
@@ -307,16 +382,24 @@ def _tampered(
 ) -> ExperimentRecord:
     """Never a keep: undo what the candidate did to the branch, both trees and the repository,
     and say what (and what could not be put back)."""
-    left = guard.restore()
+    left = put_back(guard, session.baseline_tree)
     session.ws.revert()
-    # Its files may have been touched: checked out and cleaned now (nothing planted there
-    # stays behind), built afresh before its next run.
-    session.baseline_tree.mark_built(None)
-    session.baseline_tree.ensure(session.ws.tip())
+    if guard.baseline is not None:  # measured here: the best's tree is ready for the next
+        session.baseline_tree.ensure(session.ws.tip())
     if left:
         why = f"{why}; NOT put back: {'; '.join(left)}"
     session.progress.warn(f"tampering detected: {why}")
     return draft.finish(Status.TAMPERED, why, error=why, **measured)
+
+
+def put_back(guard: TreeGuard, baseline: BaselineTree) -> list[str]:
+    """Undo what a tampering candidate did: what the guard and its seal cover (the branch
+    first: the candidate's tree is reverted to it after), and the baseline's build, which is
+    not the best's any more (its next `ensure` checks the tree out afresh, cleans it, and
+    nothing planted there stays behind). What could not be put back, for the record."""
+    left = guard.restore()
+    baseline.mark_built(None)
+    return left
 
 
 def wants_checks(config: Config, decision: Decision) -> bool:
