@@ -38,8 +38,8 @@ from machine_load import a_core_busy
 from results import record
 from synthetic_journal import experiment
 
+from autoresearch.atomic import json_safe
 from autoresearch.journal.index import update_index
-from autoresearch.journal.records import json_safe
 
 BENCH = """#!/usr/bin/env bash
 # No-op bench: stamps when it first ran for the benchmark, then prints its one metric, which

@@ -20,8 +20,8 @@ from autoresearch.journal.records import Asi, ExperimentRecord
 from autoresearch.journal.store import read_journal
 from autoresearch.loop.driver import run_session
 from autoresearch.loop.session import RunOptions
-from autoresearch.loop.session_dir import session_paths
 from autoresearch.progress import Progress
+from autoresearch.repo.state_dir import session_paths
 
 __all__ = ["Target", "git", "make_target", "unified_patch"]  # shared with the test modules
 

@@ -8,8 +8,8 @@ import sys
 import pytest
 from conftest import experiments, git, run
 
-from autoresearch.loop.session_dir import session_paths
 from autoresearch.repo.gitrepo import open_repo
+from autoresearch.repo.state_dir import session_paths
 from autoresearch.repo.workspace import BaselineTree, Workspace, open_workspace
 
 BUILD = f"""#!{sys.executable} -S

@@ -31,8 +31,8 @@ from distributed import Client, LocalCluster
 from autoresearch.cluster import run_cluster_session
 from autoresearch.journal.store import read_journal
 from autoresearch.loop.session import RunOptions
-from autoresearch.loop.session_dir import session_paths
 from autoresearch.progress import Progress
+from autoresearch.repo.state_dir import session_paths
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from ecosystem_night import (
     queue_win_and_null,
 )
 
-from autoresearch.loop.session_dir import SessionPaths
+from autoresearch.repo.state_dir import SessionPaths
 
 pytestmark = pytest.mark.slow  # C++ builds and Google Benchmark runs
 

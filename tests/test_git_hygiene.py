@@ -7,7 +7,7 @@ import stat
 
 from conftest import experiments, git, run
 
-from autoresearch.loop.session_dir import session_paths
+from autoresearch.repo.state_dir import session_paths
 
 
 def _hostile_git_config(tmp_path, marker):

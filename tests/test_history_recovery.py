@@ -7,7 +7,7 @@ import json
 from conftest import experiments, git, run, run_cli, unified_patch
 
 from autoresearch.journal.store import read_journal
-from autoresearch.loop.session_dir import session_paths
+from autoresearch.repo.state_dir import session_paths
 
 
 def _two_keeps(target):

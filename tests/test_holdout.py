@@ -20,9 +20,9 @@ from autoresearch.bench.runners import LocalRunner
 from autoresearch.config import load_config
 from autoresearch.errors import UserError
 from autoresearch.journal.store import read_journal
-from autoresearch.loop.session_dir import session_paths
 from autoresearch.proposers.agent.prompt import render_prompt
 from autoresearch.proposers.base import ProposalContext
+from autoresearch.repo.state_dir import session_paths
 from autoresearch.report import load_history, render_text, summarize
 
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason="no usable bubblewrap")

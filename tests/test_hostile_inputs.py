@@ -14,8 +14,8 @@ from test_agent import edit, use_agent
 
 from autoresearch.agents.tries import TRY_ENV
 from autoresearch.bench.proc import process_started
-from autoresearch.loop.session_dir import session_paths
 from autoresearch.proposers.base import MAX_TITLE_CHARS
+from autoresearch.repo.state_dir import session_paths
 
 
 def test_queue_entries_that_are_not_bounded_regular_files_are_refused_unread(target):

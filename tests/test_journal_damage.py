@@ -8,11 +8,11 @@ import subprocess
 import pytest
 from conftest import experiment_record, run, run_cli
 
+from autoresearch.atomic import write_json_atomic
 from autoresearch.config import load_config
 from autoresearch.errors import ConfigError, JournalError, StateError
 from autoresearch.journal.index import refresh_index
 from autoresearch.journal.store import append_record, read_journal
-from autoresearch.loop.session_dir import write_json_atomic
 
 
 @pytest.fixture

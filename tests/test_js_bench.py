@@ -17,7 +17,7 @@ import pytest
 from conftest import git, run_cli
 from ecosystem_night import measured_with, night, project, queue_win_and_null
 
-from autoresearch.loop.session_dir import SessionPaths
+from autoresearch.repo.state_dir import SessionPaths
 
 pytestmark = pytest.mark.slow  # vitest from the npm registry, and its runs
 

@@ -11,7 +11,7 @@ import sys
 from conftest import eventually, experiments, git, run_cli, unified_patch
 
 from autoresearch.journal.records import EXIT_CODES
-from autoresearch.loop.session_dir import session_paths
+from autoresearch.repo.state_dir import session_paths
 
 QUIET = {"BENCH_NOISE_PCT": "0"}
 

@@ -12,7 +12,7 @@ from conftest import alive, experiments, git, gone, run, spawn_loop, wait_for_ca
 
 from autoresearch.journal.draft import parse_trailers
 from autoresearch.journal.store import read_journal
-from autoresearch.loop.session_dir import session_paths
+from autoresearch.repo.state_dir import session_paths
 
 
 def test_keep_commits_on_session_branch_and_leaves_checkout_alone(target):

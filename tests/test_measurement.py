@@ -14,7 +14,7 @@ from autoresearch.bench.measure import Harness, measure_pair
 from autoresearch.config import load_config
 from autoresearch.decide.calibration import run_seconds
 from autoresearch.journal.store import read_journal
-from autoresearch.loop.session_dir import session_paths
+from autoresearch.repo.state_dir import session_paths
 
 
 def test_arms_alternate_after_calibration_on_the_baseline_tree(target, tmp_path):

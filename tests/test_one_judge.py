@@ -12,8 +12,8 @@ from test_cluster import drive, sleepy
 from autoresearch.agents.tries import try_change
 from autoresearch.journal.store import read_journal
 from autoresearch.loop.session import RunOptions
-from autoresearch.loop.session_dir import session_paths
 from autoresearch.progress import Progress
+from autoresearch.repo.state_dir import session_paths
 
 # what the candidate does (and from where) -> what its record says
 ATTACKS = {

@@ -20,7 +20,7 @@ from conftest import (
 from autoresearch.bench import proc
 from autoresearch.bench.proc import StopFlag, become_subreaper, find_processes, process_token
 from autoresearch.bench.proc import run as run_command
-from autoresearch.loop.session_dir import session_paths
+from autoresearch.repo.state_dir import session_paths
 
 TOKEN = "test-token-0123456789"
 

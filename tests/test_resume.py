@@ -13,7 +13,7 @@ from conftest import alive, experiments, git, run, run_cli, spawn_loop, wait_for
 
 from autoresearch.errors import SessionBusyError
 from autoresearch.journal.draft import Draft
-from autoresearch.loop.session_dir import SessionLock, session_paths
+from autoresearch.repo.state_dir import SessionLock, session_paths
 from autoresearch.repo.workspace import open_workspace
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from conftest import experiments, run, run_cli
 
 from autoresearch.journal.store import read_journal
-from autoresearch.loop.session_dir import session_paths
+from autoresearch.repo.state_dir import session_paths
 
 
 def test_run_prunes_old_logs_and_keeps_what_the_review_needs(target):

@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 from conftest import experiments, git, run, run_cli
 
-from autoresearch.loop.session_dir import SessionLock, session_paths
+from autoresearch.repo.state_dir import SessionLock, session_paths
 from autoresearch.report.render import _pct
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

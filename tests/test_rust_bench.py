@@ -21,7 +21,7 @@ from ecosystem_night import (
     queue_win_and_null,
 )
 
-from autoresearch.loop.session_dir import SessionPaths
+from autoresearch.repo.state_dir import SessionPaths
 
 pytestmark = pytest.mark.slow  # criterion fetched from crates.io and built, in release
 

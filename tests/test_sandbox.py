@@ -19,7 +19,7 @@ from autoresearch.bench.runners import LocalRunner
 from autoresearch.bench.sandbox import Sandbox
 from autoresearch.errors import UserError
 from autoresearch.journal.store import read_journal
-from autoresearch.loop.session_dir import session_paths
+from autoresearch.repo.state_dir import session_paths
 
 
 def _run(sandbox, command: str, tree: Path, log: Path, env: dict | None = None, **options):

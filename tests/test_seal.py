@@ -17,7 +17,7 @@ from conftest import eventually, experiments, git, run, spawn_loop
 from test_sandbox import confine
 
 from autoresearch.journal.store import read_journal
-from autoresearch.loop.session_dir import session_paths
+from autoresearch.repo.state_dir import session_paths
 
 # what the candidate's bench does -> what the record says
 CASES = {

@@ -9,7 +9,7 @@ from conftest import experiments, run, run_cli, unified_patch
 
 from autoresearch.journal import store
 from autoresearch.loop.second_look import second_look_count, undecided
-from autoresearch.loop.session_dir import SessionPaths
+from autoresearch.repo.state_dir import SessionPaths
 
 
 def _noisy_sentinel(monkeypatch, tmp_path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from conftest import git, run_cli
 
-from autoresearch.loop.session_dir import session_paths
+from autoresearch.repo.state_dir import session_paths
 
 
 def _row(listing: str, name: str) -> str:

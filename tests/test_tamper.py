@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from conftest import experiments, git, run
 
-from autoresearch.loop.session_dir import session_paths
+from autoresearch.repo.state_dir import session_paths
 
 CASES = {
     "baseline": "the baseline worktree was written to",

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ..atomic import fresh_name
 from ..bench.proc import process_started, running, spawn_detached
 from ..bench.procfs import environ_of
 from ..config import Config
@@ -36,10 +37,10 @@ from ..loop.driver import (
 )
 from ..loop.retention import prune_session_logs
 from ..loop.session import RunOptions, open_session
-from ..loop.session_dir import fresh_name, session_paths
 from ..progress import Progress
 from ..proposers import Hypothesis, parse_patch_file
 from ..repo.gitrepo import Repo, tree_patch
+from ..repo.state_dir import session_paths
 from ..statuses import Status
 
 __all__ = [

@@ -19,11 +19,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Protocol
 
+from ..atomic import require_space
 from ..config import Config
 from ..decide.rule import Decision, Judge
 from ..errors import MetricParseError
 from ..filestate import redate
-from ..loop.session_dir import require_space
 from ..repo.workspace import BaselineTree
 from ..statuses import Status
 from .armstate import ArmStates

@@ -226,7 +226,7 @@ def cmd_retry(args: argparse.Namespace) -> int:
     """Queue experiments to be measured again on the next run (any status)."""
     from ..journal.store import Journal
     from ..loop.second_look import request_retries
-    from ..loop.session_dir import session_paths
+    from ..repo.state_dir import session_paths
 
     config = config_of(args)
     journal = Journal(config.journal_path, config.session.name)
@@ -250,7 +250,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
     """Remove old bench logs: keep those of kept and of the last N experiments."""
     from ..journal.store import Journal
     from ..loop.retention import prune_logs
-    from ..loop.session_dir import session_paths
+    from ..repo.state_dir import session_paths
 
     config = config_of(args)
     keep = args.keep if args.keep is not None else config.session.keep_logs

@@ -42,9 +42,9 @@ from ..loop.driver import (
 )
 from ..loop.lifecycle import Candidate, begin, new_draft
 from ..loop.session import RunOptions, Session, harness_env, open_session, proposal_context
-from ..loop.session_dir import read_inflight
 from ..progress import Progress
 from ..proposers import Hypothesis
+from ..repo.state_dir import read_inflight
 from ..statuses import Status
 from .host import Job, run_job
 from .landing import Flight, Landing, host_name

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..loop.session_dir import write_json_atomic
+from ..atomic import write_json_atomic
 from ..statuses import Rule, Status
 from .records import Asi, ExperimentRecord
 

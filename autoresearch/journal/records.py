@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -32,39 +31,11 @@ __all__ = [
     "ImportRecord",
     "SessionRecord",
     "Status",
-    "json_safe",
     "no_keep_streak",
     "record_from_dict",
 ]
 
 SCHEMA_VERSION = 1
-
-
-def json_safe(value: Any) -> Any:
-    """What JSON can hold: non-finite floats as null (a missing number is null, never a crash
-    of the record write), and strings as valid Unicode (a path read from a patch in another
-    encoding carries its bytes as lone surrogates: shown with replacement characters). The
-    parsers keep most of this out; this is the last line of defence."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, str):
-        return _valid_unicode(value)
-    if isinstance(value, dict):
-        return {_valid_unicode(str(k)): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    return value
-
-
-def _valid_unicode(text: str) -> str:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        try:
-            return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
-        except UnicodeEncodeError:
-            return text.encode("utf-8", "replace").decode("utf-8")
-    return text
 
 
 @functools.cache

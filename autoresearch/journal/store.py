@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..atomic import json_safe
 from ..errors import JournalError
 from .attempts import Attempt, Span
 from .index import derived_dir, update_index
@@ -24,7 +25,6 @@ from .records import (
     ImportRecord,
     SessionRecord,
     _Record,
-    json_safe,
 )
 from .summary import SessionDigest, session_digest
 

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..atomic import require_space
 from ..bench.measure import Harness, PairMeasurement, measure_pair
 from ..bench.proc import RunResult
 from ..bench.sandbox import keeps_out
@@ -35,7 +36,6 @@ from ..repo.workspace import BaselineTree, UncommittableError
 from ..statuses import Status
 from .second_look import second_look_count
 from .session import Session, StopRequested, prepare_best, proposal_context
-from .session_dir import require_space
 from .testref import best_tests, remember_tests
 
 __all__ = [

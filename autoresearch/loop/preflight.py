@@ -25,9 +25,9 @@ from ..decide.calibration import run_seconds
 from ..decide.design import NoiseVerdict, noise_verdict
 from ..errors import MetricParseError, PreflightError, UserError, WorkspaceError
 from ..repo.gitrepo import open_repo
+from ..repo.state_dir import session_paths
 from ..repo.workspace import Workspace
 from ..report.scales import scale_parts
-from .session_dir import session_paths
 
 __all__ = ["Preflight", "check_repository", "holdout_problems", "require_scripts", "run_preflight"]
 

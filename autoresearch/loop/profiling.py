@@ -12,8 +12,8 @@ from ..bench.profiling import take_profile
 from ..config import Config
 from ..profiles import Folded, save_profile, top_frames
 from ..repo.gitrepo import open_repo
+from ..repo.state_dir import session_paths
 from .session import Session, log_label, marker
-from .session_dir import session_paths
 
 __all__ = ["profile_best", "profile_commit"]
 

@@ -20,9 +20,9 @@ from ..journal.draft import parse_trailers, record_from_marker
 from ..journal.records import Asi, ExperimentRecord
 from ..journal.store import Journal
 from ..progress import Progress
+from ..repo.state_dir import SessionPaths, read_inflight
 from ..repo.workspace import Workspace
 from ..statuses import Status
-from .session_dir import SessionPaths, read_inflight
 
 __all__ = [
     "KeptCommit",

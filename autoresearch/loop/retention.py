@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..journal.store import Journal
+from ..repo.state_dir import SessionPaths
 from ..statuses import Status
-from .session_dir import SessionPaths
 
 __all__ = ["PruneResult", "enforce_log_budget", "logs_bytes", "prune_logs", "prune_session_logs"]
 

@@ -15,11 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from ..atomic import read_json, write_json_atomic
 from ..journal.attempts import Attempt
 from ..journal.records import ExperimentRecord
 from ..proposers import Hypothesis, read_hypothesis
+from ..repo.state_dir import SessionPaths
 from ..statuses import Rule
-from .session_dir import SessionPaths, read_json, write_json_atomic
 
 __all__ = [
     "SECOND_LOOK",

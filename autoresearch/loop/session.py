@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
+from ..atomic import fresh_name, write_json_atomic
 from ..bench.armstate import ArmStates
 from ..bench.fingerprint import environment
 from ..bench.measure import Harness, prepare_baseline
@@ -28,19 +29,12 @@ from ..journal.summary import SessionDigest
 from ..progress import Plan, Progress
 from ..proposers import ProposalContext, Proposer, make_proposer
 from ..proposers.chain import ProposerChain
+from ..repo.state_dir import SessionLock, SessionPaths, read_inflight, session_paths
 from ..repo.watch import Watches
 from ..repo.workspace import BaselineTree, Workspace, open_workspace
 from ..statuses import Status
 from .preflight import require_scripts
 from .recovery import KeptCommit, kept_commits, next_experiment_number, reconcile_branch, recover
-from .session_dir import (
-    SessionLock,
-    SessionPaths,
-    fresh_name,
-    read_inflight,
-    session_paths,
-    write_json_atomic,
-)
 from .signals import stop_on_signals
 
 __all__ = [

@@ -17,8 +17,8 @@ from ..config import Config
 from ..errors import UserError
 from ..journal.summary import session_digests
 from ..repo.gitrepo import open_repo
+from ..repo.state_dir import SessionLock, session_paths
 from ..statuses import Status
-from .session_dir import SessionLock, session_paths
 
 __all__ = ["SessionInfo", "clean_session", "format_sessions", "list_sessions"]
 

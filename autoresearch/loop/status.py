@@ -13,8 +13,8 @@ from ..journal.records import STATUSES, is_headline
 from ..journal.summary import session_digest
 from ..profiles import profile_lines, profile_summary
 from ..progress import format_value
+from ..repo.state_dir import SessionLock, read_inflight, session_paths
 from ..statuses import Status
-from .session_dir import SessionLock, read_inflight, session_paths
 
 __all__ = ["format_status", "session_status"]
 

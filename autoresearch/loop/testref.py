@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 
+from ..atomic import write_json_atomic
 from ..bench.testcount import TestCount
 from .session import Session
-from .session_dir import write_json_atomic
 
 __all__ = ["best_tests", "remember_tests"]
 

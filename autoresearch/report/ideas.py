@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..atomic import write_text_atomic
 from ..errors import UserError
-from ..loop.session_dir import write_text_atomic
 from ..statuses import Rule, Status
 from .outcomes import REASONS
 

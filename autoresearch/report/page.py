@@ -24,8 +24,8 @@ from markupsafe import Markup
 from ..errors import UserError
 from ..journal.records import FAILED_STATUSES, ExperimentRecord
 from ..journal.tail import last_experiments
-from ..loop.session_dir import session_paths
 from ..profiles import load_profile
+from ..repo.state_dir import session_paths
 from .flame import icicle_svg
 from .history import History, frame_rows
 from .merge import merge_facts

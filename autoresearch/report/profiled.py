@@ -4,8 +4,8 @@ page and `pr` ("`previous` 38.8% -> 0.0%")."""
 
 from __future__ import annotations
 
-from ..loop.session_dir import session_paths
 from ..profiles import moves_between, short_frame
+from ..repo.state_dir import session_paths
 
 __all__ = ["with_profile_moves"]
 

@@ -135,7 +135,7 @@ def _profile(config: Config, tip: str) -> dict | None:
     """The best's profile, when one was taken: where its time goes."""
     if not config.profile.command or not tip:
         return None
-    from ...loop.session_dir import session_paths
+    from ...repo.state_dir import session_paths
 
     return profile_summary(session_paths(config).profile(tip), tip, config.profile.top)
 

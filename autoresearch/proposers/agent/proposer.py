@@ -28,6 +28,7 @@ import threading
 from dataclasses import replace
 from pathlib import Path
 
+from ...atomic import fresh_dir
 from ...bench.agent_sandbox import agent_sandbox
 from ...bench.proc import RunResult, read_log
 from ...bench.runners import LocalRunner
@@ -37,10 +38,10 @@ from ...errors import UserError, WorkspaceError
 from ...files import read_bounded
 from ...journal.draft import parse_trailers
 from ...journal.records import ExperimentRecord, no_keep_streak
-from ...loop.session_dir import SessionPaths, fresh_dir
 from ...repo.gitrepo import COMMIT_ENV, Repo, open_repo, tree_patch
 from ...repo.globs import matches_any
 from ...repo.seal import RepoSeal
+from ...repo.state_dir import SessionPaths
 from ...repo.watch import WriteWatch
 from ..base import Hypothesis, ProposalContext, ProposerError
 from .cli import PRESETS, Usage, preset_command, read_usage

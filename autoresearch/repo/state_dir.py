@@ -10,7 +10,6 @@ import contextlib
 import fcntl
 import functools
 import hashlib
-import json
 import os
 import socket
 import time
@@ -18,26 +17,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..atomic import read_json
 from ..config import Config
 from ..errors import SessionBusyError, StateError
-from ..journal.records import json_safe
-from ..repo.arms import arm_dirs
-from ..repo.gitrepo import open_repo
+from .arms import arm_dirs
+from .gitrepo import open_repo
 
-MIN_FREE_BYTES = 64 * 1024
 ARMS = ("worktree", "baseline")
 
 __all__ = [
     "SessionLock",
     "SessionPaths",
-    "fresh_dir",
-    "fresh_name",
     "read_inflight",
-    "read_json",
-    "require_space",
     "session_paths",
-    "write_json_atomic",
-    "write_text_atomic",
 ]
 
 
@@ -189,72 +181,6 @@ class SessionLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
-
-
-def fresh_name(directory: Path, stem: str, suffix: str = "") -> str:
-    """`<stem>-<time>` (then `-2`, `-3`...) naming nothing in `directory` yet: a log directory,
-    an agent's logs or a detached try, never one used before, even twice in one second."""
-    base = f"{stem}-{time.strftime('%Y%m%dT%H%M%S')}"
-    name, n = base, 1
-    while (directory / f"{name}{suffix}").exists():
-        n += 1
-        name = f"{base}-{n}"
-    return name
-
-
-def fresh_dir(directory: Path, stem: str) -> Path:
-    """A new directory named by fresh_name."""
-    path = directory / fresh_name(directory, stem)
-    path.mkdir(parents=True)
-    return path
-
-
-def require_space(path: Path, what: str) -> None:
-    """A StateError when the file system holding `path` is full: a bench whose output could not
-    be written is no verdict on the code it ran."""
-    try:
-        stat = os.statvfs(path if path.is_dir() else path.parent)
-    except OSError:
-        return
-    if stat.f_bavail * stat.f_frsize < MIN_FREE_BYTES:
-        raise StateError(
-            f"{path}: the file system is full, so {what} could not be written; free space "
-            "and run again to resume"
-        )
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` so that a reader sees the old or the new file, never half.
-    A full disk is a StateError naming the file; the old file stays as it was."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise StateError(
-            f"{path}: cannot write ({exc.strerror}); free space (or fix the file system) and "
-            "run again to resume"
-        ) from None
-
-
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    write_text_atomic(path, json.dumps(json_safe(data), ensure_ascii=False, allow_nan=False))
-
-
-def read_json(path: Path) -> dict[str, Any] | None:
-    """A state file written by write_json_atomic, or None; an unreadable one counts as none
-    (it was never complete)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    return data if isinstance(data, dict) else None
 
 
 def read_inflight(path: Path) -> dict[str, Any] | None:
