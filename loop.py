@@ -9,8 +9,8 @@ import secrets
 import sys
 from pathlib import Path
 
-from autoresearch.bench.capture import capture
 from autoresearch.cli import main
+from autoresearch.process.capture import capture
 
 TARGET = Path(__file__).resolve().parent / "targets" / "pebble"
 PREPARE_TIMEOUT_S = 1800  # a first build on a fresh machine compiles Pebble and SQLite

@@ -95,7 +95,7 @@ class BenchConfig:
     # test, gives its early looks 7 degrees of freedom more
     calibration_runs: int = 16
     go_bench: bool = False
-    # What the bench's numbers are written in, beyond METRIC lines (bench/formats.py): "auto"
+    # What the bench's numbers are written in, beyond METRIC lines (readers/formats.py): "auto"
     # recognises each tool's output by its shape; and a file the bench writes them to, in its
     # tree (pytest's --benchmark-json=FILE, hyperfine's --export-json FILE, ...).
     format: str = "auto"

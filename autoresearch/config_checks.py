@@ -10,8 +10,9 @@ import re
 import shutil
 from typing import TYPE_CHECKING
 
-from .bench.formats import bench_problem
 from .errors import ConfigError
+from .plugins import proposer_class
+from .readers.formats import bench_problem
 
 if TYPE_CHECKING:
     from .config import Config
@@ -64,8 +65,6 @@ def check_env_names(env: dict[str, str], where: str) -> None:
 
 def _check_proposers(config: Config) -> None:
     """Each `[[proposer]]` names an installed kind and only options that kind knows."""
-    from .proposers.registry import proposer_class  # proposers build on the config
-
     if not config.proposer:
         raise ConfigError(f"{config.path}: 'proposer' is empty: name at least one proposer")
     for i, table in enumerate(config.proposer):

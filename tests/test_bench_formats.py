@@ -12,10 +12,10 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from autoresearch.bench.formats import FORMATS, NS_PER, detect, metric_name, read_format
 from autoresearch.bench.metrics import read_run_metrics
 from autoresearch.config import BenchConfig
 from autoresearch.errors import MetricParseError
+from autoresearch.readers.formats import FORMATS, NS_PER, detect, metric_name, read_format
 
 CAPTURED = Path(__file__).parent / "fixtures" / "bench-formats"
 

@@ -10,9 +10,9 @@ from collections import Counter
 import pytest
 from conftest import experiment_record
 
+from autoresearch.journal.digest import session_digest, summary_path
 from autoresearch.journal.index import index_path, refresh_index
 from autoresearch.journal.store import Journal
-from autoresearch.journal.summary import session_digest, summary_path
 
 
 def record(n: int, status: str = "discard", title: str | None = None, **more):

@@ -1,5 +1,5 @@
-"""The shape of the package: what the docs' architecture section says, no import cycle, and
-processes started in one place."""
+"""The shape of the package: what the docs' architecture section says, floors that import only
+downwards, no import cycle, and processes started in one place."""
 
 from __future__ import annotations
 
@@ -47,6 +47,54 @@ def test_the_architecture_table_names_every_folder_of_the_package():
     assert named == folders
 
 
+# The package's floors, from the ground up: a folder (or a top-level module) imports only from
+# the floors below its own, never across or up. The morning's commands (morning/) read the
+# journal and git; the report renders them; the loop measures and judges; the faces (cli, the
+# agents' commands, bench hosts, init) drive the loop.
+FLOORS = [
+    {"errors", "statuses", "inert", "filestate", "progress", "profiles", "process"},
+    {"files", "atomic", "plugins", "tables", "readers"},
+    {"config_checks"},
+    {"config"},
+    {"journal", "config_docs"},
+    {"decide"},
+    {"repo"},
+    {"bench"},
+    {"morning"},
+    {"report"},
+    {"proposers"},
+    {"loop"},
+    {"agents", "cluster", "init"},
+    {"cli"},
+    {"reference", "__main__"},
+]
+
+
+def _room(module: str) -> str:
+    """autoresearch.<room>[.module...]: a folder of the package, or a top-level module."""
+    return module.split(".")[1]
+
+
+def test_every_room_has_a_floor():
+    rooms = {_room(_module(p)) for p in PACKAGE.rglob("*.py") if p.parent != PACKAGE}
+    rooms |= {p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__"}
+    assert rooms == set().union(*FLOORS)
+
+
+def test_imports_run_only_down_a_floor():
+    floor = {room: n for n, rooms in enumerate(FLOORS) for room in rooms}
+    up = []
+    for path in PACKAGE.rglob("*.py"):
+        if path == PACKAGE / "__init__.py":
+            continue
+        here = _room(_module(path))
+        for name in _imports(path):
+            there = _room(name) if name.count(".") else None
+            if there in floor and there != here and floor[there] >= floor[here]:
+                up.append(f"{path.relative_to(ROOT)} imports {name}")
+    assert up == []
+
+
 def test_no_import_cycle():
     modules = {_module(p): p for p in PACKAGE.rglob("*.py")}
     graph = {name: _imports(path) & set(modules) for name, path in modules.items()}
@@ -65,23 +113,23 @@ def test_no_import_cycle():
 
 
 def test_processes_start_in_one_module():
-    """Every process goes through bench/proc.py (the target's runs), bench/capture.py (the
+    """Every process goes through bench/proc.py (the target's runs), process/capture.py (the
     helpers the loop asks things of) or GitPython: each gets a timeout and a process group."""
     starting = [
         str(p.relative_to(ROOT))
         for p in PACKAGE.rglob("*.py")
         if re.search(r"^\s*import subprocess|subprocess\.(run|Popen)", p.read_text(), re.M)
     ]
-    assert sorted(starting) == ["autoresearch/bench/capture.py", "autoresearch/bench/proc.py"]
+    assert sorted(starting) == ["autoresearch/bench/proc.py", "autoresearch/process/capture.py"]
 
 
 @pytest.mark.parametrize(
     "modules",
     [
         # `run`: everything up to its first bench; the rule's distributions come at first use
-        ["autoresearch.cli.session", "autoresearch.loop.driver", "autoresearch.loop.preflight"],
+        ["autoresearch.cli.night", "autoresearch.loop.driver", "autoresearch.loop.preflight"],
         # status, state and history
-        ["autoresearch.cli.agents", "autoresearch.loop.status", "autoresearch.agents.outcome"],
+        ["autoresearch.cli.agents", "autoresearch.morning.status", "autoresearch.agents.outcome"],
     ],
 )
 def test_the_loop_and_the_light_commands_import_nothing_heavy(modules):

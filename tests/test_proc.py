@@ -7,10 +7,10 @@ import threading
 import pytest
 from conftest import gone
 
-from autoresearch.bench.capture import capture
 from autoresearch.bench.environ import BLAS_THREADS_ENV, PINNED_ENV, pin_blas_threads
 from autoresearch.bench.proc import run
 from autoresearch.cli import main
+from autoresearch.process.capture import capture
 
 
 def test_output_goes_to_the_log_and_the_tail(tmp_path):

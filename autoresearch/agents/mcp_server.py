@@ -98,7 +98,7 @@ def _session_tools(server, config: Config, reads, writes) -> None:
     def state() -> dict[str, Any]:
         """Where the session stands: baseline, best, noise, the smallest change the loop
         claims (threshold_pct), experiments by status, budget left, the one in flight."""
-        from ..loop.status import session_status
+        from ..morning.status import session_status
 
         return session_status(config)
 

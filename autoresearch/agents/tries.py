@@ -22,7 +22,6 @@ from typing import Any
 
 from ..atomic import fresh_name
 from ..bench.proc import process_started, running, spawn_detached
-from ..bench.procfs import environ_of
 from ..config import Config
 from ..errors import UserError
 from ..files import read_bounded
@@ -37,6 +36,7 @@ from ..loop.driver import (
 )
 from ..loop.retention import prune_session_logs
 from ..loop.session import RunOptions, open_session
+from ..process.procfs import environ_of
 from ..progress import Progress
 from ..proposers import Hypothesis, parse_patch_file
 from ..repo.gitrepo import Repo, tree_patch

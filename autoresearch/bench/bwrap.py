@@ -8,7 +8,7 @@ import os
 import shutil
 from pathlib import Path
 
-from .capture import capture
+from ..process.capture import capture
 from .seccomp import unix_filter_fd
 
 __all__ = ["BWRAP_ENV", "NESTED_ID", "bwrap", "bwrap_problem", "privileges", "socket_filter"]

@@ -10,7 +10,7 @@ import shutil
 import socket
 from pathlib import Path
 
-from .capture import capture
+from ..process.capture import capture
 
 __all__ = ["environment", "toolchains"]
 

@@ -1,5 +1,5 @@
 """Bench output -> {metric name: float}: `METRIC name=value` lines, `go test -bench` rows, and
-the other tools' formats (formats.py), from the bench's output or a file it writes.
+the other tools' formats (readers/formats.py), from the bench's output or a file it writes.
 
 The bench's output is the workload's too: a program that prints `METRIC t_ms=1` speaks for
 itself. So each bench run is also given a channel the workload need never hold: a file
@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import MetricParseError
-from .formats import MAX_MAGNITUDE, detect, finite, parse_go_bench, read_format, rows_declared
+from ..readers.formats import (
+    MAX_MAGNITUDE,
+    detect,
+    finite,
+    parse_go_bench,
+    read_format,
+    rows_declared,
+)
 from .proc import read_log
 
 if TYPE_CHECKING:

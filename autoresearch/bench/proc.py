@@ -21,10 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .capture import POLL_S, exit_fd, exited
-from .environ import target_environ
-from .logcap import DEFAULT_CAP, CappedLog
-from .procfs import (
+from ..process.capture import POLL_S, exit_fd, exited
+from ..process.procfs import (
     children_of,
     environ_of,
     process_started,
@@ -33,6 +31,8 @@ from .procfs import (
     send_signal,
     stat_of,
 )
+from .environ import target_environ
+from .logcap import DEFAULT_CAP, CappedLog
 
 __all__ = [
     "TOKEN_ENV",

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import UserError
 from ..files import read_bounded
+from ..process.capture import capture
 from ..profiles import Folded, fold
-from .capture import capture
 
 if TYPE_CHECKING:
     from .measure import Harness

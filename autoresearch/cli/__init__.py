@@ -17,7 +17,7 @@ from ..bench.environ import pin_blas_threads
 from ..errors import UserError
 from ..inert import InertStream
 from ..loop.signals import install_stop_handlers
-from . import agents, init, review, session
+from . import agents, init, night, review
 from .common import EXIT_FAILED, EXIT_USER_ERROR
 
 __all__ = ["COMMANDS", "EXIT_FAILED", "EXIT_USER_ERROR", "TRACEBACK_ENV", "build_parser", "main"]
@@ -32,7 +32,7 @@ LONG_RUNNING = (
 # stdin and stdout): every other command's output goes through `inert`.
 RAW_OUTPUT = ("mcp",)
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
-    **session.COMMANDS,
+    **night.COMMANDS,
     **init.COMMANDS,
     **agents.COMMANDS,
     **review.COMMANDS,
@@ -47,7 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"Set {TRACEBACK_ENV}=1 to see the traceback behind an error.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for group in (session, init, agents, review):
+    for group in (night, init, agents, review):
         group.add_parsers(sub)
     return parser
 

@@ -70,7 +70,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
 
 def cmd_state(args: argparse.Namespace) -> int:
     """Where the session stands, for an agent: baseline, best, noise, threshold, budget left."""
-    from ..loop.status import session_status
+    from ..morning.status import session_status
 
     print(json.dumps(session_status(config_of(args)), indent=2))
     return 0

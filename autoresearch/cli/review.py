@@ -77,7 +77,7 @@ def cmd_pr(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve the review page on localhost, made afresh for each request (while a night runs it
     updates itself in place; started before the night, it waits for its journal)."""
-    from ..loop.status import session_status
+    from ..morning.status import session_status
     from ..repo.state_dir import SessionLock, session_paths
     from ..report.page import render_page, waiting_page
     from ..report.serve import serve_page

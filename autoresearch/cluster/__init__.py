@@ -1,6 +1,6 @@
 """Several bench hosts through Dask distributed: the driver (driver.py) keeps the loop's logic,
 each host (host.py) measures one experiment at a time in its own clone of the target."""
 
-from .driver import run_cluster_session
+from .dispatch import run_cluster_session
 
 __all__ = ["run_cluster_session"]

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import write_json_atomic
-from ..bench.capture import capture
 from ..bench.fingerprint import environment
 from ..bench.measure import (
     BASELINE,
@@ -49,6 +48,7 @@ from ..journal.draft import now_iso
 from ..journal.records import CalibrationRecord
 from ..loop.calibrate import calibrate
 from ..loop.lifecycle import measure_guarded, put_back
+from ..process.capture import capture
 from ..repo.arms import arm_dirs
 from ..repo.gitrepo import Repo
 from ..repo.guard import TreeGuard

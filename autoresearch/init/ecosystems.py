@@ -5,7 +5,7 @@ use pytest-benchmark's `benchmark` fixture, a Go module with `Benchmark` functio
 project with a Google Benchmark executable, a JavaScript or TypeScript package with Vitest
 benchmarks: each gets a
 bench script that runs the project's own benchmarks and a config that reads their output in the
-tool's format (bench/formats.py), a build step where the toolchain has one (so that runs measure
+tool's format (readers/formats.py), a build step where the toolchain has one (so that runs measure
 the code, not the compiler), its usual tests as the checks, and its sources as the scope.
 """
 

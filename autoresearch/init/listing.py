@@ -18,9 +18,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..bench.capture import capture
-from ..bench.formats import metric_name
 from ..errors import UserError
+from ..process.capture import capture
+from ..readers.formats import metric_name
 from .ecosystems import Ecosystem
 
 __all__ = ["Listed", "list_benchmarks", "narrowed"]

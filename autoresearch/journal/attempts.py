@@ -2,7 +2,7 @@
 
 Opening a session asks of its history which patches were tried, how often and how each try
 ended, the experiment numbers used, the streak without a keep: never the runs' samples. The
-summary beside the review index keeps one row of this per experiment (summary.py), so a resume
+summary beside the review index keeps one row of this per experiment (digest.py), so a resume
 on a season's journal reads those rows, not 100,000 records; the whole record is read back by
 its byte range when something needs it (the second look, a proposer reading the history).
 """

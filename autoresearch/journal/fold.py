@@ -29,7 +29,7 @@ from .lines import gc_paused, record_key, repeat_warning
 
 __all__ = ["COLUMNS", "SUMMARY", "Fold", "RecordKeys", "derived_paths", "fold_path", "folded"]
 
-SUMMARY, COLUMNS = "summary", "columns"  # the folds: summary.py, columns.py
+SUMMARY, COLUMNS = "summary", "columns"  # the folds: digest.py, columns.py
 
 F = TypeVar("F", bound="Fold")
 GARBLED = (orjson.JSONDecodeError, KeyError, TypeError, ValueError)  # what a garbled file raises

@@ -16,6 +16,7 @@ from pathlib import Path
 from ..atomic import json_safe
 from ..errors import JournalError
 from .attempts import Attempt, Span
+from .digest import SessionDigest, session_digest
 from .index import derived_dir, update_index
 from .lines import BOM, duplicate_warning, gc_paused, parse_lines, torn_line_warning
 from .records import (
@@ -26,7 +27,6 @@ from .records import (
     SessionRecord,
     _Record,
 )
-from .summary import SessionDigest, session_digest
 
 __all__ = [
     "Journal",

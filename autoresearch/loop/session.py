@@ -22,10 +22,10 @@ from ..decide.calibration import Calibration
 from ..decide.headline import baseline_calibration
 from ..errors import UserError
 from ..journal.attempts import Attempt, attempts_by_patch, may_run_again, tried_patches
+from ..journal.digest import SessionDigest
 from ..journal.draft import now_iso
 from ..journal.records import CalibrationRecord, ExperimentRecord, SessionRecord, no_keep_streak
 from ..journal.store import Journal
-from ..journal.summary import SessionDigest
 from ..progress import Plan, Progress
 from ..proposers import ProposalContext, Proposer, make_proposer
 from ..proposers.chain import ProposerChain

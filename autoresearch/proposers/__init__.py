@@ -1,10 +1,11 @@
-"""Where hypotheses come from: proposers found by name (registry.py), chained in order."""
+"""Where hypotheses come from: proposers found by name (../plugins.py), chained in order."""
 
 from ..config import Config
+from ..plugins import ENTRY_POINT_GROUP
 from .base import Hypothesis, ProposalContext, Proposer, ProposerError, patch_sha256
 from .chain import ProposerChain
 from .queue import QueueProposer, parse_patch_file, read_hypothesis
-from .registry import ENTRY_POINT_GROUP, make_proposers
+from .registry import make_proposers
 
 __all__ = [
     "ENTRY_POINT_GROUP",

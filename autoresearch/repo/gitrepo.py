@@ -1,4 +1,4 @@
-"""The one git wrapper: GitPython for reads, the git CLI (through bench/capture.py) for the rest."""
+"""The one git wrapper: GitPython for reads, the git CLI (process/capture.py) for the rest."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import git
 
-from ..bench.capture import capture
 from ..errors import WorkspaceError
+from ..process.capture import capture
 
 __all__ = ["GitResult", "Repo", "gitdir_of", "open_repo", "tree_patch"]
 
@@ -257,7 +257,7 @@ class Repo:
 
     def run(self, *args: str, env: dict[str, str] | None = None) -> GitResult:
         """Run `git <args>` in this tree; never raises on a non-zero exit. In a session of its
-        own (bench/capture.py): a hook's leftovers die with the call, a hang with its timeout."""
+        own (process/capture.py): a hook's leftovers die with the call, a hang with its timeout."""
         done = capture(
             ["git", *HARDENED, *([] if self.hooks else (*ISOLATION, *driver_overrides())), *args],
             cwd=self.path,

@@ -30,8 +30,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..bench.procfs import files_of_session
 from ..journal.fold import derived_paths
+from ..process.procfs import files_of_session
 from .gitrepo import Repo
 from .mirror import JournalMirror, journal_tail
 from .watch import tree_stamp

@@ -15,7 +15,7 @@ def branch_review(
 ) -> tuple[History, dict]:
     """The history and summary of `branch`, found among the session's groups by its tree, so
     that any prefix it was written with will do."""
-    from ..loop.finalize import finalize
+    from ..morning.finalize import finalize
     from ..repo.gitrepo import open_repo
 
     repo = open_repo(config.repo_path)

@@ -59,7 +59,7 @@ def _where(history: History, summary: dict) -> list[tuple[str, str]]:
 def _groups(history: History, config) -> list[dict[str, Any]]:
     """The branches `finalize` would cut (a dry run: nothing written), each with whether it
     exists, its own confirmation when `finalize --confirm` measured it, and its commands."""
-    from ..loop.finalize import finalize
+    from ..morning.finalize import finalize
     from ..repo.gitrepo import open_repo
 
     try:

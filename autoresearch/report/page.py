@@ -68,7 +68,7 @@ def render_page(
 ) -> str:
     """The page for one session; `live_s` (a night is running) makes it fetch itself that
     often and update in place, keeping the reader's filters, open rows and scroll; `inflight`
-    is the experiment running now (loop/status.py)."""
+    is the experiment running now (morning/status.py)."""
     return render_template(
         "report.html.j2",
         templates,

@@ -12,12 +12,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ...bench.capture import capture
 from ...config import Config
 from ...decide.hidden import shown_to_agents
 from ...decide.percent import change_pct
 from ...errors import UserError
 from ...journal.records import ExperimentRecord
+from ...process.capture import capture
 from ...profiles import profile_summary
 from ...progress import format_value
 from ...report.ideas import CLOSED_RULES

@@ -45,7 +45,11 @@ from ...repo.state_dir import SessionPaths
 from ...repo.watch import WriteWatch
 from ..base import Hypothesis, ProposalContext, ProposerError
 from .cli import PRESETS, Usage, preset_command, read_usage
-from .guard import (
+from .prompt import render_prompt
+from .reach import changed_beyond, joined, listing, unqueue
+from .settings import AgentSettings, agent_settings
+from .version import CliVersion, cli_version
+from .vetting import (
     MAX_HYPOTHESIS_BYTES,
     Proposal,
     applies_at,
@@ -53,10 +57,6 @@ from .guard import (
     guard,
     read_hypothesis_file,
 )
-from .prompt import render_prompt
-from .reach import changed_beyond, joined, listing, unqueue
-from .settings import AgentSettings, agent_settings
-from .version import CliVersion, cli_version
 
 __all__ = ["AgentProposer", "agent_spend"]
 

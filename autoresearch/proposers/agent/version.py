@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...bench.agent_sandbox import RELOCATING
-from ...bench.capture import capture
+from ...process.capture import capture
 
 __all__ = ["TESTED", "CliVersion", "cli_version"]
 

@@ -1,7 +1,7 @@
 """`autoresearch finalize`: the session's keeps as independent branches from its base.
 
 Reads the session's kept experiments from the journal, groups the commits of the session
-branch that share files (repo/finalize.py), writes one local branch per group, and checks that
+branch that share files (repo/regroup.py), writes one local branch per group, and checks that
 the branches together equal the session's tip. Nothing is pushed.
 """
 
@@ -10,13 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..config import Config
-from ..decide.percent import CONTRIBUTION, interval_side
+from ..decide.percent import interval_side
 from ..errors import UserError
+from ..journal.digest import SessionDigest
 from ..journal.records import ConfirmationRecord
 from ..journal.store import Journal
-from ..journal.summary import SessionDigest
-from ..progress import Progress
-from ..repo.finalize import (
+from ..repo.gitrepo import open_repo
+from ..repo.regroup import (
     Group,
     Kept,
     branch_name,
@@ -26,14 +26,10 @@ from ..repo.finalize import (
     union_tree,
     without,
 )
-from ..repo.gitrepo import open_repo
 from ..statuses import Status
 
 __all__ = [
-    "Contribution",
     "Finalized",
-    "confirm_branches",
-    "contributions",
     "finalize",
     "stands_alone",
 ]
@@ -128,74 +124,6 @@ def _kept_records(journal: Journal, digest: SessionDigest) -> dict[str, dict]:
                     "mechanism": record.asi.mechanism if record.asi else None,
                 }
     return records
-
-
-def confirm_branches(
-    config: Config, done: Finalized, runs: int | None, env: dict[str, str], progress: Progress
-) -> None:
-    """Each written branch measured against the session's base, side by side, as the session's
-    own confirmation is: its own headline, journaled as a confirmation of the branch's tip."""
-    from .confirm import confirm_session
-    from .session import RunOptions, open_session
-
-    options = RunOptions(env=env)
-    with open_session(config, options, progress, purpose="confirm", proposers=False) as session:
-        for group in done.groups:
-            progress.info(f"{group.branch}: its tree against the base")
-            done.confirmations[group.branch] = confirm_session(
-                session, runs, tip=group.tip, branch=group.branch
-            )
-            if done.confirmations[group.branch] is None:
-                return
-
-
-@dataclass
-class Contribution:
-    """What one kept commit adds to the final combination: the tip without it against the tip,
-    measured side by side (`record`); `why_not` when it could not be taken out alone."""
-
-    kept: Kept
-    record: ConfirmationRecord | None = None
-    why_not: str | None = None
-
-    def verdict(self, direction: str) -> str:
-        """`contributes` (the tip is shown better with it), `costs` (shown worse with it),
-        `dead weight` (no measurable difference either way), or why it was not measured."""
-        r = self.record
-        side = None if r is None else interval_side(r.ci_low_pct, r.ci_high_pct, direction)
-        if side is None:
-            return self.why_not or "not measured (interrupted)"
-        return CONTRIBUTION[side]
-
-
-def contributions(
-    config: Config, runs: int | None, env: dict[str, str], progress: Progress
-) -> list[Contribution]:
-    """Each kept commit taken out of the session's tip and measured against it (leave one out),
-    as the confirmation measures: a keep judged early may add nothing once later keeps landed,
-    or cost. Journaled as confirmations naming what they `left_out` (never the headline)."""
-    from .confirm import confirm_session
-    from .session import RunOptions, open_session
-
-    plan = finalize(config, dry_run=True)
-    repo = open_repo(config.repo_path, config.target.git_hooks)
-    found = []
-    options = RunOptions(env=env)
-    with open_session(config, options, progress, purpose="confirm", proposers=False) as session:
-        for group in plan.groups:
-            for kept in group.commits:
-                commit, why = without(repo, plan.tip, [kept])
-                found.append(Contribution(kept, why_not=why.partition(": ")[2] or None))
-                if commit is None:
-                    progress.info(f"#{kept.n} {kept.title}: {why}")
-                    continue
-                progress.info(f"#{kept.n} {kept.title}: the tip without it, against the tip")
-                found[-1].record = confirm_session(
-                    session, runs, base=commit, left_out=[kept.commit]
-                )
-                if found[-1].record is None:
-                    return found
-    return sorted(found, key=lambda c: c.kept.n or 0)
 
 
 def stands_alone(record: ConfirmationRecord, direction: str) -> bool:

@@ -9,8 +9,8 @@ from typing import Any
 from ..config import Config
 from ..decide.headline import headline
 from ..decide.percent import change_pct
+from ..journal.digest import session_digest
 from ..journal.records import STATUSES, is_headline
-from ..journal.summary import session_digest
 from ..profiles import profile_lines, profile_summary
 from ..progress import format_value
 from ..repo.state_dir import SessionLock, read_inflight, session_paths

@@ -13,11 +13,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from ..bench.capture import capture
 from ..config import Config
 from ..errors import UserError
+from ..morning.finalize import Finalized
+from ..process.capture import capture
 from ..repo.gitrepo import open_repo
-from .finalize import Finalized
 
 __all__ = ["open_pull_requests", "require_gh"]
 
@@ -36,9 +36,9 @@ def open_pull_requests(
     config: Config, done: Finalized, remote: str, into: str | None, say: Callable[[str], None]
 ) -> list[str]:
     """Push each written branch to `remote` and open its pull request; their URLs."""
-    from ..report import load_history
-    from ..report.branch import branch_review
-    from ..report.render import pr_title, render_pr
+    from . import load_history
+    from .branch import branch_review
+    from .render import pr_title, render_pr
 
     gh = require_gh()
     if not done.written:

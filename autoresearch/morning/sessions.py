@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..config import Config
 from ..errors import UserError
-from ..journal.summary import session_digests
+from ..journal.digest import session_digests
 from ..repo.gitrepo import open_repo
 from ..repo.state_dir import SessionLock, session_paths
 from ..statuses import Status

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...bench.capture import capture
 from ...bench.proc import RunResult, read_log
 from ...config import Config
 from ...errors import UserError, WorkspaceError
 from ...files import read_bounded
+from ...process.capture import capture
 from ...repo.gitrepo import Repo
 from ...repo.patchcheck import check_paths, patch_paths
 from ...repo.workspace import BaselineTree

@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..bench.capture import capture
 from ..errors import WorkspaceError
+from ..process.capture import capture
 from .gitrepo import COMMIT_ENV, HARDENED, HARDENED_ENV, Repo
 
 __all__ = [

@@ -80,13 +80,13 @@ def cmd_finalize(args: argparse.Namespace) -> int:
 
     Commits that share a file go together; the branches' union is checked equal to the
     session's tip; nothing is pushed."""
-    from ..loop.finalize import finalize
+    from ..morning.finalize import finalize
 
     config = config_of(args)
     if args.contributions:
         return _contributions(args, config)
     if args.open_prs:
-        from ..loop.publish import require_gh
+        from ..report.publish import require_gh
 
         require_gh()
     drop = tuple(args.drop or ())
@@ -128,7 +128,7 @@ def cmd_finalize(args: argparse.Namespace) -> int:
         )
     code = _confirm_branches(args, config, done) if args.confirm else 0
     if code == 0 and args.open_prs:
-        from ..loop.publish import open_pull_requests
+        from ..report.publish import open_pull_requests
 
         open_pull_requests(config, done, args.remote, args.into, print)
     return code
@@ -136,7 +136,7 @@ def cmd_finalize(args: argparse.Namespace) -> int:
 
 def _contributions(args: argparse.Namespace, config) -> int:
     """Each keep taken out of the tip and measured against it: what it adds now."""
-    from ..loop.finalize import contributions
+    from ..loop.contributions import contributions
     from ..progress import Progress
 
     found = contributions(config, args.runs, dict(args.env), Progress(quiet=args.quiet))
@@ -167,7 +167,8 @@ def _contributions(args: argparse.Namespace, config) -> int:
 
 def _confirm_branches(args: argparse.Namespace, config, done) -> int:
     """Each branch against the base, said with whether it stands alone."""
-    from ..loop.finalize import confirm_branches, stands_alone
+    from ..loop.contributions import confirm_branches
+    from ..morning.finalize import stands_alone
     from ..progress import Progress
 
     confirm_branches(config, done, args.runs, dict(args.env), Progress(quiet=args.quiet))
@@ -215,7 +216,7 @@ def cmd_confirm(args: argparse.Namespace) -> int:
 
 def cmd_status(args: argparse.Namespace) -> int:
     """Show where a session stands: experiments by status, baseline vs best, the one in flight."""
-    from ..loop.status import format_status, session_status
+    from ..morning.status import format_status, session_status
 
     status = session_status(config_of(args))
     print(json.dumps(status, indent=2) if args.json else format_status(status))
@@ -273,7 +274,7 @@ def cmd_prune(args: argparse.Namespace) -> int:
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     """List the repository's sessions: branch, experiments, state size, last activity."""
-    from ..loop.sessions import format_sessions, list_sessions
+    from ..morning.sessions import format_sessions, list_sessions
 
     config = config_of(args)
     print(format_sessions(list_sessions(config), config.session.name))
@@ -282,7 +283,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 
 def cmd_clean(args: argparse.Namespace) -> int:
     """Remove a session's worktrees and state (logs, patches); its branch only with --branch."""
-    from ..loop.sessions import clean_session
+    from ..morning.sessions import clean_session
 
     config = config_of(args)
     name = check_session_name(args.name, "SESSION")

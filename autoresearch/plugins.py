@@ -1,0 +1,51 @@
+"""Proposers by name: the `autoresearch.proposers` entry-point group.
+
+A third-party package adds a proposer by declaring, in its own pyproject.toml,
+
+    [project.entry-points."autoresearch.proposers"]
+    mykind = "mypackage.module:MyProposer"
+
+where `MyProposer.from_options(options, config)` builds it from its `[[proposer]]` table (with
+`kind` removed) and raises ConfigError naming what is wrong. The built-ins are declared the same
+way in this project's pyproject.toml; the table below only stands in when the package's own
+metadata is missing (running from a source tree that was never installed).
+
+The lookup loads a kind's class by name (importlib), so that the config's checks can ask a
+proposer about its options without the config importing the proposers built on it.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = ["ENTRY_POINT_GROUP", "available", "proposer_class"]
+
+ENTRY_POINT_GROUP = "autoresearch.proposers"
+BUILT_IN = {
+    "queue": "autoresearch.proposers.queue:QueueProposer",
+    "sweep": "autoresearch.proposers.sweep:SweepProposer",
+    "agent": "autoresearch.proposers.agent.proposer:AgentProposer",
+}
+
+
+def available() -> dict[str, str]:
+    """kind -> "module:attribute", the installed entry points over the built-in defaults."""
+    found = dict(BUILT_IN)
+    found.update({ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)})
+    return found
+
+
+def proposer_class(kind: str, where: str) -> Any:
+    target = available().get(kind)
+    if target is None:
+        known = ", ".join(sorted(available()))
+        raise ConfigError(f"{where}: no proposer kind '{kind}' (installed: {known})")
+    module, _, attribute = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError(f"{where}: proposer '{kind}' ({target}) did not load: {exc}") from None
