@@ -27,13 +27,7 @@ from ..errors import UserError
 from ..files import read_bounded
 from ..journal.fold import derived_paths
 from ..journal.records import ExperimentRecord
-from ..loop.driver import (
-    account,
-    calibrate_best,
-    preflight_base,
-    restore_calibration,
-    run_experiment,
-)
+from ..loop.driver import experiment_step, get_ready
 from ..loop.retention import prune_session_logs
 from ..loop.session import RunOptions, open_session
 from ..process.procfs import environ_of
@@ -41,7 +35,6 @@ from ..progress import Progress
 from ..proposers import Hypothesis, parse_patch_file
 from ..repo.gitrepo import Repo, tree_patch
 from ..repo.state_dir import session_paths
-from ..statuses import Status
 
 __all__ = [
     "read_result",
@@ -112,17 +105,11 @@ def try_change(
             source=source,
             proposer="try",
         )
-        if session.baseline is None and config.session.preflight and not preflight_base(session):
-            raise UserError("interrupted during the pre-flight")
-        if not restore_calibration(session) and not calibrate_best(session):
-            raise UserError("interrupted during the calibration of the best")
-        if session.stop_error is not None:
-            raise UserError(session.stop_error)
-        record = run_experiment(session, hypothesis)
-        account(session, record)
-        # The next try is measured against the new best's own runs.
-        if record.status == Status.KEEP and not session.stop.is_set():
-            calibrate_best(session)
+        stopped = get_ready(session, reuse=True) or session.stop_error
+        if stopped is not None:
+            raise UserError(stopped)
+        # The next try is measured against a kept change's own calibration.
+        record, _ = experiment_step(session, hypothesis)
         prune_session_logs(session)
         return record
 

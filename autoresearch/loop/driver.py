@@ -42,10 +42,9 @@ __all__ = [
     "SessionOutcome",
     "account",
     "adopt_calibration",
-    "calibrate_best",
     "confirm_wanted",
-    "preflight_base",
-    "restore_calibration",
+    "experiment_step",
+    "get_ready",
     "run_session",
     "second_look_hypothesis",
     "session_outcome",
@@ -101,13 +100,7 @@ def session_outcome(session: Session, reason: str, confirmed: float | None) -> S
 
 def _loop(session: Session) -> str:
     """Experiments until a stop condition; returns why it stopped."""
-    if (
-        session.baseline is None
-        and session.config.session.preflight
-        and not preflight_base(session)
-    ):
-        return "interrupted by a signal during the pre-flight"
-    reason = None if calibrate_best(session) else "interrupted by a signal during calibration"
+    reason = get_ready(session)
     if reason is None and not session.options.accept_noise:
         _refuse_noise(session)
     while reason is None and (reason := stop_reason(session)) is None:
@@ -120,17 +113,38 @@ def _loop(session: Session) -> str:
                 "no hypotheses left: the proposers have none, and none undecided to look at again"
             )
             break
-        record = run_experiment(session, hypothesis)
-        account(session, record)
-        enforce_log_budget(session)
-        # The kept commit is the new best: measure it afresh for the noise and threshold.
-        if (
-            record.status == Status.KEEP
-            and not session.stop.is_set()
-            and not calibrate_best(session)
-        ):
-            reason = "interrupted by a signal during calibration"
+        _, reason = experiment_step(session, hypothesis)
     return reason
+
+
+def get_ready(session: Session, reuse: bool = False) -> str | None:
+    """Before the first experiment of a run (`run`, or one `try`): the pre-flight on the base of
+    a new session, and the best's calibration (with `reuse`, the journal's last stands when it
+    measured the tip). Why a signal stopped it, or None."""
+    if (
+        session.baseline is None
+        and session.config.session.preflight
+        and not preflight_base(session)
+    ):
+        return "interrupted by a signal during the pre-flight"
+    if reuse and restore_calibration(session):
+        return None
+    return None if calibrate_best(session) else "interrupted by a signal during calibration"
+
+
+def experiment_step(
+    session: Session, hypothesis: Hypothesis
+) -> tuple[ExperimentRecord, str | None]:
+    """One experiment measured here, start to end (`run`, `try`): run, journaled, the logs kept
+    within budget, and a kept commit calibrated as the new best. Its record, and why a signal
+    stopped the calibration after it, or None."""
+    record = run_experiment(session, hypothesis)
+    account(session, record)
+    enforce_log_budget(session)
+    # The kept commit is the new best: measure it afresh for the noise and threshold.
+    if record.status == Status.KEEP and not session.stop.is_set() and not calibrate_best(session):
+        return record, "interrupted by a signal during calibration"
+    return record, None
 
 
 def preflight_base(session: Session) -> bool:
