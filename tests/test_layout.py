@@ -95,6 +95,15 @@ def test_imports_run_only_down_a_floor():
     assert up == []
 
 
+def test_each_module_name_says_one_role():
+    """A file name found once in the package: `finalize.py` is the command's plan, never also
+    git's plumbing beside it in another folder."""
+    names = [
+        p.name for p in PACKAGE.rglob("*.py") if p.name not in ("__init__.py", "__main__.py")
+    ]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
 def test_no_import_cycle():
     modules = {_module(p): p for p in PACKAGE.rglob("*.py")}
     graph = {name: _imports(path) & set(modules) for name, path in modules.items()}

@@ -74,7 +74,7 @@ def without_holdout_figures(summary: dict[str, Any]) -> dict[str, Any]:
 def best_profile_now(config: Config, fresh: bool, env: dict[str, str]) -> dict[str, Any]:
     """The best's profile (`profile`, the MCP server's `profile`): the stored one, or with
     `fresh` one taken now in a worktree of its own; `why` says why there is none."""
-    from ..loop.profiling import profile_commit
+    from ..loop.best_profile import profile_commit
     from ..morning.status import session_status
     from ..profiles import profile_summary
     from ..repo.state_dir import session_paths

@@ -29,7 +29,7 @@ from ..statuses import Status
 from .armstate import ArmStates
 from .environ import bench_environ
 from .equivalence import equivalence_failure, stdout_wrapped
-from .holdout import measure_holdout
+from .holdout_runs import measure_holdout
 from .metrics import METRIC_FD_ENV, metric_channel, read_run_metrics, run_output
 from .proc import RunResult
 from .runners import LocalRunner, Runner
@@ -229,7 +229,7 @@ class Harness:
     def holdout_values(
         self, cwd: Path, log: Path, into: Measurement, arm: str
     ) -> dict[str, float] | None:
-        """One run of the holdout in `cwd` (holdout.py), checked like the candidate's bench
+        """One run of the holdout in `cwd` (holdout_runs.py), checked like the candidate's bench
         runs when it is the candidate's; None (with `into.failure`) when it failed."""
         return self._bench_values(cwd, log, into, arm == CANDIDATE, holdout=True)
 
@@ -424,7 +424,7 @@ def measure_pair(
     the candidate (unless `build` is False), then run both alternately until `judge` decides
     at one of its looks, or for `pairs` pairs without one. `logs(name)` is where each run's
     output goes ("build", "baseline-3", ...). A failure is in the result (`failure`,
-    `failed_arm`, `status`), never raised. A decided keep runs the holdout (holdout.py) on
+    `failed_arm`, `status`), never raised. A decided keep runs the holdout (holdout_runs.py) on
     its own; `holdout_pairs` runs it after measuring without a judge (the confirmation)."""
     pair = PairMeasurement()
     if build and harness.guard is not None:

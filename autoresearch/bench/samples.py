@@ -55,7 +55,7 @@ class PairMeasurement:
     detail: str = ""
     builds: list[RunResult] = field(default_factory=list)
     warmup: Measurement = field(default_factory=Measurement)  # runs made and dropped
-    # The holdout's runs (holdout.py), after the bench decided a keep: best, candidate.
+    # The holdout's runs (holdout_runs.py), after the bench decided a keep: best, candidate.
     holdout: tuple[Measurement, Measurement] | None = None
 
     @property

@@ -1,7 +1,7 @@
 """What an agent is told of the hidden holdout's verdict: that it judged, never what it measured.
 
 Its own module, with nothing heavy imported: `history` and `state` answer an agent in a fraction
-of a second, and the statistics (decide/holdout.py) are not needed to say this.
+of a second, and the statistics (decide/holdout_verdict.py) are not needed to say this.
 """
 
 from __future__ import annotations

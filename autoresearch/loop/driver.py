@@ -19,11 +19,11 @@ from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..progress import Progress, format_value
 from ..proposers import Hypothesis
 from ..statuses import Status
+from .best_profile import profile_best
 from .calibrate import CalibrationFailed, calibrate
 from .confirm import confirm_session
 from .lifecycle import run_experiment
 from .preflight import run_preflight
-from .profiling import profile_best
 from .retention import enforce_log_budget, prune_session_logs
 from .second_look import forget_request, second_look
 from .session import (

@@ -64,7 +64,7 @@ COLUMNS = [
     "checks_exit",
     "touched_files",
     "sentinels_ok",
-    "holdout_change_pct",  # the hidden holdout's verdict before a keep (decide/holdout.py)
+    "holdout_change_pct",  # the hidden holdout's verdict before a keep (decide/holdout_verdict.py)
     "holdout_verdict",
     "metrics",
 ]

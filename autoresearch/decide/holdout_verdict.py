@@ -6,7 +6,7 @@ Judged on the holdout's own paired runs: refused when the holdout is shown worse
 larger of `min_gain_pct` (the decision's floor unless set) and `min_share` of the gain the bench
 showed (a third: a change worth 50% on the bench and under 17% elsewhere was tuned to it); and,
 with `require_win`, unless the holdout shows a win too (its whole interval better). Between
-those the holdout is undecided (`no_win`): more pairs may decide it (bench/holdout.py); at the
+those the holdout is undecided (`no_win`): more pairs may decide it (bench/holdout_runs.py); at the
 last look it stands but with `require_win`. The decision that stands carries the holdout's
 evidence (`decision.holdout`) either way.
 """

@@ -3,7 +3,8 @@
 `[holdout] command` runs, paired and alternating like the bench (B C, C B, ...), in the same
 two arms and from the same state, once the bench decided a keep; its files are hidden from
 every other confined run (sandbox.py, `secret`) and from the agent. Its verdict
-(decide/holdout.py) may turn the keep into a discard. A holdout still undecided after `pairs`
+(decide/holdout_verdict.py) may turn the keep into a discard. A holdout still undecided after
+`pairs`
 (no win shown, and neither a loss nor a gain short of the floor) runs `pairs` more, up to
 `max_pairs`: a real win smaller on the holdout than on the bench (a tuning knob at another
 size) needs more pairs to be shown, and a change fast only on the bench's inputs more to be
@@ -17,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..decide.holdout import holdout_decision, holdout_evidence
+from ..decide.holdout_verdict import holdout_decision, holdout_evidence
 from .samples import BASELINE, CANDIDATE, Measurement, PairMeasurement
 
 if TYPE_CHECKING:
