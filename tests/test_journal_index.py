@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 from conftest import experiment_record as record
+from conftest import git, run, run_cli
 
-from autoresearch.journal.index import INDEX_VERSION, index_path, refresh_index
+from autoresearch.journal.index import INDEX_VERSION, derived_dir, index_path, refresh_index
 from autoresearch.journal.store import Journal
 
 
@@ -81,3 +82,34 @@ def test_a_damaged_index_is_rebuilt(tmp_path):
         json.loads(index_path(journal.path).read_text().splitlines()[0])["index_version"]
         == INDEX_VERSION
     )
+
+
+def status_cli(target):
+    return run_cli("status", cwd=target.root, timeout=120)
+
+
+def test_after_a_night_and_its_review_your_checkout_holds_the_journal_and_nothing_derived(target):
+    """The index, the summary and the columns live outside the checkout (in the repository's
+    git directory), so that `git status` shows the journal and ideas.md, nothing else."""
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    run(target)
+    assert status_cli(target).returncode == 0
+
+    untracked = git(target.root, "status", "--porcelain", "--untracked-files=all", "--ignored")
+    new = sorted(line[3:] for line in untracked.splitlines())
+    queued = [f"hypotheses/{p.name}" for p in target.queue.iterdir()]  # the test's own
+    assert sorted(set(new) - set(queued) - {"ideas.md"}) == ["experiments.jsonl"]
+    where = derived_dir(target.journal)
+    assert (where / "index").is_file() and (where / "summary").is_file()
+    assert where.is_relative_to((target.root / ".git").resolve())
+
+
+def test_two_journals_of_one_name_never_share_what_is_derived(tmp_path):
+    """Keyed by the journal's path: a review of a copy never reads the original's index."""
+    first, second = tmp_path / "a" / "j.jsonl", tmp_path / "b" / "j.jsonl"
+    for n, path in ((1, first), (2, second)):
+        path.parent.mkdir()
+        Journal(path, "s").append(record(n))
+    assert derived_dir(first) != derived_dir(second)
+    assert [r["n"] for r in refresh_index(first).experiments] == [1]
+    assert [r["n"] for r in refresh_index(second).experiments] == [2]

@@ -98,9 +98,7 @@ def test_imports_run_only_down_a_floor():
 def test_each_module_name_says_one_role():
     """A file name found once in the package: `finalize.py` is the command's plan, never also
     git's plumbing beside it in another folder."""
-    names = [
-        p.name for p in PACKAGE.rglob("*.py") if p.name not in ("__init__.py", "__main__.py")
-    ]
+    names = [p.name for p in PACKAGE.rglob("*.py") if p.name not in ("__init__.py", "__main__.py")]
     assert sorted({n for n in names if names.count(n) > 1}) == []
 
 

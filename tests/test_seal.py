@@ -51,11 +51,7 @@ def repository_state(root: Path) -> dict:
         "files": files,
         "refs": "\n".join(r for r in refs.splitlines() if "autoresearch/" not in r),
         "branch": git(root, "symbolic-ref", "HEAD"),
-        "status": "\n".join(
-            line
-            for line in git(root, "status", "--porcelain", "--untracked-files=all").splitlines()
-            if ".experiments.jsonl." not in line  # the loop's own index and summary
-        ),
+        "status": git(root, "status", "--porcelain", "--untracked-files=all"),
     }
 
 
@@ -274,14 +270,13 @@ def test_a_worktree_s_git_file_pointed_at_your_repository_moves_nothing_of_yours
 
 
 def _yours(target) -> tuple:
-    """What you would look at: HEAD and its branch, the index's contents, your files (the
-    journal's derived files, the loop's own, left out)."""
+    """What you would look at: HEAD and its branch, the index's contents, your files."""
     status = git(target.root, "status", "--porcelain", "--untracked-files=all").splitlines()
     return (
         git(target.root, "symbolic-ref", "HEAD"),
         git(target.root, "rev-parse", "HEAD"),
         git(target.root, "diff", "--cached"),
-        [line for line in status if ".experiments.jsonl." not in line],
+        status,
         (target.root / "README").read_text(),
         (target.root / "notes.txt").read_text(),
     )

@@ -57,7 +57,7 @@ def agent_sandbox(
     derived = derived_paths(config.journal_path)
     for directory in derived:  # made now, so that what is derived during the run is hidden too
         with contextlib.suppress(OSError):
-            directory.mkdir(exist_ok=True)
+            directory.mkdir(parents=True, exist_ok=True)
     return Sandbox(
         nested=True,
         network=True,

@@ -24,10 +24,8 @@ FILES = {
     "hypothesis.patch.example": "hypotheses/0001-example.patch.example",
 }
 EXECUTABLE = ("autoresearch.sh", "autoresearch.checks.sh")
-GITIGNORE_LINES = (
-    "experiments.jsonl",
-    ".experiments.jsonl.*",  # what its readers derive from it (.experiments.jsonl.d/)
-)
+# What its readers derive from the journal lives in the git directory (journal/index.py).
+GITIGNORE_LINES = ("experiments.jsonl",)
 # Nanoseconds per unit, for the bench template's timer: it prints the metric in the unit given.
 TIME_UNITS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 

@@ -2,11 +2,11 @@
 season's journal build their frame from a column per field, not from 100,000 rows parsed one by
 one.
 
-`.experiments.jsonl.d/columns` folds the index's entries (fold.py): every experiment row (index.py's
-`experiment_row`) as one value in each column, and the few whole records beside them (session
-lines, calibrations, confirmations, imports) with the reader's warnings. A review reads it in
-one parse and hands the columns to pandas as they are.
-"""
+The `columns` of the journal's derived directory (index.py's `derived_dir`) fold the index's
+entries (fold.py): every experiment row (index.py's `experiment_row`) as one value in each
+column, and the few whole records beside them (session lines, calibrations, confirmations,
+imports) with the reader's warnings. A review reads it in one parse and hands the columns to
+pandas as they are."""
 
 from __future__ import annotations
 

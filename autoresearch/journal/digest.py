@@ -1,9 +1,10 @@
 """Where each session of a journal stands, kept up to date beside the review index, so that
 `status` and `state` on a season's journal read a few kilobytes, not 100,000 rows.
 
-`.experiments.jsonl.d/summary` folds the index's entries (fold.py) into per-session figures
-(counts by status, the last kept experiment, the agents' spend) and keeps the few whole records
-status shows (session lines, calibrations, confirmations).
+The `summary` of the journal's derived directory (index.py's `derived_dir`) folds the index's
+entries (fold.py) into per-session figures (counts by status, the last kept experiment, the
+agents' spend) and keeps the few whole records status shows (session lines, calibrations,
+confirmations).
 
 Its first line is what `status` reads. What grows with every experiment follows, stored so
 that folding a few new entries parses none of it: on the second line a 64-bit hash of each

@@ -276,7 +276,7 @@ def _write(path: Path, lines: Iterable[bytes]) -> None:
     # Derived data: a directory that cannot take it costs the next reader one fold.
     tmp = path.with_name(path.name + ".tmp")
     try:
-        path.parent.mkdir(exist_ok=True)
+        path.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "wb") as handle:
             for line in lines:
                 handle.write(line)

@@ -1,10 +1,9 @@
 """The review index: a compact, append-only digest of a journal, so that reviewing 100,000
 experiments does not mean parsing every run's samples again.
 
-It sits in the journal's derived directory (`.experiments.jsonl.d/index`, one place beside the
-journal for everything derived from it, which an agent's sandbox covers whole) and is derived
-data, never
-authoritative: each entry notes the journal offset it covers, the header holds a hash of the
+It sits in the journal's derived directory (`derived_dir`: one place for everything derived from
+the journal, outside your checkout, which an agent's sandbox covers whole) and is derived data,
+never authoritative: each entry notes the journal offset it covers, the header holds a hash of the
 journal's first bytes, and anything that does not line up (a rewritten or truncated journal,
 a damaged index, another version) makes it rebuild from the journal. Refreshing reads only
 the journal bytes past the last indexed offset, so the loop keeps it current after each append
@@ -15,8 +14,10 @@ until the index is deleted.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -56,8 +57,53 @@ class IndexedJournal:
 
 
 def derived_dir(journal: Path) -> Path:
-    """Where what is derived from `journal` lives: one directory beside it."""
-    return journal.with_name(f".{journal.name}.d")
+    """Where what is derived from `journal` lives: one directory of its own, outside your
+    checkout (in the git directory of the repository holding the journal, beside the sessions'
+    state; else in your cache), named by the journal's path, so that two journals never share
+    one. Rebuilt from the journal whenever it is missing."""
+    path = journal.resolve()
+    key = hashlib.sha256(os.fsencode(path)).hexdigest()[:12]
+    git_dir = _git_dir(path.parent)
+    root = git_dir / DERIVED_IN_GIT if git_dir is not None else _cache_home() / DERIVED_IN_CACHE
+    return root / f"{path.name}-{key}"
+
+
+@functools.lru_cache(maxsize=64)
+def _git_dir(directory: Path) -> Path | None:
+    """The common git directory of the repository whose working tree holds `directory`, found
+    by its `.git` (a directory, or a linked worktree's `gitdir:` file), without running git."""
+    for here in (directory, *directory.parents):
+        dotgit = here / ".git"
+        if dotgit.is_dir():
+            return dotgit
+        if dotgit.is_file():
+            text = dotgit.read_text(encoding="utf-8", errors="replace").strip()
+            if not text.startswith("gitdir:"):
+                return None
+            admin = (here / text.removeprefix("gitdir:").strip()).resolve()
+            common = admin / "commondir"
+            if common.is_file():
+                return (admin / common.read_text(encoding="utf-8").strip()).resolve()
+            return admin
+    return None
+
+
+def _forget_beside(journal: Path) -> None:
+    """What earlier versions kept beside the journal, in your checkout (`.<journal>.d/`): the
+    same data, rebuilt in `derived_dir` now. Removed when it holds nothing but that."""
+    old = journal.with_name(f".{journal.name}.d")
+    with contextlib.suppress(OSError):
+        if old.is_dir() and {p.name.removesuffix(".tmp") for p in old.iterdir()} <= OLD_FILES:
+            shutil.rmtree(old)
+
+
+def _cache_home() -> Path:
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+
+
+DERIVED_IN_GIT = "autoresearch.journals"  # beside `autoresearch/`, the sessions' state
+DERIVED_IN_CACHE = "autoresearch/journals"
+OLD_FILES = {"index", "summary", "columns"}  # what `.<journal>.d/` held beside the journal
 
 
 def index_path(journal: Path) -> Path:
@@ -121,6 +167,8 @@ def _update(journal: Path, load: bool) -> tuple[list[dict], str | None, bool]:
     except OSError as exc:
         raise JournalError(f"{journal}: cannot read: {exc.strerror}") from None
     new, consumed, lineno = _digest(journal, tail, offset, lineno)
+    if new and offset == 0:
+        _forget_beside(journal)
     written = _write_index(path, head, new, rebuild=offset == 0) if new else path.exists()
     return entries + new, torn_line_warning(journal, tail[consumed - offset :], lineno), written
 
@@ -235,7 +283,7 @@ def _write_index(path: Path, head: str, new: list[dict], rebuild: bool) -> bool:
     lines = b"".join(orjson.dumps(e) + b"\n" for e in new)
     try:
         if rebuild:  # appended to, the index (and its directory) is there already
-            path.parent.mkdir(exist_ok=True)
+            path.parent.mkdir(parents=True, exist_ok=True)
             header = orjson.dumps({"index_version": INDEX_VERSION, "head": head}) + b"\n"
             tmp = path.with_name(path.name + ".tmp")
             tmp.write_bytes(header + lines)
