@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["EXIT_CODES", "FAILED_STATUSES", "STATUSES", "Rule", "Status"]
+__all__ = ["EXIT_CODES", "FAILED_STATUSES", "STATUSES", "Direction", "Rule", "Status"]
 
 
 class Status(StrEnum):
@@ -48,6 +48,13 @@ class Status(StrEnum):
     def measured(self) -> bool:
         """The rule reached a verdict on bench runs."""
         return self in (Status.KEEP, Status.DISCARD, Status.INCONCLUSIVE)
+
+
+class Direction(StrEnum):
+    """Which way a metric gets better: the config's and the record's `direction`."""
+
+    LOWER = "lower"
+    HIGHER = "higher"
 
 
 class Rule(StrEnum):

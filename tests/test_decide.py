@@ -1,6 +1,7 @@
 """The sequential rule, on samples made to order."""
 
 import dataclasses
+import json
 import math
 import random
 
@@ -17,6 +18,7 @@ from autoresearch.decide.design import (
     runs_needed,
 )
 from autoresearch.decide.rule import Judge
+from autoresearch.journal.evidence import Evidence, SentinelEvidence
 from autoresearch.journal.records import CalibrationRecord
 
 CONFIG = """
@@ -91,23 +93,24 @@ def test_the_calibrations_pairs_join_the_test_and_shorten_the_design(config):
     pooled = Judge(config, 2.0, noise_pct=1.0, prior=prior)
     ev_alone = alone.look(base, cand, final=False).metrics["t_ms"]
     ev_pooled = pooled.look(base, cand, final=False).metrics["t_ms"]
-    assert (ev_alone["df"], ev_pooled["df"]) == (5, 12)
-    assert ev_pooled["pooled_with_calibration"] and not ev_alone["pooled_with_calibration"]
-    assert ev_pooled["p_better"] < ev_alone["p_better"]
+    assert (ev_alone.df, ev_pooled.df) == (5, 12)
+    assert ev_pooled.pooled_with_calibration and not ev_alone.pooled_with_calibration
+    assert ev_pooled.p_better < ev_alone.p_better
     # A candidate that adds noise is judged by its own spread.
     wild, calm = arms(6, 0.96, noise=0.08, seed=4)
-    assert not pooled.look(wild, calm, final=True).metrics["t_ms"]["pooled_with_calibration"]
+    assert not pooled.look(wild, calm, final=True).metrics["t_ms"].pooled_with_calibration
 
 
 def test_clear_win_is_kept_at_the_first_look(config):
     decision = Judge(config, 2.0).look(*arms(6, 0.85, noise=0.01), final=False)
     assert (decision.status, decision.rule, decision.look) == ("keep", "significant_win", 1)
-    primary = decision.metrics["t_ms"]
-    assert primary["paired"] is True and primary["unpaired"]["change_pct"] < 0
-    assert primary["ci_low_pct"] < primary["change_pct"] < primary["ci_high_pct"] < 0
-    assert primary["p_better"] < decision.extra["alpha_per_look"]
+    primary = decision.evidence
+    assert decision.primary == "t_ms"
+    assert primary.paired is True and primary.unpaired.change_pct < 0
+    assert primary.ci_low_pct < primary.change_pct < primary.ci_high_pct < 0
+    assert primary.p_better < decision.extra["alpha_per_look"]
     assert decision.extra["n_candidate"] == 6
-    assert decision.sentinels["s_ms"]["verdict"] == "within"
+    assert decision.sentinels["s_ms"].verdict == "within"
 
 
 def test_pairing_cancels_load_that_moves_both_runs_of_a_pair(config):
@@ -118,7 +121,7 @@ def test_pairing_cancels_load_that_moves_both_runs_of_a_pair(config):
     base |= {"s_ms": base["t_ms"]}
     cand |= {"s_ms": base["t_ms"]}
     paired = Judge(config, 2.0).look(base, cand, final=False)
-    assert paired.status == "keep" and -6 < paired.metrics["t_ms"]["change_pct"] < -4
+    assert paired.status == "keep" and -6 < paired.metrics["t_ms"].change_pct < -4
     unpaired_config = dataclasses.replace(
         config, decision=dataclasses.replace(config.decision, paired=False)
     )
@@ -184,7 +187,7 @@ def test_a_sentinel_command_buys_the_extension_more_pairs_in_the_same_seconds(co
 def test_sentinel_over_budget_vetoes_a_win(config):
     decision = Judge(config, 2.0).look(*arms(6, 0.85, sentinel_factor=1.3), final=False)
     assert (decision.status, decision.rule) == ("discard", "sentinel_budget")
-    assert decision.sentinels["s_ms"]["verdict"] == "over"
+    assert decision.sentinels["s_ms"].verdict == "over"
 
 
 def test_a_win_waits_for_its_unresolved_sentinel_within_the_budget(config):
@@ -233,7 +236,7 @@ def test_sentinel_error_is_spent_in_proportion_to_the_runs_of_each_look(config):
     base, cand = arms(6, 0.8, noise=0.005, seed=3)
     decision = judge.look(base, cand, final=False)
     assert decision.status == "keep"
-    assert decision.sentinels["s_ms"]["confidence"] == pytest.approx(1 - errors[0])
+    assert decision.sentinels["s_ms"].confidence == pytest.approx(1 - errors[0])
 
 
 def test_missing_sentinel_is_never_assumed_fine(config):
@@ -241,7 +244,7 @@ def test_missing_sentinel_is_never_assumed_fine(config):
     del cand["s_ms"]
     decision = Judge(config, 2.0).look(base, cand, final=True)
     assert decision.status == "inconclusive"
-    assert decision.sentinels["s_ms"]["verdict"] == "unresolved"
+    assert decision.sentinels["s_ms"].verdict == "unresolved"
 
 
 def test_unknown_comparison_is_never_significant(config):
@@ -327,3 +330,23 @@ def test_a_calibration_gives_the_judge_its_aa_pairs_spread(config):
     # A keep's own runs stand for the new best; the spread stays the calibration's.
     kept = calibration.kept({"t_ms": [90.0, 91.0]})
     assert (kept.pair_ss, kept.pair_df) == (calibration.pair_ss, 3)
+
+
+@pytest.mark.parametrize("factor", [0.9, 1.0, 1.06])
+def test_a_decision_s_evidence_goes_through_the_journal_s_json_and_back_unchanged(config, factor):
+    """One codec: what the rule read is the record's JSON, and reads back as the same values."""
+    decision = Judge(config, 2.0, noise_pct=1.0).replay(*arms(20, factor, sentinel_factor=factor))
+    assert decision is not None and decision.primary == "t_ms"
+    journal = json.loads(json.dumps({"d": decision.to_dict(), "s": decision.sentinels_dict()}))
+    for name, ev in decision.metrics.items():
+        assert Evidence.from_dict(journal["d"]["metrics"][name]) == ev
+    for name, ev in decision.sentinels.items():
+        assert SentinelEvidence.from_dict(journal["s"][name]) == ev
+    assert journal["d"]["status"] == decision.status and journal["d"]["rule"] == decision.rule
+
+
+def test_an_older_record_s_missing_evidence_reads_as_unknown():
+    ev = Evidence.from_dict({"change_pct": -3.0, "direction": "sideways"})
+    assert ev.change_pct == -3.0 and ev.p_better is None and not ev.compared
+    assert ev.n_baseline == 0 and ev.unpaired is None
+    assert Evidence.from_dict(None) == Evidence()

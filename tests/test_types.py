@@ -21,6 +21,8 @@ STRICT = [
     "autoresearch/process/procfs.py",
     "autoresearch/bench/seccomp.py",
     "autoresearch/bench/testcount.py",
+    "autoresearch/decide/rule.py",
+    "autoresearch/journal/evidence.py",
     "autoresearch/repo/mirror.py",
 ]
 

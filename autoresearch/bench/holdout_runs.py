@@ -22,7 +22,6 @@ from ..decide.holdout_verdict import holdout_decision, holdout_evidence
 from .samples import BASELINE, CANDIDATE, Measurement, PairMeasurement
 
 if TYPE_CHECKING:
-    from ..config import Config
     from ..decide.rule import Decision
     from .measure import Harness
 
@@ -52,14 +51,10 @@ def run_holdout(
     return best, candidate, None
 
 
-def bench_gain(config: Config, decision: Decision | None) -> float:
+def bench_gain(decision: Decision | None) -> float:
     """What the bench showed the primary metric gain, in percent (positive: better)."""
-    change = ((decision.metrics if decision else {}).get(config.metric.name) or {}).get(
-        "change_pct"
-    )
-    if change is None:
-        return 0.0
-    return -change if config.metric.direction == "lower" else change
+    gain = decision.evidence.improvement_pct if decision is not None else None
+    return gain or 0.0
 
 
 def measure_holdout(
@@ -75,7 +70,7 @@ def measure_holdout(
     held = harness.config.holdout
     name = harness.config.holdout_metric.name
     looks = held.looks if pair.decision is not None and not pairs else 1
-    gain = bench_gain(harness.config, pair.decision)
+    gain = bench_gain(pair.decision)
     best, candidate, failed = run_holdout(harness, arms, logs, pairs or held.pairs)
     evidence = None
     for look in range(1, looks + 1):

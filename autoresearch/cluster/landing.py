@@ -166,13 +166,13 @@ class Landing:
     def measure_again(self, flight: Flight, decision: Decision, host: str, measured) -> None:
         """A win against a best that has moved: never kept on that evidence."""
         session = self.session
-        primary = decision.metrics[session.config.metric.name]
+        primary = decision.evidence
         flight.stale.append(
             {
                 "parent": flight.parent,
                 "host": host,
-                "change_pct": primary.get("change_pct"),
-                "ci_pct": [primary.get("ci_low_pct"), primary.get("ci_high_pct")],
+                "change_pct": primary.change_pct,
+                "ci_pct": [primary.ci_low_pct, primary.ci_high_pct],
             }
         )
         tip = session.ws.tip()

@@ -33,11 +33,12 @@ judges the two arms as two samples (Mann-Whitney and Hodges-Lehmann) instead.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..config import Config, MetricSpec, SentinelSpec
-from ..statuses import Rule, Status
+from ..journal.evidence import Evidence, Interval, SentinelEvidence
+from ..statuses import Direction, Rule, Status
 from .design import budget_runs, look_alphas, sequential_design
 from .stats import Comparison, compare, compare_paired
 
@@ -50,32 +51,52 @@ FUTILITY_CONFIDENCE = 0.80
 SMALL_WIN_FACTOR = 2.0  # a win under this many floors must agree with `agree_with`
 SENTINEL_EXTENSION = 2.0  # a win with an unresolved sentinel may run to this many caps
 
+Samples = dict[str, list[float]]  # an arm's runs so far: metric -> one value per run
+Spec = MetricSpec | SentinelSpec
+
 
 @dataclass(frozen=True)
 class Decision:
-    status: str  # keep | discard | inconclusive
-    rule: str
+    """The rule's verdict and everything it read: each metric's evidence (`primary` names the
+    one that decides), each sentinel's, and the design's facts at this look (`extra`: the
+    threshold, the alphas, the schedule, the cap, the runs; the holdout's verdict after it)."""
+
+    status: Status  # keep | discard | inconclusive
+    rule: Rule
     reason: str
     look: int
-    metrics: dict[str, dict[str, Any]] = field(default_factory=dict)
-    sentinels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    primary: str
+    metrics: dict[str, Evidence] = field(default_factory=dict)
+    sentinels: dict[str, SentinelEvidence] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
 
+    @property
+    def evidence(self) -> Evidence:
+        """The primary metric's."""
+        return self.metrics[self.primary]
+
     def to_dict(self) -> dict[str, Any]:
+        """The record's `decision`, as the journal holds it."""
         return {
-            "status": self.status,
-            "rule": self.rule,
+            "status": str(self.status),
+            "rule": str(self.rule),
             "reason": self.reason,
             "look": self.look,
             **self.extra,
-            "metrics": self.metrics,
+            "metrics": {name: ev.to_dict() for name, ev in self.metrics.items()},
         }
 
+    def sentinels_dict(self) -> dict[str, dict[str, Any]]:
+        """The record's `sentinels`."""
+        return {name: ev.to_dict() for name, ev in self.sentinels.items()}
 
-def improvement(spec: MetricSpec | SentinelSpec, comparison: Comparison) -> tuple:
+
+def improvement(
+    spec: MetricSpec | SentinelSpec, comparison: Comparison
+) -> tuple[float, float, float, float]:
     """(estimate, interval low, interval high, p) with positive meaning better."""
     c = comparison
-    if spec.direction == "lower":
+    if spec.direction == Direction.LOWER:
         return -c.change_pct, -c.ci_high_pct, -c.ci_low_pct, c.p_lower
     return c.change_pct, c.ci_low_pct, c.ci_high_pct, c.p_higher
 
@@ -89,8 +110,8 @@ class _Look:
     alpha: float  # this look's share of alpha
     out_of_runs: bool  # no more pairs will run
     final: bool  # the primary metric's last look (the cap, or out of runs)
-    metrics: dict[str, dict[str, Any]]
-    sentinels: dict[str, dict[str, Any]]
+    metrics: dict[str, Evidence]
+    sentinels: dict[str, SentinelEvidence]
     extra: dict[str, Any]
 
 
@@ -133,7 +154,7 @@ class Judge:
         # own: in proportion to n, so the early looks (which a sentinel noisier than its budget
         # could never pass) spend little and the looks with the most runs spend the most.
         self.sentinel_errors = look_alphas(1 - d.sentinel_confidence, self.looks)
-        self._win: tuple[int, dict[str, Any], str] | None = None  # look, evidence, reason
+        self._win: tuple[int, dict[str, Evidence], str] | None = None  # look, evidence, reason
 
     def _extension_pairs(self, run_s: float | None, sentinel_run_s: float | None) -> int:
         """Pairs a win may add for its sentinels: up to SENTINEL_EXTENSION caps of the whole
@@ -182,12 +203,12 @@ class Judge:
             return self._sentinels_only(at)
         return self._primary(at, baseline, candidate)
 
-    def _look_at(self, baseline: dict, candidate: dict, n: int, final: bool) -> _Look:
+    def _look_at(self, baseline: Samples, candidate: Samples, n: int, final: bool) -> _Look:
         """Everything this look reads and reports: the evidence of each metric and sentinel."""
         primary = self.config.metric
         look = next((i + 1 for i, point in enumerate(self.looks) if n <= point), len(self.looks))
         out_of_runs = final or n >= self.limit  # nothing more will run
-        metrics = (
+        metrics = dict(
             self._win[1]
             if self._win is not None
             else {
@@ -195,7 +216,7 @@ class Judge:
                 for spec in [primary, *self.config.secondary]
             }
         )
-        metrics[primary.name]["threshold_pct"] = self.threshold
+        metrics[primary.name] = replace(metrics[primary.name], threshold_pct=self.threshold)
         error = self.sentinel_errors[look - 1]
         sentinels = {
             s.name: self._sentinel(s, baseline, candidate, error) for s in self.config.sentinel
@@ -239,25 +260,33 @@ class Judge:
                     if rule == Rule.SENTINEL_BUDGET
                     else "still unresolved"
                 ),
-                "verdicts": {k: v["verdict"] for k, v in at.sentinels.items()},
+                "verdicts": {k: v.verdict for k, v in at.sentinels.items()},
             }
-        return Decision(status, rule, reason, at.number, at.metrics, at.sentinels, at.extra)
+        return Decision(
+            Status(status),
+            Rule(rule),
+            reason,
+            at.number,
+            self.config.metric.name,
+            at.metrics,
+            at.sentinels,
+            at.extra,
+        )
 
-    def _primary(self, at: _Look, baseline: dict, candidate: dict) -> Decision | None:
+    def _primary(self, at: _Look, baseline: Samples, candidate: Samples) -> Decision | None:
         """The rule on the primary metric: a win (if nothing blocks it), a loss, futility."""
         primary, n = self.config.metric, at.n
         ev = at.metrics[primary.name]
-        if ev["improvement_pct"] is None:
+        if ev.improvement_pct is None or ev.p_better is None or ev.p_worse is None:
             why = f"{primary.name} not compared"
             return (
                 self._decided(at, Status.INCONCLUSIVE, Rule.UNKNOWN_COMPARISON, why)
                 if at.final
                 else None
             )
-        gain, p_better = ev["improvement_pct"], ev["p_better"]
+        gain, p_better = ev.improvement_pct, ev.p_better
         said = (
-            f"{primary.name} {ev['change_pct']:+.2f}% "
-            f"[{ev['ci_low_pct']:+.2f}%, {ev['ci_high_pct']:+.2f}%]"
+            f"{primary.name} {ev.change_pct:+.2f}% [{ev.ci_low_pct:+.2f}%, {ev.ci_high_pct:+.2f}%]"
         )
         if p_better < at.alpha and gain >= self.threshold:
             reason = (
@@ -265,8 +294,8 @@ class Judge:
                 f"gain >= floor {self.threshold:.2f}%"
             )
             return self._win_at(at, gain, reason)
-        if ev["p_worse"] < self.alpha_worse:
-            why = f"{said}, worse with p={ev['p_worse']:.2g}"
+        if ev.p_worse < self.alpha_worse:
+            why = f"{said}, worse with p={ev.p_worse:.2g}"
             return self._decided(at, Status.DISCARD, Rule.SIGNIFICANT_LOSS, why)
         if self._futile(primary, baseline, candidate):
             by_noise = self.threshold > self.config.decision.min_effect_pct
@@ -311,29 +340,34 @@ class Judge:
     def _sentinels_only(self, at: _Look) -> Decision | None:
         """A win decided at the cap, its sentinels still unresolved: theirs is the decision."""
         assert self._win is not None
-        over = [s for s in at.sentinels.values() if s["verdict"] == "over"]
+        over = [s for s in at.sentinels.values() if s.verdict == "over"]
         if over:
-            why = "; ".join(s["reason"] for s in over)
+            why = "; ".join(s.reason for s in over)
             return self._decided(at, Status.DISCARD, Rule.SENTINEL_BUDGET, why)
-        unresolved = [s for s in at.sentinels.values() if s["verdict"] == "unresolved"]
+        unresolved = [s for s in at.sentinels.values() if s.verdict == "unresolved"]
         if not unresolved:
             why = f"{self._win[2]}; sentinels shown within budget with more runs"
             return self._decided(at, Status.KEEP, Rule.SIGNIFICANT_WIN, why)
         if at.out_of_runs:
-            why = "; ".join(s["reason"] for s in unresolved)
+            why = "; ".join(s.reason for s in unresolved)
             return self._decided(at, Status.INCONCLUSIVE, Rule.SENTINEL_UNRESOLVED, why)
         return None
 
-    def _keep_blockers(self, metrics, sentinels, gain) -> tuple[str, str, str] | None:
-        over = [s for s in sentinels.values() if s["verdict"] == "over"]
+    def _keep_blockers(
+        self,
+        metrics: dict[str, Evidence],
+        sentinels: dict[str, SentinelEvidence],
+        gain: float,
+    ) -> tuple[Status, Rule, str] | None:
+        over = [s for s in sentinels.values() if s.verdict == "over"]
         if over:
-            return Status.DISCARD, Rule.SENTINEL_BUDGET, "; ".join(s["reason"] for s in over)
-        unresolved = [s for s in sentinels.values() if s["verdict"] == "unresolved"]
+            return Status.DISCARD, Rule.SENTINEL_BUDGET, "; ".join(s.reason for s in over)
+        unresolved = [s for s in sentinels.values() if s.verdict == "unresolved"]
         if unresolved:
             return (
                 Status.INCONCLUSIVE,
                 Rule.SENTINEL_UNRESOLVED,
-                "; ".join(s["reason"] for s in unresolved),
+                "; ".join(s.reason for s in unresolved),
             )
         if gain < SMALL_WIN_FACTOR * self.threshold:
             disagree = [
@@ -349,7 +383,9 @@ class Judge:
                 )
         return None
 
-    def _compare(self, spec, baseline: dict, candidate: dict, confidence: float):
+    def _compare(
+        self, spec: Spec, baseline: Samples, candidate: Samples, confidence: float
+    ) -> Comparison | None:
         b, c = baseline.get(spec.name, []), candidate.get(spec.name, [])
         if self.config.decision.paired:
             # The calibration measured the primary metric's pairs: its spread joins the test.
@@ -360,50 +396,41 @@ class Judge:
         # A metric some runs did not print cannot be paired run by run.
         return compare(b, c, confidence)
 
-    def _futile(self, spec, baseline: dict, candidate: dict) -> bool:
+    def _futile(self, spec: Spec, baseline: Samples, candidate: Samples) -> bool:
         comparison = self._compare(spec, baseline, candidate, FUTILITY_CONFIDENCE)
         return comparison is not None and improvement(spec, comparison)[2] < self.threshold
 
-    def _futility(self, ev: dict[str, Any], k: int) -> tuple[float, float] | None:
+    def _futility(self, ev: Evidence, k: int) -> tuple[float, float] | None:
         """(t, bound) when look k's test is under the design's futility bound, else None."""
-        se = ev.get("se_pct")
-        if se is None or self.design.effect_pct is None or k >= len(self.schedule) - 1:
+        se = ev.se_pct
+        if se is None or ev.change_pct is None or self.design.effect_pct is None:
+            return None
+        if k >= len(self.schedule) - 1:
             return None
         # The gain as a log ratio, positive: better; its t statistic.
-        m = math.log1p(ev["change_pct"] / 100) * (-1 if ev["direction"] == "lower" else 1)
+        m = math.log1p(ev.change_pct / 100) * (-1 if ev.direction == Direction.LOWER else 1)
         se = max(se / 100, 1e-12)
         t = m / se
-        bound = self.design.futility(k, se * math.sqrt(ev["n_baseline"]))
+        bound = self.design.futility(k, se * math.sqrt(ev.n_baseline))
         return (t, bound) if t < bound else None
 
-    def _evidence(self, spec, baseline: dict, candidate: dict) -> dict[str, Any]:
+    def _evidence(self, spec: Spec, baseline: Samples, candidate: Samples) -> Evidence:
         b, c = baseline.get(spec.name, []), candidate.get(spec.name, [])
-        evidence: dict[str, Any] = {
-            "direction": spec.direction,
-            "unit": spec.unit,
-            "baseline_samples": list(b),
-            "candidate_samples": list(c),
-            "n_baseline": len(b),
-            "n_candidate": len(c),
-            "baseline_median": None,
-            "candidate_median": None,
-            "change_pct": None,
-            "ci_low_pct": None,
-            "ci_high_pct": None,
-            "confidence": CONFIDENCE,
-            "paired": None,
-            "se_pct": None,
-            "p_better": None,
-            "p_worse": None,
-            "improvement_pct": None,
-            "improvement_low_pct": None,
-            "improvement_high_pct": None,
-        }
+        known = Evidence(
+            direction=Direction(spec.direction),
+            unit=spec.unit,
+            baseline_samples=list(b),
+            candidate_samples=list(c),
+            confidence=CONFIDENCE,
+        )
         comparison = self._compare(spec, baseline, candidate, CONFIDENCE)
         if comparison is None:
-            return evidence
+            return known
         gain, low, high, p_better = improvement(spec, comparison)
-        evidence.update(
+        # The same runs as two samples, beside: what the pairing bought.
+        unpaired = compare(b, c, CONFIDENCE) if comparison.paired else None
+        return replace(
+            known,
             baseline_median=comparison.baseline_median,
             candidate_median=comparison.candidate_median,
             change_pct=comparison.change_pct,
@@ -413,38 +440,31 @@ class Judge:
             se_pct=comparison.se_pct,
             df=comparison.df,
             pooled_with_calibration=comparison.pooled,
+            compared=True,
             p_better=p_better,
             p_worse=comparison.p_higher if spec.direction == "lower" else comparison.p_lower,
             improvement_pct=gain,
             improvement_low_pct=low,
             improvement_high_pct=high,
+            unpaired=Interval(unpaired.change_pct, unpaired.ci_low_pct, unpaired.ci_high_pct)
+            if unpaired is not None
+            else None,
         )
-        # The same runs as two samples, beside: what the pairing bought.
-        unpaired = compare(b, c, CONFIDENCE) if comparison.paired else None
-        if unpaired is not None:
-            evidence["unpaired"] = {
-                "change_pct": unpaired.change_pct,
-                "ci_low_pct": unpaired.ci_low_pct,
-                "ci_high_pct": unpaired.ci_high_pct,
-            }
-        return evidence
 
     def _sentinel(
-        self, spec: SentinelSpec, baseline: dict, candidate: dict, error: float
-    ) -> dict[str, Any]:
+        self, spec: SentinelSpec, baseline: Samples, candidate: Samples, error: float
+    ) -> SentinelEvidence:
         """Non-inferiority: the interval's worse end must stay inside the budget. Each look
         spends its share (`error`) of the sentinel's error, so more looks do not make "within"
         easier."""
         evidence = self._evidence(spec, baseline, candidate)
         confidence = 1 - error
         comparison = self._compare(spec, baseline, candidate, 1 - 2 * error)
-        evidence["budget_pct"] = spec.budget_pct
-        evidence["confidence"] = confidence
+        fields = {f: getattr(evidence, f) for f in Evidence.__dataclass_fields__}
+        fields |= {"confidence": confidence, "budget_pct": spec.budget_pct}
         if comparison is None:
-            evidence.update(
-                verdict="unresolved", ok=False, reason=f"sentinel {spec.name} was not measured"
-            )
-            return evidence
+            why = f"sentinel {spec.name} was not measured"
+            return SentinelEvidence(**fields, verdict="unresolved", reason=why)
         _, low, high, _ = improvement(spec, comparison)
         worst, best = -low, -high  # worsening in percent, at the interval's two ends
         if worst <= spec.budget_pct:
@@ -453,16 +473,15 @@ class Judge:
             verdict = "over"
         else:
             verdict = "unresolved"
-        evidence.update(
+        return SentinelEvidence(
+            **fields,
             verdict=verdict,
-            ok=verdict == "within",
             worsening_upper_pct=worst,
             reason=(
                 f"sentinel {spec.name}: worse by at most {worst:+.2f}% "
                 f"({confidence:.1%} bound) against a {spec.budget_pct:g}% budget: {verdict}"
             ),
         )
-        return evidence
 
 
 def _pairs(samples: dict[str, list[float]]) -> int:
@@ -471,6 +490,6 @@ def _pairs(samples: dict[str, list[float]]) -> int:
     return max((len(v) for v in samples.values()), default=0)
 
 
-def _gain(evidence: dict[str, Any] | None) -> float:
+def _gain(evidence: Evidence | None) -> float:
     """A metric's estimated improvement; an unmeasured metric counts as no improvement."""
-    return (evidence or {}).get("improvement_pct") or 0.0
+    return (evidence.improvement_pct if evidence is not None else None) or 0.0

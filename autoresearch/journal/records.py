@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from ..errors import JournalError, NewerSchemaError, UserError
 from ..statuses import EXIT_CODES, FAILED_STATUSES, STATUSES, Status
+from .evidence import Evidence
 from .field_types import (
     OPTIONAL_NUMBER,
     OPTIONAL_TEXT,
@@ -26,7 +27,6 @@ __all__ = [
     "Asi",
     "CalibrationRecord",
     "ConfirmationRecord",
-    "Evidence",
     "ExperimentRecord",
     "ImportRecord",
     "SessionRecord",
@@ -144,23 +144,6 @@ class CalibrationRecord(_Record):
 
 
 @dataclass(frozen=True)
-class Evidence:
-    """One metric's measured change in a decision, as read back from a record."""
-
-    change_pct: float | None = None
-    ci_low_pct: float | None = None
-    ci_high_pct: float | None = None
-    baseline_median: float | None = None
-    candidate_median: float | None = None
-    threshold_pct: float | None = None
-
-    @classmethod
-    def of(cls, evidence: dict[str, Any] | None) -> Evidence:
-        found = evidence or {}
-        return cls(**{f.name: found.get(f.name) for f in dataclasses.fields(cls)})
-
-
-@dataclass(frozen=True)
 class ExperimentRecord(_Record):
     """One hypothesis tried: what, how it was measured, what was decided and why."""
 
@@ -214,8 +197,9 @@ class ExperimentRecord(_Record):
         Empty when nothing was measured."""
         metrics = (self.decision or {}).get("metrics") or {}
         if metric is not None:
-            return Evidence.of(metrics.get(metric))
-        return Evidence.of(next((m for m in metrics.values() if "threshold_pct" in m), None))
+            return Evidence.from_dict(metrics.get(metric))
+        # The primary metric's is the one the judge's floor (`threshold_pct`) went on.
+        return Evidence.from_dict(next((m for m in metrics.values() if "threshold_pct" in m), None))
 
     def _nested(self) -> list[tuple[str, Any, Any]]:
         found: list[tuple[str, Any, Any]] = [

@@ -171,7 +171,7 @@ def conclude(
     then keep or revert. `applied`: the patch is in the driver's worktree already (measured
     here); else it is applied when the checks or the keep need it (measured on a host)."""
     draft = candidate.draft
-    measured = measured | {"decision": decision.to_dict(), "sentinels": decision.sentinels}
+    measured = measured | {"decision": decision.to_dict(), "sentinels": decision.sentinels_dict()}
     draft.note(asi={"result": decision.reason})
     checked = checks and wants_checks(session.config, decision)
     if not applied and (checked or decision.status == Status.KEEP):
@@ -321,16 +321,16 @@ def keep(
     measured: dict,
 ) -> ExperimentRecord:
     """Commit the patch on the session branch; the pending record survives a crash mid-commit."""
-    primary = decision.metrics[session.config.metric.name]
+    primary = decision.evidence
     summary = {
         "status": "keep",
-        "metric": session.config.metric.name,
-        "baseline": primary["baseline_median"],
-        "candidate": primary["candidate_median"],
-        "change_pct": primary["change_pct"],
-        "ci_pct": [primary["ci_low_pct"], primary["ci_high_pct"]],
-        "p_value": primary["p_better"],
-        "threshold_pct": primary.get("threshold_pct"),  # the judge's, here or on a host
+        "metric": decision.primary,
+        "baseline": primary.baseline_median,
+        "candidate": primary.candidate_median,
+        "change_pct": primary.change_pct,
+        "ci_pct": [primary.ci_low_pct, primary.ci_high_pct],
+        "p_value": primary.p_better,
+        "threshold_pct": primary.threshold_pct,  # the judge's, here or on a host
         "patch_sha256": hypothesis.sha256,
     }
     record = draft.finish(Status.KEEP, None, **measured)
@@ -352,7 +352,7 @@ def keep(
         return draft.finish(Status.INTERRUPTED, why, error=why, **measured)
     remember_tests(session, sha, (measured.get("checks") or {}).get("tests"))
     # Until the recalibration measures it, the kept candidate's own runs stand for the best.
-    samples = {name: ev["candidate_samples"] for name, ev in decision.metrics.items()}
+    samples = {name: ev.candidate_samples for name, ev in decision.metrics.items()}
     if session.calibration is not None:
         session.calibration = session.calibration.kept(samples)
     return ExperimentRecord.from_dict({**record.to_dict(), "kept_commit": sha})
