@@ -21,8 +21,10 @@ STRICT = [
     "autoresearch/process/procfs.py",
     "autoresearch/bench/seccomp.py",
     "autoresearch/bench/testcount.py",
+    "autoresearch/cluster/landing.py",
     "autoresearch/decide/rule.py",
     "autoresearch/journal/evidence.py",
+    "autoresearch/loop/lifecycle.py",
     "autoresearch/repo/mirror.py",
 ]
 

@@ -466,7 +466,7 @@ class Driver(Landing):
             tip,
             runs,
             (result[BASELINE]["samples"], result[CANDIDATE]["samples"]),
-            measured["bench_logs"],
+            measured.bench_logs,
             host=host,
         )
         session.journal.append(record)

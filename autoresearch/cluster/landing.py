@@ -16,7 +16,7 @@ from ..errors import UserError
 from ..journal.draft import Draft
 from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..loop.driver import account, adopt_calibration
-from ..loop.lifecycle import Candidate, conclude
+from ..loop.lifecycle import Candidate, Measured, conclude
 from ..loop.session import Session
 from ..proposers import Hypothesis
 from ..statuses import Status
@@ -128,7 +128,8 @@ class Landing:
         if result.get("failure"):
             status = result["failure"]  # mapped on the host, as the loop maps it
             why = f"on {host}: {result['detail']}"
-            self.record(flight.draft, flight.draft.finish(status, why, error=why, **measured))
+            finished = flight.draft.finish(status, why, error=why, **measured.fields())
+            self.record(flight.draft, finished)
             return
         decision = self.replay(result)
         tip = session.ws.tip()
@@ -163,7 +164,9 @@ class Landing:
             raise UserError("the host's runs end before any look of the rule")
         return decision
 
-    def measure_again(self, flight: Flight, decision: Decision, host: str, measured) -> None:
+    def measure_again(
+        self, flight: Flight, decision: Decision, host: str, measured: Measured
+    ) -> None:
         """A win against a best that has moved: never kept on that evidence."""
         session = self.session
         primary = decision.evidence
@@ -184,7 +187,8 @@ class Landing:
                 f"{tip[:10]}: {applied.message}"
             )
             self.record(
-                flight.draft, flight.draft.finish(Status.APPLY_FAILED, why, error=why, **measured)
+                flight.draft,
+                flight.draft.finish(Status.APPLY_FAILED, why, error=why, **measured.fields()),
             )
             return
         if len(flight.stale) > session.config.cluster.remeasure:
@@ -192,7 +196,8 @@ class Landing:
                 f"it won {len(flight.stale)} times against a best that had moved by the time "
                 f"it landed (cluster.remeasure = {session.config.cluster.remeasure}); undecided"
             )
-            self.record(flight.draft, flight.draft.finish(Status.INCONCLUSIVE, why, **measured))
+            finished = flight.draft.finish(Status.INCONCLUSIVE, why, **measured.fields())
+            self.record(flight.draft, finished)
             return
         session.progress.info(
             f"{flight.exp_id} won against {flight.parent[:10]}, but the best is now "
@@ -201,7 +206,7 @@ class Landing:
         flight.parent = tip
         self.again.appendleft(flight)
 
-    def finish(self, flight: Flight, decision: Decision, measured: dict[str, Any]) -> None:
+    def finish(self, flight: Flight, decision: Decision, measured: Measured) -> None:
         """Concluded as every experiment is (loop/lifecycle.py), on the driver: the checks run
         only against the best it was measured on."""
         session = self.session
@@ -210,7 +215,7 @@ class Landing:
             session, flight.candidate, decision, measured, checks=checks, applied=False
         )
         self.record(flight.draft, record)
-        if record.status == Status.KEEP:
+        if record.status == Status.KEEP and record.kept_commit is not None:
             host = (record.cluster or {}).get("host")
             session.progress.info(
                 f"kept {record.id} (measured on {host}); new best {record.kept_commit[:10]}"
@@ -246,23 +251,23 @@ class Landing:
         if session.baseline is None and record.commit == session.base_commit:
             session.baseline = session.best_median
 
-    def copy_logs(self, exp_id: str, result: dict[str, Any]) -> dict[str, Any]:
-        """The host's log tails under the session's logs; the record's fields for them."""
+    def copy_logs(self, exp_id: str, result: dict[str, Any]) -> Measured:
+        """The host's log tails under the session's logs; what the record says of them."""
         session = self.session
         for name, text in (result.get("logs") or {}).items():
             path = session.paths.log(exp_id, Path(name).stem)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
         arms = [result.get(BASELINE) or {}, result.get(CANDIDATE) or {}]
-        return {
-            "bench_logs": [
+        return Measured(
+            bench_logs=[
                 str(session.paths.log(exp_id, Path(name).stem))
                 for arm in arms
                 for name in arm.get("logs", [])
             ],
-            "bench_durations_s": [d for arm in arms for d in arm.get("durations", [])],
-            "bench_tail": arms[1].get("tail"),
-        }
+            bench_durations_s=[d for arm in arms for d in arm.get("durations", [])],
+            bench_tail=arms[1].get("tail"),
+        )
 
 
 def host_name(result: dict[str, Any]) -> str:

@@ -14,8 +14,9 @@ Every way it can end is a status in its record, never an exception that stops th
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from ..atomic import require_space
 from ..bench.measure import Harness, PairMeasurement, measure_pair
@@ -40,6 +41,7 @@ from .testref import best_tests, remember_tests
 
 __all__ = [
     "Candidate",
+    "Measured",
     "begin",
     "conclude",
     "experiment_id",
@@ -62,7 +64,40 @@ class Candidate:
 
     @property
     def exp_id(self) -> str:
-        return self.draft.fields["id"]
+        return str(self.draft.fields["id"])
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What measuring a candidate leaves for its record: every bench run's log and duration
+    (the baseline arm's first), the candidate's last output; once judged, the decision, and
+    once checked, the checks' run."""
+
+    bench_logs: list[str]
+    bench_durations_s: list[float]
+    bench_tail: str | None
+    decision: Decision | None = None
+    checks: RunResult | None = None
+
+    @classmethod
+    def of(cls, pair: PairMeasurement) -> Measured:
+        return cls(
+            pair.logs, pair.baseline.durations + pair.candidate.durations, pair.candidate.tail
+        )
+
+    def fields(self) -> dict[str, Any]:
+        """The record's fields: the one place the lifecycle's values become the journal's."""
+        found: dict[str, Any] = {
+            "bench_logs": self.bench_logs,
+            "bench_durations_s": self.bench_durations_s,
+            "bench_tail": self.bench_tail,
+        }
+        if self.decision is not None:
+            found["decision"] = self.decision.to_dict()
+            found["sentinels"] = self.decision.sentinels_dict()
+        if self.checks is not None:
+            found["checks"] = self.checks.to_dict()
+        return found
 
 
 def run_experiment(session: Session, hypothesis: Hypothesis) -> ExperimentRecord:
@@ -87,16 +122,12 @@ def run_experiment(session: Session, hypothesis: Hypothesis) -> ExperimentRecord
         return draft.finish(Status.INTERRUPTED, str(exc), error=str(exc))
     guard = session_guard(session, started.paths)
     pair = measure_candidate(session, draft, guard)
-    measured = {
-        "bench_logs": pair.logs,
-        "bench_durations_s": pair.baseline.durations + pair.candidate.durations,
-        "bench_tail": pair.candidate.tail,
-    }
+    measured = Measured.of(pair)
     if pair.status == Status.TAMPERED:
         return _tampered(session, guard, draft, pair.detail, measured)
     if pair.status is not None:
         session.ws.revert()
-        return draft.finish(pair.status, pair.detail, error=pair.detail, **measured)
+        return draft.finish(pair.status, pair.detail, error=pair.detail, **measured.fields())
     assert pair.decision is not None  # the judge always decides at the last look
     return conclude(session, started, pair.decision, measured, guard=guard)
 
@@ -160,7 +191,7 @@ def conclude(
     session: Session,
     candidate: Candidate,
     decision: Decision,
-    measured: dict,
+    measured: Measured,
     *,
     guard: TreeGuard | None = None,
     checks: bool = True,
@@ -171,31 +202,31 @@ def conclude(
     then keep or revert. `applied`: the patch is in the driver's worktree already (measured
     here); else it is applied when the checks or the keep need it (measured on a host)."""
     draft = candidate.draft
-    measured = measured | {"decision": decision.to_dict(), "sentinels": decision.sentinels_dict()}
+    measured = replace(measured, decision=decision)
     draft.note(asi={"result": decision.reason})
     checked = checks and wants_checks(session.config, decision)
     if not applied and (checked or decision.status == Status.KEEP):
         placed = session.ws.apply(candidate.patch_file)
         if not placed.ok:
             why = f"measured, but does not apply to {session.ws.tip()[:10]}: {placed.message}"
-            return draft.finish(Status.APPLY_FAILED, why, error=why, **measured)
+            return draft.finish(Status.APPLY_FAILED, why, error=why, **measured.fields())
         guard = session_guard(session, candidate.paths, baseline=False)
     if checked:
         assert guard is not None  # measured here under it, or made above
         draft.phase("checks")
         guard.before_run()
         result = run_checks(session, candidate.exp_id, draft)
-        measured["checks"] = result.to_dict()
+        measured = replace(measured, checks=result)
         tampered = guard.violation()
         if tampered is not None:
             return _tampered(session, guard, draft, f"checks: {tampered}", measured)
         failed = checks_failure(session, result)
         if failed is not None:
             session.ws.revert()
-            return draft.finish(*failed, **measured)
+            return draft.finish(*failed, **measured.fields())
     if decision.status != Status.KEEP:
         session.ws.revert()
-        return draft.finish(decision.status, decision.reason, **measured)
+        return draft.finish(decision.status, decision.reason, **measured.fields())
     draft.phase("commit")
     return keep(session, draft, candidate.hypothesis, decision, candidate.paths, measured)
 
@@ -205,7 +236,7 @@ def measure_guarded(
     arms: tuple[Path, Path],
     logs: Callable[[str], Path],
     guard: TreeGuard,
-    **how,
+    **how: Any,
 ) -> PairMeasurement:
     """The candidate built and run against the best, alternating, until the rule decides; the
     guard told before every run of the candidate and asked after it (`tampered` the moment
@@ -295,8 +326,9 @@ def check_patch(
 
 def run_checks(session: Session, exp_id: str, draft: Draft) -> RunResult:
     session.progress.phase("checks")
-    harness = session.harness(draft.running)
-    return harness.checks(session.ws.path, session.paths.log(exp_id, "checks"))
+    harness: Harness = session.harness(draft.running)
+    result: RunResult = harness.checks(session.ws.path, session.paths.log(exp_id, "checks"))
+    return result
 
 
 def checks_failure(session: Session, checks: RunResult) -> tuple[Status, str] | None:
@@ -318,7 +350,7 @@ def keep(
     hypothesis: Hypothesis,
     decision: Decision,
     paths: list[str],
-    measured: dict,
+    measured: Measured,
 ) -> ExperimentRecord:
     """Commit the patch on the session branch; the pending record survives a crash mid-commit."""
     primary = decision.evidence
@@ -333,7 +365,7 @@ def keep(
         "threshold_pct": primary.threshold_pct,  # the judge's, here or on a host
         "patch_sha256": hypothesis.sha256,
     }
-    record = draft.finish(Status.KEEP, None, **measured)
+    record = draft.finish(Status.KEEP, None, **measured.fields())
     draft.save(pending=record.to_dict())
     message = _commit_message(hypothesis, decision, record.id, summary, session.config)
     try:
@@ -342,23 +374,30 @@ def keep(
         # The change's own doing: recorded as its failure (never run again), the night goes on.
         session.ws.revert()
         why = f"the keep commit of {record.id} failed: {exc}"
-        return draft.finish(Status.APPLY_FAILED, why, error=why, **measured)
+        return draft.finish(Status.APPLY_FAILED, why, error=why, **measured.fields())
     except WorkspaceError as exc:
         # A full disk, a broken repository: the win is not lost (it runs again once on the
         # next run), the tree is clean, and the night stops with the reason.
         session.ws.revert()
         session.stop_error = f"the keep commit of {record.id} failed: {exc}"
         why = f"{session.stop_error}; it runs again on the next run"
-        return draft.finish(Status.INTERRUPTED, why, error=why, **measured)
-    remember_tests(session, sha, (measured.get("checks") or {}).get("tests"))
+        return draft.finish(Status.INTERRUPTED, why, error=why, **measured.fields())
+    remember_tests(session, sha, measured.checks.tests if measured.checks is not None else None)
     # Until the recalibration measures it, the kept candidate's own runs stand for the best.
     samples = {name: ev.candidate_samples for name, ev in decision.metrics.items()}
     if session.calibration is not None:
         session.calibration = session.calibration.kept(samples)
-    return ExperimentRecord.from_dict({**record.to_dict(), "kept_commit": sha})
+    kept: ExperimentRecord = ExperimentRecord.from_dict({**record.to_dict(), "kept_commit": sha})
+    return kept
 
 
-def _commit_message(hypothesis, decision: Decision, exp_id: str, summary, config) -> str:
+def _commit_message(
+    hypothesis: Hypothesis,
+    decision: Decision,
+    exp_id: str,
+    summary: dict[str, Any],
+    config: Config,
+) -> str:
     unit = config.metric.unit
     low, high = summary["ci_pct"]
     lines = [
@@ -378,7 +417,7 @@ def _commit_message(hypothesis, decision: Decision, exp_id: str, summary, config
 
 
 def _tampered(
-    session: Session, guard: TreeGuard, draft: Draft, why: str, measured: dict
+    session: Session, guard: TreeGuard, draft: Draft, why: str, measured: Measured
 ) -> ExperimentRecord:
     """Never a keep: undo what the candidate did to the branch, both trees and the repository,
     and say what (and what could not be put back)."""
@@ -389,7 +428,7 @@ def _tampered(
     if left:
         why = f"{why}; NOT put back: {'; '.join(left)}"
     session.progress.warn(f"tampering detected: {why}")
-    return draft.finish(Status.TAMPERED, why, error=why, **measured)
+    return draft.finish(Status.TAMPERED, why, error=why, **measured.fields())
 
 
 def put_back(guard: TreeGuard, baseline: BaselineTree) -> list[str]:
