@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .rule import Judge
 
@@ -65,7 +66,7 @@ class Calibration:
         return replace(self, samples=samples)
 
 
-def _aa_pairs(values: list[float | None]) -> dict:
+def _aa_pairs(values: Sequence[float | None]) -> dict[str, Any]:
     """The spread of the calibration's A/A pairs (run i of each arm): the first half of the
     samples are one arm's, the second half the other's, in the order they ran."""
     half = len(values) // 2

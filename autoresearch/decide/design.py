@@ -88,7 +88,10 @@ def _prior_df(config: Config) -> int:
     return max(config.bench.calibration_runs // 2 - 1, 0)
 
 
-def _shape(config: Config) -> tuple[float, int, int]:
+Shape = tuple[float, int, int]  # alpha, min_runs, looks: what shapes a design, hashable
+
+
+def _shape(config: Config) -> Shape:
     """What shapes a design, hashable: alpha, min_runs, looks."""
     d = config.decision
     return d.alpha, d.min_runs, d.looks
@@ -227,14 +230,14 @@ def _looks(shape: tuple[float, int, int], n: int) -> tuple[int, ...]:
     return tuple(DecisionConfig(alpha=alpha, min_runs=min_runs, looks=looks).schedule(n))
 
 
-def _keeps(shape, n: int, effect: float, pair_sd: float, prior_df: int, beta: float) -> bool:
+def _keeps(shape: Shape, n: int, effect: float, pair_sd: float, prior_df: int, beta: float) -> bool:
     """Whether n pairs' design keeps a win of `effect` (a log ratio) 1 - beta of the time."""
     drift = effect / pair_sd
     return _t_power(_looks(shape, n), shape[0], drift, prior_df, beta) >= 1 - beta
 
 
 @functools.lru_cache(maxsize=512)
-def _fewest_pairs(shape, pair_sd: float, prior_df: int, effect_pct: float) -> int:
+def _fewest_pairs(shape: Shape, pair_sd: float, prior_df: int, effect_pct: float) -> int:
     """The fewest pairs whose design keeps a win of `effect_pct` 90% of the time."""
     effect = -math.log1p(-effect_pct / 100)
     low, high = shape[1] - 1, 100_000
@@ -246,7 +249,7 @@ def _fewest_pairs(shape, pair_sd: float, prior_df: int, effect_pct: float) -> in
 
 
 @functools.lru_cache(maxsize=512)
-def _smallest_win(shape, most: int, pair_sd: float, prior_df: int) -> float:
+def _smallest_win(shape: Shape, most: int, pair_sd: float, prior_df: int) -> float:
     """The smallest win (a log ratio) that `most` pairs keep with 90% power."""
     low, high = 0.0, 3.0
     for _ in range(16):

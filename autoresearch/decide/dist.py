@@ -8,12 +8,13 @@ ndtri), so the numbers are the same ones.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 __all__ = ["norm_cdf", "norm_ppf", "special", "t_cdf", "t_ppf", "t_sf"]
 
 
 @functools.cache
-def special():
+def special() -> Any:
     """scipy.special, imported at first use (vectorised ndtr and friends)."""
     import scipy.special
 

@@ -30,7 +30,7 @@ def holdout_evidence(
     candidate: list[float],
     looks: int = 1,
     bench_gain: float = 0.0,
-) -> dict:
+) -> dict[str, Any]:
     """The holdout's comparison and verdict: `win`, `no_win` (undecided), `no_gain`, `worse`
     or `unmeasured`; its interval at the confidence that keeps `looks` looks at it from a
     spurious verdict as one look at CONFIDENCE would (Bonferroni). `bench_gain`: the gain (in
@@ -79,7 +79,7 @@ def holdout_evidence(
     }
 
 
-def _verdict(gained: tuple, budget_pct: float, floor: float) -> str:
+def _verdict(gained: tuple[float, float, float, float], budget_pct: float, floor: float) -> str:
     """From the holdout's improvement (estimate, low, high, p; positive better)."""
     _, low, high, _ = gained
     if -high > budget_pct:
@@ -89,7 +89,7 @@ def _verdict(gained: tuple, budget_pct: float, floor: float) -> str:
     return "win" if low > 0 else "no_win"
 
 
-def holdout_decision(decision: Decision, evidence: dict) -> Decision:
+def holdout_decision(decision: Decision, evidence: dict[str, Any]) -> Decision:
     """A keep that stands with the holdout's evidence, or a discard that says why not."""
     extra = {**decision.extra, "holdout": evidence}
     if evidence["ok"]:
