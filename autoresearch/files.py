@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .errors import UserError
 
-__all__ = ["MAX_HANDED_BYTES", "read_bounded"]
+__all__ = ["MAX_HANDED_BYTES", "gitdir_of", "read_bounded"]
 
 MAX_HANDED_BYTES = 64 * 1024 * 1024  # no patch or hypothesis of a real night comes near it
 
@@ -55,6 +55,19 @@ def read_bounded(
         raise UserError(f"{path}: cannot read the {what}: {exc.strerror}") from None
     finally:
         os.close(fd)
+
+
+def gitdir_of(dotgit: Path) -> Path | None:
+    """Where a linked worktree's `.git` file points, resolved; None when it says nothing (or
+    is no regular file: a run may have put a FIFO there)."""
+    try:
+        text = read_bounded(dotgit, 64 * 1024, ".git file").decode("utf-8").strip()
+    except (UserError, UnicodeDecodeError):
+        return None
+    if not text.startswith("gitdir:"):
+        return None
+    target = Path(text.removeprefix("gitdir:").strip())
+    return (target if target.is_absolute() else dotgit.parent / target).resolve()
 
 
 def _kind(mode: int) -> str:

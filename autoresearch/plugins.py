@@ -17,7 +17,6 @@ proposer about its options without the config importing the proposers built on i
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
 from typing import Any
 
 from .errors import ConfigError
@@ -34,6 +33,8 @@ BUILT_IN = {
 
 def available() -> dict[str, str]:
     """kind -> "module:attribute", the installed entry points over the built-in defaults."""
+    from importlib.metadata import entry_points  # a few ms: only when a config is checked
+
     found = dict(BUILT_IN)
     found.update({ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)})
     return found

@@ -17,8 +17,8 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..files import gitdir_of
 from ..journal.fold import derived_paths
-from ..repo.gitrepo import gitdir_of
 from .sandbox import Sandbox, cache_dir, paths_in, sandbox_for
 
 if TYPE_CHECKING:

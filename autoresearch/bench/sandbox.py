@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UserError
-from ..repo.gitrepo import gitdir_of
+from ..files import gitdir_of
 from .bwrap import bwrap, bwrap_problem, privileges, socket_filter
 from .environ import offline_switches
 from .seccomp import unix_filter_fd

@@ -271,7 +271,7 @@ class Driver(Landing):
             if session.tally.done + len(self.flights) >= cap or not self._ask:
                 return
             context = proposal_context(session)
-            flying = {f.hypothesis.sha256 for f in self.flights}
+            flying = {f.candidate.hypothesis.sha256 for f in self.flights}
             context.tried = session.tried | flying
             hypothesis = session.proposer.next(context)
             if hypothesis is None and not self.flights:
@@ -323,8 +323,8 @@ class Driver(Landing):
             config=session.config,
             branch=session.ws.branch,
             parent=flight.parent,
-            patch=flight.hypothesis.patch,
-            paths=tuple(flight.paths),
+            patch=flight.candidate.hypothesis.patch,
+            paths=tuple(flight.candidate.paths),
             env=harness_env(session),
             calibrations=tuple(known),
             calibrate=flight.calibrating,

@@ -53,6 +53,7 @@ from ..repo.arms import arm_dirs
 from ..repo.gitrepo import Repo
 from ..repo.guard import TreeGuard
 from ..repo.seal import RepoSeal
+from ..repo.watch import Watches
 from ..repo.workspace import BaselineTree, apply_patch, clean, put_back_output, save_output
 from ..statuses import Status
 
@@ -261,6 +262,7 @@ class Host:
         tree, the clone's git directory or files outside its patch is `tampered`, and what it
         did is undone before the next job measures here."""
         arms = (self.trees[BASELINE].path, self.candidate_at(job.parent, job.patch))
+        watches = Watches()  # this job's: closed with it, a worker runs many
         guard = TreeGuard(
             candidate=Repo.worktree(self.repo, arms[1]),
             branch=job.branch,
@@ -272,13 +274,17 @@ class Host:
             seal=RepoSeal(self.repo, self.root / "no-journal", watch_journal=False),
             # Its own checkout is nobody's: never checked out, no HEAD to compare.
             confined=True,
+            watches=watches,
         )
         logs = lambda name: self.log(job.exp_id, name)  # noqa: E731
-        pair = measure_guarded(harness, arms, logs, guard, judge=judge)
-        if pair.status == Status.TAMPERED:
-            left = put_back(guard, self.trees[BASELINE])
-            if left:
-                pair.detail = f"{pair.detail}; NOT put back on this host: {'; '.join(left)}"
+        try:
+            pair = measure_guarded(harness, arms, logs, guard, judge=judge)
+            if pair.status == Status.TAMPERED:
+                left = put_back(guard, self.trees[BASELINE])
+                if left:
+                    pair.detail = f"{pair.detail}; NOT put back on this host: {'; '.join(left)}"
+        finally:
+            watches.close()
         return pair
 
     def confirm(self, job: Job, harness: Harness) -> PairMeasurement:

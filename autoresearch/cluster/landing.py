@@ -5,7 +5,7 @@ the checks here under the guard and the seal, keep or not), and journal."""
 from __future__ import annotations
 
 from concurrent.futures import CancelledError
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,6 @@ from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..loop.driver import account, adopt_calibration
 from ..loop.lifecycle import Candidate, Measured, conclude
 from ..loop.session import Session
-from ..proposers import Hypothesis
 from ..statuses import Status
 
 __all__ = ["Flight", "Landing", "host_name"]
@@ -44,18 +43,6 @@ class Flight:
     @property
     def draft(self) -> Draft:
         return self.candidate.draft
-
-    @property
-    def hypothesis(self) -> Hypothesis:
-        return self.candidate.hypothesis
-
-    @property
-    def patch_file(self) -> Path:
-        return self.candidate.patch_file
-
-    @property
-    def paths(self) -> list[str]:
-        return self.candidate.paths
 
 
 class Landing:
@@ -115,7 +102,7 @@ class Landing:
             self.journal_calibration(result, host)
         flight.draft.note(
             cluster={
-                "patch": str(flight.patch_file),
+                "patch": str(flight.candidate.patch_file),
                 "host": host,
                 "worker": result.get("worker"),
                 "environment": result.get("environment"),
@@ -135,7 +122,9 @@ class Landing:
         tip = session.ws.tip()
         if decision.status == Status.KEEP and flight.parent != tip:
             moved = self.moved_files(flight.parent, tip)
-            if session.config.cluster.remeasure_when == "always" or moved & set(flight.paths):
+            if session.config.cluster.remeasure_when == "always" or moved & set(
+                flight.candidate.paths
+            ):
                 self.measure_again(flight, decision, host, measured)
                 return
             # The keeps since touched none of its files: kept on its evidence against the best
@@ -167,8 +156,11 @@ class Landing:
     def measure_again(
         self, flight: Flight, decision: Decision, host: str, measured: Measured
     ) -> None:
-        """A win against a best that has moved: never kept on that evidence."""
+        """A win against a best that has moved: never kept on that evidence (its record, when
+        it ends here, holds it all the same)."""
         session = self.session
+        measured = replace(measured, decision=decision)
+        flight.draft.note(asi={"result": decision.reason})
         primary = decision.evidence
         flight.stale.append(
             {
@@ -179,7 +171,7 @@ class Landing:
             }
         )
         tip = session.ws.tip()
-        applied = session.ws.apply(flight.patch_file)
+        applied = session.ws.apply(flight.candidate.patch_file)
         session.ws.revert()
         if not applied.ok:
             why = (

@@ -70,7 +70,7 @@ class Evidence:
     def from_dict(cls, found: Any) -> Evidence:
         """A record's evidence of one metric; what it lacks is unknown."""
         found = found if isinstance(found, dict) else {}
-        known = {f.name for f in fields(cls)} - {"compared", "unpaired", "direction", "ok"}
+        known = {f.name for f in fields(cls)} - {"compared", "unpaired", "direction"}
         given = {name: found[name] for name in known if name in found}
         direction = found.get("direction")
         if direction in tuple(Direction):

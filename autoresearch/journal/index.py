@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from ..errors import JournalError
+from ..files import gitdir_of
 from .lines import duplicate_warning, gc_paused, parse_lines, torn_line_warning
 
 __all__ = [
@@ -76,13 +77,10 @@ def _git_dir(directory: Path) -> Path | None:
         dotgit = here / ".git"
         if dotgit.is_dir():
             return dotgit
-        if dotgit.is_file():
-            text = dotgit.read_text(encoding="utf-8", errors="replace").strip()
-            if not text.startswith("gitdir:"):
-                return None
-            admin = (here / text.removeprefix("gitdir:").strip()).resolve()
-            common = admin / "commondir"
-            if common.is_file():
+        if dotgit.exists():
+            admin = gitdir_of(dotgit)
+            common = admin / "commondir" if admin is not None else None
+            if common is not None and common.is_file():
                 return (admin / common.read_text(encoding="utf-8").strip()).resolve()
             return admin
     return None

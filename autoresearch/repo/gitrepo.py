@@ -14,9 +14,10 @@ from pathlib import Path
 import git
 
 from ..errors import WorkspaceError
+from ..files import gitdir_of
 from ..process.capture import capture
 
-__all__ = ["GitResult", "Repo", "gitdir_of", "open_repo", "tree_patch"]
+__all__ = ["GitResult", "Repo", "open_repo", "tree_patch"]
 
 # The loop commits as itself; the user's identity and hooks are not its business.
 COMMIT_ENV = {
@@ -279,18 +280,6 @@ class Repo:
                 f"git {' '.join(args[:2])} failed in {self.path}: {detail[-1] if detail else ''}"
             )
         return result.out
-
-
-def gitdir_of(dotgit: Path) -> Path | None:
-    """Where a linked worktree's `.git` file points, resolved; None when it says nothing."""
-    try:
-        text = dotgit.read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
-        return None
-    if not text.startswith("gitdir:"):
-        return None
-    target = Path(text.removeprefix("gitdir:").strip())
-    return (target if target.is_absolute() else dotgit.parent / target).resolve()
 
 
 def open_repo(path: Path, hooks: bool = False) -> Repo:
