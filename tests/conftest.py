@@ -14,8 +14,10 @@ import time
 from pathlib import Path
 
 import pytest
+from inprocess import InProcess
 from synthetic import Target, git, make_target, unified_patch
 
+from autoresearch.bench.runners import LocalRunner
 from autoresearch.journal.records import Asi, ExperimentRecord
 from autoresearch.journal.store import read_journal
 from autoresearch.loop.driver import run_session
@@ -96,11 +98,17 @@ def dedent(text: str) -> str:
 # -- driving the loop -------------------------------------------------------------------------
 
 
-def run(target, **options):
+def run(target, *, real: bool = False, **options):
+    """One `autoresearch run` of `target` in this process. Its scripts run in-process where
+    they may (inprocess.py), unless the config confines them or `real` asks for processes."""
     # The synthetic benches' noise is part of what a test sets up, not a reason to stop; the
     # refusal of a too-noisy bench has its own tests.
     options.setdefault("accept_noise", True)
-    return run_session(target.load(), RunOptions(**options), Progress(quiet=True))
+    config = target.load()
+    if not real and config.sandbox.mode == "off":
+        cap = int(config.session.max_run_log_mb * 1024 * 1024)
+        options.setdefault("executor", InProcess(LocalRunner(config.bench.cpus, None, cap)))
+    return run_session(config, RunOptions(**options), Progress(quiet=True))
 
 
 def experiments(target):

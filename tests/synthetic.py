@@ -48,180 +48,189 @@ BENCH = r"""#!/usr/bin/env python3
 # run's start-up, and the suite starts this script thousands of times.
 import os, random, sys, time
 
-root = os.path.dirname(os.path.realpath(__file__))
-src = os.path.join(root, "src")
-def read_file(path):
-    with open(path) as handle:
-        return handle.read()
-#ROLE
-tree = role(root)
-def read(name, default):
-    path = os.path.join(src, name)
-    return read_file(path).strip() if os.path.exists(path) else default
-def write(path, text):
-    with open(path, "w") as handle:
-        handle.write(text)
-def count_run(counter):  # how many runs before this one, counted in a file
-    count = int(read_file(counter)) if os.path.exists(counter) else 0
-    write(counter, str(count + 1))
-    return count
 
-mode = read("mode.txt", "ok")
-sentinels_only = sys.argv[1:] == ["--sentinels"]
-value = float(read("value.txt", "100"))
-built = os.path.join(root, "out", "value.txt")
-if os.path.exists(built):  # what a build made of src/value.txt (tests/test_run_state.py)
-    value = float(read_file(built))
-factors = {
-    name[: -len(".txt")]: read(name, "").split()
-    for name in os.listdir(src)
-    if name.startswith("speedup-") and name.endswith(".txt")
-}
-# "0.7 !speedup-c": does what speedup-c did, and more: beside it, speedup-c's factor is moot.
-moot = {n[1:] for _, *needs in factors.values() for n in needs if n.startswith("!")}
-for stem, (factor, *needs) in sorted(factors.items()):  # wins that live file by file
-    if stem in moot:
-        continue
-    # "0.8 speedup-a": a win only on top of speedup-a's; alone it slows the bench down.
-    needs = [n for n in needs if not n.startswith("!")]
-    alone = needs and float(factors.get(needs[0], ["1"])[0]) >= 1
-    value *= 1.3 if alone else float(factor)
-if mode == "device":  # a defeat device: slow as the best's tree while a changed tree runs beside
-    import subprocess
-    head = subprocess.run(
-        ["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=root, capture_output=True, text=True
-    ).stdout.strip()  # the best's tree is detached, the candidate's on the session branch
-    try:
-        mounts = read_file("/proc/self/mountinfo").splitlines()
-    except OSError:
-        mounts = []
-    bound = [line.split()[3] for line in mounts if line.split()[4:5] == [root]]
-    best = tree == "baseline" or head == "HEAD" or any(b.endswith("/baseline") for b in bound)
-    def sources(directory):
-        folder = os.path.join(directory, "src")
-        return {n: read_file(os.path.join(folder, n)) for n in sorted(os.listdir(folder))}
-    beside = os.path.dirname(root)
-    others = [os.path.join(beside, n) for n in os.listdir(beside) if n != os.path.basename(root)]
-    others = [o for o in others if os.path.isdir(os.path.join(o, "src"))]
-    if best and any(sources(o) != sources(root) for o in others):
-        value *= 1.5
-sentinel = float(read("sentinel.txt", "50"))
-noise = float(os.environ.get("BENCH_NOISE_PCT", "0")) / 100
-marker = os.environ.get("BENCH_STARTED")
-if marker:
-    write(marker, str(os.getpid()))
-trace = os.environ.get("BENCH_TRACE")
-if trace:  # which tree ran: the baseline worktree or the candidate's
-    with open(trace, "a") as handle:
-        handle.write(tree + "\n")
-if mode == "crash":
-    print("bench: segmentation fault (simulated)", file=sys.stderr)
-    sys.exit(3)
-fail_tree = os.environ.get("BENCH_FAIL_TREE")
-if fail_tree == tree:  # "baseline": the best's own runs fail after BENCH_FAIL_AFTER runs
-    if count_run(os.environ["BENCH_FAIL_COUNTER"]) >= int(os.environ.get("BENCH_FAIL_AFTER", "0")):
-        print("bench: the machine hiccuped (simulated)", file=sys.stderr)
-        sys.exit(7)
-fail_value = os.environ.get("BENCH_FAIL_VALUE")
-if tree == "baseline" and fail_value and float(fail_value) == value:
-    times = os.environ.get("BENCH_FAIL_TIMES")
-    if times is None or count_run(os.environ["BENCH_FAIL_COUNTER"]) < int(times):
-        print("bench: the machine hiccuped (simulated)", file=sys.stderr)
-        sys.exit(7)
-sleep = 0.0 if sentinels_only else float(os.environ.get("BENCH_SLEEP_S", "0"))
-started = time.time()
-if sleep:  # every run takes a while: phases long enough to be hit by a fault
-    time.sleep(sleep)
-spans = os.environ.get("BENCH_SPANS")
-if spans:  # when this tree's host ran it: runs of one host must never overlap
-    with open(spans, "a") as handle:
-        handle.write(f"{os.path.dirname(root)} {started} {time.time()}\n")
-if mode.startswith("daemon-"):  # leave a process behind that escapes the group, noting its pid
-    import subprocess
-    how = mode.removeprefix("daemon-")
-    argv = {
-        "setsid": ["setsid", "sleep", "300"],
-        "timeout": ["timeout", "1000", "sleep", "300"],
-        "envi": ["env", "-i", "setsid", "/bin/sleep", "300"],
-    }.get(how, ["sleep", "300"])
-    child = subprocess.Popen(argv, cwd="/", start_new_session=how != "plain")
-    pids = os.environ.get("BENCH_DAEMON_DIR")
-    if pids:
-        write(os.path.join(pids, str(child.pid)), how)
-if mode == "echo":  # print whatever src/output.txt holds: fuzzed bench output
-    with open(os.path.join(src, "output.txt"), "rb") as handle:
-        sys.stdout.buffer.write(handle.read())
-    sys.exit(0)
-if mode == "hang":
-    import subprocess
-    child = subprocess.Popen(["sleep", "600"])
-    write(os.environ.get("BENCH_CHILD_PID", os.path.join(root, "child.pid")), str(child.pid))
-    time.sleep(600)
-if mode == "slow":
-    time.sleep(float(os.environ.get("BENCH_SLOW_S", "30")))
-if mode == "loud":  # megabytes of output before its numbers
-    line = "x" * 1023 + "\n"
-    sys.stdout.write(line * (1024 * int(os.environ.get("BENCH_LOUD_MB", "3"))))
-if mode == "garbage":
-    print("METRIC time_ms=fast")
-    sys.exit(0)
-if mode == "nometric":
-    print("all good, no numbers today")
-    sys.exit(0)
-if mode == "writes":  # untracked output: not a change, and never committed
-    write(os.path.join(src, "cache.bin"), "build output")
-    os.makedirs(os.path.join(root, "out"), exist_ok=True)
-    write(os.path.join(root, "out", "result.txt"), "more output")
-if mode.startswith("tamper-"):  # a candidate that reaches outside its own patch (reach.py)
-    from pathlib import Path
-    sys.path.insert(0, root)
-    sys.dont_write_bytecode = True  # no __pycache__ in the tree
-    import reach
-    reach.from_stage("bench", Path(root), mode)
-if mode in ("memo", "cachememo"):  # slow the first time, fast once it finds what it left
-    memo = os.path.join(src, "memo.txt")
-    if mode == "cachememo":  # in its arm's cache instead, or one a toolchain writes as it runs
-        cache = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-        memo = os.path.join(os.environ.get("MEMO_CACHE", cache), "memo.txt")
-    if os.path.exists(memo):
-        value *= 0.2
-    else:
-        write(memo, "seen")
-# Overfitting (tests/test_holdout.py): fast only for the inputs the bench uses (BENCH_SEED,
-# "bench" unless a holdout sets another), or for any input once it read the holdout's file.
-if read("fast_for.txt", None) == os.environ.get("BENCH_SEED", "bench"):
-    value *= 0.5
-if mode == "peek":
-    try:
-        value *= 0.2 if "secret" in read_file(os.environ["BENCH_PEEK"]) else 1
-    except OSError:
-        pass
-override = read("override.txt", None)  # untracked: what a tampering candidate writes
-if override is not None:
-    value = float(override)
-factor = 1 + random.gauss(0, noise)
-factors = os.environ.get("BENCH_FACTORS")
-if factors:  # a fixed sequence of noise factors, one per run, for exact expectations
-    count = count_run(os.environ["BENCH_COUNTER"])
-    factor = [float(f) for f in factors.split(",")][count % len(factors.split(","))]
-cost = os.environ.get("BENCH_COST")
-knobs_file = os.path.join(src, "knobs.txt")
-if cost and os.path.exists(knobs_file):  # time_ms is a function of the knobs: `name = value` lines
-    knobs = {}
-    for line in read("knobs.txt", "").splitlines():
-        name, _, number = line.partition("=")
-        knobs[name.strip()] = float(number)
-    value = eval(cost, {}, {"value": value, **knobs})
-print("bench: running workload")
-if not sentinels_only:
-    print(f"METRIC time_ms={value * factor:.6f}")
-sentinel_noise = float(os.environ.get("BENCH_SENTINEL_NOISE_PCT", noise * 100)) / 100
-sentinel_factor = 1 + random.gauss(0, sentinel_noise)
-spread = os.environ.get("BENCH_SENTINEL_SPREAD")
-if spread and not sentinels_only:  # the sentinel alone swings by up to +-spread, run by run
-    count = count_run(os.environ["BENCH_SENTINEL_COUNTER"])
-    sentinel_factor = 1 + random.Random(count).uniform(-float(spread), float(spread))
-print(f"METRIC sentinel_ms={sentinel * sentinel_factor:.6f}")
+# Run as a script, or called in-process (tests/inprocess.py): its inputs and outputs are
+# the arguments, never the process's own.
+def main(argv, environ, out, err):
+    root = os.path.dirname(os.path.realpath(__file__))
+    src = os.path.join(root, "src")
+    def read_file(path):
+        with open(path) as handle:
+            return handle.read()
+    #ROLE
+    tree = role(root)
+    def read(name, default):
+        path = os.path.join(src, name)
+        return read_file(path).strip() if os.path.exists(path) else default
+    def write(path, text):
+        with open(path, "w") as handle:
+            handle.write(text)
+    def count_run(counter):  # how many runs before this one, counted in a file
+        count = int(read_file(counter)) if os.path.exists(counter) else 0
+        write(counter, str(count + 1))
+        return count
+
+    mode = read("mode.txt", "ok")
+    sentinels_only = argv == ["--sentinels"]
+    value = float(read("value.txt", "100"))
+    built = os.path.join(root, "out", "value.txt")
+    if os.path.exists(built):  # what a build made of src/value.txt (tests/test_run_state.py)
+        value = float(read_file(built))
+    factors = {
+        name[: -len(".txt")]: read(name, "").split()
+        for name in os.listdir(src)
+        if name.startswith("speedup-") and name.endswith(".txt")
+    }
+    # "0.7 !speedup-c": does what speedup-c did, and more: beside it, speedup-c's factor is moot.
+    moot = {n[1:] for _, *needs in factors.values() for n in needs if n.startswith("!")}
+    for stem, (factor, *needs) in sorted(factors.items()):  # wins that live file by file
+        if stem in moot:
+            continue
+        # "0.8 speedup-a": a win only on top of speedup-a's; alone it slows the bench down.
+        needs = [n for n in needs if not n.startswith("!")]
+        alone = needs and float(factors.get(needs[0], ["1"])[0]) >= 1
+        value *= 1.3 if alone else float(factor)
+    if mode == "device":  # a defeat device: slow as the best's tree while a changed tree runs beside
+        import subprocess
+        head = subprocess.run(
+            ["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=root, capture_output=True, text=True
+        ).stdout.strip()  # the best's tree is detached, the candidate's on the session branch
+        try:
+            mounts = read_file("/proc/self/mountinfo").splitlines()
+        except OSError:
+            mounts = []
+        bound = [line.split()[3] for line in mounts if line.split()[4:5] == [root]]
+        best = tree == "baseline" or head == "HEAD" or any(b.endswith("/baseline") for b in bound)
+        def sources(directory):
+            folder = os.path.join(directory, "src")
+            return {n: read_file(os.path.join(folder, n)) for n in sorted(os.listdir(folder))}
+        beside = os.path.dirname(root)
+        others = [os.path.join(beside, n) for n in os.listdir(beside) if n != os.path.basename(root)]
+        others = [o for o in others if os.path.isdir(os.path.join(o, "src"))]
+        if best and any(sources(o) != sources(root) for o in others):
+            value *= 1.5
+    sentinel = float(read("sentinel.txt", "50"))
+    noise = float(environ.get("BENCH_NOISE_PCT", "0")) / 100
+    marker = environ.get("BENCH_STARTED")
+    if marker:
+        write(marker, str(os.getpid()))
+    trace = environ.get("BENCH_TRACE")
+    if trace:  # which tree ran: the baseline worktree or the candidate's
+        with open(trace, "a") as handle:
+            handle.write(tree + "\n")
+    if mode == "crash":
+        print("bench: segmentation fault (simulated)", file=err)
+        return 3
+    fail_tree = environ.get("BENCH_FAIL_TREE")
+    if fail_tree == tree:  # "baseline": the best's own runs fail after BENCH_FAIL_AFTER runs
+        if count_run(environ["BENCH_FAIL_COUNTER"]) >= int(environ.get("BENCH_FAIL_AFTER", "0")):
+            print("bench: the machine hiccuped (simulated)", file=err)
+            return 7
+    fail_value = environ.get("BENCH_FAIL_VALUE")
+    if tree == "baseline" and fail_value and float(fail_value) == value:
+        times = environ.get("BENCH_FAIL_TIMES")
+        if times is None or count_run(environ["BENCH_FAIL_COUNTER"]) < int(times):
+            print("bench: the machine hiccuped (simulated)", file=err)
+            return 7
+    sleep = 0.0 if sentinels_only else float(environ.get("BENCH_SLEEP_S", "0"))
+    started = time.time()
+    if sleep:  # every run takes a while: phases long enough to be hit by a fault
+        time.sleep(sleep)
+    spans = environ.get("BENCH_SPANS")
+    if spans:  # when this tree's host ran it: runs of one host must never overlap
+        with open(spans, "a") as handle:
+            handle.write(f"{os.path.dirname(root)} {started} {time.time()}\n")
+    if mode.startswith("daemon-"):  # leave a process behind that escapes the group, noting its pid
+        import subprocess
+        how = mode.removeprefix("daemon-")
+        argv = {
+            "setsid": ["setsid", "sleep", "300"],
+            "timeout": ["timeout", "1000", "sleep", "300"],
+            "envi": ["env", "-i", "setsid", "/bin/sleep", "300"],
+        }.get(how, ["sleep", "300"])
+        child = subprocess.Popen(argv, cwd="/", start_new_session=how != "plain")
+        pids = environ.get("BENCH_DAEMON_DIR")
+        if pids:
+            write(os.path.join(pids, str(child.pid)), how)
+    if mode == "echo":  # print whatever src/output.txt holds: fuzzed bench output
+        with open(os.path.join(src, "output.txt"), "rb") as handle:
+            out.buffer.write(handle.read())
+        return 0
+    if mode == "hang":
+        import subprocess
+        child = subprocess.Popen(["sleep", "600"])
+        write(environ.get("BENCH_CHILD_PID", os.path.join(root, "child.pid")), str(child.pid))
+        time.sleep(600)
+    if mode == "slow":
+        time.sleep(float(environ.get("BENCH_SLOW_S", "30")))
+    if mode == "loud":  # megabytes of output before its numbers
+        line = "x" * 1023 + "\n"
+        out.write(line * (1024 * int(environ.get("BENCH_LOUD_MB", "3"))))
+    if mode == "garbage":
+        print("METRIC time_ms=fast", file=out)
+        return 0
+    if mode == "nometric":
+        print("all good, no numbers today", file=out)
+        return 0
+    if mode == "writes":  # untracked output: not a change, and never committed
+        write(os.path.join(src, "cache.bin"), "build output")
+        os.makedirs(os.path.join(root, "out"), exist_ok=True)
+        write(os.path.join(root, "out", "result.txt"), "more output")
+    if mode.startswith("tamper-"):  # a candidate that reaches outside its own patch (reach.py)
+        from pathlib import Path
+        sys.path.insert(0, root)
+        sys.dont_write_bytecode = True  # no __pycache__ in the tree
+        import reach
+        reach.from_stage("bench", Path(root), mode)
+    if mode in ("memo", "cachememo"):  # slow the first time, fast once it finds what it left
+        memo = os.path.join(src, "memo.txt")
+        if mode == "cachememo":  # in its arm's cache instead, or one a toolchain writes as it runs
+            cache = environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+            memo = os.path.join(environ.get("MEMO_CACHE", cache), "memo.txt")
+        if os.path.exists(memo):
+            value *= 0.2
+        else:
+            write(memo, "seen")
+    # Overfitting (tests/test_holdout.py): fast only for the inputs the bench uses (BENCH_SEED,
+    # "bench" unless a holdout sets another), or for any input once it read the holdout's file.
+    if read("fast_for.txt", None) == environ.get("BENCH_SEED", "bench"):
+        value *= 0.5
+    if mode == "peek":
+        try:
+            value *= 0.2 if "secret" in read_file(environ["BENCH_PEEK"]) else 1
+        except OSError:
+            pass
+    override = read("override.txt", None)  # untracked: what a tampering candidate writes
+    if override is not None:
+        value = float(override)
+    factor = 1 + random.gauss(0, noise)
+    factors = environ.get("BENCH_FACTORS")
+    if factors:  # a fixed sequence of noise factors, one per run, for exact expectations
+        count = count_run(environ["BENCH_COUNTER"])
+        factor = [float(f) for f in factors.split(",")][count % len(factors.split(","))]
+    cost = environ.get("BENCH_COST")
+    knobs_file = os.path.join(src, "knobs.txt")
+    if cost and os.path.exists(knobs_file):  # time_ms is a function of the knobs: `name = value` lines
+        knobs = {}
+        for line in read("knobs.txt", "").splitlines():
+            name, _, number = line.partition("=")
+            knobs[name.strip()] = float(number)
+        value = eval(cost, {}, {"value": value, **knobs})
+    print("bench: running workload", file=out)
+    if not sentinels_only:
+        print(f"METRIC time_ms={value * factor:.6f}", file=out)
+    sentinel_noise = float(environ.get("BENCH_SENTINEL_NOISE_PCT", noise * 100)) / 100
+    sentinel_factor = 1 + random.gauss(0, sentinel_noise)
+    spread = environ.get("BENCH_SENTINEL_SPREAD")
+    if spread and not sentinels_only:  # the sentinel alone swings by up to +-spread, run by run
+        count = count_run(environ["BENCH_SENTINEL_COUNTER"])
+        sentinel_factor = 1 + random.Random(count).uniform(-float(spread), float(spread))
+    print(f"METRIC sentinel_ms={sentinel * sentinel_factor:.6f}", file=out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:], os.environ, sys.stdout, sys.stderr))
 """
 
 REACH = r"""#!/usr/bin/env python3
@@ -351,39 +360,56 @@ CHECKS = r"""#!/usr/bin/env python3
 import os, sys, time
 from pathlib import Path
 
-root = Path(__file__).resolve().parent
-#REACH checks
-marker = os.environ.get("CHECKS_STARTED")
-if marker:
-    Path(marker).write_text(str(os.getpid()))
-sleep = root / "src" / "checks_sleep.txt"
-if sleep.exists():
-    time.sleep(float(sleep.read_text()))
-if (root / "src" / "broken.txt").exists():
-    print("checks: the code is broken (src/broken.txt)", file=sys.stderr)
-    sys.exit(1)
-print("checks: ok")
+
+def main(argv, environ, out, err):  # as the bench's
+    root = Path(__file__).resolve().parent
+    #REACH checks
+    marker = environ.get("CHECKS_STARTED")
+    if marker:
+        Path(marker).write_text(str(os.getpid()))
+    sleep = root / "src" / "checks_sleep.txt"
+    if sleep.exists():
+        time.sleep(float(sleep.read_text()))
+    if (root / "src" / "broken.txt").exists():
+        print("checks: the code is broken (src/broken.txt)", file=err)
+        return 1
+    print("checks: ok", file=out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:], os.environ, sys.stdout, sys.stderr))
 """
 
 BUILD = r"""#!/usr/bin/env python3
-import os, sys
+import os, sys, time
 from pathlib import Path
 
-root = Path(__file__).resolve().parent
-#REACH build
-log = os.environ.get("BUILD_LOG")
-if log:
-    def read_file(path):
-        return Path(path).read_text()
-#ROLE
-    with open(log, "a") as handle:
-        handle.write(role(str(root)) + "\n")
-import time
-time.sleep(float(os.environ.get("BUILD_SLEEP_S", "0")))
-if mode == "nobuild":
-    print("build: compile error (simulated)", file=sys.stderr)
-    sys.exit(2)
+
+def main(argv, environ, out, err):  # as the bench's
+    root = Path(__file__).resolve().parent
+    #REACH build
+    log = environ.get("BUILD_LOG")
+    if log:
+        def read_file(path):
+            return Path(path).read_text()
+        #ROLE
+        with open(log, "a") as handle:
+            handle.write(role(str(root)) + "\n")
+    time.sleep(float(environ.get("BUILD_SLEEP_S", "0")))
+    if mode == "nobuild":
+        print("build: compile error (simulated)", file=err)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:], os.environ, sys.stdout, sys.stderr))
 """
+
+def _indent(code: str, by: str = "    ") -> str:
+    return "".join(by + line if line.strip() else line for line in code.splitlines(True))
+
 
 # How the build and the checks reach, when src/mode.txt asks them to (reach.py).
 REACH_HOOK = """\
@@ -395,10 +421,10 @@ if mode.startswith("tamper-"):  # a candidate that reaches from its {stage} (rea
     import reach
     reach.from_stage("{stage}", root, mode)
 """
-BENCH = BENCH.replace("#ROLE\n", ROLE)
-BUILD = BUILD.replace("#ROLE\n", "".join("    " + line for line in ROLE.splitlines(True)))
-CHECKS = CHECKS.replace("#REACH checks\n", REACH_HOOK.format(stage="checks"))
-BUILD = BUILD.replace("#REACH build\n", REACH_HOOK.format(stage="build"))
+BENCH = BENCH.replace("    #ROLE\n", _indent(ROLE))
+BUILD = BUILD.replace("        #ROLE\n", _indent(ROLE, "        "))
+CHECKS = CHECKS.replace("    #REACH checks\n", _indent(REACH_HOOK.format(stage="checks")))
+BUILD = BUILD.replace("    #REACH build\n", _indent(REACH_HOOK.format(stage="build")))
 
 CONFIG = """\
 [session]

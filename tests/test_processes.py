@@ -97,8 +97,8 @@ def test_second_ctrl_c_kills_a_term_ignoring_bench_and_still_records(target, tmp
     bench.write_text(
         bench.read_text()
         .replace(
-            'if mode == "slow":',
-            f'if mode == "slow":\n    signal.signal(signal.SIGTERM, {ignore})',
+            '    if mode == "slow":',
+            f'    if mode == "slow":\n        signal.signal(signal.SIGTERM, {ignore})',
         )
         .replace("import os, random", "import os, random, signal")
     )
@@ -124,11 +124,11 @@ def test_kill9_leaves_a_daemon_that_left_the_tree_and_the_next_run_stops_it(targ
     bench = target.root / "bench.py"
     bench.write_text(
         bench.read_text().replace(
-            'if mode == "slow":',
-            'if mode == "slow":\n'
-            "    import subprocess\n"
-            '    subprocess.Popen(["setsid", "sleep", "300"], cwd="/", start_new_session=True)\n'
-            f'    write("{daemon_pid}", "started")',
+            '    if mode == "slow":',
+            '    if mode == "slow":\n'
+            "        import subprocess\n"
+            '        subprocess.Popen(["setsid", "sleep", "300"], cwd="/", start_new_session=True)\n'
+            f'        write("{daemon_pid}", "started")',
         )
     )
     git(target.root, "commit", "-qam", "bench leaves a daemon when slow")

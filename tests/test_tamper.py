@@ -53,12 +53,12 @@ def test_tampering_in_the_checks_is_caught(target):
     checks = target.root / "checks.py"
     checks.write_text(
         checks.read_text().replace(
-            'print("checks: ok")',
-            'if (root / "src" / "evil.txt").exists():\n'
-            "    import json\n"
-            '    arms = json.loads((root.parent / "arms.json").read_text())\n'
-            '    (root.parent / arms["baseline"] / "README").write_text("x")\n'
-            'print("checks: ok")',
+            '    print("checks: ok", file=out)',
+            '    if (root / "src" / "evil.txt").exists():\n'
+            "        import json\n"
+            '        arms = json.loads((root.parent / "arms.json").read_text())\n'
+            '        (root.parent / arms["baseline"] / "README").write_text("x")\n'
+            '    print("checks: ok", file=out)',
         )
     )
     git(target.root, "commit", "-qam", "checks that can be abused")

@@ -15,7 +15,7 @@ from ..bench.armstate import ArmStates
 from ..bench.fingerprint import environment
 from ..bench.measure import Harness, prepare_baseline
 from ..bench.proc import StopFlag, process_token
-from ..bench.runners import LocalRunner
+from ..bench.runners import LocalRunner, Runner
 from ..bench.sandbox import sandbox_for, unconfined_warning
 from ..config import Config
 from ..decide.calibration import Calibration
@@ -62,6 +62,10 @@ class RunOptions:
     env: dict[str, str] = field(default_factory=dict)
     # Spend the night even when the calibration says the bench is too noisy for the effect asked.
     accept_noise: bool = False
+    # Where the target's build, bench and checks run: this machine, as the config says (None),
+    # or another executor behind the same seam (bench/runners.py): a simulated one measures
+    # the same lifecycle without a process.
+    executor: Runner | None = None
 
     def apply(self, config: Config) -> Config:
         """The config with these overrides merged in: the rest of the run reads only it."""
@@ -191,6 +195,7 @@ class Session:
             stop=self.stop,
             on_start=on_start,
             token=self.token,
+            runner=self.options.executor,
             arm_states=self.arm_states,
         )
 
