@@ -90,7 +90,8 @@ def main(argv, environ, out, err):
         needs = [n for n in needs if not n.startswith("!")]
         alone = needs and float(factors.get(needs[0], ["1"])[0]) >= 1
         value *= 1.3 if alone else float(factor)
-    if mode == "device":  # a defeat device: slow as the best's tree while a changed tree runs beside
+    # A defeat device: slow as the best's tree while a changed tree runs beside.
+    if mode == "device":
         import subprocess
         head = subprocess.run(
             ["git", "rev-parse", "--abbrev-ref", "HEAD"], cwd=root, capture_output=True, text=True
@@ -105,7 +106,9 @@ def main(argv, environ, out, err):
             folder = os.path.join(directory, "src")
             return {n: read_file(os.path.join(folder, n)) for n in sorted(os.listdir(folder))}
         beside = os.path.dirname(root)
-        others = [os.path.join(beside, n) for n in os.listdir(beside) if n != os.path.basename(root)]
+        others = [
+            os.path.join(beside, n) for n in os.listdir(beside) if n != os.path.basename(root)
+        ]
         others = [o for o in others if os.path.isdir(os.path.join(o, "src"))]
         if best and any(sources(o) != sources(root) for o in others):
             value *= 1.5
@@ -210,7 +213,8 @@ def main(argv, environ, out, err):
         factor = [float(f) for f in factors.split(",")][count % len(factors.split(","))]
     cost = environ.get("BENCH_COST")
     knobs_file = os.path.join(src, "knobs.txt")
-    if cost and os.path.exists(knobs_file):  # time_ms is a function of the knobs: `name = value` lines
+    # time_ms as a function of the knobs: `name = value` lines.
+    if cost and os.path.exists(knobs_file):
         knobs = {}
         for line in read("knobs.txt", "").splitlines():
             name, _, number = line.partition("=")
@@ -406,6 +410,7 @@ def main(argv, environ, out, err):  # as the bench's
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:], os.environ, sys.stdout, sys.stderr))
 """
+
 
 def _indent(code: str, by: str = "    ") -> str:
     return "".join(by + line if line.strip() else line for line in code.splitlines(True))

@@ -127,7 +127,8 @@ def test_kill9_leaves_a_daemon_that_left_the_tree_and_the_next_run_stops_it(targ
             '    if mode == "slow":',
             '    if mode == "slow":\n'
             "        import subprocess\n"
-            '        subprocess.Popen(["setsid", "sleep", "300"], cwd="/", start_new_session=True)\n'
+            '        subprocess.Popen(["setsid", "sleep", "300"], cwd="/",'
+            " start_new_session=True)\n"
             f'        write("{daemon_pid}", "started")',
         )
     )
