@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import shutil
@@ -10,7 +12,9 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
+import traceback
 from pathlib import Path
 
 import pytest
@@ -59,7 +63,46 @@ def target(tmp_path: Path) -> Target:
     return make_target(tmp_path / "repo")
 
 
-def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120):
+# The commands a test runs in a process of their own even when it may run them here: a signal
+# stops them, or their standard streams are a protocol.
+OWN_PROCESS = {"run", "confirm", "try", "serve", "mcp"}
+
+
+def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120, real=False):
+    """The console entry point `autoresearch ARGS` run in `cwd`, as a CompletedProcess. A
+    command that may runs in this process (`main` with its streams and exit code captured,
+    the environment and the directory put back after); `real`, a long-running command, or a
+    test with threads of its own gets the real console script in a child process."""
+    if real or args[0] in OWN_PROCESS or threading.active_count() > 1:
+        return _cli_process(args, cwd, env, timeout)
+    return _cli_here(args, cwd, env)
+
+
+def _cli_here(args, cwd: Path, env: dict | None) -> subprocess.CompletedProcess:
+    from autoresearch.cli import main
+
+    saved_env, saved_cwd = dict(os.environ), os.getcwd()
+    out, err = io.StringIO(), io.StringIO()
+    os.environ.update(env or {})
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exit_:  # argparse's: usage errors, --help
+                code = exit_.code if isinstance(exit_.code, int) else int(exit_.code is not None)
+            except Exception:  # what the interpreter prints before exiting 1
+                traceback.print_exc()
+                code = 1
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+    argv = [sys.executable, "-m", "autoresearch.cli", *args]
+    return subprocess.CompletedProcess(argv, code, out.getvalue(), err.getvalue())
+
+
+def _cli_process(args, cwd: Path, env: dict | None, timeout: float):
     """The real console entry point in a child process, in a session of its own (as the loop
     starts its own children): past `timeout`, its whole group is killed."""
     proc = subprocess.Popen(
