@@ -254,7 +254,7 @@ def test_prepare_ahead_proposes_while_the_bench_runs(target, tmp_path):
     ]
     use_agent(target, tmp_path, steps, prepare_ahead=True)
     # The agent's runs overlap the bench's: the bench's clean-up must leave the agent alone.
-    outcome = run(target, env={"BENCH_SLEEP_S": "0.3"})
+    outcome = run(target, env={"BENCH_SLEEP_S": "0.1"})
     records = experiments(target)
     assert [r.status for r in records] == ["discard", "keep", "refused", "keep"]
     assert [r.agent["prepared_ahead"] for r in records] == [False, True, True, True]
