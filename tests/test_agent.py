@@ -256,7 +256,9 @@ def test_prepare_ahead_proposes_while_the_bench_runs(target, tmp_path):
     # The agent's runs overlap the bench's: the bench's clean-up must leave the agent alone.
     outcome = run(target, env={"BENCH_SLEEP_S": "0.1"})
     records = experiments(target)
-    assert [r.status for r in records] == ["discard", "keep", "refused", "keep"]
+    assert [r.status for r in records] == ["discard", "keep", "refused", "keep"], [
+        (r.error, r.agent) for r in records
+    ]
     assert [r.agent["prepared_ahead"] for r in records] == [False, True, True, True]
     assert "no longer applies" in records[2].error and records[2].agent["refusal"] == "stale"
     assert outcome.kept == 2

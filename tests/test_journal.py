@@ -6,6 +6,7 @@ import pytest
 from conftest import experiment_record as record
 
 from autoresearch.errors import JournalError
+from autoresearch.journal.index import experiment_row
 from autoresearch.journal.records import record_from_dict
 from autoresearch.journal.store import Journal, append_record, read_journal
 
@@ -86,3 +87,16 @@ def test_unknown_or_incomplete_lines_are_skipped(tmp_path):
 def test_record_without_version_is_an_error():
     with pytest.raises(JournalError, match="no integer schema_version"):
         record_from_dict({"type": "experiment"})
+
+
+def test_the_primary_metric_is_the_one_the_decision_names_or_in_an_old_journal_the_floor_s():
+    metrics = {
+        "p99_ms": {"candidate_median": 9.0, "change_pct": -10.0},
+        "time_ms": {"candidate_median": 80.0, "change_pct": -20.0, "threshold_pct": 2.0},
+    }
+    old = record(1, decision={"status": "keep", "metrics": metrics})
+    named = record(2, decision={"status": "keep", "primary": "p99_ms", "metrics": metrics})
+    assert old.evidence().change_pct == -20.0
+    assert named.evidence().change_pct == -10.0
+    assert experiment_row(named.to_dict())["change_pct"] == -10.0  # what the review reads
+    assert experiment_row(old.to_dict())["change_pct"] == -20.0

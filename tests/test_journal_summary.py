@@ -240,3 +240,27 @@ def test_a_journal_concatenated_with_itself_counts_each_record_once(journal):
     assert got["experiments"] == 298 and len(got["warnings"]) == 299  # every line once more
     assert attempts_of_the_summary(journal.path) == once
     assert got["warnings"][0].endswith("repeats line 1, skipped")
+
+
+def test_a_night_and_its_journal_say_the_same_of_the_session_across_a_resume(target):
+    """The night folds each record it writes with the journal's reducer: where it says the
+    session stands is what the journal's summary says, after a first run and after a resume."""
+    from conftest import run
+
+    target.add_hypothesis("01-win", {"src/speedup-a.txt": "0.8\n"})
+    target.add_hypothesis("02-loss", {"src/speedup-b.txt": "1.2\n"})
+    target.add_hypothesis("03-crash", {"src/mode.txt": "crash\n"})
+    target.add_hypothesis("04-win", {"src/speedup-c.txt": "0.7\n"})
+    target.add_hypothesis("05-loss", {"src/speedup-d.txt": "1.2\n"})
+
+    first = run(target, max_experiments=3)
+    journal = session_digest(target.journal, "t")
+    assert first.standing.to_dict() == journal.to_dict()
+    assert (journal.experiments, journal.no_keep_streak, journal.last_n) == (3, 2, 3)
+
+    second = run(target)
+    journal = session_digest(target.journal, "t")
+    assert second.standing.to_dict() == journal.to_dict()
+    assert journal.by_status == Counter(keep=2, discard=2, crash=1)
+    assert (journal.experiments, journal.no_keep_streak, journal.last_n) == (5, 1, 5)
+    assert journal.last_kept["title"] == "04-win"

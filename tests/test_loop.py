@@ -34,6 +34,7 @@ def test_keep_commits_on_session_branch_and_leaves_checkout_alone(target):
     assert record.touched_files == ["src/value.txt"]
     assert record.asi.mechanism == "skip a step"
     assert record.asi.rollback_reason is None
+    assert record.decision["primary"] == "time_ms"  # the decision names the metric it went on
     metric = record.decision["metrics"]["time_ms"]
     assert metric["baseline_median"] == pytest.approx(100)
     assert metric["candidate_median"] == pytest.approx(80)

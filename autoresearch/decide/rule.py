@@ -82,6 +82,7 @@ class Decision:
             "rule": str(self.rule),
             "reason": self.reason,
             "look": self.look,
+            "primary": self.primary,
             **self.extra,
             "metrics": {name: ev.to_dict() for name, ev in self.metrics.items()},
         }

@@ -32,7 +32,10 @@ __all__ = ["SessionDigest", "session_digest", "session_digests", "summary_path"]
 
 @dataclass
 class SessionDigest:
-    """One session as status shows it."""
+    """Where one session stands. `fold_experiment` is the one reducer of a session's state:
+    the summary folds the journal with it (what `status` and a resume read), and a night folds
+    each record it writes into its own copy (loop/session.py, `Tally`), so that what the night
+    counts and what the journal says it did cannot drift apart."""
 
     sessions: list[dict[str, Any]] = field(default_factory=list)
     calibrations: list[dict[str, Any]] = field(default_factory=list)
@@ -41,12 +44,28 @@ class SessionDigest:
     by_status: Counter = field(default_factory=Counter)
     last_kept: dict[str, Any] | None = None
     agent: Counter = field(default_factory=Counter)  # proposals, cost, unknown cost, outcomes
+    no_keep_streak: int = 0  # experiments since the last keep (all of them before the first)
+    last_n: int = 0  # the highest experiment number recorded
     warnings: list[str] = field(default_factory=list)
     attempts: list[Attempt] | None = None  # in journal order, when asked for (a resume)
+
+    def fold(self, kind: str, record: dict[str, Any]) -> None:
+        """Fold in one of the session's records, as the index has it (index.py,
+        `index_payload`)."""
+        if kind == "experiment":
+            self.fold_experiment(record)
+        elif kind == "session":
+            self.sessions.append(record)
+        elif kind == "calibration":
+            self.calibrations.append(record)
+        elif kind == "confirmation":
+            self.confirmations.append(record)
 
     def fold_experiment(self, row: dict[str, Any]) -> None:
         self.experiments += 1
         self.by_status[row["status"]] += 1
+        self.last_n = max(self.last_n, row["n"])
+        self.no_keep_streak = 0 if row["status"] == Status.KEEP else self.no_keep_streak + 1
         if row["status"] == Status.KEEP:
             self.last_kept = {k: row[k] for k in ("id", "title", "commit")}
         if row.get("agent"):
@@ -66,6 +85,10 @@ class SessionDigest:
         digest = cls(**data)
         digest.by_status, digest.agent = Counter(digest.by_status), Counter(digest.agent)
         return digest
+
+    def standing(self) -> SessionDigest:
+        """A copy of the figures alone (no attempt rows, no warnings), to fold on."""
+        return SessionDigest.from_dict(orjson.loads(orjson.dumps(self.to_dict())))
 
 
 def summary_path(journal: Path) -> Path:
@@ -95,8 +118,8 @@ def session_digests(journal: Path) -> dict[str, SessionDigest]:
 @dataclass
 class Summary(Fold):
     NAME = SUMMARY
-    VERSION = 6  # 3: attempts, in a second line; 4: fold.py; 5: hashed keys, a line per attempt;
-    # 6: the attempt's rule
+    VERSION = 7  # 3: attempts, in a second line; 4: fold.py; 5: hashed keys, a line per attempt;
+    # 6: the attempt's rule; 7: the streak without a keep and the last number
 
     sessions: dict[str, SessionDigest] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -120,9 +143,8 @@ class Summary(Fold):
         self.warnings.append(warning)
 
     def add(self, kind: str, record: dict[str, Any], entry: dict[str, Any]) -> None:
-        digest = self.sessions.setdefault(record["session"], SessionDigest())
+        self.sessions.setdefault(record["session"], SessionDigest()).fold(kind, record)
         if kind == "experiment":
-            digest.fold_experiment(record)
             # The session, then an Attempt's fields in order (attempts.py).
             row = [record["session"], record["n"], record["id"], record["status"]]
             row += [record.get("proposer"), record.get("retry_of"), record.get("patch") or ""]
@@ -130,12 +152,6 @@ class Summary(Fold):
             row += [self._start, end] if end is not None else [None, None]
             row.append(record.get("rule") or record["status"])
             self.new_rows.append(row)
-        elif kind == "session":
-            digest.sessions.append(record)
-        elif kind == "calibration":
-            digest.calibrations.append(record)
-        elif kind == "confirmation":
-            digest.confirmations.append(record)
 
     def attempts(self, session: str) -> list[Attempt]:
         """The session's attempts, in journal order."""

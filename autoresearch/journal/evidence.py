@@ -145,3 +145,17 @@ class SentinelEvidence(Evidence):
             found["worsening_upper_pct"] = self.worsening_upper_pct
         found["reason"] = self.reason
         return found
+
+
+def primary_metric(decision: Any) -> dict[str, Any] | None:
+    """A record's decision's evidence of its primary metric, as the journal holds it: the one
+    `primary` names, or in a journal from before it did, the one the judge's floor
+    (`threshold_pct`) went on."""
+    decision = decision if isinstance(decision, dict) else {}
+    metrics = decision.get("metrics")
+    if not isinstance(metrics, dict):
+        return None
+    named = metrics.get(decision.get("primary"))
+    if isinstance(named, dict):
+        return named
+    return next((m for m in metrics.values() if isinstance(m, dict) and "threshold_pct" in m), None)

@@ -26,6 +26,7 @@ import orjson
 
 from ..errors import JournalError
 from ..files import gitdir_of
+from .evidence import primary_metric
 from .lines import duplicate_warning, gc_paused, parse_lines, torn_line_warning
 
 __all__ = [
@@ -211,11 +212,14 @@ def _digest(journal: Path, tail: bytes, offset: int, lineno: int) -> tuple[list[
         if isinstance(item, str):
             entries.append(entry | {"t": "warning", "w": item})
             continue
-        payload = item.to_dict()
-        if item.kind == "experiment":
-            payload = experiment_row(payload)
-        entries.append(entry | {"t": item.kind, "d": payload})
+        entries.append(entry | {"t": item.kind, "d": index_payload(item.kind, item.to_dict())})
     return entries, consumed, lineno
+
+
+def index_payload(kind: str, record: dict[str, Any]) -> dict[str, Any]:
+    """What the index keeps of a record of `kind`: all of it, an experiment's without its raw
+    samples (`experiment_row`)."""
+    return experiment_row(record) if kind == "experiment" else record
 
 
 def experiment_row(record: dict[str, Any]) -> dict[str, Any]:
@@ -225,8 +229,7 @@ def experiment_row(record: dict[str, Any]) -> dict[str, Any]:
     sentinels = record.get("sentinels") or {}
     checks = record.get("checks") or {}
     asi = record.get("asi") or {}
-    # The primary metric's evidence is the one the judge gave a threshold.
-    primary = next((m for m in metrics.values() if "threshold_pct" in m), {})
+    primary = primary_metric(decision) or {}
     durations = record.get("bench_durations_s") or []
     agent = record.get("agent") or {}
     usage = agent.get("usage") or {}

@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 
 from ..errors import JournalError, NewerSchemaError, UserError
 from ..statuses import EXIT_CODES, FAILED_STATUSES, STATUSES, Status
-from .evidence import Evidence
+from .evidence import Evidence, primary_metric
 from .field_types import (
     OPTIONAL_NUMBER,
     OPTIONAL_TEXT,
@@ -195,11 +195,10 @@ class ExperimentRecord(_Record):
     def evidence(self, metric: str | None = None) -> Evidence:
         """A metric's evidence; by default the primary's (the one the rule's floor applies to).
         Empty when nothing was measured."""
-        metrics = (self.decision or {}).get("metrics") or {}
         if metric is not None:
+            metrics = (self.decision or {}).get("metrics") or {}
             return Evidence.from_dict(metrics.get(metric))
-        # The primary metric's is the one the judge's floor (`threshold_pct`) went on.
-        return Evidence.from_dict(next((m for m in metrics.values() if "threshold_pct" in m), None))
+        return Evidence.from_dict(primary_metric(self.decision))
 
     def _nested(self) -> list[tuple[str, Any, Any]]:
         found: list[tuple[str, Any, Any]] = [

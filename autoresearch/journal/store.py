@@ -17,7 +17,7 @@ from ..atomic import json_safe
 from ..errors import JournalError
 from .attempts import Attempt, Span
 from .digest import SessionDigest, session_digest
-from .index import derived_dir, update_index
+from .index import derived_dir, index_payload, update_index
 from .lines import BOM, duplicate_warning, gc_paused, parse_lines, torn_line_warning
 from .records import (
     CalibrationRecord,
@@ -147,6 +147,7 @@ class Journal:
         # few times in a row, and a 100,000-record journal takes seconds to parse each time.
         self._cached: tuple[tuple[int, int, int], JournalContents] | None = None
         self._digest: tuple[tuple[int, int, int], SessionDigest] | None = None
+        self._standing: SessionDigest | None = None
 
     def owns(self, path: str) -> bool:
         """Whether `path` is this journal or what is derived from it (`.<name>.d/index`, ...):
@@ -161,7 +162,19 @@ class Journal:
         """Append `record`; where its line lies."""
         span = append_record(self.path, record)
         update_index(self.path)
+        if self._standing is not None and record.session == self.session:
+            # As the index will read it back from the line.
+            self._standing.fold(
+                record.kind, index_payload(record.kind, json_safe(record.to_dict()))
+            )
         return span
+
+    def standing(self) -> SessionDigest:
+        """Where the session stands: read from the summary the first time, then folded on
+        with each record `append` writes, by the reducer the summary folds the journal with."""
+        if self._standing is None:
+            self._standing = self.digest().standing()
+        return self._standing
 
     def digest(self) -> SessionDigest:
         """The session as a resume needs it (its figures, whole session lines and calibrations,

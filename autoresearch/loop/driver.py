@@ -15,6 +15,7 @@ from ..config import Config
 from ..decide.calibration import Calibration
 from ..decide.design import noise_verdict
 from ..errors import PreflightError
+from ..journal.digest import SessionDigest
 from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..progress import Progress, format_value
 from ..proposers import Hypothesis
@@ -64,6 +65,8 @@ class SessionOutcome:
     best: float | None
     interrupted: bool = False
     confirmed_change_pct: float | None = None
+    # Where the session stands at the end, as the night folded it (what its journal says).
+    standing: SessionDigest | None = None
 
 
 def run_session(
@@ -95,6 +98,7 @@ def session_outcome(session: Session, reason: str, confirmed: float | None) -> S
         best=session.best_median,
         interrupted=session.stop.is_set() or session.stop_error is not None,
         confirmed_change_pct=confirmed,
+        standing=session.tally.standing,
     )
 
 

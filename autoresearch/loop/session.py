@@ -24,7 +24,7 @@ from ..errors import UserError
 from ..journal.attempts import Attempt, attempts_by_patch, may_run_again, tried_patches
 from ..journal.digest import SessionDigest
 from ..journal.draft import now_iso
-from ..journal.records import CalibrationRecord, ExperimentRecord, SessionRecord, no_keep_streak
+from ..journal.records import CalibrationRecord, ExperimentRecord, SessionRecord
 from ..journal.store import Journal
 from ..progress import Plan, Progress
 from ..proposers import ProposalContext, Proposer, make_proposer
@@ -87,26 +87,32 @@ class RunOptions:
 
 @dataclass
 class Tally:
-    """The session's counts, carried from experiment to experiment."""
+    """The session's counts: where it stands (`Journal.standing`, the journal's own reducer
+    folded on with each record the night appends) and this run's own counts."""
 
-    done: int  # experiments in the session, including earlier runs
+    standing: SessionDigest  # the session's figures, earlier runs included
     next_n: int  # the number of the next experiment: never one used before
-    no_keep_streak: int
     ran: int = 0  # in this run
     kept: int = 0  # in this run
     baseline_failures: int = 0  # experiments in a row whose baseline arm failed
 
+    @property
+    def done(self) -> int:
+        """Experiments in the session, including earlier runs."""
+        return self.standing.experiments
+
+    @property
+    def no_keep_streak(self) -> int:
+        return self.standing.no_keep_streak
+
     def add(self, record: ExperimentRecord) -> None:
-        self.done += 1
+        """Count `record`, which the journal has folded into `standing` as it appended it."""
         self.ran += 1
         self.next_n = max(self.next_n, record.n + 1)
         failed = record.status == Status.BASELINE_FAILED
         self.baseline_failures = self.baseline_failures + 1 if failed else 0
         if record.status == Status.KEEP:
             self.kept += 1
-            self.no_keep_streak = 0
-        else:
-            self.no_keep_streak += 1
 
 
 @dataclass
@@ -232,7 +238,7 @@ def open_session(
         recover(ws, journal, paths, progress, process_token(paths.root))
         commits = kept_commits(ws, config.session.name)
         reconcile_branch(ws, journal, config.session.name, progress)
-        history = _History.of(journal.digest())
+        history = _History.of(journal)
         if purpose != "run" and not history.sessions:
             raise UserError(
                 f"session '{config.session.name}' has no history in {config.journal_path}; "
@@ -295,9 +301,8 @@ def _session(config, options, progress, paths, ws, journal, stop, base, history,
         tried=tried_patches(attempts, config.budget.retries),
         attempts=attempts,
         tally=Tally(
-            done=len(history.attempts),
-            next_n=next_experiment_number(paths, [a.n for a in history.attempts], commits),
-            no_keep_streak=no_keep_streak(history.attempts),
+            standing=history.standing,
+            next_n=next_experiment_number(paths, [history.standing.last_n], commits),
         ),
         calibration=Calibration.from_record(history.calibrations[-1], config.metric.name)
         if history.calibrations
@@ -315,10 +320,13 @@ class _History:
     calibrations: list[CalibrationRecord]
     attempts: list[Attempt]
     warnings: list[str]
+    standing: SessionDigest  # its figures, folded on as the night appends (Journal.standing)
 
     @classmethod
-    def of(cls, digest: SessionDigest) -> _History:
+    def of(cls, journal: Journal) -> _History:
+        digest = journal.digest()
         return cls(
+            standing=journal.standing(),
             sessions=[SessionRecord.from_dict(d) for d in digest.sessions],
             calibrations=[CalibrationRecord.from_dict(d) for d in digest.calibrations],
             attempts=digest.attempts or [],
