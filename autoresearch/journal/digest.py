@@ -32,10 +32,11 @@ __all__ = ["SessionDigest", "session_digest", "session_digests", "summary_path"]
 
 @dataclass
 class SessionDigest:
-    """Where one session stands. `fold_experiment` is the one reducer of a session's state:
-    the summary folds the journal with it (what `status` and a resume read), and a night folds
-    each record it writes into its own copy (loop/session.py, `Tally`), so that what the night
-    counts and what the journal says it did cannot drift apart."""
+    """Where one session stands. `fold` is the one reducer of a session's state: the summary
+    folds the journal with it (what `status` and a resume read), and the session's journal
+    folds each record it appends into its own copy (store.py, `Journal.standing`, which the
+    night's `Tally` counts from), so that what the night counts and what the journal says
+    cannot drift apart."""
 
     sessions: list[dict[str, Any]] = field(default_factory=list)
     calibrations: list[dict[str, Any]] = field(default_factory=list)
