@@ -5,7 +5,7 @@ command itself; a runner does, and hands back what `proc.run` returns. `LocalRun
 here, as a subprocess with a timeout and a process group. `SimulatedRunner` prints what a
 model of the bench says instead, so that the calibration benchmark goes through the real
 measurement path (interleaving, parsing, looks) on known truth, unmoved by the machine's load.
-A session takes another runner as its executor (`RunOptions.executor`: the suite's runs the
+A session takes another runner as its executor (`RunOptions.executor`: the suite's one runs the
 synthetic target's scripts in-process, tests/inprocess.py). A bench host (cluster/host.py)
 runs the same measurement with a `LocalRunner` of its own.
 """
