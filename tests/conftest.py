@@ -149,8 +149,7 @@ def run(target, *, real: bool = False, **options):
     options.setdefault("accept_noise", True)
     config = target.load()
     if not real and config.sandbox.mode == "off":
-        cap = int(config.session.max_run_log_mb * 1024 * 1024)
-        options.setdefault("executor", InProcess(LocalRunner(config.bench.cpus, None, cap)))
+        options.setdefault("executor", InProcess(LocalRunner.of(config)))
     return run_session(config, RunOptions(**options), Progress(quiet=True))
 
 

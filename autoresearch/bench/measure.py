@@ -77,17 +77,16 @@ class Harness:
     ):
         self.config = config
         sandbox, self.unconfined = (None, None) if runner else sandbox_for(config)
-        cap = int(config.session.max_run_log_mb * 1024 * 1024)
-        self.runner = runner or LocalRunner(config.bench.cpus, sandbox, cap)
+        self.runner = runner or LocalRunner.of(config, sandbox)
         # `[sandbox] build_network`: the build alone reaches the network.
         self.build_runner = self.runner
         if sandbox is not None and config.sandbox.build_network and not sandbox.network:
-            self.build_runner = LocalRunner(config.bench.cpus, replace(sandbox, network=True), cap)
+            self.build_runner = LocalRunner.of(config, replace(sandbox, network=True))
         # The holdout's own runs alone see its files (sandbox.py, `secret`).
         self.holdout_runner = self.runner
         if sandbox is not None and sandbox.secret:
             own = replace(sandbox, secret=(), shown=(*sandbox.shown, *sandbox.secret))
-            self.holdout_runner = LocalRunner(config.bench.cpus, own, cap)
+            self.holdout_runner = LocalRunner.of(config, own)
         # The metrics whose least disturbed run is the highest, for `aggregate = "best"`.
         self._higher = {m.name for m in config.all_metrics() if m.direction == "higher"}
         self.env = {**config.bench.env, **env}

@@ -15,11 +15,14 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from .logcap import DEFAULT_CAP
 from .proc import RunResult, run
 from .sandbox import Sandbox, arm_caches
+
+if TYPE_CHECKING:
+    from ..config import Config
 
 # What a simulated bench prints for one run: metric -> value, given the arm's directory and
 # the number of the run (0, 1, ...) since the runner was made or reset.
@@ -65,6 +68,11 @@ class LocalRunner:
         self.cpus = cpus
         self.sandbox = sandbox
         self.max_log_bytes = max_log_bytes
+
+    @classmethod
+    def of(cls, config: Config, sandbox: Sandbox | None = None) -> LocalRunner:
+        """This machine as `config` says: its CPUs, its cap on a run's log, `sandbox`."""
+        return cls(config.bench.cpus, sandbox, int(config.session.max_run_log_mb * 1024 * 1024))
 
     def run(
         self,

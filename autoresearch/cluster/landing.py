@@ -122,9 +122,8 @@ class Landing:
         tip = session.ws.tip()
         if decision.status == Status.KEEP and flight.parent != tip:
             moved = self.moved_files(flight.parent, tip)
-            if session.config.cluster.remeasure_when == "always" or moved & set(
-                flight.candidate.paths
-            ):
+            always = session.config.cluster.remeasure_when == "always"
+            if always or moved & set(flight.candidate.paths):
                 self.measure_again(flight, decision, host, measured)
                 return
             # The keeps since touched none of its files: kept on its evidence against the best

@@ -15,6 +15,7 @@ reads instead of the journal and a fold copies as bytes and appends to.
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -89,7 +90,7 @@ class SessionDigest:
 
     def standing(self) -> SessionDigest:
         """A copy of the figures alone (no attempt rows, no warnings), to fold on."""
-        return SessionDigest.from_dict(orjson.loads(orjson.dumps(self.to_dict())))
+        return copy.deepcopy(SessionDigest.from_dict(self.to_dict()))
 
 
 def summary_path(journal: Path) -> Path:

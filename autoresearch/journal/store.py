@@ -60,11 +60,16 @@ class JournalContents:
 
 
 def append_record(path: Path, record: _Record) -> Span:
-    """Append one record durably, whole or not at all; returns where its line lies. A torn
-    last line left by a crash is closed off first. When the disk is full the partial line is
-    taken back and a JournalError says so: the journal stays as it was, and the caller keeps
-    what it could not write."""
-    line = json.dumps(json_safe(record.to_dict()), ensure_ascii=False, allow_nan=False)
+    """Append one record (`append_dict`); returns where its line lies."""
+    return append_dict(path, record.kind, json_safe(record.to_dict()))
+
+
+def append_dict(path: Path, kind: str, data: dict) -> Span:
+    """Append one record of `kind`, as its JSON-safe dict `data`, durably, whole or not at
+    all; returns where its line lies. A torn last line left by a crash is closed off first.
+    When the disk is full the partial line is taken back and a JournalError says so: the
+    journal stays as it was, and the caller keeps what it could not write."""
+    line = json.dumps(data, ensure_ascii=False, allow_nan=False)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
@@ -80,7 +85,7 @@ def append_record(path: Path, record: _Record) -> Span:
         with contextlib.suppress(OSError):
             os.ftruncate(fd, size)
         raise JournalError(
-            f"{path}: cannot append the {record.kind} record ({exc.strerror}); the journal is "
+            f"{path}: cannot append the {kind} record ({exc.strerror}); the journal is "
             "unchanged: free space (or fix the file system) and run again to resume"
         ) from None
     finally:
@@ -160,13 +165,12 @@ class Journal:
 
     def append(self, record: _Record) -> Span:
         """Append `record`; where its line lies."""
-        span = append_record(self.path, record)
+        data = json_safe(record.to_dict())
+        span = append_dict(self.path, record.kind, data)
         update_index(self.path)
         if self._standing is not None and record.session == self.session:
             # As the index will read it back from the line.
-            self._standing.fold(
-                record.kind, index_payload(record.kind, json_safe(record.to_dict()))
-            )
+            self._standing.fold(record.kind, index_payload(record.kind, data))
         return span
 
     def standing(self) -> SessionDigest:
