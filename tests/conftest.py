@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
@@ -64,8 +65,9 @@ def target(tmp_path: Path) -> Target:
 
 
 # The commands a test runs in a process of their own even when it may run them here: a signal
-# stops them, or their standard streams are a protocol.
-OWN_PROCESS = {"run", "confirm", "try", "serve", "mcp"}
+# stops them, or their standard streams are a protocol. `run --cluster` starts a scheduler's
+# threads and processes that outlive the call.
+OWN_PROCESS = {"confirm", "try", "serve", "mcp"}
 
 
 def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120, real=False):
@@ -73,9 +75,31 @@ def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120
     command that may runs in this process (`main` with its streams and exit code captured,
     the environment and the directory put back after); `real`, a long-running command, or a
     test with threads of its own gets the real console script in a child process."""
-    if real or args[0] in OWN_PROCESS or threading.active_count() > 1:
+    here = args[0] not in OWN_PROCESS and not any(a.startswith("--cluster") for a in args)
+    if real or not here or threading.active_count() > 1:
         return _cli_process(args, cwd, env, timeout)
-    return _cli_here(args, cwd, env)
+    with _simulated_executor():
+        return _cli_here(args, cwd, env)
+
+
+@contextlib.contextmanager
+def _simulated_executor():
+    """`run` in this process measures through the simulated executor, as `run(target)` does:
+    the night's sessions are made with it wherever the config leaves them unconfined."""
+    from autoresearch.loop import driver
+
+    real_run = driver.run_session
+
+    def run_session(config, options, progress):
+        if options.executor is None and config.sandbox.mode == "off":
+            options = dataclasses.replace(options, executor=InProcess(LocalRunner.of(config)))
+        return real_run(config, options, progress)
+
+    driver.run_session = run_session
+    try:
+        yield
+    finally:
+        driver.run_session = real_run
 
 
 def _cli_here(args, cwd: Path, env: dict | None) -> subprocess.CompletedProcess:

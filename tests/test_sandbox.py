@@ -196,7 +196,7 @@ def test_unconfined_runs_are_said_once_and_recorded(target):
     # The synthetic target's own setting: [sandbox] mode = "off".
     target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
 
-    done = run_cli("run", cwd=target.root)
+    done = run_cli("run", cwd=target.root, real=True)
 
     assert done.returncode == 0, done.stderr
     assert done.stderr.count("runs are not confined") == 1
@@ -209,7 +209,7 @@ def test_required_confinement_refuses_a_machine_without_it(target, monkeypatch):
     text = confine(target, required="true")
     target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
 
-    done = run_cli("run", cwd=target.root, env={BWRAP_ENV: "/nonexistent/bwrap"})
+    done = run_cli("run", cwd=target.root, env={BWRAP_ENV: "/nonexistent/bwrap"}, real=True)
 
     assert done.returncode == 1
     assert "runs must be confined ([sandbox] required = true)" in done.stderr
