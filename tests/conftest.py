@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import io
 import json
 import os
@@ -67,7 +66,7 @@ def target(tmp_path: Path) -> Target:
 # The commands a test runs in a process of their own even when it may run them here: a signal
 # stops them, or their standard streams are a protocol. `run --cluster` starts a scheduler's
 # threads and processes that outlive the call.
-OWN_PROCESS = {"confirm", "try", "serve", "mcp"}
+OWN_PROCESS = {"try", "serve", "mcp"}
 
 
 def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120, real=False):
@@ -84,22 +83,23 @@ def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120
 
 @contextlib.contextmanager
 def _simulated_executor():
-    """`run` in this process measures through the simulated executor, as `run(target)` does:
-    the night's sessions are made with it wherever the config leaves them unconfined."""
-    from autoresearch.loop import driver
+    """A command in this process measures through the simulated executor, as `run(target)`
+    does: each harness it makes (a session's, the pre-flight's, the best's profile) is given
+    one wherever the config leaves runs unconfined."""
+    from autoresearch.bench.measure import Harness
 
-    real_run = driver.run_session
+    real_init = Harness.__init__
 
-    def run_session(config, options, progress):
-        if options.executor is None and config.sandbox.mode == "off":
-            options = dataclasses.replace(options, executor=InProcess(LocalRunner.of(config)))
-        return real_run(config, options, progress)
+    def init(self, config, *, runner=None, **kwargs):
+        if runner is None and config.sandbox.mode == "off":
+            runner = InProcess(LocalRunner.of(config))
+        real_init(self, config, runner=runner, **kwargs)
 
-    driver.run_session = run_session
+    Harness.__init__ = init
     try:
         yield
     finally:
-        driver.run_session = real_run
+        Harness.__init__ = real_init
 
 
 def _cli_here(args, cwd: Path, env: dict | None) -> subprocess.CompletedProcess:
