@@ -71,6 +71,8 @@ class Rule(StrEnum):
     CROSS_SCALE_DISAGREEMENT = "cross_scale_disagreement"
     HOLDOUT = "holdout"  # a win on the bench the hidden holdout did not bear out
     UNKNOWN_COMPARISON = "unknown_comparison"
+    # A keep whose journal line was lost, read back from its commit's trailers (loop/recovery.py).
+    RECOVERED = "recovered"
 
     @property
     def closes_axis(self) -> bool:

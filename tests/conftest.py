@@ -22,6 +22,7 @@ from inprocess import InProcess
 from synthetic import Target, git, make_target, unified_patch
 
 from autoresearch.bench.runners import LocalRunner
+from autoresearch.journal.decision import Decision
 from autoresearch.journal.records import Asi, ExperimentRecord
 from autoresearch.journal.store import read_journal
 from autoresearch.loop.driver import run_session
@@ -252,6 +253,9 @@ def wait_for_candidate(target, started):
 
 
 def experiment_record(n: int, status: str = "discard", **more) -> ExperimentRecord:
+    """A record; its `decision` (with `sentinels`) may be given as the journal holds it."""
+    if isinstance(more.get("decision"), dict):
+        more["decision"] = Decision.from_dict(more["decision"], more.pop("sentinels", {}))
     return ExperimentRecord(
         session="s",
         id=f"s-{n:04d}",

@@ -54,7 +54,7 @@ def night(repo: Path, metric: str, win: str, null: str, timeout: float = 600) ->
     assert outcomes[win] == "keep", journal.experiments[0].decision
     assert outcomes[null] != "keep"
     kept = next(r for r in journal.experiments if r.status == "keep")
-    assert kept.decision["metrics"][metric]["change_pct"] < -50
+    assert kept.decision.metrics[metric].change_pct < -50
     return journal
 
 

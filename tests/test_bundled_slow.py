@@ -127,13 +127,13 @@ def test_loop_on_the_bundled_target(tmp_path):
     presort = by_title["09-presort-index-keys.patch"]
     assert skip_get.status == "keep", skip_get.decision
     assert skip_get.checks["exit_code"] == 0
-    assert skip_get.decision["metrics"]["pebble_writepack_100k_ms"]["change_pct"] < -20
+    assert skip_get.decision.metrics["pebble_writepack_100k_ms"].change_pct < -20
     assert presort.status in ("discard", "inconclusive"), presort.decision
     assert outcome.kept == 1
     assert outcome.confirmed_change_pct < -20
     # The hidden holdout (another key distribution and size) bore the win out, and the
     # confirmation measured it there too; the equivalence digest ran before each bench.
-    assert skip_get.decision["holdout"]["verdict"] != "worse", skip_get.decision["holdout"]
+    assert skip_get.decision.holdout.verdict != "worse", skip_get.decision.holdout
     (confirmation,) = read_journal(repo / "experiments.jsonl").confirmations
     assert confirmation.holdout["change_pct"] < -10, confirmation.holdout
     logs = Path(skip_get.bench_logs[0]).parent
@@ -193,7 +193,7 @@ def test_a_stand_in_agent_replaying_the_queue_keeps_what_the_queue_keeps(tmp_pat
     (skip_get,) = final.values()
     assert skip_get.title.startswith("Skip the read-before-write Get"), skip_get.title
     assert skip_get.status == "keep", skip_get.decision
-    assert skip_get.decision["metrics"]["pebble_writepack_100k_ms"]["change_pct"] < -20
+    assert skip_get.decision.metrics["pebble_writepack_100k_ms"].change_pct < -20
     assert outcome.kept == 1
     first = records[0]  # the agent's own run
     assert first.agent["preset"] == "command" and first.agent["usage"]["cost_usd"] is None

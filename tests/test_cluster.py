@@ -149,7 +149,7 @@ def test_a_stale_win_that_no_longer_applies_to_the_new_best_is_apply_failed(
     assert "does not apply to the new best" in failed.asi.rollback_reason
     assert failed.cluster["stale"][0]["change_pct"] < -5
     # Its record keeps the evidence it won on, as every measured record does.
-    assert failed.decision["metrics"]["time_ms"]["change_pct"] < -5
+    assert failed.decision.metrics["time_ms"].change_pct < -5
     assert git(target.root, "rev-list", "--count", "main..autoresearch/t").strip() == "1"
     assert git(target.root, "show", "autoresearch/t:src/value.txt") == f"{kept.title[-2:]}\n"
 

@@ -108,8 +108,8 @@ def test_clear_win_is_kept_at_the_first_look(config):
     assert decision.primary == "t_ms"
     assert primary.paired is True and primary.unpaired.change_pct < 0
     assert primary.ci_low_pct < primary.change_pct < primary.ci_high_pct < 0
-    assert primary.p_better < decision.extra["alpha_per_look"]
-    assert decision.extra["n_candidate"] == 6
+    assert primary.p_better < decision.design.alpha_per_look
+    assert decision.design.n_candidate == 6
     assert decision.sentinels["s_ms"].verdict == "within"
 
 
@@ -202,9 +202,9 @@ def test_a_win_waits_for_its_unresolved_sentinel_within_the_budget(config):
     assert judge.look(*at[30], final=False) is None
     decision = judge.look(*at[40], final=False)
     assert (decision.status, decision.rule) == ("inconclusive", "sentinel_unresolved")
-    extension = decision.extra["sentinel_extension"]
-    assert extension["primary_decided_at"] == 20 and extension["pairs_added"] == 20
-    assert extension["outcome"] == "still unresolved"
+    extension = decision.sentinel_extension
+    assert extension.primary_decided_at == 20 and extension.pairs_added == 20
+    assert extension.outcome == "still unresolved"
 
 
 def test_more_runs_show_a_sentinel_within_budget(config):
@@ -221,8 +221,8 @@ def test_more_runs_show_a_sentinel_within_budget(config):
         if decided is not None:
             break
     assert (decided.status, decided.rule) == ("keep", "significant_win")
-    extension = decided.extra["sentinel_extension"]
-    assert extension["outcome"] == "shown within budget" and extension["pairs_added"] > 0
+    extension = decided.sentinel_extension
+    assert extension.outcome == "shown within budget" and extension.pairs_added > 0
     assert "sentinels shown within budget" in decided.reason
 
 

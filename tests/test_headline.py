@@ -45,7 +45,7 @@ def test_title_table_raw_output_and_status_come_from_the_confirmation(target, mo
     # And the futility stops the decision had, as it recorded them: the target's design or,
     # when its calibration found the bench too noisy for 5%, the smallest win's.
     (record,) = read_journal(target.journal).experiments
-    power, effect = record.decision["designed_power"], record.decision["designed_for_pct"]
+    power, effect = record.decision.design.designed_power, record.decision.design.designed_for_pct
     assert power in (pytest.approx(1 - TARGET_BETA), pytest.approx(1 - DESIGN_BETA))
     given_up = f"at most {1 - power:.0%} of {round(effect, 1):g}% wins"
     assert f"futility stops giving up {given_up}" in pr and "(1 decision)" in pr

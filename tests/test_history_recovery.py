@@ -43,8 +43,8 @@ def test_damaged_keep_line_is_recovered_from_the_branch_and_ids_stay_unique(targ
     for exp_id in _kept_ids_on_branch(target):
         assert by_id[exp_id].status == "keep"
     recovered = by_id[keeps[0].id]
-    assert recovered.decision["rule"] == "recovered"
-    assert recovered.decision["metrics"]["time_ms"]["change_pct"] < -15
+    assert recovered.decision.rule == "recovered"
+    assert recovered.decision.metrics["time_ms"].change_pct < -15
     # The recovered keep carries its patch's hash: the queue does not propose it again.
     assert recovered.patch_sha256 == keeps[0].patch_sha256
     assert [r.title for r in records if r.title.startswith("01")] == ["01-win"]

@@ -5,6 +5,7 @@ something else."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import sys
@@ -19,6 +20,8 @@ from autoresearch.bench.bwrap import bwrap_problem
 from autoresearch.bench.runners import LocalRunner
 from autoresearch.config import load_config
 from autoresearch.errors import UserError
+from autoresearch.journal.decision import Design, HoldoutEvidence
+from autoresearch.journal.evidence import SentinelEvidence
 from autoresearch.journal.store import read_journal
 from autoresearch.proposers.agent.prompt import render_prompt
 from autoresearch.proposers.base import ProposalContext
@@ -62,19 +65,27 @@ def test_a_change_tuned_to_the_bench_s_inputs_is_not_kept(target, tmp_path):
     run(target)
 
     overfit, honest = experiments(target)
+    # Read back as values (the holdout's, the design's, each sentinel's), they write the very
+    # lines the loop wrote: one codec, the journal's format as it was.
+    lines = [json.loads(line) for line in target.journal.read_text().splitlines()]
+    written = [line for line in lines if line["type"] == "experiment"]
+    assert [json.loads(json.dumps(r.to_dict())) for r in (overfit, honest)] == written
+    assert isinstance(honest.decision.holdout, HoldoutEvidence)
+    assert isinstance(honest.decision.design, Design) and honest.decision.design.cap
+    assert isinstance(honest.sentinels["sentinel_ms"], SentinelEvidence)
     assert overfit.status == "discard", (overfit.status, overfit.error)
-    assert overfit.decision["rule"] == "holdout"
+    assert overfit.decision.rule == "holdout"
     # Shown to gain nothing there at its first look (less than a third of the bench's -50%),
     # each look's interval widened for the three allowed (max_pairs: three times pairs).
-    assert overfit.decision["holdout"]["verdict"] == "no_gain"
-    assert "shown to gain less than its 16.5% floor there" in overfit.decision["reason"]
-    assert "does not generalize" in overfit.decision["reason"]
-    assert overfit.decision["holdout"]["pairs"] == 6
-    assert overfit.decision["holdout"]["confidence"] == pytest.approx(1 - 0.05 / 3)
+    assert overfit.decision.holdout.verdict == "no_gain"
+    assert "shown to gain less than its 16.5% floor there" in overfit.decision.reason
+    assert "does not generalize" in overfit.decision.reason
+    assert overfit.decision.holdout.pairs == 6
+    assert overfit.decision.holdout.confidence == pytest.approx(1 - 0.05 / 3)
     assert honest.status == "keep", (honest.status, honest.error)
-    assert honest.decision["holdout"]["verdict"] == "win"
-    assert honest.decision["holdout"]["change_pct"] < -30
-    assert honest.decision["holdout"]["pairs"] == 6
+    assert honest.decision.holdout.verdict == "win"
+    assert honest.decision.holdout.change_pct < -30
+    assert honest.decision.holdout.pairs == 6
     report = run_cli("report", cwd=target.root)
     assert "% on the holdout" in report.stdout, report.stdout
     page = run_cli("report", "--html", str(tmp_path / "page.html"), cwd=target.root)
@@ -93,8 +104,8 @@ def test_a_change_fast_only_for_the_bench_s_inputs_is_refused_by_default(target,
     run(target)
 
     overfit, honest = experiments(target)
-    assert overfit.status == "discard" and overfit.decision["holdout"]["verdict"] == "no_gain"
-    assert honest.status == "keep" and honest.decision["holdout"]["verdict"] == "win"
+    assert overfit.status == "discard" and overfit.decision.holdout.verdict == "no_gain"
+    assert honest.status == "keep" and honest.decision.holdout.verdict == "win"
 
 
 def test_an_undecided_holdout_runs_more_pairs_and_a_small_real_win_stands(target, tmp_path):
@@ -110,9 +121,9 @@ def test_an_undecided_holdout_runs_more_pairs_and_a_small_real_win_stands(target
 
     (record,) = experiments(target)
     assert record.status == "keep", (record.status, record.error)
-    held = record.decision["holdout"]
-    assert (held["verdict"], held["pairs"]) == ("no_win", 18), held
-    assert held["ci_low_pct"] < -1 < held["ci_high_pct"]
+    held = record.decision.holdout
+    assert (held.verdict, held.pairs) == ("no_win", 18), held
+    assert held.ci_low_pct < -1 < held.ci_high_pct
 
 
 def test_the_confirmation_measures_the_holdout_too_and_the_report_says_both(target, tmp_path):
@@ -148,8 +159,8 @@ def test_a_change_slower_on_the_holdout_is_not_kept_without_require_win(target, 
     (record,) = experiments(target)
     # 150 * 0.5 on the bench (a win), 150 on the holdout (worse): refused.
     assert record.status == "discard", (record.status, record.error)
-    assert record.decision["holdout"]["verdict"] == "worse"
-    assert record.decision["holdout"]["pairs"] == 6  # without require_win: one look
+    assert record.decision.holdout.verdict == "worse"
+    assert record.decision.holdout.pairs == 6  # without require_win: one look
 
 
 @needs_bwrap
@@ -163,7 +174,7 @@ def test_a_confined_candidate_cannot_read_the_holdout(target, tmp_path):
 
     (record,) = experiments(target)
     assert record.status == "discard", (record.status, record.error)
-    assert "holdout" not in record.decision  # no win on the bench: the holdout never ran
+    assert record.decision.holdout is None  # no win on the bench: the holdout never ran
 
 
 @needs_bwrap
@@ -322,7 +333,7 @@ def test_the_agent_s_prompt_says_a_holdout_judges_without_saying_what_it_holds(t
     assert "did not bear out" in target.load().ideas_path.read_text()
 
     records = experiments(target)
-    assert records[0].decision["rule"] == "holdout"
+    assert records[0].decision.rule == "holdout"
     context = ProposalContext(
         tried=set(), records=records, tip="0" * 40, worktree=target.root, metric="time_ms",
         direction="lower",

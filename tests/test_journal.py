@@ -1,6 +1,7 @@
 """The journal: durable append, tolerant read, versioned records."""
 
 import json
+from pathlib import Path
 
 import pytest
 from conftest import experiment_record as record
@@ -9,6 +10,8 @@ from autoresearch.errors import JournalError
 from autoresearch.journal.index import experiment_row
 from autoresearch.journal.records import record_from_dict
 from autoresearch.journal.store import Journal, append_record, read_journal
+
+DECISIONS = Path(__file__).parent / "fixtures" / "decisions" / "experiments.jsonl"
 
 
 def test_round_trip(tmp_path):
@@ -100,3 +103,25 @@ def test_the_primary_metric_is_the_one_the_decision_names_or_in_an_old_journal_t
     assert named.evidence().change_pct == -10.0
     assert experiment_row(named.to_dict())["change_pct"] == -10.0  # what the review reads
     assert experiment_row(old.to_dict())["change_pct"] == -20.0
+
+
+def test_lines_an_earlier_version_wrote_read_as_values_and_write_back_unchanged():
+    """Experiment lines as the loop wrote them before decisions were values (a holdout's
+    refusal and its win, a sentinel's extension, a floor's discard, a failure, a keep recovered
+    from its commit): read back typed, and but the recovered one (whose evidence is what its
+    trailer held) written back as the same JSON."""
+    lines = [json.loads(line) for line in DECISIONS.read_text().splitlines()]
+    records = [record_from_dict(line) for line in lines]
+    by_rule = {r.rule: r for r in records}
+    held = by_rule["holdout"].decision.holdout
+    assert (held.verdict, held.ok, held.pairs) == ("no_gain", False, 6)
+    assert by_rule["significant_win"].decision.design.cap > 0
+    extended = next(r for r in records if r.decision and r.decision.sentinel_extension)
+    assert extended.decision.sentinel_extension.outcome == "shown within budget"
+    assert extended.sentinels["sentinel_ms"].verdict == "within"
+    recovered = by_rule["recovered"]
+    assert recovered.decision.primary is None and recovered.evidence().change_pct < 0
+    assert by_rule[None].decision is None and by_rule[None].sentinels == {}
+    for line, read in zip(lines, records, strict=True):
+        if read.rule != "recovered":
+            assert json.loads(json.dumps(read.to_dict())) == line, read.id

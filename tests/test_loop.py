@@ -34,12 +34,12 @@ def test_keep_commits_on_session_branch_and_leaves_checkout_alone(target):
     assert record.touched_files == ["src/value.txt"]
     assert record.asi.mechanism == "skip a step"
     assert record.asi.rollback_reason is None
-    assert record.decision["primary"] == "time_ms"  # the decision names the metric it went on
-    metric = record.decision["metrics"]["time_ms"]
-    assert metric["baseline_median"] == pytest.approx(100)
-    assert metric["candidate_median"] == pytest.approx(80)
-    assert metric["change_pct"] == pytest.approx(-20)
-    assert record.sentinels["sentinel_ms"]["ok"] is True
+    assert record.decision.primary == "time_ms"  # the decision names the metric it went on
+    metric = record.decision.metrics["time_ms"]
+    assert metric.baseline_median == pytest.approx(100)
+    assert metric.candidate_median == pytest.approx(80)
+    assert metric.change_pct == pytest.approx(-20)
+    assert record.sentinels["sentinel_ms"].ok is True
     assert record.checks["exit_code"] == 0
     # The kept commit is the branch tip and carries the evidence in its trailers.
     tip = git(target.root, "rev-parse", "autoresearch/t").strip()
@@ -66,7 +66,7 @@ def test_losses_small_changes_and_sentinel_breaches_are_reverted(target):
 
     outcome = run(target)
 
-    statuses = [(r.title, r.status, r.decision["rule"]) for r in experiments(target)]
+    statuses = [(r.title, r.status, r.decision.rule) for r in experiments(target)]
     assert statuses == [
         ("01-slower", "discard", "significant_loss"),
         ("02-tiny-win", "discard", "below_threshold"),
@@ -75,7 +75,7 @@ def test_losses_small_changes_and_sentinel_breaches_are_reverted(target):
     assert outcome.kept == 0
     assert target.branch_log() == ["synthetic target"]
     sentinel = experiments(target)[2].sentinels["sentinel_ms"]
-    assert sentinel["ok"] is False and sentinel["change_pct"] == pytest.approx(20)
+    assert sentinel.ok is False and sentinel.change_pct == pytest.approx(20)
     worktree = session_paths(target.load()).worktree
     assert (worktree / "src" / "value.txt").read_text() == "100\n"
     assert all(r.asi.rollback_reason for r in experiments(target))
@@ -93,7 +93,7 @@ def test_keeps_compound_and_measure_against_current_best(target):
     first, second = experiments(target)
     assert (first.status, second.status) == ("keep", "keep")
     assert second.parent_commit == first.kept_commit
-    assert second.decision["metrics"]["time_ms"]["baseline_median"] == pytest.approx(80)
+    assert second.decision.metrics["time_ms"].baseline_median == pytest.approx(80)
     assert target.branch_log()[:2] == ["02", "01"]
 
 
@@ -263,8 +263,8 @@ def test_noise_raises_the_threshold(target, tmp_path):
     assert calibration.threshold_pct == pytest.approx(3 * 100 * 1.4826 * 0.04)
     (record,) = experiments(target)
     # A true 3% win cannot be worth claiming against a 17.8% threshold.
-    assert (record.status, record.decision["rule"]) == ("discard", "below_noise_threshold")
-    assert "the threshold the noise set" in record.decision["reason"]
+    assert (record.status, record.decision.rule) == ("discard", "below_noise_threshold")
+    assert "the threshold the noise set" in record.decision.reason
 
 
 def test_sigterm_stops_bench_reverts_and_records(target, tmp_path):

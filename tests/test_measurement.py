@@ -33,7 +33,7 @@ def test_arms_alternate_after_calibration_on_the_baseline_tree(target, tmp_path)
         expected += ["baseline", "worktree"] if i % 2 else ["worktree", "baseline"]
     assert pairs == expected
     (record,) = experiments(target)
-    assert record.decision["n_baseline"] == record.decision["n_candidate"] == 5
+    assert record.decision.design.n_baseline == record.decision.design.n_candidate == 5
     assert len(record.bench_logs) == len(record.bench_durations_s) == 10
 
 
@@ -239,20 +239,20 @@ def test_a_win_waiting_for_its_sentinel_runs_only_the_sentinel_command(
     # Timed once per arm, without the whole bench's sleep: cheaper than a bench run.
     assert 0 < calibration.sentinel_run_s < run_seconds(calibration)
     (record,) = experiments(target)
-    assert (record.status, record.decision["rule"]) == ("keep", "significant_win")
-    extension = record.decision["sentinel_extension"]
-    assert extension["ran"] == "sentinel command"
-    assert extension["outcome"] == "shown within budget"
-    decided_at = extension["primary_decided_at"]
-    primary = record.decision["metrics"]["time_ms"]
+    assert (record.status, record.decision.rule) == ("keep", "significant_win")
+    extension = record.decision.sentinel_extension
+    assert extension.ran == "sentinel command"
+    assert extension.outcome == "shown within budget"
+    decided_at = extension.primary_decided_at
+    primary = record.decision.metrics["time_ms"]
     sentinel = record.sentinels["sentinel_ms"]
     # The primary metric stopped at its decision; the sentinel ran on, past the two caps a
     # whole-bench extension would have had, in the seconds those would have cost.
-    assert primary["n_baseline"] == decided_at
+    assert primary.n_baseline == decided_at
     assert (
-        sentinel["n_baseline"]
-        == sentinel["n_candidate"]
-        == decided_at + extension["pairs_added"]
+        sentinel.n_baseline
+        == sentinel.n_candidate
+        == decided_at + extension.pairs_added
         > 2 * decided_at
     )
     late = [log for log in record.bench_logs if log.endswith(f"-{decided_at + 1}.log")]

@@ -222,7 +222,7 @@ def test_a_long_night_lists_each_group_in_the_pr_up_to_its_cap(target):
     (first,) = journal.read().experiments
     extra = NOT_KEPT_SHOWN + 7
     for n in range(2, 2 + extra):
-        decision = {"rule": first.decision["rule"], "reason": "flat"}
+        decision = {"rule": first.decision.rule, "reason": "flat"}
         made = experiment_record(n, first.status, decision=decision)
         # No rollback reason: the record's reason is what the PR says, never "nan".
         journal.append(replace(made, session="t", id=f"t-{n:04d}", asi=Asi(hypothesis="h")))
@@ -294,16 +294,16 @@ def test_the_progress_plot_draws_what_was_decided(target, tmp_path):
     data = progress_data(load_history(target.journal)).set_index("n")
 
     for n in (1, 2, 4):
-        judged = records[n].decision["metrics"]["time_ms"]
-        assert data.loc[n, "change_pct"] == pytest.approx(judged["change_pct"])
-        assert data.loc[n, "ci_low_pct"] == pytest.approx(judged["ci_low_pct"])
+        judged = records[n].decision.metrics["time_ms"]
+        assert data.loc[n, "change_pct"] == pytest.approx(judged.change_pct)
+        assert data.loc[n, "ci_low_pct"] == pytest.approx(judged.ci_low_pct)
     assert data.loc[2, "change_pct"] < 0 and bool(data.loc[2, "better_unshown"])
     assert data.loc[4, "change_pct"] > 0 and not bool(data.loc[4, "better_unshown"])
     assert data.loc[3, "kind"] == "failed"
     drawn_better = data[(data["kind"] == "discard") & (data["change_pct"] < 0)]
     assert drawn_better["better_unshown"].all()
     assert data["best_pct"].iloc[-1] == pytest.approx(
-        records[1].decision["metrics"]["time_ms"]["change_pct"]
+        records[1].decision.metrics["time_ms"].change_pct
     )
     image = imread(plot_progress(load_history(target.journal), tmp_path / "progress.png"))
     assert np.std(image[..., :3]) > 0.05
@@ -343,10 +343,10 @@ def test_a_drifting_bimodal_night_is_drawn_counted_and_advised_consistently(targ
 
     data = progress_data(history).set_index("n")
     for n, record in records.items():
-        judged = ((record.decision or {}).get("metrics") or {}).get("time_ms")
+        judged = record.decision.metrics.get("time_ms") if record.decision else None
         if judged and record.status != "keep":
-            assert data.loc[n, "change_pct"] == pytest.approx(judged["change_pct"])
-            if judged["change_pct"] < 0:
+            assert data.loc[n, "change_pct"] == pytest.approx(judged.change_pct)
+            if judged.change_pct < 0:
                 assert bool(data.loc[n, "better_unshown"]), n
     # Counts that add up: report, the page, the PR.
     total = summary["experiments"]

@@ -119,7 +119,7 @@ def test_the_page_shows_the_journal_s_numbers_and_its_filters_work(night, browse
     assert not evidence.is_visible()
     page.click(f"#exp-{first.n}")
     assert evidence.is_visible()
-    samples = first.decision["metrics"]["time_ms"]["baseline_samples"]
+    samples = first.decision.metrics["time_ms"].baseline_samples
     shown = evidence.locator(".samples-baseline").first.inner_text()
     assert [float(x) for x in shown.split(", ")] == samples
     assert "diff --git" in evidence.locator("pre.patch").inner_text()

@@ -72,7 +72,7 @@ def test_a_candidate_cannot_write_into_the_baseline_tree_and_is_never_kept(targe
     assert git(paths.baseline, "status", "--porcelain") == ""
     # The honest win after it measured against an intact best.
     assert second.status == "keep"
-    assert second.decision["metrics"]["time_ms"]["baseline_median"] == pytest.approx(100)
+    assert second.decision.metrics["time_ms"].baseline_median == pytest.approx(100)
 
 
 def test_the_repository_and_the_journal_are_read_only_to_a_run(target, tmp_path):

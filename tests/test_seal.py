@@ -117,7 +117,7 @@ def test_an_untracked_file_written_into_the_baseline_never_gets_a_loss_kept(targ
     paths = session_paths(target.load())
     assert not (paths.baseline / "src" / "override.txt").exists()
     assert second.status == "keep"
-    assert second.decision["metrics"]["time_ms"]["baseline_median"] == pytest.approx(100)
+    assert second.decision.metrics["time_ms"].baseline_median == pytest.approx(100)
 
 
 def test_another_session_writing_beside_the_run_is_not_tampering(target):

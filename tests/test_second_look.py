@@ -25,7 +25,7 @@ def test_inconclusive_is_looked_at_again_and_kept_when_the_machine_is_quiet(
     _noisy_sentinel(monkeypatch, tmp_path)
     run(target, max_experiments=1)
     (first,) = experiments(target)
-    assert (first.status, first.decision["rule"]) == ("inconclusive", "sentinel_unresolved")
+    assert (first.status, first.decision.rule) == ("inconclusive", "sentinel_unresolved")
 
     monkeypatch.delenv("BENCH_SENTINEL_SPREAD")
     outcome = run(target)

@@ -46,7 +46,7 @@ def test_tampering_candidate_is_caught_and_undone(target, what):
     assert git(target.root, "rev-parse", "HEAD") == head_before
     # The next experiment ran normally against an intact baseline.
     assert records[1].status in ("discard", "keep")
-    assert records[1].decision["metrics"]["time_ms"]["baseline_median"] == pytest.approx(100)
+    assert records[1].decision.metrics["time_ms"].baseline_median == pytest.approx(100)
 
 
 def test_tampering_in_the_checks_is_caught(target):

@@ -32,6 +32,7 @@ STRICT = [
     "autoresearch/decide/rule.py",
     "autoresearch/decide/stats.py",
     "autoresearch/journal/attempts.py",
+    "autoresearch/journal/decision.py",
     "autoresearch/journal/evidence.py",
     "autoresearch/loop/lifecycle.py",
     "autoresearch/morning/sessions.py",

@@ -44,8 +44,7 @@ def outcome(record: ExperimentRecord, config: Config) -> dict[str, Any]:
         "reason": shown_to_agents(record.rule, record.reason),
         "refused": record.error if refused else None,
         "sentinels": {
-            name: {"ok": s.get("ok"), "change_pct": s.get("change_pct")}
-            for name, s in record.sentinels.items()
+            name: {"ok": s.ok, "change_pct": s.change_pct} for name, s in record.sentinels.items()
         },
         "checks": (record.checks or {}).get("exit_code"),
         "kept_commit": record.kept_commit,

@@ -15,6 +15,7 @@ more looks do not make a spurious verdict likelier.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,7 @@ from ..decide.holdout_verdict import holdout_decision, holdout_evidence
 from .samples import BASELINE, CANDIDATE, Measurement, PairMeasurement
 
 if TYPE_CHECKING:
-    from ..decide.rule import Decision
+    from ..journal.decision import Decision
     from .measure import Harness
 
 __all__ = ["measure_holdout", "run_holdout"]
@@ -80,7 +81,7 @@ def measure_holdout(
             harness.config, best.samples[name], candidate.samples[name], looks, gain
         )
         done = len(candidate.samples[name])
-        if evidence["verdict"] != "no_win" or look == looks or done >= held.most_pairs:
+        if evidence.verdict != "no_win" or look == looks or done >= held.most_pairs:
             break
         more = min(held.pairs, held.most_pairs - done)
         best, candidate, failed = run_holdout(harness, arms, logs, more, (best, candidate))
@@ -91,6 +92,6 @@ def measure_holdout(
         pair.failed_arm, pair.detail, pair.decision = arm, f"{arm} arm, holdout: {why}", None
         return pair
     if pair.decision is not None and evidence is not None:
-        evidence["duration_s"] = round(best.duration_s + candidate.duration_s, 3)
-        pair.decision = holdout_decision(pair.decision, evidence)
+        spent = round(best.duration_s + candidate.duration_s, 3)
+        pair.decision = holdout_decision(pair.decision, replace(evidence, duration_s=spent))
     return pair

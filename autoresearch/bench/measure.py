@@ -21,9 +21,10 @@ from typing import Protocol
 
 from ..atomic import require_space
 from ..config import Config
-from ..decide.rule import Decision, Judge
+from ..decide.rule import Judge
 from ..errors import MetricParseError
 from ..filestate import redate
+from ..journal.decision import Decision
 from ..repo.workspace import BaselineTree
 from ..statuses import Status
 from .armstate import ArmStates

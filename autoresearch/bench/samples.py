@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..decide.rule import Decision
+from ..journal.decision import Decision
 from ..statuses import Status
 from .proc import RunResult
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from ..bench.measure import BASELINE, CANDIDATE
 from ..decide.calibration import Calibration
-from ..decide.rule import Decision
 from ..errors import UserError
+from ..journal.decision import Decision
 from ..journal.draft import Draft
 from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..loop.driver import account, adopt_calibration

@@ -14,11 +14,11 @@ evidence (`decision.holdout`) either way.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from ..config import Config
-from ..statuses import Rule, Status
-from .rule import CONFIDENCE, Decision, improvement
+from ..journal.decision import Decision, HoldoutEvidence
+from ..statuses import Direction, Rule, Status
+from .rule import CONFIDENCE, improvement
 from .stats import compare, compare_paired
 
 __all__ = ["holdout_decision", "holdout_evidence"]
@@ -30,7 +30,7 @@ def holdout_evidence(
     candidate: list[float],
     looks: int = 1,
     bench_gain: float = 0.0,
-) -> dict[str, Any]:
+) -> HoldoutEvidence:
     """The holdout's comparison and verdict: `win`, `no_win` (undecided), `no_gain`, `worse`
     or `unmeasured`; its interval at the confidence that keeps `looks` looks at it from a
     spurious verdict as one look at CONFIDENCE would (Bonferroni). `bench_gain`: the gain (in
@@ -41,22 +41,24 @@ def holdout_evidence(
     comparison = compare_paired(baseline, candidate, confidence, None)
     if comparison is None:
         comparison = compare(baseline, candidate, confidence)
-    evidence: dict[str, Any] = {
-        "metric": spec.name,
-        "direction": spec.direction,
-        "unit": spec.unit,
-        "budget_pct": spec.budget_pct,
-        "min_gain_pct": round(floor, 3),
-        "require_win": config.holdout.require_win,
-        "pairs": len(candidate),
-        "confidence": confidence,
-        "baseline_samples": list(baseline),
-        "candidate_samples": list(candidate),
-    }
+    measured = HoldoutEvidence(
+        metric=spec.name,
+        direction=Direction(spec.direction),
+        unit=spec.unit,
+        budget_pct=spec.budget_pct,
+        min_gain_pct=round(floor, 3),
+        require_win=config.holdout.require_win,
+        pairs=len(candidate),
+        confidence=confidence,
+        baseline_samples=list(baseline),
+        candidate_samples=list(candidate),
+        verdict="unmeasured",
+        ok=False,
+        reason="not compared",
+    )
     if comparison is None:
-        return evidence | {"verdict": "unmeasured", "ok": False, "reason": "not compared"}
+        return measured
     verdict = _verdict(improvement(spec, comparison), spec.budget_pct, floor)
-    ok = verdict == "win" or (verdict == "no_win" and not config.holdout.require_win)
     said = (
         f"holdout {spec.name} {comparison.change_pct:+.2f}% "
         f"[{comparison.ci_low_pct:+.2f}%, {comparison.ci_high_pct:+.2f}%]"
@@ -67,16 +69,17 @@ def holdout_evidence(
         "win": "a win there too",
         "no_win": "no win shown there",
     }[verdict]
-    return evidence | {
-        "baseline_median": comparison.baseline_median,
-        "candidate_median": comparison.candidate_median,
-        "change_pct": comparison.change_pct,
-        "ci_low_pct": comparison.ci_low_pct,
-        "ci_high_pct": comparison.ci_high_pct,
-        "verdict": verdict,
-        "ok": ok,
-        "reason": f"{said}: {why}",
-    }
+    return replace(
+        measured,
+        baseline_median=comparison.baseline_median,
+        candidate_median=comparison.candidate_median,
+        change_pct=comparison.change_pct,
+        ci_low_pct=comparison.ci_low_pct,
+        ci_high_pct=comparison.ci_high_pct,
+        verdict=verdict,
+        ok=verdict == "win" or (verdict == "no_win" and not config.holdout.require_win),
+        reason=f"{said}: {why}",
+    )
 
 
 def _verdict(gained: tuple[float, float, float, float], budget_pct: float, floor: float) -> str:
@@ -89,10 +92,11 @@ def _verdict(gained: tuple[float, float, float, float], budget_pct: float, floor
     return "win" if low > 0 else "no_win"
 
 
-def holdout_decision(decision: Decision, evidence: dict[str, Any]) -> Decision:
+def holdout_decision(decision: Decision, evidence: HoldoutEvidence) -> Decision:
     """A keep that stands with the holdout's evidence, or a discard that says why not."""
-    extra = {**decision.extra, "holdout": evidence}
-    if evidence["ok"]:
-        return replace(decision, extra=extra)
-    reason = f"{decision.reason}; but {evidence['reason']}: it does not generalize"
-    return replace(decision, status=Status.DISCARD, rule=Rule.HOLDOUT, reason=reason, extra=extra)
+    if evidence.ok:
+        return replace(decision, holdout=evidence)
+    reason = f"{decision.reason}; but {evidence.reason}: it does not generalize"
+    return replace(
+        decision, status=Status.DISCARD, rule=Rule.HOLDOUT, reason=reason, holdout=evidence
+    )

@@ -33,10 +33,10 @@ judges the two arms as two samples (Mann-Whitney and Hodges-Lehmann) instead.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
-from typing import Any
+from dataclasses import dataclass, replace
 
 from ..config import Config, MetricSpec, SentinelSpec
+from ..journal.decision import Decision, Design, SentinelExtension
 from ..journal.evidence import Evidence, Interval, SentinelEvidence
 from ..statuses import Direction, Rule, Status
 from .design import budget_runs, look_alphas, sequential_design
@@ -53,43 +53,6 @@ SENTINEL_EXTENSION = 2.0  # a win with an unresolved sentinel may run to this ma
 
 Samples = dict[str, list[float]]  # an arm's runs so far: metric -> one value per run
 Spec = MetricSpec | SentinelSpec
-
-
-@dataclass(frozen=True)
-class Decision:
-    """The rule's verdict and everything it read: each metric's evidence (`primary` names the
-    one that decides), each sentinel's, and the design's facts at this look (`extra`: the
-    threshold, the alphas, the schedule, the cap, the runs; the holdout's verdict after it)."""
-
-    status: Status  # keep | discard | inconclusive
-    rule: Rule
-    reason: str
-    look: int
-    primary: str
-    metrics: dict[str, Evidence] = field(default_factory=dict)
-    sentinels: dict[str, SentinelEvidence] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def evidence(self) -> Evidence:
-        """The primary metric's."""
-        return self.metrics[self.primary]
-
-    def to_dict(self) -> dict[str, Any]:
-        """The record's `decision`, as the journal holds it."""
-        return {
-            "status": str(self.status),
-            "rule": str(self.rule),
-            "reason": self.reason,
-            "look": self.look,
-            "primary": self.primary,
-            **self.extra,
-            "metrics": {name: ev.to_dict() for name, ev in self.metrics.items()},
-        }
-
-    def sentinels_dict(self) -> dict[str, dict[str, Any]]:
-        """The record's `sentinels`."""
-        return {name: ev.to_dict() for name, ev in self.sentinels.items()}
 
 
 def improvement(
@@ -113,7 +76,7 @@ class _Look:
     final: bool  # the primary metric's last look (the cap, or out of runs)
     metrics: dict[str, Evidence]
     sentinels: dict[str, SentinelEvidence]
-    extra: dict[str, Any]
+    design: Design
 
 
 class Judge:
@@ -223,20 +186,20 @@ class Judge:
             s.name: self._sentinel(s, baseline, candidate, error) for s in self.config.sentinel
         }
         index = min(look, len(self.schedule)) - 1
-        extra = {
-            "threshold_pct": self.threshold,
-            "alpha_per_look": self.alphas[index],
-            "alphas": self.alphas,
-            "schedule": self.schedule,
-            "cap": self.cap,
-            "designed_for_pct": self.design.effect_pct,
+        design = Design(
+            threshold_pct=self.threshold,
+            alpha_per_look=self.alphas[index],
+            alphas=list(self.alphas),
+            schedule=list(self.schedule),
+            cap=self.cap,
+            designed_for_pct=self.design.effect_pct,
             # How often the futility stops let a win of that size through: the review says
             # which design each decision had, not what the code would build today.
-            "designed_power": self.design.power,
-            "analysis": "paired" if self.config.decision.paired else "two-sample",
-            "n_baseline": n,
-            "n_candidate": len(candidate.get(primary.name, [])),
-        }
+            designed_power=self.design.power,
+            analysis="paired" if self.config.decision.paired else "two-sample",
+            n_baseline=n,
+            n_candidate=len(candidate.get(primary.name, [])),
+        )
         return _Look(
             n=n,
             number=look,
@@ -245,24 +208,25 @@ class Judge:
             final=out_of_runs or n >= self.cap,  # the primary metric's last look
             metrics=metrics,
             sentinels=sentinels,
-            extra=extra,
+            design=design,
         )
 
     def _decided(self, at: _Look, status: Status, rule: str, reason: str) -> Decision:
+        extension = None
         if self._win is not None:
-            at.extra["sentinel_extension"] = {
-                "primary_decided_at": self._win[0],
-                "pairs_added": at.n - self._win[0],
-                "ran": "sentinel command" if self.config.bench.sentinel_command else "bench",
-                "outcome": (
+            extension = SentinelExtension(
+                primary_decided_at=self._win[0],
+                pairs_added=at.n - self._win[0],
+                ran="sentinel command" if self.config.bench.sentinel_command else "bench",
+                outcome=(
                     "shown within budget"
                     if status == Status.KEEP
                     else "shown over budget"
                     if rule == Rule.SENTINEL_BUDGET
                     else "still unresolved"
                 ),
-                "verdicts": {k: v.verdict for k, v in at.sentinels.items()},
-            }
+                verdicts={k: v.verdict for k, v in at.sentinels.items()},
+            )
         return Decision(
             Status(status),
             Rule(rule),
@@ -271,7 +235,8 @@ class Judge:
             self.config.metric.name,
             at.metrics,
             at.sentinels,
-            at.extra,
+            at.design,
+            extension,
         )
 
     def _primary(self, at: _Look, baseline: Samples, candidate: Samples) -> Decision | None:

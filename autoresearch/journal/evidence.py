@@ -11,7 +11,7 @@ does a record read back (records.py's `ExperimentRecord.evidence`), never by key
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Self
 
 from ..statuses import Direction
 
@@ -67,7 +67,7 @@ class Evidence:
     threshold_pct: float | None = None  # the primary metric's: the floor a keep must clear
 
     @classmethod
-    def from_dict(cls, found: Any) -> Evidence:
+    def from_dict(cls, found: Any) -> Self:
         """A record's evidence of one metric; what it lacks is unknown."""
         found = found if isinstance(found, dict) else {}
         known = {f.name for f in fields(cls)} - {"compared", "unpaired", "direction"}

@@ -9,7 +9,8 @@ from typing import Any, ClassVar
 
 from ..errors import JournalError, NewerSchemaError, UserError
 from ..statuses import EXIT_CODES, FAILED_STATUSES, STATUSES, Status
-from .evidence import Evidence, primary_metric
+from .decision import Decision
+from .evidence import Evidence, SentinelEvidence
 from .field_types import (
     OPTIONAL_NUMBER,
     OPTIONAL_TEXT,
@@ -47,6 +48,9 @@ class _Record:
     kind: ClassVar[str]
 
     def to_dict(self) -> dict[str, Any]:
+        return self.base_dict()
+
+    def base_dict(self) -> dict[str, Any]:
         return {"schema_version": SCHEMA_VERSION, "type": self.kind, **dataclasses.asdict(self)}
 
     @classmethod
@@ -57,19 +61,24 @@ class _Record:
             kwargs["asi"] = Asi.from_dict(kwargs["asi"])
         return cls(**kwargs)
 
-    def check(self, where: str) -> None:
-        """Every field of the type its annotation says, and the nested parts that are read back
-        (evidence, the recorded config) of the shape the review expects: a line of valid JSON
+    @classmethod
+    def check_nested(cls, data: dict[str, Any], where: str) -> None:
+        """The nested parts of a line that are read back (evidence, the recorded config) of
+        the shape the review expects, before they are read into values: a line of valid JSON
         with `"decision": 5` is a damaged line, not a traceback in every command."""
+        for name, value, hint in cls._nested(data):
+            if not checker(hint)(value):
+                raise JournalError(f"{where}: {cls.kind} field '{name}' {problem(value, hint)}")
+
+    def check(self, where: str) -> None:
+        """Every field of the type its annotation says."""
         for name, ok, hint in field_checks(type(self)):
             value = getattr(self, name)
             if not ok(value):
                 raise JournalError(f"{where}: {self.kind} field '{name}' {problem(value, hint)}")
-        for name, value, hint in self._nested():
-            if not checker(hint)(value):
-                raise JournalError(f"{where}: {self.kind} field '{name}' {problem(value, hint)}")
 
-    def _nested(self) -> list[tuple[str, Any, Any]]:
+    @classmethod
+    def _nested(cls, data: dict[str, Any]) -> list[tuple[str, Any, Any]]:
         return []
 
 
@@ -163,8 +172,9 @@ class ExperimentRecord(_Record):
     ended_at: str
     duration_s: float
     phases: dict[str, dict[str, Any]] = field(default_factory=dict)
-    decision: dict[str, Any] | None = None
-    sentinels: dict[str, Any] = field(default_factory=dict)
+    # What the rule decided and read (its `sentinels` too, written beside it as the record's
+    # `sentinels`); None when nothing was measured.
+    decision: Decision | None = None
     checks: dict[str, Any] | None = None
     bench_logs: list[str] = field(default_factory=list)
     bench_durations_s: list[float] = field(default_factory=list)
@@ -185,37 +195,75 @@ class ExperimentRecord(_Record):
     @property
     def rule(self) -> str | None:
         """The part of the decision rule that decided; None when nothing was measured."""
-        return (self.decision or {}).get("rule")
+        return None if self.decision is None else str(self.decision.rule)
 
     @property
     def reason(self) -> str | None:
         """Why it ended as it did: the decision's reason, else the error."""
-        return (self.decision or {}).get("reason") or self.error
+        return (self.decision.reason if self.decision is not None else None) or self.error
+
+    @property
+    def sentinels(self) -> dict[str, SentinelEvidence]:
+        """Each sentinel's evidence and verdict; empty when nothing was measured."""
+        return {} if self.decision is None else self.decision.sentinels
 
     def evidence(self, metric: str | None = None) -> Evidence:
         """A metric's evidence; by default the primary's (the one the rule's floor applies to).
         Empty when nothing was measured."""
+        if self.decision is None:
+            return Evidence()
         if metric is not None:
-            metrics = (self.decision or {}).get("metrics") or {}
-            return Evidence.from_dict(metrics.get(metric))
-        return Evidence.from_dict(primary_metric(self.decision))
+            return self.decision.metrics.get(metric, Evidence())
+        return self.decision.evidence
 
-    def _nested(self) -> list[tuple[str, Any, Any]]:
+    def to_dict(self) -> dict[str, Any]:
+        decision = self.decision
+        found: dict[str, Any] = {}
+        for key, value in dataclasses.replace(self, decision=None).base_dict().items():
+            found[key] = value
+            if key == "decision":  # the journal's order: the decision, then its sentinels
+                found[key] = None if decision is None else decision.to_dict()
+                found["sentinels"] = {} if decision is None else decision.sentinels_dict()
+        return found
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ExperimentRecord:
+        decision = data.get("decision")
+        if isinstance(decision, dict):
+            sentinels = data.get("sentinels")
+            typed = Decision.from_dict(decision, sentinels if isinstance(sentinels, dict) else {})
+            data = {**data, "decision": typed}
+        record: ExperimentRecord = super().from_dict(data)
+        return record
+
+    @classmethod
+    def _nested(cls, data: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+        asi = data.get("asi")
         found: list[tuple[str, Any, Any]] = [
-            (f"asi.{f.name}", getattr(self.asi, f.name), OPTIONAL_TEXT)
-            for f in dataclasses.fields(self.asi)
+            (f"asi.{name}", asi.get(name), OPTIONAL_TEXT)
+            for name in _field_names(Asi)
+            if isinstance(asi, dict)
         ]
-        decision = self.decision or {}
+        decision = data.get("decision")
+        sentinels = data.get("sentinels")
+        found.append(("decision", decision, dict | None))
+        found.append(("sentinels", sentinels, dict[str, dict] | None))
+        if not isinstance(decision, dict):
+            return found
         found += [
+            ("decision.status", decision.get("status"), OPTIONAL_TEXT),
             ("decision.rule", decision.get("rule"), OPTIONAL_TEXT),
             ("decision.reason", decision.get("reason"), OPTIONAL_TEXT),
+            ("decision.look", decision.get("look"), int | None),
+            ("decision.primary", decision.get("primary"), OPTIONAL_TEXT),
             ("decision.metrics", decision.get("metrics"), dict[str, dict] | None),
+            ("decision.holdout", decision.get("holdout"), dict | None),
+            ("decision.sentinel_extension", decision.get("sentinel_extension"), dict | None),
         ]
-        evidence = {**(decision.get("metrics") or {}), **self.sentinels}
+        evidence = {**(decision.get("metrics") or {}), **(sentinels or {})}
         for name, ev in evidence.items():
             if not isinstance(ev, dict):
-                found.append((f"sentinels.{name}", ev, dict))
-                continue
+                continue  # named above, as the metrics' or the sentinels' own
             # Only the numbers that fail go on to be reported: a record carries dozens.
             found += [
                 (f"evidence {name}.{k}", ev.get(k), OPTIONAL_NUMBER)
@@ -256,8 +304,10 @@ class ConfirmationRecord(_Record):
         """The session's base against its tip (not a branch's, not a contribution's)."""
         return is_headline(vars(self))
 
-    def _nested(self) -> list[tuple[str, Any, Any]]:
-        return [(f"metrics.{k}", v, dict) for k, v in self.metrics.items()]
+    @classmethod
+    def _nested(cls, data: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+        metrics = data.get("metrics")
+        return [(f"metrics.{k}", v, dict) for k, v in (metrics or {}).items()]
 
 
 def is_headline(confirmation: dict[str, Any]) -> bool:
@@ -315,6 +365,7 @@ def record_from_dict(data: dict[str, Any], where: str = "journal"):
     cls = _KINDS.get(data.get("type"))
     if cls is None:
         raise JournalError(f"{where}: unknown record type {data.get('type')!r}")
+    cls.check_nested(data, where)
     try:
         record = cls.from_dict(data)
     except TypeError as exc:

@@ -303,7 +303,8 @@ def account(session: Session, record: ExperimentRecord) -> None:
     if record.retry_of:
         forget_request(session.paths, record.retry_of)
     # What ended it: the checks' failure rather than the bench verdict that came before it.
-    reason = record.asi.rollback_reason or (record.decision or {}).get("reason") or ""
+    decided = record.decision.reason if record.decision is not None else ""
+    reason = record.asi.rollback_reason or decided
     session.progress.outcome(record.status, reason, _best_text(session))
 
 

@@ -24,8 +24,8 @@ from ..bench.proc import RunResult
 from ..bench.sandbox import keeps_out
 from ..bench.testcount import TestCount, count_problem
 from ..config import Config
-from ..decide.rule import Decision
 from ..errors import StateError, WorkspaceError
+from ..journal.decision import Decision
 from ..journal.draft import Draft, now_iso, result_trailer
 from ..journal.records import ExperimentRecord
 from ..progress import format_value

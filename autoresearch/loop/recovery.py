@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from ..bench.proc import kill_processes
+from ..journal.decision import Decision
 from ..journal.draft import parse_trailers, record_from_marker
+from ..journal.evidence import Evidence
 from ..journal.records import Asi, ExperimentRecord
 from ..journal.store import Journal
 from ..progress import Progress
 from ..repo.state_dir import SessionPaths, read_inflight
 from ..repo.workspace import Workspace
-from ..statuses import Status
+from ..statuses import Rule, Status
 
 __all__ = [
     "KeptCommit",
@@ -178,16 +181,20 @@ def _record_from_trailers(commit: KeptCommit, session: str) -> ExperimentRecord:
     )
     ci = result.get("ci_pct") if isinstance(result.get("ci_pct"), list) else [None, None]
     metric = str(result.get("metric") or "")
-    evidence = {
-        "baseline_median": result.get("baseline"),
-        "candidate_median": result.get("candidate"),
-        "change_pct": result.get("change_pct"),
-        "ci_low_pct": ci[0],
-        "ci_high_pct": ci[-1],
-        "p_better": result.get("p_value"),
-        "threshold_pct": result.get("threshold_pct"),
-    }
-    evidence = {k: v if isinstance(v, int | float) else None for k, v in evidence.items()}
+
+    def number(key: str, value: Any = None) -> float | None:
+        found = result.get(key) if value is None else value
+        return found if isinstance(found, int | float) else None
+
+    evidence = Evidence(
+        baseline_median=number("baseline"),
+        candidate_median=number("candidate"),
+        change_pct=number("change_pct"),
+        ci_low_pct=number("", ci[0]),
+        ci_high_pct=number("", ci[-1]),
+        p_better=number("p_value"),
+        threshold_pct=number("threshold_pct"),
+    )
     return ExperimentRecord(
         session=session,
         id=commit.exp_id,
@@ -203,12 +210,13 @@ def _record_from_trailers(commit: KeptCommit, session: str) -> ExperimentRecord:
         started_at="",
         ended_at="",
         duration_s=0.0,
-        decision={
-            "status": "keep",
-            "rule": "recovered",
-            "reason": "recovered from the commit's Result trailer; the full evidence was lost",
-            "metrics": {metric: evidence} if metric else {},
-        },
+        decision=Decision(
+            Status.KEEP,
+            Rule.RECOVERED,
+            "recovered from the commit's Result trailer; the full evidence was lost",
+            primary=metric or None,
+            metrics={metric: evidence} if metric else {},
+        ),
         asi=Asi(
             hypothesis=fields.get("Hypothesis"),
             mechanism=fields.get("Mechanism"),

@@ -243,7 +243,8 @@ def _flat(record: ExperimentRecord | None) -> float | None:
     change = _change(record)
     if change is None or record.status == Status.KEEP or record.rule == Rule.SENTINEL_BUDGET:
         return None
-    floor = record.decision.get("threshold_pct") or 0.0
+    design = record.decision.design if record.decision is not None else None
+    floor = (design.threshold_pct if design is not None else None) or 0.0
     return change if abs(change) < floor else None
 
 

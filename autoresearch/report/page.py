@@ -22,6 +22,8 @@ from typing import Any
 from markupsafe import Markup
 
 from ..errors import UserError
+from ..journal.decision import HoldoutEvidence
+from ..journal.evidence import Evidence
 from ..journal.records import FAILED_STATUSES, ExperimentRecord
 from ..journal.tail import last_experiments
 from ..profiles import load_profile
@@ -128,25 +130,30 @@ def _records(history: History, config) -> dict[str, ExperimentRecord]:
 
 
 def _evidence(record: ExperimentRecord, config) -> dict[str, Any]:
-    metrics = (record.decision or {}).get("metrics") or {}
+    decision = record.decision
+    metrics: dict[str, Evidence | HoldoutEvidence] = {}
+    if decision is not None:
+        metrics |= decision.metrics | decision.sentinels
+        if decision.holdout is not None:  # its runs before the keep, as one more metric
+            metrics[f"{decision.holdout.metric} (hidden holdout)"] = decision.holdout
     measured = [
         {
             "name": name,
-            "baseline": m.get("baseline_samples") or [],
-            "candidate": m.get("candidate_samples") or [],
-            "baseline_median": m.get("baseline_median"),
-            "candidate_median": m.get("candidate_median"),
-            "change_pct": m.get("change_pct"),
-            "ci_low_pct": m.get("ci_low_pct"),
-            "ci_high_pct": m.get("ci_high_pct"),
+            "baseline": m.baseline_samples,
+            "candidate": m.candidate_samples,
+            "baseline_median": m.baseline_median,
+            "candidate_median": m.candidate_median,
+            "change_pct": m.change_pct,
+            "ci_low_pct": m.ci_low_pct,
+            "ci_high_pct": m.ci_high_pct,
         }
-        for name, m in {**metrics, **record.sentinels, **_holdout(record)}.items()
+        for name, m in metrics.items()
     ]
     return {
         "metrics": measured,
         "rule": record.rule,
         "reason": record.reason,
-        "look": (record.decision or {}).get("look"),
+        "look": None if decision is None else decision.look,
         # What the row above does not say already.
         "asi": {k: v for k, v in vars(record.asi).items() if v and k not in SHOWN_ASI},
         "touched_files": record.touched_files,
@@ -186,12 +193,6 @@ def _checks(checks: dict | None) -> str | None:
     if tests.get("passed") is not None:
         said += f"; {tests['passed']} tests passed, {tests.get('skipped') or 0} skipped"
     return said
-
-
-def _holdout(record: ExperimentRecord) -> dict[str, dict]:
-    """The hidden holdout's runs before the keep, as one more metric of the evidence."""
-    held = (record.decision or {}).get("holdout")
-    return {f"{held['metric']} (hidden holdout)": held} if held else {}
 
 
 def _patch_text(record: ExperimentRecord, config) -> str | None:

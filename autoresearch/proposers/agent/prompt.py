@@ -79,7 +79,7 @@ def closed_axes(records: list[ExperimentRecord]) -> list[ExperimentRecord]:
 
 
 def _reason(record: ExperimentRecord) -> str:
-    rule = (record.decision or {}).get("rule")
+    rule = record.rule
     return record.status if record.status in STATUS_FIRST or not rule else str(rule)
 
 
@@ -152,7 +152,8 @@ def _row(record: ExperimentRecord) -> dict[str, Any]:
         text = f"{change:+.1f}%"
         if low is not None and high is not None:
             text += f" [95% CI {low:+.1f}%, {high:+.1f}%]"
-    why = record.asi.rollback_reason or record.error or (record.decision or {}).get("reason") or ""
+    decided = record.decision.reason if record.decision is not None else ""
+    why = record.asi.rollback_reason or record.error or decided
     why = shown_to_agents(record.rule, why)  # what the holdout measures stays hidden
     return {
         "n": record.n,
