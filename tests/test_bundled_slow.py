@@ -126,7 +126,7 @@ def test_loop_on_the_bundled_target(tmp_path):
     skip_get = by_title["01-skip-get-fresh-sync.patch"]
     presort = by_title["09-presort-index-keys.patch"]
     assert skip_get.status == "keep", skip_get.decision
-    assert skip_get.checks["exit_code"] == 0
+    assert skip_get.checks.exit_code == 0
     assert skip_get.decision.metrics["pebble_writepack_100k_ms"].change_pct < -20
     assert presort.status in ("discard", "inconclusive"), presort.decision
     assert outcome.kept == 1

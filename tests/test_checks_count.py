@@ -64,7 +64,7 @@ def the_cheat_fails_the_win_is_kept(target, expected: str) -> None:
     assert first.status == "checks_failed", (first.status, why)
     assert expected in why, why
     assert second.status == "keep", second.error
-    assert second.checks["tests"] == {"tests": 2, "passed": 2, "failed": 0, "skipped": 0}
+    assert second.checks.tests.to_dict() == {"tests": 2, "passed": 2, "failed": 0, "skipped": 0}
 
 
 GO_TESTS = (

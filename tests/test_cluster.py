@@ -106,12 +106,12 @@ def test_two_hosts_measure_side_by_side_and_a_stale_win_is_measured_again(
     # against a best that had moved, so it was measured again on the new best before its keep.
     base = read_journal(target.journal).sessions[0].base_commit
     second = keeps[1].cluster
-    assert [s["parent"] for s in second["stale"]] == [base]
-    assert second["stale"][0]["change_pct"] < -5
-    assert keeps[0].cluster["stale"] == []
+    assert [s.parent for s in second.stale] == [base]
+    assert second.stale[0].change_pct < -5
+    assert keeps[0].cluster.stale == []
     # Each record names the host and worker that measured it; each host calibrated the base
     # for its own arms.
-    assert all(r.cluster["host"] and r.cluster["worker"] for r in records)
+    assert all(r.cluster.host and r.cluster.worker for r in records)
     calibrations = read_journal(target.journal).calibrations
     assert {c.commit for c in calibrations} >= {base}
     assert len({c.host for c in calibrations if c.commit == base}) >= 1
@@ -147,7 +147,7 @@ def test_a_stale_win_that_no_longer_applies_to_the_new_best_is_apply_failed(
     assert outcome.kept == 1
     # It won against the base, but the other edit of the same line is the best now.
     assert "does not apply to the new best" in failed.asi.rollback_reason
-    assert failed.cluster["stale"][0]["change_pct"] < -5
+    assert failed.cluster.stale[0].change_pct < -5
     # Its record keeps the evidence it won on, as every measured record does.
     assert failed.decision.metrics["time_ms"].change_pct < -5
     assert git(target.root, "rev-list", "--count", "main..autoresearch/t").strip() == "1"
@@ -178,7 +178,7 @@ def test_a_killed_host_s_experiment_runs_again_and_is_recorded_once(target, tmp_
     assert not driver.is_alive()
     (record,) = experiments(target)
     assert record.status == "keep"
-    assert record.cluster["worker"] != busy[0]
+    assert record.cluster.worker != busy[0]
     assert done["outcome"].kept == 1
     # The progress says which host left (and the record which measured it).
     assert f"warning: bench host {busy[0]} left" in said.getvalue()
@@ -402,7 +402,7 @@ def test_a_win_whose_files_the_keeps_since_did_not_touch_is_kept_on_its_measurem
     # its measurement there, committed on the first.
     assert earlier.parent_commit == landed.parent_commit == base
     assert git(target.root, "rev-parse", f"{landed.kept_commit}^").strip() == earlier.kept_commit
-    assert landed.cluster["kept_on"] == earlier.kept_commit and landed.cluster["stale"] == []
+    assert landed.cluster.kept_on == earlier.kept_commit and landed.cluster.stale == []
     assert "touched none of its files: kept on that measurement" in said.getvalue()
     assert git(target.root, "show", "autoresearch/t:src/value.txt") == "80\n"
     assert git(target.root, "show", "autoresearch/t:src/knobs.txt") == "k = 0.9\n"

@@ -106,9 +106,10 @@ def test_the_primary_metric_is_the_one_the_decision_names_or_in_an_old_journal_t
 
 
 def test_lines_an_earlier_version_wrote_read_as_values_and_write_back_unchanged():
-    """Experiment lines as the loop wrote them before decisions were values (a holdout's
+    """Experiment lines as the loop wrote them before records held values (a holdout's
     refusal and its win, a sentinel's extension, a floor's discard, a failure, a keep recovered
-    from its commit): read back typed, and but the recovered one (whose evidence is what its
+    from its commit, a confined crash, wins measured on bench hosts, one of them again on a
+    best that moved): read back typed, and but the recovered one (whose evidence is what its
     trailer held) written back as the same JSON."""
     lines = [json.loads(line) for line in DECISIONS.read_text().splitlines()]
     records = [record_from_dict(line) for line in lines]
@@ -122,6 +123,13 @@ def test_lines_an_earlier_version_wrote_read_as_values_and_write_back_unchanged(
     recovered = by_rule["recovered"]
     assert recovered.decision.primary is None and recovered.evidence().change_pct < 0
     assert by_rule[None].decision is None and by_rule[None].sentinels == {}
+    confined = next(r for r in records if r.confinement and r.confinement.tool == "bwrap")
+    assert confined.confinement.network is False and confined.confinement.writable
+    hosted = [r for r in records if r.cluster is not None]
+    assert len(hosted) == 3 and all(r.cluster.host and r.cluster.worker for r in hosted)
+    (again,) = [r for r in hosted if r.cluster.stale]
+    assert again.cluster.stale[0].change_pct < 0 and again.cluster.stale[0].parent
+    assert all(r.checks is None or r.checks.exit_code == 0 for r in records)
     for line, read in zip(lines, records, strict=True):
         if read.rule != "recovered":
             assert json.loads(json.dumps(read.to_dict())) == line, read.id

@@ -40,7 +40,7 @@ def test_keep_commits_on_session_branch_and_leaves_checkout_alone(target):
     assert metric.candidate_median == pytest.approx(80)
     assert metric.change_pct == pytest.approx(-20)
     assert record.sentinels["sentinel_ms"].ok is True
-    assert record.checks["exit_code"] == 0
+    assert record.checks.exit_code == 0
     # The kept commit is the branch tip and carries the evidence in its trailers.
     tip = git(target.root, "rev-parse", "autoresearch/t").strip()
     assert record.kept_commit == tip
@@ -140,8 +140,8 @@ def test_checks_failure_reverts(target):
 
     (record,) = experiments(target)
     assert record.status == "checks_failed"
-    assert record.checks["exit_code"] == 1
-    assert "broken" in record.checks["tail"]
+    assert record.checks.exit_code == 1
+    assert "broken" in record.checks.tail
     assert target.branch_log() == ["synthetic target"]
 
 

@@ -18,6 +18,7 @@ from autoresearch.bench.bwrap import BWRAP_ENV, bwrap_problem
 from autoresearch.bench.runners import LocalRunner
 from autoresearch.bench.sandbox import Sandbox
 from autoresearch.errors import UserError
+from autoresearch.journal.placement import Confinement
 from autoresearch.journal.store import read_journal
 from autoresearch.repo.state_dir import session_paths
 
@@ -66,7 +67,7 @@ def test_a_candidate_cannot_write_into_the_baseline_tree_and_is_never_kept(targe
     first, second = experiments(target)
     assert first.status == "crash", (first.status, first.error)
     assert first.kept_commit is None
-    assert first.confinement["tool"] == "bwrap" and first.confinement["network"] is False
+    assert first.confinement.tool == "bwrap" and first.confinement.network is False
     assert "No such file or directory" in Path(first.bench_logs[-1]).read_text()
     paths = session_paths(target.load())
     assert git(paths.baseline, "status", "--porcelain") == ""
@@ -202,7 +203,7 @@ def test_unconfined_runs_are_said_once_and_recorded(target):
     assert done.stderr.count("runs are not confined") == 1
     assert "write into the baseline's tree" in done.stderr
     (record,) = experiments(target)
-    assert record.confinement == {"tool": "none", "why": '[sandbox] mode = "off"'}
+    assert record.confinement == Confinement.unconfined('[sandbox] mode = "off"')
 
 
 def test_required_confinement_refuses_a_machine_without_it(target, monkeypatch):
@@ -428,7 +429,7 @@ def test_an_interpreter_named_under_tmp_runs_confined(target):
 
     (record,) = experiments(target)
     assert record.status == "keep", (record.status, record.error)
-    assert record.confinement["tool"] == "bwrap"
+    assert record.confinement.tool == "bwrap"
 
 
 def test_nothing_tells_a_run_which_arm_it_is_in(target):
@@ -449,7 +450,7 @@ def test_nothing_tells_a_run_which_arm_it_is_in(target):
     assert second.status == "discard", (second.status, second.decision)
     paths = session_paths(target.load())
     assert {paths.worktree.name, paths.baseline.name}.isdisjoint({"worktree", "baseline"})
-    seen = {r.confinement["tree_seen_at"] for r in (first, second)}
+    seen = {r.confinement.tree_seen_at for r in (first, second)}
     assert seen == {str(paths.root / "tree")}
 
 

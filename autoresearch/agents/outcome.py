@@ -46,7 +46,7 @@ def outcome(record: ExperimentRecord, config: Config) -> dict[str, Any]:
         "sentinels": {
             name: {"ok": s.ok, "change_pct": s.change_pct} for name, s in record.sentinels.items()
         },
-        "checks": (record.checks or {}).get("exit_code"),
+        "checks": record.checks.exit_code if record.checks is not None else None,
         "kept_commit": record.kept_commit,
         "touched_files": record.touched_files,
         "next_action_hint": record.asi.next_action_hint or next_action(record.status, record.rule),

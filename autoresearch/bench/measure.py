@@ -25,6 +25,7 @@ from ..decide.rule import Judge
 from ..errors import MetricParseError
 from ..filestate import redate
 from ..journal.decision import Decision
+from ..journal.placement import Confinement
 from ..repo.workspace import BaselineTree
 from ..statuses import Status
 from .armstate import ArmStates
@@ -111,11 +112,11 @@ class Harness:
             return None
         return self._run(self.config.bench.build, cwd, log, runner=self.build_runner)
 
-    def confinement(self, cwd: Path) -> dict:
+    def confinement(self, cwd: Path) -> Confinement:
         """How this harness's runs in `cwd` are confined, for the record."""
         describe = getattr(self.runner, "confinement", None)
         found = describe(cwd) if describe is not None else None
-        return found or {"tool": "none", "why": self.unconfined or "not a local run"}
+        return found or Confinement.unconfined(self.unconfined or "not a local run")
 
     def checks(self, cwd: Path, log: Path, on_start: Callable[[int], None] | None = None):
         """One run of the checks in `cwd`, with their own timeout and environment, and the
@@ -139,8 +140,7 @@ class Harness:
             on_start=on_start or self.on_start,
             token=self.token,
         )
-        counted = read_report(report)
-        return replace(result, tests=counted.to_dict() if counted is not None else None)
+        return replace(result, tests=read_report(report))
 
     def bench(
         self, cwd: Path, log: Path, sentinels_only: bool = False, holdout: bool = False

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..journal.checks_run import ChecksRun, TestCount
 from ..process.capture import POLL_S, exit_fd, exited
 from ..process.procfs import (
     children_of,
@@ -97,7 +98,7 @@ class RunResult:
     duration_s: float
     log_path: str
     tail: str
-    tests: dict | None = None  # the checks' test count, from the runner's report (testcount.py)
+    tests: TestCount | None = None  # the checks' count, from the runner's report (testcount.py)
 
     @property
     def ok(self) -> bool:
@@ -112,17 +113,18 @@ class RunResult:
             return f"killed by signal {-self.exit_code}"
         return f"exit code {self.exit_code}"
 
-    def to_dict(self) -> dict:
-        return {
-            "command": self.command,
-            "exit_code": self.exit_code,
-            "timed_out": self.timed_out,
-            "interrupted": self.interrupted,
-            "duration_s": round(self.duration_s, 3),
-            "log": self.log_path,
-            "tail": self.tail,
-            **({"tests": self.tests} if self.tests is not None else {}),
-        }
+    def recorded(self) -> ChecksRun:
+        """What the record keeps of the checks' run."""
+        return ChecksRun(
+            command=self.command,
+            exit_code=self.exit_code,
+            timed_out=self.timed_out,
+            interrupted=self.interrupted,
+            duration_s=self.duration_s,
+            log=self.log_path,
+            tail=self.tail,
+            tests=self.tests,
+        )
 
 
 def run(

@@ -23,6 +23,7 @@ from .sandbox import Sandbox, arm_caches
 
 if TYPE_CHECKING:
     from ..config import Config
+    from ..journal.placement import Confinement
 
 # What a simulated bench prints for one run: metric -> value, given the arm's directory and
 # the number of the run (0, 1, ...) since the runner was made or reset.
@@ -103,7 +104,7 @@ class LocalRunner:
         finally:
             confined.close()
 
-    def confinement(self, cwd: Path) -> dict | None:
+    def confinement(self, cwd: Path) -> Confinement | None:
         """How a run in `cwd` is confined; None when it is not."""
         return self.sandbox.describe(cwd) if self.sandbox is not None else None
 

@@ -21,10 +21,11 @@ import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import UserError
 from ..files import gitdir_of
+from ..journal.placement import Confinement
 from .bwrap import bwrap, bwrap_problem, privileges, socket_filter
 from .environ import offline_switches
 from .seccomp import unix_filter_fd
@@ -227,25 +228,25 @@ class Sandbox:
                 moved[name] = f"env-{name}"
         return moved
 
-    def describe(self, cwd: Path) -> dict[str, Any]:
+    def describe(self, cwd: Path) -> Confinement:
         """How a run in `cwd` was confined, for the record."""
         cwd = cwd.resolve()
-        return {
-            "tool": "bwrap",
-            "tree_seen_at": str(self.seen_at(cwd)),
-            "writable": [
+        return Confinement(
+            tool="bwrap",
+            tree_seen_at=str(self.seen_at(cwd)),
+            writable=[
                 str(cwd),
                 f"/tmp (private: {private_tmp(cwd)})",
                 *(str(p) for p in self.writable),
                 str(cache_dir(cwd, DEFAULT_CACHE)),
                 *(str(cache_dir(cwd, d)) for d in self.caches.values()),
             ],
-            "network": self.network,
-            "pid_namespace": True,
-            "capabilities": "none",
-            "unix_sockets": self.unix_sockets or not socket_filter(),
-            "user_namespace": "--unshare-user" in privileges(self.nested),
-        }
+            network=self.network,
+            pid_namespace=True,
+            capabilities="none",
+            unix_sockets=self.unix_sockets or not socket_filter(),
+            user_namespace="--unshare-user" in privileges(self.nested),
+        )
 
 
 def _seen_in(env: dict[str, str], cwd: Path, seen: Path) -> dict[str, str]:

@@ -23,9 +23,10 @@ import json
 import os
 import re
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
 from xml.etree import ElementTree
+
+from ..journal.checks_run import TestCount
 
 __all__ = ["TEST_REPORT_ENV", "TestCount", "count_problem", "read_report", "report_env"]
 
@@ -36,32 +37,6 @@ _GO_DONE = ("pass", "fail", "skip")
 _LIBTEST = re.compile(
     rb"^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) failed; (\d+) ignored;", re.MULTILINE
 )
-
-
-@dataclass(frozen=True)
-class TestCount:
-    """A test run's totals (pytest's JUnit XML: tests, failures, errors, skipped)."""
-
-    tests: int
-    failed: int
-    skipped: int
-
-    @property
-    def passed(self) -> int:
-        return self.tests - self.failed - self.skipped
-
-    def to_dict(self) -> dict[str, int]:
-        return {"tests": self.tests, "passed": self.passed, "failed": self.failed,
-                "skipped": self.skipped}  # fmt: skip
-
-    @classmethod
-    def from_dict(cls, data: object) -> TestCount | None:
-        if not isinstance(data, dict):
-            return None
-        try:
-            return cls(int(data["tests"]), int(data["failed"]), int(data["skipped"]))
-        except (KeyError, TypeError, ValueError):
-            return None
 
 
 def report_env(env: dict[str, str], report: str) -> dict[str, str]:

@@ -14,6 +14,7 @@ from ..decide.calibration import Calibration
 from ..errors import UserError
 from ..journal.decision import Decision
 from ..journal.draft import Draft
+from ..journal.placement import HostFacts, StaleWin
 from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..loop.driver import account, adopt_calibration
 from ..loop.lifecycle import Candidate, Measured, conclude
@@ -33,12 +34,17 @@ class Flight:
     parent: str
     future: Any = None
     losses: int = 0  # hosts that died under it
-    stale: list[dict[str, Any]] = field(default_factory=list)
+    facts: HostFacts = field(default_factory=HostFacts)  # the record's `cluster`, once landed
     calibrating: bool = False  # the job that may measure its parent's calibration
 
     @property
     def exp_id(self) -> str:
         return self.candidate.exp_id
+
+    @property
+    def stale(self) -> list[StaleWin]:
+        """Its wins measured against a best that had moved by the time they landed."""
+        return self.facts.stale
 
     @property
     def draft(self) -> Draft:
@@ -100,17 +106,16 @@ class Landing:
         calibration = result.get("calibration") or {}
         if result.get("calibration_new") or self.unadopted(calibration.get("commit")):
             self.journal_calibration(result, host)
-        flight.draft.note(
-            cluster={
-                "patch": str(flight.candidate.patch_file),
-                "host": host,
-                "worker": result.get("worker"),
-                "environment": result.get("environment"),
-                "started_at": result.get("started_at"),
-                "ended_at": result.get("ended_at"),
-                "stale": flight.stale,
-            }
+        flight.facts = HostFacts(
+            patch=str(flight.candidate.patch_file),
+            host=host,
+            worker=result.get("worker"),
+            environment=result.get("environment"),
+            started_at=result.get("started_at"),
+            ended_at=result.get("ended_at"),
+            stale=flight.stale,
         )
+        flight.draft.note(cluster=flight.facts.to_dict())
         measured = self.copy_logs(flight.exp_id, result)
         if result.get("failure"):
             status = result["failure"]  # mapped on the host, as the loop maps it
@@ -132,7 +137,8 @@ class Landing:
                 f"{flight.exp_id} won against {flight.parent[:10]}; the keeps since, up to "
                 f"{tip[:10]}, touched none of its files: kept on that measurement"
             )
-            flight.draft.note(cluster={**flight.draft.fields["cluster"], "kept_on": tip})
+            flight.facts = replace(flight.facts, kept_on=tip)
+            flight.draft.note(cluster=flight.facts.to_dict())
             flight.parent = tip
         self.finish(flight, decision, measured)
 
@@ -161,14 +167,11 @@ class Landing:
         measured = replace(measured, decision=decision)
         flight.draft.note(asi={"result": decision.reason})
         primary = decision.evidence
-        flight.stale.append(
-            {
-                "parent": flight.parent,
-                "host": host,
-                "change_pct": primary.change_pct,
-                "ci_pct": [primary.ci_low_pct, primary.ci_high_pct],
-            }
+        stale = StaleWin(
+            flight.parent, host, primary.change_pct, [primary.ci_low_pct, primary.ci_high_pct]
         )
+        flight.facts = replace(flight.facts, stale=[*flight.stale, stale])
+        flight.draft.note(cluster=flight.facts.to_dict())
         tip = session.ws.tip()
         applied = session.ws.apply(flight.candidate.patch_file)
         session.ws.revert()
@@ -207,7 +210,7 @@ class Landing:
         )
         self.record(flight.draft, record)
         if record.status == Status.KEEP and record.kept_commit is not None:
-            host = (record.cluster or {}).get("host")
+            host = record.cluster.host if record.cluster is not None else None
             session.progress.info(
                 f"kept {record.id} (measured on {host}); new best {record.kept_commit[:10]}"
             )

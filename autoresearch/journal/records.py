@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 
 from ..errors import JournalError, NewerSchemaError, UserError
 from ..statuses import EXIT_CODES, FAILED_STATUSES, STATUSES, Status
+from .checks_run import ChecksRun
 from .decision import Decision
 from .evidence import Evidence, SentinelEvidence
 from .field_types import (
@@ -19,6 +20,7 @@ from .field_types import (
     optional_number,
     problem,
 )
+from .placement import Confinement, HostFacts
 
 __all__ = [
     "EXIT_CODES",
@@ -175,7 +177,7 @@ class ExperimentRecord(_Record):
     # What the rule decided and read (its `sentinels` too, written beside it as the record's
     # `sentinels`); None when nothing was measured.
     decision: Decision | None = None
-    checks: dict[str, Any] | None = None
+    checks: ChecksRun | None = None  # None when they did not run
     bench_logs: list[str] = field(default_factory=list)
     bench_durations_s: list[float] = field(default_factory=list)
     bench_tail: str | None = None
@@ -187,10 +189,10 @@ class ExperimentRecord(_Record):
     agent: dict[str, Any] | None = None  # a coding agent's run: preset, usage (cost), logs
     # On a cluster: the host and worker that measured it, and measurements against a best that
     # moved before the keep (each measured again on the new best).
-    cluster: dict[str, Any] | None = None
+    cluster: HostFacts | None = None
     # How the candidate's build, bench and checks were confined (bench/sandbox.py): the tool,
-    # what they could write, network; {"tool": "none", "why": ...} when they ran unconfined.
-    confinement: dict[str, Any] | None = None
+    # what they could write, network; the tool "none" and why when they ran unconfined.
+    confinement: Confinement | None = None
 
     @property
     def rule(self) -> str | None:
@@ -217,23 +219,29 @@ class ExperimentRecord(_Record):
         return self.decision.evidence
 
     def to_dict(self) -> dict[str, Any]:
-        decision = self.decision
+        values = {name: getattr(self, name) for name in _VALUES}
+        plain = dataclasses.replace(self, **dict.fromkeys(_VALUES))
         found: dict[str, Any] = {}
-        for key, value in dataclasses.replace(self, decision=None).base_dict().items():
-            found[key] = value
+        for key, value in plain.base_dict().items():
+            typed = values.get(key)
+            found[key] = value if typed is None else typed.to_dict()
             if key == "decision":  # the journal's order: the decision, then its sentinels
-                found[key] = None if decision is None else decision.to_dict()
-                found["sentinels"] = {} if decision is None else decision.sentinels_dict()
+                found["sentinels"] = {} if typed is None else typed.sentinels_dict()
         return found
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ExperimentRecord:
-        decision = data.get("decision")
-        if isinstance(decision, dict):
+        typed = {
+            name: read(data[name])
+            for name, read in _VALUES.items()
+            if isinstance(data.get(name), dict)
+        }
+        if "decision" in typed:
             sentinels = data.get("sentinels")
-            typed = Decision.from_dict(decision, sentinels if isinstance(sentinels, dict) else {})
-            data = {**data, "decision": typed}
-        record: ExperimentRecord = super().from_dict(data)
+            typed["decision"] = Decision.from_dict(
+                data["decision"], sentinels if isinstance(sentinels, dict) else {}
+            )
+        record: ExperimentRecord = super().from_dict({**data, **typed})
         return record
 
     @classmethod
@@ -247,6 +255,16 @@ class ExperimentRecord(_Record):
         decision = data.get("decision")
         sentinels = data.get("sentinels")
         found.append(("decision", decision, dict | None))
+        found += [(name, data.get(name), dict | None) for name in ("cluster", "confinement")]
+        found.append(("cluster.stale", (data.get("cluster") or {}).get("stale"), list | None))
+        checks = data.get("checks")
+        found.append(("checks", checks, dict | None))
+        if isinstance(checks, dict):
+            found += [
+                ("checks.exit_code", checks.get("exit_code"), int | None),
+                ("checks.duration_s", checks.get("duration_s"), OPTIONAL_NUMBER),
+                ("checks.tests", checks.get("tests"), dict[str, int] | None),
+            ]
         found.append(("sentinels", sentinels, dict[str, dict] | None))
         if not isinstance(decision, dict):
             return found
@@ -373,6 +391,15 @@ def record_from_dict(data: dict[str, Any], where: str = "journal"):
     record.check(where)
     return record
 
+
+# The record's fields held as values, each read from its JSON by its codec (and written back by
+# its `to_dict`); the decision reads the record's `sentinels` with it.
+_VALUES: dict[str, Any] = {
+    "decision": Decision.from_dict,
+    "checks": ChecksRun.from_dict,
+    "cluster": HostFacts.from_dict,
+    "confinement": Confinement.from_dict,
+}
 
 # The numbers of a metric's evidence that the review and the decision read back.
 _EVIDENCE_NUMBERS = (

@@ -22,7 +22,7 @@ from ..atomic import require_space
 from ..bench.measure import Harness, PairMeasurement, measure_pair
 from ..bench.proc import RunResult
 from ..bench.sandbox import keeps_out
-from ..bench.testcount import TestCount, count_problem
+from ..bench.testcount import count_problem
 from ..config import Config
 from ..errors import StateError, WorkspaceError
 from ..journal.decision import Decision
@@ -96,7 +96,7 @@ class Measured:
             found["decision"] = self.decision.to_dict()
             found["sentinels"] = self.decision.sentinels_dict()
         if self.checks is not None:
-            found["checks"] = self.checks.to_dict()
+            found["checks"] = self.checks.recorded().to_dict()
         return found
 
 
@@ -249,7 +249,7 @@ def measure_candidate(session: Session, draft: Draft, guard: TreeGuard) -> PairM
     """Build the candidate, then run it against the best, alternating, until the rule decides."""
     exp_id = draft.fields["id"]
     harness = session.harness(draft.running)
-    draft.note(confinement=harness.confinement(session.ws.path))
+    draft.note(confinement=harness.confinement(session.ws.path).to_dict())
     assert session.calibration is not None  # calibrated before the first experiment
     judge = session.calibration.judge(session.config)
 
@@ -338,7 +338,7 @@ def checks_failure(session: Session, checks: RunResult) -> tuple[Status, str] | 
         require_space(Path(checks.log_path), "the checks' output")
         status = Status.INTERRUPTED if checks.interrupted else Status.CHECKS_FAILED
         return status, f"checks {checks.describe()}; log: {checks.log_path}"
-    fewer = count_problem(TestCount.from_dict(checks.tests), best_tests(session))
+    fewer = count_problem(checks.tests, best_tests(session))
     if fewer is not None:
         return Status.CHECKS_FAILED, f"checks passed, but {fewer}; log: {checks.log_path}"
     return None

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from ..atomic import write_json_atomic
-from ..bench.testcount import TestCount
+from ..journal.checks_run import TestCount
 from .session import Session
 
 __all__ = ["best_tests", "remember_tests"]
@@ -28,10 +28,10 @@ def best_tests(session: Session) -> TestCount | None:
     return TestCount.from_dict(data.get("tests"))
 
 
-def remember_tests(session: Session, commit: str, tests: dict | None) -> None:
+def remember_tests(session: Session, commit: str, tests: TestCount | None) -> None:
     """`tests` counted the checks of `commit`, the best from now on (nothing when pytest left
     no report: no reference to hold a candidate to)."""
     if tests is None:
         (session.paths.root / FILE).unlink(missing_ok=True)
         return
-    write_json_atomic(session.paths.root / FILE, {"commit": commit, "tests": tests})
+    write_json_atomic(session.paths.root / FILE, {"commit": commit, "tests": tests.to_dict()})

@@ -22,6 +22,7 @@ from typing import Any
 from markupsafe import Markup
 
 from ..errors import UserError
+from ..journal.checks_run import ChecksRun
 from ..journal.decision import HoldoutEvidence
 from ..journal.evidence import Evidence
 from ..journal.records import FAILED_STATUSES, ExperimentRecord
@@ -158,7 +159,7 @@ def _evidence(record: ExperimentRecord, config) -> dict[str, Any]:
         "asi": {k: v for k, v in vars(record.asi).items() if v and k not in SHOWN_ASI},
         "touched_files": record.touched_files,
         "patch": _patch_text(record, config),
-        "confinement": (record.confinement or {}).get("tool"),
+        "confinement": record.confinement.tool if record.confinement is not None else None,
         "checks": _checks(record.checks),
         # What a run that failed printed last: the reason is a path otherwise.
         "output": record.bench_tail if record.status in FAILED_STATUSES else None,
@@ -179,19 +180,17 @@ def _flame(config, before: str | None, after: str | None) -> Markup:
     return Markup(icicle_svg(now, was))  # built from escaped text only
 
 
-def _checks(checks: dict | None) -> str | None:
+def _checks(checks: ChecksRun | None) -> str | None:
     """The checks' verdict in words: passed or how they failed, how long, how many tests."""
-    if not checks:
+    if checks is None:
         return None
-    code = checks.get("exit_code")
+    code = checks.exit_code
     said = "passed" if code == 0 else f"failed (exit code {code})"
-    if checks.get("timed_out"):
+    if checks.timed_out:
         said = "timed out"
-    if checks.get("duration_s") is not None:
-        said += f" in {checks['duration_s']:.1f} s"
-    tests = checks.get("tests") or {}
-    if tests.get("passed") is not None:
-        said += f"; {tests['passed']} tests passed, {tests.get('skipped') or 0} skipped"
+    said += f" in {checks.duration_s:.1f} s"
+    if checks.tests is not None:
+        said += f"; {checks.tests.passed} tests passed, {checks.tests.skipped} skipped"
     return said
 
 
