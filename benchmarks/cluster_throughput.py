@@ -112,7 +112,7 @@ def processes(counts: list[int], sleep: float, load: str) -> list[dict]:
                 raise SystemExit(f"{workers} workers: exit {done.returncode}: {done.stderr[-800:]}")
             records = read_journal(target.journal).experiments
             kept = sum(r.status == "keep" for r in records)
-            again = sum(len((r.cluster or {}).get("stale") or []) for r in records)
+            again = sum(len(r.cluster.stale) for r in records if r.cluster is not None)
             calibrated = len(read_journal(target.journal).calibrations)
             rows.append((workers, len(records), kept, again, calibrated, took))
     one = rows[0][1] / rows[0][5] * 3600 if rows[0][0] == 1 else None

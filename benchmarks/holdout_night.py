@@ -94,8 +94,7 @@ def night(repo: Path, accept_noise: bool) -> tuple[float, Path]:
 def summary(journal: Path, label: str, condition: str, wall_s: float) -> dict:
     """One night as a row: what it kept, how it confirmed, where its bench time went."""
     read = read_journal(journal)
-    held_s = sum(((r.decision or {}).get("holdout") or {}).get("duration_s", 0.0)
-                 for r in read.experiments)  # fmt: skip
+    held_s = sum(h.duration_s or 0.0 for h in map(_holdout, read.experiments) if h is not None)
     confirmation = read.confirmations[-1] if read.confirmations else None
     confirmed_held = (confirmation.holdout or {}) if confirmation is not None else {}
     held_s += confirmed_held.get("duration_s", 0.0)
@@ -123,11 +122,16 @@ def _name(record) -> str:
     return (record.source or record.title).rsplit("/", 1)[-1].removesuffix(".patch")
 
 
+def _holdout(record):
+    """The holdout's evidence in the record's decision; None when it did not run."""
+    return record.decision.holdout if record.decision is not None else None
+
+
 def _outcome(record) -> str:
-    held = (record.decision or {}).get("holdout") or {}
+    held = _holdout(record)
     said = f"{record.status} ({record.rule or 'error'})"
-    if held.get("verdict"):
-        said += f", holdout {held['verdict']} {held.get('change_pct', 0):+.1f}%"
+    if held is not None:
+        said += f", holdout {held.verdict} {held.change_pct or 0:+.1f}%"
     return said
 
 

@@ -116,10 +116,10 @@ def measure(root: Path, files: int, experiments: int) -> dict:
     assert len(records) == experiments, outcome
     bench = sum(sum(r.bench_durations_s) for r in records)
     bench += sum(c.duration_s for c in journal.calibrations[1:])  # recalibrations after keeps
-    checks = sum((r.checks or {}).get("duration_s", 0.0) for r in records)
+    checks = sum(r.checks.duration_s for r in records if r.checks is not None)
     window = _ts(records[-1].ended_at) - _ts(records[0].started_at)
     per_record = [
-        r.duration_s - sum(r.bench_durations_s) - (r.checks or {}).get("duration_s", 0.0)
+        r.duration_s - sum(r.bench_durations_s) - (r.checks.duration_s if r.checks else 0.0)
         for r in records
     ]
     return {

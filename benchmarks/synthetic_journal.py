@@ -7,6 +7,8 @@ from __future__ import annotations
 import random
 import statistics
 
+from autoresearch.journal.checks_run import ChecksRun
+from autoresearch.journal.decision import Decision
 from autoresearch.journal.records import Asi, ExperimentRecord
 
 METRICS = {
@@ -15,6 +17,7 @@ METRICS = {
     "pebble_writepack_1k_ms": 10.0,
 }
 SENTINEL = "sqlite_writepack_10k_ms"
+CHECKED = ChecksRun.from_dict({"exit_code": 0, "duration_s": 5.0})
 
 
 def evidence(rng: random.Random, center: float, best: float, f: float, runs: int) -> dict:
@@ -74,14 +77,16 @@ def experiment(
         started_at="2026-01-01T00:00:00+00:00",
         ended_at="2026-01-01T00:00:30+00:00",
         duration_s=30.0,
-        decision={
-            "status": status,
-            "rule": "significant_win" if status == "keep" else "below_threshold",
-            "reason": "synthetic",
-            "metrics": evidences,
-        },
-        sentinels={SENTINEL: sentinel},
-        checks={"exit_code": 0, "duration_s": 5.0} if status == "keep" else None,
+        decision=Decision.from_dict(
+            {
+                "status": status,
+                "rule": "significant_win" if status == "keep" else "below_threshold",
+                "reason": "synthetic",
+                "metrics": evidences,
+            },
+            {SENTINEL: sentinel},
+        ),
+        checks=CHECKED if status == "keep" else None,
         bench_durations_s=[1.0] * (2 * runs),
         asi=Asi(hypothesis="h", mechanism="m", result="r"),
     )
