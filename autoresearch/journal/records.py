@@ -34,7 +34,6 @@ __all__ = [
     "ImportRecord",
     "SessionRecord",
     "Status",
-    "no_keep_streak",
     "record_from_dict",
 ]
 
@@ -412,13 +411,3 @@ _EVIDENCE_NUMBERS = (
     "p_worse",
     "improvement_pct",
 )
-
-
-def no_keep_streak(experiments: list[ExperimentRecord]) -> int:
-    """Experiments since the last keep (all of them when nothing was kept)."""
-    streak = 0
-    for record in reversed(experiments):
-        if record.status == Status.KEEP:
-            break
-        streak += 1
-    return streak

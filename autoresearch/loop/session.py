@@ -387,6 +387,7 @@ def proposal_context(session: Session) -> ProposalContext:
         runner=LocalRunner(),
         measured=(session.ws.path, session.baseline_tree.path),
         scrub_measured=functools.partial(scrub_measurement_trees, session),
+        no_keep_streak=session.tally.no_keep_streak,
     )
 
 

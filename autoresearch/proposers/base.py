@@ -127,6 +127,9 @@ class ProposalContext:
     # put them back when one did (scrubbed, the best rebuilt before it is measured again).
     measured: tuple[Path, ...] = ()
     scrub_measured: Any = None
+    # Experiments since the session's last keep, as the journal's one fold counts them (the
+    # night's standing, journal/digest.py), not counted again from `records`.
+    no_keep_streak: int = 0
 
     def read(self, rel: str) -> str:
         """A file of the current best, as text."""

@@ -37,7 +37,7 @@ from ...config import Config
 from ...errors import UserError, WorkspaceError
 from ...files import read_bounded
 from ...journal.draft import parse_trailers
-from ...journal.records import ExperimentRecord, no_keep_streak
+from ...journal.records import ExperimentRecord
 from ...repo.gitrepo import COMMIT_ENV, Repo, open_repo, tree_patch
 from ...repo.globs import matches_any
 from ...repo.seal import RepoSeal
@@ -108,7 +108,7 @@ class AgentProposer:
         if context.state_dir is None:
             raise ProposerError("the agent proposer needs a session (state directory)")
         mine = [r for r in context.records if r.proposer == self.name]
-        why = self._stop_reason(context.records, mine)
+        why = self._stop_reason(context, mine)
         if why is not None:
             if self._said_stop != why:
                 self._said_stop = why
@@ -128,7 +128,7 @@ class AgentProposer:
 
     def pending(self, context: ProposalContext) -> int | None:
         mine = [r for r in context.records if r.proposer == self.name]
-        if self._stop_reason(context.records, mine) is not None:
+        if self._stop_reason(context, mine) is not None:
             return 0
         return self.settings.max_proposals - len(mine)
 
@@ -140,17 +140,17 @@ class AgentProposer:
 
     # -- budgets and escalation -----------------------------------------------------------------
 
-    def _stop_reason(self, records: list[ExperimentRecord], mine: list) -> str | None:
+    def _stop_reason(self, context: ProposalContext, mine: list) -> str | None:
         s = self.settings
         if len(mine) >= s.max_proposals:
             return f"{len(mine)} proposals made (max_proposals = {s.max_proposals})"
-        spend = agent_spend(records, self.name)
+        spend = agent_spend(context.records, self.name)
         if s.max_cost_usd is not None and spend["cost_usd"] >= s.max_cost_usd:
             unknown = (
                 f", and {spend['unknown_cost']} of unknown cost" if spend["unknown_cost"] else ""
             )
             return f"${spend['cost_usd']:.2f} spent{unknown} (max_cost_usd = {s.max_cost_usd:g})"
-        streak = no_keep_streak(records)
+        streak = context.no_keep_streak
         if streak >= s.pivot_after * (s.max_pivots + 1):
             return (
                 f"{streak} experiments in a row without a keep, after {s.max_pivots} requests "
@@ -158,8 +158,7 @@ class AgentProposer:
             )
         return None
 
-    def _pivot(self, records: list[ExperimentRecord]) -> str | None:
-        streak = no_keep_streak(records)
+    def _pivot(self, streak: int) -> str | None:
         return PIVOT.format(streak=streak) if streak >= self.settings.pivot_after else None
 
     # -- one proposal ---------------------------------------------------------------------------
@@ -185,7 +184,7 @@ class AgentProposer:
         handoff = scratch.path / HANDOFF
         handoff.mkdir(exist_ok=True)
         prompt_path, hypothesis_path = handoff / "prompt.md", handoff / "hypothesis.json"
-        pivot = self._pivot(context.records)
+        pivot = self._pivot(context.no_keep_streak)
         prompt = self._prompt(context, hypothesis_path, pivot, measuring)
         prompt_path.write_text(prompt, encoding="utf-8")
         for name, text in ({} if s.command else PRESETS[s.preset].get("files", {})).items():
