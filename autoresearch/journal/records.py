@@ -231,15 +231,8 @@ class ExperimentRecord(_Record):
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ExperimentRecord:
         typed = {
-            name: read(data[name])
-            for name, read in _VALUES.items()
-            if isinstance(data.get(name), dict)
+            name: read(data) for name, read in _VALUES.items() if isinstance(data.get(name), dict)
         }
-        if "decision" in typed:
-            sentinels = data.get("sentinels")
-            typed["decision"] = Decision.from_dict(
-                data["decision"], sentinels if isinstance(sentinels, dict) else {}
-            )
         record: ExperimentRecord = super().from_dict({**data, **typed})
         return record
 
@@ -255,7 +248,9 @@ class ExperimentRecord(_Record):
         sentinels = data.get("sentinels")
         found.append(("decision", decision, dict | None))
         found += [(name, data.get(name), dict | None) for name in ("cluster", "confinement")]
-        found.append(("cluster.stale", (data.get("cluster") or {}).get("stale"), list | None))
+        cluster = data.get("cluster")
+        if isinstance(cluster, dict):
+            found.append(("cluster.stale", cluster.get("stale"), list[dict] | None))
         checks = data.get("checks")
         found.append(("checks", checks, dict | None))
         if isinstance(checks, dict):
@@ -391,13 +386,18 @@ def record_from_dict(data: dict[str, Any], where: str = "journal"):
     return record
 
 
-# The record's fields held as values, each read from its JSON by its codec (and written back by
-# its `to_dict`); the decision reads the record's `sentinels` with it.
+def _decision(data: dict[str, Any]) -> Decision:
+    sentinels = data.get("sentinels")
+    return Decision.from_dict(data["decision"], sentinels if isinstance(sentinels, dict) else {})
+
+
+# The record's fields held as values, each read from its line by its codec (and written back by
+# its `to_dict`): the decision with the line's `sentinels`.
 _VALUES: dict[str, Any] = {
-    "decision": Decision.from_dict,
-    "checks": ChecksRun.from_dict,
-    "cluster": HostFacts.from_dict,
-    "confinement": Confinement.from_dict,
+    "decision": _decision,
+    "checks": lambda data: ChecksRun.from_dict(data["checks"]),
+    "cluster": lambda data: HostFacts.from_dict(data["cluster"]),
+    "confinement": lambda data: Confinement.from_dict(data["confinement"]),
 }
 
 # The numbers of a metric's evidence that the review and the decision read back.
