@@ -135,7 +135,7 @@ def test_loop_on_the_bundled_target(tmp_path):
     # confirmation measured it there too; the equivalence digest ran before each bench.
     assert skip_get.decision.holdout.verdict != "worse", skip_get.decision.holdout
     (confirmation,) = read_journal(repo / "experiments.jsonl").confirmations
-    assert confirmation.holdout["change_pct"] < -10, confirmation.holdout
+    assert confirmation.holdout.change_pct < -10, confirmation.holdout
     logs = Path(skip_get.bench_logs[0]).parent
     assert (logs / "equivalence-candidate.log.stdout").read_text().count("sha256=") == 2
     # The base's profile names the read before each write among its top frames; the keep's

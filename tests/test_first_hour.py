@@ -180,7 +180,7 @@ def test_the_first_hour_on_a_go_module(tmp_path):
     assert all(record.retry_of == r.id for r in earlier)
     (confirmation,) = journal.confirmations
     primary = confirmation.metrics["sum64_1kib_ns_op"]
-    base, tip = primary["baseline_median"], primary["tip_median"]
+    base, tip = primary.baseline_median, primary.tip_median
     # The confirmation's estimate (the pairs' geometric-mean ratio, as the decisions read
     # theirs), not the ratio of the two medians beside it.
     change = confirmation.change_pct

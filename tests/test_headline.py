@@ -24,14 +24,14 @@ def test_title_table_raw_output_and_status_come_from_the_confirmation(target, mo
     run(target)
     (confirmation,) = read_journal(target.journal).confirmations
     primary = confirmation.metrics["time_ms"]
-    base, tip = primary["baseline_median"], primary["tip_median"]
+    base, tip = primary.baseline_median, primary.tip_median
     assert "sentinel_ms" in confirmation.metrics
 
     pr = run_cli("pr", cwd=target.root).stdout
     title = pr.splitlines()[0]
     # The change is the paired estimate the decisions use (the geometric mean of the pairs'
     # ratios), the medians beside it as values: one estimator behind every figure.
-    pairs = zip(primary["baseline_samples"], primary["tip_samples"], strict=True)
+    pairs = zip(primary.baseline_samples, primary.tip_samples, strict=True)
     change = 100 * (math.exp(statistics.fmean(math.log(t / b) for b, t in pairs)) - 1)
     assert confirmation.change_pct == pytest.approx(change)
     assert f"{change:+.1f}%" in title, title

@@ -136,8 +136,8 @@ def test_the_confirmation_measures_the_holdout_too_and_the_report_says_both(targ
     run(target)
 
     (confirmation,) = read_journal(target.journal).confirmations
-    assert confirmation.holdout["change_pct"] < -30
-    assert len(confirmation.holdout["tip_samples"]) == confirmation.runs_per_arm
+    assert confirmation.holdout.change_pct < -30
+    assert len(confirmation.holdout.tip_samples) == confirmation.runs_per_arm
     report = run_cli("report", cwd=target.root)
     assert report.returncode == 0, report.stderr
     assert "on the hidden holdout" in report.stdout

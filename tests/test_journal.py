@@ -11,7 +11,8 @@ from autoresearch.journal.index import experiment_row
 from autoresearch.journal.records import record_from_dict
 from autoresearch.journal.store import Journal, append_record, read_journal
 
-DECISIONS = Path(__file__).parent / "fixtures" / "decisions" / "experiments.jsonl"
+# Lines the loop wrote before records held values: the format they must still read and write.
+EARLIER = Path(__file__).parent / "fixtures" / "records" / "experiments.jsonl"
 
 
 def test_round_trip(tmp_path):
@@ -110,9 +111,12 @@ def test_lines_an_earlier_version_wrote_read_as_values_and_write_back_unchanged(
     refusal and its win, a sentinel's extension, a floor's discard, a failure, a keep recovered
     from its commit, a confined crash, wins measured on bench hosts, one of them again on a
     best that moved): read back typed, and but the recovered one (whose evidence is what its
-    trailer held) written back as the same JSON."""
-    lines = [json.loads(line) for line in DECISIONS.read_text().splitlines()]
+    trailer held) written back as the same JSON; and two confirmations, one with the hidden
+    holdout's comparison."""
+    lines = [json.loads(line) for line in EARLIER.read_text().splitlines()]
     records = [record_from_dict(line) for line in lines]
+    confirmations = [r for r in records if r.kind == "confirmation"]
+    records = [r for r in records if r.kind == "experiment"]
     by_rule = {r.rule: r for r in records}
     held = by_rule["holdout"].decision.holdout
     assert (held.verdict, held.ok, held.pairs) == ("no_gain", False, 6)
@@ -130,6 +134,9 @@ def test_lines_an_earlier_version_wrote_read_as_values_and_write_back_unchanged(
     (again,) = [r for r in hosted if r.cluster.stale]
     assert again.cluster.stale[0].change_pct < 0 and again.cluster.stale[0].parent
     assert all(r.checks is None or r.checks.exit_code == 0 for r in records)
-    for line, read in zip(lines, records, strict=True):
-        if read.rule != "recovered":
-            assert json.loads(json.dumps(read.to_dict())) == line, read.id
+    held, plain = confirmations
+    assert held.holdout.change_pct < 0 and held.holdout.duration_s > 0 and plain.holdout is None
+    assert held.metrics["time_ms"].estimator == "paired" and held.metrics["time_ms"].tip_samples
+    for line, read in zip(lines, [*records, *confirmations], strict=True):
+        if getattr(read, "rule", None) != "recovered":
+            assert json.loads(json.dumps(read.to_dict())) == line, read

@@ -152,7 +152,7 @@ def test_session_ends_with_a_confirmation_and_confirm_repeats_it(target):
     assert confirmation.base_commit == git(target.root, "rev-parse", "main").strip()
     assert confirmation.tip_commit == experiments(target)[0].kept_commit
     assert confirmation.runs_per_arm == 4
-    assert confirmation.metrics["time_ms"]["baseline_samples"] == [100.0] * 4
+    assert confirmation.metrics["time_ms"].baseline_samples == [100.0] * 4
     assert confirmation.ci_low_pct == pytest.approx(-20) == confirmation.ci_high_pct
 
     done = run_cli("confirm", "--runs", "5", "--quiet", cwd=target.root)

@@ -33,6 +33,7 @@ STRICT = [
     "autoresearch/decide/stats.py",
     "autoresearch/journal/attempts.py",
     "autoresearch/journal/checks_run.py",
+    "autoresearch/journal/confirmed.py",
     "autoresearch/journal/decision.py",
     "autoresearch/journal/evidence.py",
     "autoresearch/journal/placement.py",

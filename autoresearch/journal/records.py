@@ -10,6 +10,7 @@ from typing import Any, ClassVar
 from ..errors import JournalError, NewerSchemaError, UserError
 from ..statuses import EXIT_CODES, FAILED_STATUSES, STATUSES, Status
 from .checks_run import ChecksRun
+from .confirmed import ConfirmedHoldout, ConfirmedMetric
 from .decision import Decision
 from .evidence import Evidence, SentinelEvidence
 from .field_types import (
@@ -300,7 +301,7 @@ class ConfirmationRecord(_Record):
     ci_low_pct: float | None
     ci_high_pct: float | None
     p_value: float | None
-    metrics: dict[str, Any]
+    metrics: dict[str, ConfirmedMetric]  # every metric the bench printed
     bench_logs: list[str]
     host: str | None = None  # the bench host it measured, on a cluster (cluster/)
     # A branch `finalize` cut, measured on its own: not the session's headline.
@@ -309,17 +310,38 @@ class ConfirmationRecord(_Record):
     # them): what they contribute to the final combination. Not the session's headline.
     left_out: list[str] | None = None
     # The hidden holdout's base against tip, when the config has one: its comparison.
-    holdout: dict[str, Any] | None = None
+    holdout: ConfirmedHoldout | None = None
 
     @property
     def is_headline(self) -> bool:
         """The session's base against its tip (not a branch's, not a contribution's)."""
         return is_headline(vars(self))
 
+    def to_dict(self) -> dict[str, Any]:
+        found = dataclasses.replace(self, metrics={}, holdout=None).base_dict()
+        found["metrics"] = {name: m.to_dict() for name, m in self.metrics.items()}
+        found["holdout"] = None if self.holdout is None else self.holdout.to_dict()
+        return found
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ConfirmationRecord:
+        metrics, held = data.get("metrics"), data.get("holdout")
+        typed: dict[str, Any] = {}
+        if isinstance(metrics, dict):
+            typed["metrics"] = {k: ConfirmedMetric.from_dict(v) for k, v in metrics.items()}
+        if isinstance(held, dict):
+            typed["holdout"] = ConfirmedHoldout.from_dict(held)
+        record: ConfirmationRecord = super().from_dict({**data, **typed})
+        return record
+
     @classmethod
     def _nested(cls, data: dict[str, Any]) -> list[tuple[str, Any, Any]]:
         metrics = data.get("metrics")
-        return [(f"metrics.{k}", v, dict) for k, v in (metrics or {}).items()]
+        found: list[tuple[str, Any, Any]] = [("metrics", metrics, dict[str, dict])]
+        found.append(("holdout", data.get("holdout"), dict | None))
+        if isinstance(metrics, dict):
+            found += [(f"metrics.{k}", v, dict) for k, v in metrics.items()]
+        return found
 
 
 def is_headline(confirmation: dict[str, Any]) -> bool:

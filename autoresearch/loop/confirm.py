@@ -15,10 +15,11 @@ from ..config import Config
 from ..decide.rule import CONFIDENCE
 from ..decide.stats import compare, compare_paired
 from ..errors import UserError
+from ..journal.confirmed import ConfirmedHoldout, ConfirmedMetric
 from ..journal.draft import now_iso
 from ..journal.records import ConfirmationRecord
 from ..progress import Progress, format_value
-from ..statuses import Status
+from ..statuses import Direction, Status
 from .session import (
     RunOptions,
     Session,
@@ -89,7 +90,9 @@ def confirm_session(
     if pair.holdout is not None:
         held = (pair.holdout[0].samples, pair.holdout[1].samples)
         spent = round(pair.holdout[0].duration_s + pair.holdout[1].duration_s, 3)
-        record = replace(record, holdout=holdout_comparison(config, held) | {"duration_s": spent})
+        record = replace(
+            record, holdout=replace(holdout_comparison(config, held), duration_s=spent)
+        )
     session.journal.append(record)
     if not left_out:  # a contribution is said by its caller, as one
         announce(config, record, progress)
@@ -147,13 +150,13 @@ def confirmation_record(
         # Paired when every pair printed the metric; else (a metric some runs left out) as two
         # samples, said in the record.
         comparison = compare_paired(b, t, CONFIDENCE) or compare(b, t, CONFIDENCE)
-        metrics[name] = {
-            "direction": spec.direction if spec else "lower",
-            "unit": spec.unit if spec else "",
-            "baseline_samples": baseline.get(name, []),
-            "tip_samples": tip_samples.get(name, []),
+        metrics[name] = ConfirmedMetric(
+            direction=Direction(spec.direction) if spec else Direction.LOWER,
+            unit=spec.unit if spec else "",
+            baseline_samples=b,
+            tip_samples=t,
             **({} if comparison is None else _comparison_fields(comparison)),
-        }
+        )
     primary = metrics[config.metric.name]
     return ConfirmationRecord(
         session=config.session.name,
@@ -162,10 +165,10 @@ def confirmation_record(
         tip_commit=tip,
         runs_per_arm=runs,
         metric=config.metric.name,
-        change_pct=primary.get("change_pct"),
-        ci_low_pct=primary.get("ci_low_pct"),
-        ci_high_pct=primary.get("ci_high_pct"),
-        p_value=primary.get("p_value"),
+        change_pct=primary.change_pct,
+        ci_low_pct=primary.ci_low_pct,
+        ci_high_pct=primary.ci_high_pct,
+        p_value=primary.p_value,
         metrics=metrics,
         bench_logs=bench_logs,
         host=host,
@@ -176,13 +179,13 @@ def confirmation_record(
 
 def holdout_comparison(
     config: Config, samples: tuple[dict[str, list[float]], dict[str, list[float]]]
-) -> dict:
+) -> ConfirmedHoldout:
     """The holdout's base against tip, as a confirmation's metric is."""
     name = config.holdout_metric.name
     b, t = samples[0].get(name, []), samples[1].get(name, [])
     comparison = compare_paired(b, t, CONFIDENCE) or compare(b, t, CONFIDENCE)
-    found = {"metric": name, "baseline_samples": b, "tip_samples": t}
-    return found | ({} if comparison is None else _comparison_fields(comparison))
+    compared = {} if comparison is None else _comparison_fields(comparison)
+    return ConfirmedHoldout(metric=name, baseline_samples=b, tip_samples=t, **compared)
 
 
 def announce(config: Config, record: ConfirmationRecord, progress: Progress) -> None:
@@ -191,16 +194,16 @@ def announce(config: Config, record: ConfirmationRecord, progress: Progress) -> 
     primary = record.metrics[config.metric.name]
     unit = config.metric.unit
     progress.info(
-        f"confirmed: {config.metric.name} {format_value(primary['baseline_median'], unit)} "
-        f"-> {format_value(primary['tip_median'], unit)}, {record.change_pct:+.2f}% "
+        f"confirmed: {config.metric.name} {format_value(primary.baseline_median, unit)} "
+        f"-> {format_value(primary.tip_median, unit)}, {record.change_pct:+.2f}% "
         f"(95% CI [{record.ci_low_pct:+.2f}%, {record.ci_high_pct:+.2f}%])"
         + (f" on {record.host}" if record.host else "")
     )
-    held = record.holdout or {}
-    if held.get("change_pct") is not None:
+    held = record.holdout
+    if held is not None and held.change_pct is not None:
         progress.info(
-            f"confirmed on the hidden holdout: {held['metric']} {held['change_pct']:+.2f}% "
-            f"(95% CI [{held['ci_low_pct']:+.2f}%, {held['ci_high_pct']:+.2f}%])"
+            f"confirmed on the hidden holdout: {held.metric} {held.change_pct:+.2f}% "
+            f"(95% CI [{held.ci_low_pct:+.2f}%, {held.ci_high_pct:+.2f}%])"
         )
 
 
