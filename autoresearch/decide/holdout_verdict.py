@@ -71,11 +71,7 @@ def holdout_evidence(
     }[verdict]
     return replace(
         measured,
-        baseline_median=comparison.baseline_median,
-        candidate_median=comparison.candidate_median,
-        change_pct=comparison.change_pct,
-        ci_low_pct=comparison.ci_low_pct,
-        ci_high_pct=comparison.ci_high_pct,
+        **comparison.estimate(),
         verdict=verdict,
         ok=verdict == "win" or (verdict == "no_win" and not config.holdout.require_win),
         reason=f"{said}: {why}",

@@ -397,11 +397,7 @@ class Judge:
         unpaired = compare(b, c, CONFIDENCE) if comparison.paired else None
         return replace(
             known,
-            baseline_median=comparison.baseline_median,
-            candidate_median=comparison.candidate_median,
-            change_pct=comparison.change_pct,
-            ci_low_pct=comparison.ci_low_pct,
-            ci_high_pct=comparison.ci_high_pct,
+            **comparison.estimate(),
             paired=comparison.paired,
             se_pct=comparison.se_pct,
             df=comparison.df,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -42,6 +43,16 @@ def robust_cv_pct(samples: list[float]) -> float | None:
     return 100.0 * MAD_TO_SIGMA * mad / abs(median)
 
 
+class Estimate(TypedDict):
+    """A comparison's medians and change with its interval, by the names evidence gives them."""
+
+    baseline_median: float
+    candidate_median: float
+    change_pct: float
+    ci_low_pct: float
+    ci_high_pct: float
+
+
 @dataclass(frozen=True)
 class Comparison:
     """Candidate against baseline for one metric. Changes are percent, candidate vs baseline."""
@@ -60,6 +71,17 @@ class Comparison:
     se_pct: float | None = None  # the standard error of the paired mean log ratio, in percent
     df: int | None = None  # the paired t-test's degrees of freedom
     pooled: bool = False  # its variance pooled with the calibration's A/A pairs
+
+    def estimate(self) -> Estimate:
+        """The medians and the change with its interval, as the evidence built from it names
+        them (journal/evidence.py, journal/decision.py)."""
+        return {
+            "baseline_median": self.baseline_median,
+            "candidate_median": self.candidate_median,
+            "change_pct": self.change_pct,
+            "ci_low_pct": self.ci_low_pct,
+            "ci_high_pct": self.ci_high_pct,
+        }
 
 
 def compare(baseline: list[float], candidate: list[float], confidence: float) -> Comparison | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import Any, Self
 
 from ..statuses import Direction
 
@@ -20,13 +20,11 @@ _COMPARED = ("baseline_median", "tip_median", "change_pct", "ci_low_pct", "ci_hi
 
 
 @dataclass(frozen=True)
-class ConfirmedMetric:
-    """One metric's runs of the base and of the tip, and when they could be compared, the
-    medians, the change with its interval, the two-sided p and the estimator ("paired" when
-    every pair printed it, else "two-sample")."""
+class _BaseAgainstTip:
+    """The runs of the base and of the tip, and when they could be compared, the medians, the
+    change with its interval, the two-sided p and the estimator ("paired" when every pair
+    printed the metric, else "two-sample")."""
 
-    direction: Direction = Direction.LOWER
-    unit: str = ""
     baseline_samples: list[float] = field(default_factory=list)
     tip_samples: list[float] = field(default_factory=list)
     baseline_median: float | None = None
@@ -37,53 +35,46 @@ class ConfirmedMetric:
     p_value: float | None = None
     estimator: str | None = None
 
-    @property
-    def compared(self) -> bool:
-        return self.estimator is not None
-
     def to_dict(self) -> dict[str, Any]:
         found = {f.name: getattr(self, f.name) for f in fields(self)}
-        found["direction"] = str(self.direction)
-        if not self.compared:
+        if self.estimator is None:  # not compared
             for name in _COMPARED:
                 del found[name]
         return found
 
     @classmethod
-    def from_dict(cls, found: Mapping[str, Any]) -> ConfirmedMetric:
-        given = {f.name: found[f.name] for f in fields(cls) if f.name in found}
-        given["direction"] = Direction(found.get("direction", Direction.LOWER))
-        return cls(**given)
+    def from_dict(cls, found: Mapping[str, Any]) -> Self:
+        return cls(**cls._given(found))
+
+    @classmethod
+    def _given(cls, found: Mapping[str, Any]) -> dict[str, Any]:
+        return {f.name: found[f.name] for f in fields(cls) if f.name in found}
 
 
 @dataclass(frozen=True)
-class ConfirmedHoldout:
-    """The hidden holdout's base against tip in a confirmation: its metric's name, runs and
-    comparison, and the seconds its runs took."""
+class ConfirmedMetric(_BaseAgainstTip):
+    """One metric the bench printed, in its direction and unit."""
 
-    metric: str
-    baseline_samples: list[float] = field(default_factory=list)
-    tip_samples: list[float] = field(default_factory=list)
-    baseline_median: float | None = None
-    tip_median: float | None = None
-    change_pct: float | None = None
-    ci_low_pct: float | None = None
-    ci_high_pct: float | None = None
-    p_value: float | None = None
-    estimator: str | None = None
+    direction: Direction = Direction.LOWER
+    unit: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return super().to_dict() | {"direction": str(self.direction)}
+
+    @classmethod
+    def _given(cls, found: Mapping[str, Any]) -> dict[str, Any]:
+        return super()._given(found) | {"direction": Direction(found.get("direction", "lower"))}
+
+
+@dataclass(frozen=True)
+class ConfirmedHoldout(_BaseAgainstTip):
+    """The hidden holdout's metric, and the seconds its runs took."""
+
+    metric: str = ""
     duration_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        found = {f.name: getattr(self, f.name) for f in fields(self)}
-        if self.estimator is None:
-            for name in _COMPARED:
-                del found[name]
+        found = super().to_dict()
         if self.duration_s is None:
             del found["duration_s"]
         return found
-
-    @classmethod
-    def from_dict(cls, found: Mapping[str, Any]) -> ConfirmedHoldout:
-        given = {f.name: found[f.name] for f in fields(cls) if f.name in found}
-        given["metric"] = str(found.get("metric") or "")
-        return cls(**given)
