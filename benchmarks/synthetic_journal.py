@@ -10,6 +10,7 @@ import statistics
 from autoresearch.journal.checks_run import ChecksRun
 from autoresearch.journal.decision import Decision
 from autoresearch.journal.records import Asi, ExperimentRecord
+from autoresearch.statuses import Status
 
 METRICS = {
     "pebble_writepack_100k_ms": 1000.0,
@@ -66,7 +67,7 @@ def experiment(
         session=session,
         id=f"{session}-{n:06d}",
         n=n,
-        status=status,
+        status=Status(status),
         title=f"idea {n}",
         proposer="queue",
         source=None,

@@ -29,6 +29,7 @@ from autoresearch.loop.driver import run_session
 from autoresearch.loop.session import RunOptions
 from autoresearch.progress import Progress
 from autoresearch.repo.state_dir import session_paths
+from autoresearch.statuses import Status
 
 __all__ = ["Target", "git", "make_target", "unified_patch"]  # shared with the test modules
 
@@ -260,7 +261,7 @@ def experiment_record(n: int, status: str = "discard", **more) -> ExperimentReco
         session="s",
         id=f"s-{n:04d}",
         n=n,
-        status=status,
+        status=Status(status),
         title=f"try {n}",
         proposer="queue",
         source=None,

@@ -10,6 +10,7 @@ from autoresearch.errors import JournalError
 from autoresearch.journal.index import experiment_row
 from autoresearch.journal.records import record_from_dict
 from autoresearch.journal.store import Journal, append_record, read_journal
+from autoresearch.statuses import Status
 
 # Lines the loop wrote before records held values: the format they must still read and write.
 EARLIER = Path(__file__).parent / "fixtures" / "records" / "experiments.jsonl"
@@ -117,6 +118,7 @@ def test_lines_an_earlier_version_wrote_read_as_values_and_write_back_unchanged(
     records = [record_from_dict(line) for line in lines]
     confirmations = [r for r in records if r.kind == "confirmation"]
     records = [r for r in records if r.kind == "experiment"]
+    assert all(isinstance(r.status, Status) for r in records)
     by_rule = {r.rule: r for r in records}
     held = by_rule["holdout"].decision.holdout
     assert (held.verdict, held.ok, held.pairs) == ("no_gain", False, 6)

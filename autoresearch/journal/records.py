@@ -162,7 +162,7 @@ class ExperimentRecord(_Record):
     session: str
     id: str
     n: int
-    status: str
+    status: Status
     title: str
     proposer: str
     source: str | None
@@ -231,6 +231,8 @@ class ExperimentRecord(_Record):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ExperimentRecord:
+        if data.get("status") in STATUSES:  # else its own check names it
+            data = {**data, "status": Status(data["status"])}
         typed = {
             name: read(data) for name, read in _VALUES.items() if isinstance(data.get(name), dict)
         }
