@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Self
 
 from ..statuses import Direction
+from .evidence import field_names
 
 __all__ = ["ConfirmedHoldout", "ConfirmedMetric"]
 
@@ -48,7 +49,7 @@ class _BaseAgainstTip:
 
     @classmethod
     def _given(cls, found: Mapping[str, Any]) -> dict[str, Any]:
-        return {f.name: found[f.name] for f in fields(cls) if f.name in found}
+        return {name: found[name] for name in field_names(cls) if name in found}
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..statuses import Direction, Rule, Status
-from .evidence import Evidence, SentinelEvidence
+from .evidence import Evidence, SentinelEvidence, field_names
 
 __all__ = ["Decision", "Design", "HoldoutEvidence", "SentinelExtension"]
 
@@ -28,7 +28,7 @@ def _member(enum: type[Status] | type[Rule], text: Any) -> Any:
 
 
 def _known(cls: type, found: Mapping[str, Any]) -> dict[str, Any]:
-    return {f.name: found[f.name] for f in fields(cls) if f.name in found}
+    return {name: found[name] for name in field_names(cls) if name in found}
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,19 @@ does a record read back (records.py's `ExperimentRecord.evidence`), never by key
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, fields
 from typing import Any, Self
 
 from ..statuses import Direction
 
-__all__ = ["Evidence", "Interval", "SentinelEvidence"]
+__all__ = ["Evidence", "Interval", "SentinelEvidence", "field_names"]
+
+
+@functools.cache
+def field_names(cls: type) -> tuple[str, ...]:
+    """A dataclass's field names, found once per class: a long journal reads millions."""
+    return tuple(f.name for f in fields(cls))
 
 
 @dataclass(frozen=True)
@@ -70,8 +77,7 @@ class Evidence:
     def from_dict(cls, found: Any) -> Self:
         """A record's evidence of one metric; what it lacks is unknown."""
         found = found if isinstance(found, dict) else {}
-        known = {f.name for f in fields(cls)} - {"compared", "unpaired", "direction"}
-        given = {name: found[name] for name in known if name in found}
+        given = {name: found[name] for name in _as_is(cls) if name in found}
         direction = found.get("direction")
         if direction in tuple(Direction):
             given["direction"] = Direction(direction)
@@ -159,3 +165,9 @@ def primary_metric(decision: Any) -> dict[str, Any] | None:
     if isinstance(named, dict):
         return named
     return next((m for m in metrics.values() if isinstance(m, dict) and "threshold_pct" in m), None)
+
+
+@functools.cache
+def _as_is(cls: type) -> tuple[str, ...]:
+    """The fields an evidence's JSON holds as they are (the rest are read by their own rules)."""
+    return tuple(n for n in field_names(cls) if n not in ("compared", "unpaired", "direction"))

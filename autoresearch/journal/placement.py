@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from .evidence import field_names
+
 __all__ = ["Confinement", "HostFacts", "StaleWin"]
 
 
@@ -41,7 +43,7 @@ class Confinement:
 
     @classmethod
     def from_dict(cls, found: Mapping[str, Any]) -> Confinement:
-        given = {f.name: found[f.name] for f in fields(cls) if f.name in found}
+        given = {name: found[name] for name in field_names(cls) if name in found}
         given["tool"] = str(given.get("tool") or "none")
         return cls(**given)
 
@@ -86,7 +88,7 @@ class HostFacts:
 
     @classmethod
     def from_dict(cls, found: Mapping[str, Any]) -> HostFacts:
-        given = {f.name: found[f.name] for f in fields(cls) if f.name in found}
+        given = {name: found[name] for name in field_names(cls) if name in found}
         given["stale"] = [
             StaleWin(
                 parent=str(s.get("parent") or ""),
