@@ -10,7 +10,6 @@ does a record read back (records.py's `ExperimentRecord.evidence`), never by key
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field, fields
 from typing import Any, Self
 
@@ -19,10 +18,15 @@ from ..statuses import Direction
 __all__ = ["Evidence", "Interval", "SentinelEvidence", "field_names"]
 
 
-@functools.cache
+_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 def field_names(cls: type) -> tuple[str, ...]:
     """A dataclass's field names, found once per class: a long journal reads millions."""
-    return tuple(f.name for f in fields(cls))
+    names = _NAMES.get(cls)
+    if names is None:
+        names = _NAMES[cls] = tuple(f.name for f in fields(cls))
+    return names
 
 
 @dataclass(frozen=True)
@@ -167,7 +171,13 @@ def primary_metric(decision: Any) -> dict[str, Any] | None:
     return next((m for m in metrics.values() if isinstance(m, dict) and "threshold_pct" in m), None)
 
 
-@functools.cache
+_AS_IS: dict[type, tuple[str, ...]] = {}
+
+
 def _as_is(cls: type) -> tuple[str, ...]:
     """The fields an evidence's JSON holds as they are (the rest are read by their own rules)."""
-    return tuple(n for n in field_names(cls) if n not in ("compared", "unpaired", "direction"))
+    names = _AS_IS.get(cls)
+    if names is None:
+        skipped = ("compared", "unpaired", "direction")
+        names = _AS_IS[cls] = tuple(n for n in field_names(cls) if n not in skipped)
+    return names
