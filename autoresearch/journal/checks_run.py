@@ -59,10 +59,6 @@ class ChecksRun:
     tail: str
     tests: TestCount | None = None
 
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and not self.interrupted
-
     def to_dict(self) -> dict[str, Any]:
         found: dict[str, Any] = {
             "command": self.command,

@@ -7,11 +7,11 @@ reads as unknown).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any, Self
 
 from ..statuses import Direction
-from .evidence import field_names
+from .evidence import fields_in, values
 
 __all__ = ["ConfirmedHoldout", "ConfirmedMetric"]
 
@@ -37,7 +37,7 @@ class _BaseAgainstTip:
     estimator: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        found = {f.name: getattr(self, f.name) for f in fields(self)}
+        found = values(self)
         if self.estimator is None:  # not compared
             for name in _COMPARED:
                 del found[name]
@@ -49,7 +49,7 @@ class _BaseAgainstTip:
 
     @classmethod
     def _given(cls, found: Mapping[str, Any]) -> dict[str, Any]:
-        return {name: found[name] for name in field_names(cls) if name in found}
+        return fields_in(cls, found)
 
 
 @dataclass(frozen=True)

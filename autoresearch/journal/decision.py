@@ -10,11 +10,11 @@ decision recovered from a commit's trailer names no design, no look and no prima
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..statuses import Direction, Rule, Status
-from .evidence import Evidence, SentinelEvidence, field_names
+from .evidence import Evidence, SentinelEvidence, fields_in, values
 
 __all__ = ["Decision", "Design", "HoldoutEvidence", "SentinelExtension"]
 
@@ -25,10 +25,6 @@ def _member(enum: type[Status] | type[Rule], text: Any) -> Any:
         return enum(text)
     except ValueError:
         return str(text)
-
-
-def _known(cls: type, found: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: found[name] for name in field_names(cls) if name in found}
 
 
 @dataclass(frozen=True)
@@ -49,7 +45,7 @@ class Design:
     n_candidate: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return values(self)
 
 
 @dataclass(frozen=True)
@@ -64,7 +60,7 @@ class SentinelExtension:
     verdicts: dict[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return values(self)
 
 
 @dataclass(frozen=True)
@@ -96,7 +92,7 @@ class HoldoutEvidence:
 
     @classmethod
     def from_dict(cls, found: Mapping[str, Any]) -> HoldoutEvidence:
-        given = _known(cls, found)
+        given = fields_in(cls, found)
         given["direction"] = Direction(found.get("direction", Direction.LOWER))
         for name in ("budget_pct", "min_gain_pct", "confidence"):
             given.setdefault(name, 0.0)
@@ -112,7 +108,7 @@ class HoldoutEvidence:
         return cls(**given)
 
     def to_dict(self) -> dict[str, Any]:
-        found: dict[str, Any] = {f.name: getattr(self, f.name) for f in fields(self)}
+        found: dict[str, Any] = values(self)
         found["direction"] = str(self.direction)
         if self.verdict == "unmeasured":  # not compared: no medians, no interval
             for name in self._COMPARED:
@@ -176,7 +172,7 @@ class Decision:
         cls, found: Mapping[str, Any], sentinels: Mapping[str, Any] | None = None
     ) -> Decision:
         """A record's `decision` (and its `sentinels`), whose shape the record has checked."""
-        design = _known(Design, found)
+        design = fields_in(Design, found)
         extension = found.get("sentinel_extension")
         holdout = found.get("holdout")
         return cls(
@@ -189,7 +185,7 @@ class Decision:
             sentinels={k: SentinelEvidence.from_dict(v) for k, v in (sentinels or {}).items()},
             design=Design(**design) if design else None,
             sentinel_extension=(
-                SentinelExtension(**_known(SentinelExtension, extension))
+                SentinelExtension(**fields_in(SentinelExtension, extension))
                 if isinstance(extension, Mapping)
                 else None
             ),

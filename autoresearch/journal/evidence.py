@@ -10,12 +10,13 @@ does a record read back (records.py's `ExperimentRecord.evidence`), never by key
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, Self
 
 from ..statuses import Direction
 
-__all__ = ["Evidence", "Interval", "SentinelEvidence", "field_names"]
+__all__ = ["Evidence", "Interval", "SentinelEvidence", "field_names", "fields_in", "values"]
 
 
 _NAMES: dict[type, tuple[str, ...]] = {}
@@ -27,6 +28,16 @@ def field_names(cls: type) -> tuple[str, ...]:
     if names is None:
         names = _NAMES[cls] = tuple(f.name for f in fields(cls))
     return names
+
+
+def values(value: Any) -> dict[str, Any]:
+    """A dataclass value's fields by name, as they are (nested values not turned into dicts)."""
+    return {name: getattr(value, name) for name in field_names(type(value))}
+
+
+def fields_in(cls: type, found: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of `cls` a line holds, by name: what it lacks is left to the defaults."""
+    return {name: found[name] for name in field_names(cls) if name in found}
 
 
 @dataclass(frozen=True)

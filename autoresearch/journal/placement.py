@@ -6,10 +6,10 @@ have always had; what an older record lacks reads as unknown).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
-from .evidence import field_names
+from .evidence import fields_in, values
 
 __all__ = ["Confinement", "HostFacts", "StaleWin"]
 
@@ -37,13 +37,13 @@ class Confinement:
     def to_dict(self) -> dict[str, Any]:
         if self.tool == "none":
             return {"tool": self.tool, "why": self.why}
-        found = {f.name: getattr(self, f.name) for f in fields(self)}
+        found = values(self)
         del found["why"]
         return found
 
     @classmethod
     def from_dict(cls, found: Mapping[str, Any]) -> Confinement:
-        given = {name: found[name] for name in field_names(cls) if name in found}
+        given = fields_in(cls, found)
         given["tool"] = str(given.get("tool") or "none")
         return cls(**given)
 
@@ -59,7 +59,7 @@ class StaleWin:
     ci_pct: list[float | None]
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        return values(self)
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ class HostFacts:
     def to_dict(self) -> dict[str, Any]:
         """What is known: the patch once sent; the rest, the stale wins among it, once a host's
         result has landed."""
-        found = {f.name: getattr(self, f.name) for f in fields(self)}
+        found = values(self)
         found["stale"] = [s.to_dict() for s in self.stale]
         if self.host is None and not self.stale:
             del found["stale"]
@@ -88,7 +88,7 @@ class HostFacts:
 
     @classmethod
     def from_dict(cls, found: Mapping[str, Any]) -> HostFacts:
-        given = {name: found[name] for name in field_names(cls) if name in found}
+        given = fields_in(cls, found)
         given["stale"] = [
             StaleWin(
                 parent=str(s.get("parent") or ""),
