@@ -37,13 +37,23 @@ __all__ = ["Target", "git", "make_target", "unified_patch"]  # shared with the t
 _HOME = pytest.StashKey[Path]()
 
 
+def pytest_xdist_auto_num_workers(config):
+    """`-n auto`: two workers a core. A third of the suite's time is spent waiting on its
+    children (a bench's sleep, a bench host's start, a browser), which a second worker on the
+    core fills."""
+    return 2 * (os.cpu_count() or 1)
+
+
 def pytest_configure(config):
     """Hermetic git: no user or system config, hooks or signing reach the tests or the loop
     they drive; the identity the helpers commit with comes from here."""
     home = Path(tempfile.mkdtemp(prefix="autoresearch-tests-git-"))
     config.stash[_HOME] = home
     gitconfig = home / "gitconfig"
-    gitconfig.write_text("[user]\n\tname = test\n\temail = test@example.com\n")
+    # No automatic maintenance after each commit: a process per commit the tests never need.
+    gitconfig.write_text(
+        "[user]\n\tname = test\n\temail = test@example.com\n[maintenance]\n\tauto = false\n"
+    )
     os.environ["GIT_CONFIG_GLOBAL"] = str(gitconfig)
     os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
     # The loop keeps an agent's scratch tree in the user's cache: the tests' own, here. Go's
@@ -51,6 +61,24 @@ def pytest_configure(config):
     user_cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     os.environ.setdefault("GOCACHE", str(Path(user_cache) / "go-build"))
     os.environ["XDG_CACHE_HOME"] = str(home / "cache")
+
+
+# The threads alive when the running test began its set-up: a library's idle pool (Dask's
+# offload thread, asyncio's child watcher) outlives the test that started it, and is not a
+# reason for a later test's command to leave this process.
+_threads_before: set[threading.Thread] = set()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    _threads_before.clear()
+    _threads_before.update(threading.enumerate())
+
+
+def _threads_of_the_test() -> bool:
+    """Whether the running test (or its fixtures) started a thread still alive: a command in
+    this process changes its directory and environment under it."""
+    return any(t not in _threads_before for t in threading.enumerate())
 
 
 def pytest_unconfigure(config):
@@ -77,7 +105,7 @@ def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120
     the environment and the directory put back after); `real`, a long-running command, or a
     test with threads of its own gets the real console script in a child process."""
     here = args[0] not in OWN_PROCESS and not any(a.startswith("--cluster") for a in args)
-    if real or not here or threading.active_count() > 1:
+    if real or not here or _threads_of_the_test():
         return _cli_process(args, cwd, env, timeout)
     with _simulated_executor():
         return _cli_here(args, cwd, env)
