@@ -23,7 +23,6 @@ from autoresearch.bench.proc import StopFlag, become_subreaper, find_processes, 
 from autoresearch.bench.proc import run as run_command
 from autoresearch.repo.state_dir import session_paths
 
-
 # Each starts `sleep 300` out of the bench's process group in its own way and notes its pid.
 ESCAPES = {
     "timeout": "timeout 1000 sleep 300 & echo $! > {pid}",
