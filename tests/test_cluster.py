@@ -255,9 +255,9 @@ def test_a_host_stops_what_a_killed_worker_left_running_before_it_measures(targe
 
     out = run_job(job, None, str(tmp_path / "hosts"))
 
-    assert out["leftovers_stopped"] == 1
+    assert out.leftovers_stopped == 1
     orphan.wait(timeout=10)  # gone (reaped by the host's kill, so no exit status of its own)
-    assert out["failure"] == "interrupted" and "could not fetch" in out["detail"]
+    assert out.failure == "interrupted" and "could not fetch" in out.detail
 
 
 def test_sessions_of_one_name_in_two_repositories_never_share_a_host_clone(tmp_path):
@@ -343,6 +343,7 @@ def test_a_best_is_calibrated_once_and_hosts_of_its_kind_take_it_up(target, tmp_
     calibration run of its own), and while it is being measured another judges by the latest
     calibration of an earlier best of its kind; a host of another kind measures its own."""
     from autoresearch.cluster.host import Job, host_kind, run_job
+    from autoresearch.cluster.hostrun import HostRun
 
     target.configure(min_runs=3, max_runs=3, looks=1, calibration_runs=4)
     git(target.root, "commit", "-qam", "fixed pairs")
@@ -353,31 +354,31 @@ def test_a_best_is_calibrated_once_and_hosts_of_its_kind_take_it_up(target, tmp_
     parent = git(target.root, "rev-parse", "HEAD").strip()
     patch = unified_patch("src/value.txt", "100\n", "80\n").encode()
 
-    def job(host: str, **sharing) -> tuple[dict, int]:
+    def job(host: str, **sharing) -> tuple[HostRun, int]:
         trace = tmp_path / f"{host}.trace"
         env = {"BENCH_TRACE": str(trace)}
         one = Job("experiment", f"t-{host}", config, "autoresearch/t", parent, patch, env=env)
         out = run_job(replace(one, **sharing), bundle.read_bytes(), str(tmp_path / host))
-        assert out["failure"] is None, out
+        assert out.failure is None, out
         return out, len(trace.read_text().splitlines())
 
     first, runs = job("a")
-    assert first["calibration_new"] and runs == 4 + 6  # its calibration, then 3 pairs
-    measured = first["calibration"]
-    assert measured["host_kind"] == host_kind() and measured["commit"] == parent
+    assert first.calibration_new and runs == 4 + 6  # its calibration, then 3 pairs
+    measured = first.calibration
+    assert measured.host_kind == host_kind() and measured.commit == parent
 
     adopted, runs = job("b", calibrations=(measured,), calibrate=False)
-    assert not adopted["calibration_new"] and runs == 6
-    assert adopted["calibration"] == measured
+    assert not adopted.calibration_new and runs == 6
+    assert adopted.calibration == measured
 
-    older = {**measured, "commit": "f" * 40}
+    older = replace(measured, commit="f" * 40)
     borrowed, runs = job("c", calibrate=False, fallbacks=(older,))
-    assert not borrowed["calibration_new"] and runs == 6
-    assert borrowed["calibration"]["commit"] == "f" * 40
+    assert not borrowed.calibration_new and runs == 6
+    assert borrowed.calibration.commit == "f" * 40
 
-    other = {**measured, "host_kind": "another machine"}
+    other = replace(measured, host_kind="another machine")
     own, runs = job("d", calibrations=(other,), calibrate=False, fallbacks=(other,))
-    assert own["calibration_new"] and runs == 4 + 6
+    assert own.calibration_new and runs == 4 + 6
 
 
 def test_a_win_whose_files_the_keeps_since_did_not_touch_is_kept_on_its_measurement(

@@ -21,6 +21,8 @@ STRICT = [
     "autoresearch/bench/orphans.py",
     "autoresearch/bench/seccomp.py",
     "autoresearch/bench/testcount.py",
+    "autoresearch/cluster/host.py",
+    "autoresearch/cluster/hostrun.py",
     "autoresearch/cluster/landing.py",
     "autoresearch/decide/calibration.py",
     "autoresearch/decide/design.py",

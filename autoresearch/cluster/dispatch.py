@@ -28,10 +28,10 @@ from concurrent.futures import CancelledError
 from pathlib import Path
 from typing import Any
 
-from ..bench.measure import BASELINE, CANDIDATE
 from ..config import Config
 from ..errors import UserError
 from ..journal.draft import Draft
+from ..journal.records import CalibrationRecord
 from ..loop.confirm import announce, confirmation_record
 from ..loop.driver import (
     SessionOutcome,
@@ -47,7 +47,7 @@ from ..proposers import Hypothesis
 from ..repo.state_dir import read_inflight
 from ..statuses import Status
 from .host import Job, run_job
-from .landing import Flight, Landing, host_name
+from .landing import Flight, Landing
 
 __all__ = ["run_cluster_session"]
 
@@ -172,7 +172,7 @@ class Driver(Landing):
         # What the proposers say changes only when a result lands: no asking again till then.
         self._ask = True
         self._hosts: set[str] | None = None  # the bench hosts last seen (mind_hosts)
-        self.calibrations: dict[str, list[dict[str, Any]]] = {}
+        self.calibrations: dict[str, list[CalibrationRecord]] = {}
         self.calibrating: set[str] = set()
         self._hosts_seen_at = float("-inf")
         session.paths.flights.mkdir(parents=True, exist_ok=True)
@@ -334,14 +334,14 @@ class Driver(Landing):
         flight.future = self.submit(job, f"{flight.exp_id}-{len(flight.stale)}-{flight.losses}")
         self.flights.append(flight)
 
-    def fallbacks(self, commit: str) -> tuple[dict[str, Any], ...]:
+    def fallbacks(self, commit: str) -> tuple[CalibrationRecord, ...]:
         """The latest calibration of another best for each kind of host, in landing order."""
-        latest: dict[str | None, dict[str, Any]] = {}
+        latest: dict[str | None, CalibrationRecord] = {}
         for of, records in self.calibrations.items():
             if of != commit:
                 for record in records:
-                    latest.pop(record.get("host_kind"), None)
-                    latest[record.get("host_kind")] = record
+                    latest.pop(record.host_kind, None)
+                    latest[record.host_kind] = record
         return tuple(latest.values())
 
     def submit(self, job: Job, key: str):
@@ -455,9 +455,9 @@ class Driver(Landing):
                 "run `autoresearch confirm` for the headline"
             )
             return None
-        host = host_name(result)
-        if result.get("failure"):
-            session.progress.warn(f"confirmation failed on {host}: {result['detail']}")
+        host = result.name
+        if result.failure is not None:
+            session.progress.warn(f"confirmation failed on {host}: {result.detail}")
             return None
         measured = self.copy_logs(job.exp_id, result)
         record = confirmation_record(
@@ -465,7 +465,7 @@ class Driver(Landing):
             base,
             tip,
             runs,
-            (result[BASELINE]["samples"], result[CANDIDATE]["samples"]),
+            result.samples,
             measured.bench_logs,
             host=host,
         )

@@ -23,7 +23,7 @@ import re
 import socket
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,6 @@ from ..bench.measure import (
     BASELINE,
     CANDIDATE,
     Harness,
-    Measurement,
     PairMeasurement,
     measure_pair,
     prepare_baseline,
@@ -56,6 +55,7 @@ from ..repo.seal import RepoSeal
 from ..repo.watch import Watches
 from ..repo.workspace import BaselineTree, apply_patch, clean, put_back_output, save_output
 from ..statuses import Status
+from .hostrun import ArmRuns, HostRun
 
 __all__ = ["Job", "host_sessions", "run_job"]
 
@@ -77,63 +77,61 @@ class Job:
     env: dict[str, str] = field(default_factory=dict)
     runs: int = 0  # a confirmation's pairs
     # Calibrations of `parent` other hosts measured: one of a host of this one's kind serves.
-    calibrations: tuple[dict[str, Any], ...] = ()
+    calibrations: tuple[CalibrationRecord, ...] = ()
     # Whether this job may measure `parent`'s calibration when none serves: one job per best
     # does (Driver.send), while the others judge by `fallbacks`, the latest calibration of an
     # earlier best for each kind of host, until it lands.
     calibrate: bool = True
-    fallbacks: tuple[dict[str, Any], ...] = ()
+    fallbacks: tuple[CalibrationRecord, ...] = ()
     origin: str = ""  # the driver's machine: with the repository, whose session this is
 
 
-def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -> dict[str, Any]:
-    """Measure `job` on this host; everything the driver needs, as plain data."""
-    started = time.time()
+def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -> HostRun:
+    """Measure `job` on this host; everything the driver needs, as values."""
+    started, started_at = time.time(), now_iso()
     host = Host(_host_root(job, workdir), tuple(job.config.bench.keep))
-    out: dict[str, Any] = {
-        "host": socket.gethostname(),
-        "worker": _worker_address(),
-        "environment": _fingerprint(),
-        "started_at": now_iso(),
-        "calibration": None,
-        "failure": None,
-        "failed_arm": None,
-        "detail": "",
-        "logs": {},
-    }
     # Every process a job starts carries this host's token: what a worker killed mid-job left
     # running (its bench goes on, orphaned) is found and stopped before this job measures.
     token = process_token(host.root)
     stop_orphans_at_exit(token)  # a killed worker's bench stops with it, confined or not
     left = kill_processes(token)
-    if left:
-        out["leftovers_stopped"] = left
     harness = Harness(job.config, env=job.env, stop=None, token=token)
+    facts = HostRun(
+        host=socket.gethostname(),
+        worker=_worker_address(),
+        environment=_fingerprint(),
+        started_at=started_at,
+        leftovers_stopped=left,
+    )
+    calibration: tuple[CalibrationRecord | None, bool] = (None, False)
     try:
         host.fetch(job, bundle)
         pair = host.prepare_baseline(job, harness)
         if pair is None and job.kind == "confirm":
             pair = host.confirm(job, harness)
         elif pair is None:
-            record, new = host.calibration(job, harness)
-            out["calibration"], out["calibration_new"] = record.to_dict(), new
-            judge = Calibration.from_record(record, job.config.metric.name).judge(job.config)
-            pair = host.experiment(job, harness, judge)
+            calibration = host.calibration(job, harness)
+            judge = Calibration.from_record(calibration[0], job.config.metric.name)
+            pair = host.experiment(job, harness, judge.judge(job.config))
     except _Failed as failed:
-        out |= {"failure": failed.status, "failed_arm": failed.arm, "detail": failed.detail}
-        pair = None
-    if pair is not None:
-        out |= {
-            "failure": pair.status,
-            "failed_arm": pair.failed_arm,
-            "detail": pair.detail,
-            BASELINE: _arm(pair.baseline),
-            CANDIDATE: _arm(pair.candidate),
-        }
-        out["logs"] |= _tails([*pair.baseline.runs, *pair.candidate.runs, *pair.builds])
-    out["ended_at"] = now_iso()
-    out["duration_s"] = round(time.time() - started, 3)
-    return out
+        done = replace(facts, failure=failed.status, failed_arm=failed.arm, detail=failed.detail)
+    else:
+        done = replace(
+            facts,
+            failure=pair.status,
+            failed_arm=pair.failed_arm,
+            detail=pair.detail,
+            logs=_tails([*pair.baseline.runs, *pair.candidate.runs, *pair.builds]),
+            baseline=ArmRuns.of(pair.baseline),
+            candidate=ArmRuns.of(pair.candidate),
+        )
+    return replace(
+        done,
+        calibration=calibration[0],
+        calibration_new=calibration[1],
+        ended_at=now_iso(),
+        duration_s=round(time.time() - started, 3),
+    )
 
 
 class _Failed(Exception):
@@ -227,13 +225,13 @@ class Host:
         if path.exists():
             return CalibrationRecord.from_dict(json.loads(path.read_text())), False
         kind = host_kind()
-        alike = [c for c in job.calibrations if c.get("host_kind") == kind]
+        alike = [c for c in job.calibrations if c.host_kind == kind]
         if alike:
-            write_json_atomic(path, alike[-1])
-            return CalibrationRecord.from_dict(alike[-1]), False
-        borrowed = [c for c in job.fallbacks if c.get("host_kind") == kind]
+            write_json_atomic(path, alike[-1].to_dict())
+            return alike[-1], False
+        borrowed = [c for c in job.fallbacks if c.host_kind == kind]
         if not job.calibrate and borrowed:
-            return CalibrationRecord.from_dict(borrowed[-1]), False
+            return borrowed[-1], False
         label = f"calibration-{job.parent[:12]}"
         try:
             record = calibrate(
@@ -250,9 +248,7 @@ class Host:
         if record is None:
             raise _Failed(Status.INTERRUPTED, "calibration stopped by a signal")
         self._built_unpatched()
-        record = CalibrationRecord.from_dict(
-            record.to_dict() | {"host": socket.gethostname(), "host_kind": host_kind()}
-        )
+        record = replace(record, host=socket.gethostname(), host_kind=host_kind())
         write_json_atomic(path, record.to_dict())
         return record, True
 
@@ -311,7 +307,7 @@ def _host_root(job: Job, workdir: str | None) -> Path:
     process while it lives, so that two live workers never share a clone and a restarted one
     takes back the one its predecessor left."""
     worker = _worker()
-    base = workdir or job.config.cluster.workdir
+    base: str | Path = workdir or job.config.cluster.workdir
     if not base:
         base = Path(worker.local_directory).parent if worker is not None else tempfile.gettempdir()
     named = worker is not None and str(worker.name) != str(worker.address)
@@ -375,7 +371,8 @@ def host_kind() -> str:
     return f"{model} x{os.cpu_count()}, {platform.machine()}, {platform.platform()}"
 
 
-def _worker():
+def _worker() -> Any:
+    """The Dask worker running this job (distributed has no types to check it by)."""
     try:
         from distributed import get_worker
 
@@ -386,16 +383,7 @@ def _worker():
 
 def _worker_address() -> str | None:
     worker = _worker()
-    return worker.address if worker is not None else None
-
-
-def _arm(arm: Measurement) -> dict[str, Any]:
-    return {
-        "samples": arm.samples,
-        "durations": arm.durations,
-        "logs": [Path(r.log_path).name for r in arm.runs],
-        "tail": arm.tail,
-    }
+    return str(worker.address) if worker is not None else None
 
 
 def _tails(runs: list[RunResult]) -> dict[str, str]:

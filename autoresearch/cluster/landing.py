@@ -9,7 +9,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from ..bench.measure import BASELINE, CANDIDATE
 from ..decide.calibration import Calibration
 from ..errors import UserError
 from ..journal.decision import Decision
@@ -20,8 +19,9 @@ from ..loop.driver import account, adopt_calibration
 from ..loop.lifecycle import Candidate, Measured, conclude
 from ..loop.session import Session
 from ..statuses import Status
+from .hostrun import HostRun
 
-__all__ = ["Flight", "Landing", "host_name"]
+__all__ = ["Flight", "Landing"]
 
 MAX_WORKER_LOSSES = 3  # hosts lost under one experiment before it is recorded as a crash
 
@@ -56,7 +56,7 @@ class Landing:
 
     session: Session
     client: Any  # the Dask client
-    calibrations: dict[str, list[dict[str, Any]]]  # the hosts' calibrations, by commit
+    calibrations: dict[str, list[CalibrationRecord]]  # the hosts' calibrations, by commit
     calibrating: set[str]  # commits a job in flight may be calibrating
     again: Any  # deque[Flight]: sent again before the proposers are asked for more
     _bundle: Any  # the scattered bundle of the best: dropped when a host is lost with it
@@ -98,28 +98,28 @@ class Landing:
             return
         self.settle(flight, result)
 
-    def settle(self, flight: Flight, result: dict[str, Any]) -> None:
+    def settle(self, flight: Flight, result: HostRun) -> None:
         """A host's result, journaled: its failure as the loop maps it, or the rule's decision
         on its samples (measured again first when a keep since touched its files)."""
         session = self.session
-        host = host_name(result)
-        calibration = result.get("calibration") or {}
-        if result.get("calibration_new") or self.unadopted(calibration.get("commit")):
-            self.journal_calibration(result, host)
+        host = result.name
+        calibration = result.calibration
+        if calibration is not None and (result.calibration_new or self.unadopted(calibration)):
+            self.journal_calibration(calibration, host)
         flight.facts = HostFacts(
             patch=str(flight.candidate.patch_file),
             host=host,
-            worker=result.get("worker"),
-            environment=result.get("environment"),
-            started_at=result.get("started_at"),
-            ended_at=result.get("ended_at"),
+            worker=result.worker,
+            environment=dict(result.environment),
+            started_at=result.started_at,
+            ended_at=result.ended_at,
             stale=flight.stale,
         )
         flight.draft.note(cluster=flight.facts.to_dict())
         measured = self.copy_logs(flight.exp_id, result)
-        if result.get("failure"):
-            status = result["failure"]  # mapped on the host, as the loop maps it
-            why = f"on {host}: {result['detail']}"
+        if result.failure is not None:
+            status = result.failure  # mapped on the host, as the loop maps it
+            why = f"on {host}: {result.detail}"
             finished = flight.draft.finish(status, why, error=why, **measured.fields())
             self.record(flight.draft, finished)
             return
@@ -147,13 +147,14 @@ class Landing:
         listed = self.session.ws.source.must("diff", "--name-only", "-z", old, new)
         return {path for path in listed.split("\0") if path}
 
-    def replay(self, result: dict[str, Any]) -> Decision:
+    def replay(self, result: HostRun) -> Decision:
         """The decision rule on the host's samples, with the host's own calibration: the
         decision is the driver's."""
         config = self.session.config
-        record = CalibrationRecord.from_dict(result["calibration"])
-        judge = Calibration.from_record(record, config.metric.name).judge(config)
-        decision = judge.replay(result[BASELINE]["samples"], result[CANDIDATE]["samples"])
+        if result.calibration is None:  # a host measures an experiment by one: only with a bug
+            raise UserError("the host's result holds no calibration to judge it by")
+        judge = Calibration.from_record(result.calibration, config.metric.name).judge(config)
+        decision = judge.replay(*result.samples)
         if decision is None:  # the host stopped before a look: only with a bug; say so
             raise UserError("the host's runs end before any look of the rule")
         return decision
@@ -221,18 +222,18 @@ class Landing:
         account(self.session, record)
         draft.marker.unlink(missing_ok=True)
 
-    def unadopted(self, commit: str | None) -> bool:
+    def unadopted(self, calibration: CalibrationRecord) -> bool:
         """A host's calibration of the best that this driver has not taken up: one a host
         measured for a driver that died before it landed."""
         session = self.session
         current = session.calibration.commit if session.calibration is not None else None
-        return commit is not None and commit == session.ws.tip() and commit != current
+        return calibration.commit == session.ws.tip() and calibration.commit != current
 
-    def journal_calibration(self, result: dict[str, Any], host: str) -> None:
+    def journal_calibration(self, calibration: CalibrationRecord, host: str) -> None:
         session = self.session
-        record = CalibrationRecord.from_dict({**result["calibration"], "host": host})
+        record = replace(calibration, host=host)
         session.journal.append(record)
-        self.calibrations.setdefault(record.commit, []).append(record.to_dict())
+        self.calibrations.setdefault(record.commit, []).append(record)
         noise = record.noise_pct.get(session.config.metric.name) or 0.0
         session.progress.info(
             f"calibrated {record.commit[:10]} on {host}: noise {noise:.2f}%, "
@@ -245,25 +246,18 @@ class Landing:
         if session.baseline is None and record.commit == session.base_commit:
             session.baseline = session.best_median
 
-    def copy_logs(self, exp_id: str, result: dict[str, Any]) -> Measured:
+    def copy_logs(self, exp_id: str, result: HostRun) -> Measured:
         """The host's log tails under the session's logs; what the record says of them."""
         session = self.session
-        for name, text in (result.get("logs") or {}).items():
+        for name, text in result.logs.items():
             path = session.paths.log(exp_id, Path(name).stem)
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
-        arms = [result.get(BASELINE) or {}, result.get(CANDIDATE) or {}]
+        arms = result.arms
         return Measured(
             bench_logs=[
-                str(session.paths.log(exp_id, Path(name).stem))
-                for arm in arms
-                for name in arm.get("logs", [])
+                str(session.paths.log(exp_id, Path(name).stem)) for arm in arms for name in arm.logs
             ],
-            bench_durations_s=[d for arm in arms for d in arm.get("durations", [])],
-            bench_tail=arms[1].get("tail"),
+            bench_durations_s=[d for arm in arms for d in arm.durations],
+            bench_tail=arms[1].tail,
         )
-
-
-def host_name(result: dict[str, Any]) -> str:
-    worker = result.get("worker") or ""
-    return f"{result.get('host')} ({worker})" if worker else str(result.get("host"))
