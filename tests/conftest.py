@@ -93,10 +93,11 @@ def target(tmp_path: Path) -> Target:
     return make_target(tmp_path / "repo")
 
 
-# The commands a test runs in a process of their own even when it may run them here: a signal
-# stops them, or their standard streams are a protocol. `run --cluster` starts a scheduler's
-# threads and processes that outlive the call.
-OWN_PROCESS = {"try", "serve", "mcp"}
+# The commands a test runs in a process of their own even when it may run them here: their
+# standard streams are a protocol, or they serve until stopped. `run --cluster` starts a
+# scheduler's threads and processes, and `try --detach` its try, that outlive the call.
+OWN_PROCESS = {"serve", "mcp"}
+OUTLIVE = ("--cluster", "--detach")
 
 
 def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120, real=False):
@@ -104,7 +105,7 @@ def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120
     command that may runs in this process (`main` with its streams and exit code captured,
     the environment and the directory put back after); `real`, a long-running command, or a
     test with threads of its own gets the real console script in a child process."""
-    here = args[0] not in OWN_PROCESS and not any(a.startswith("--cluster") for a in args)
+    here = args[0] not in OWN_PROCESS and not any(a.startswith(OUTLIVE) for a in args)
     if real or not here or _threads_of_the_test():
         return _cli_process(args, cwd, env, timeout)
     with _simulated_executor():
