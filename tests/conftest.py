@@ -47,6 +47,11 @@ def pytest_xdist_auto_num_workers(config):
 def pytest_configure(config):
     """Hermetic git: no user or system config, hooks or signing reach the tests or the loop
     they drive; the identity the helpers commit with comes from here."""
+    # The package's and the tests' bytecode is written as an install writes it, even where
+    # PYTHONDONTWRITEBYTECODE is set: each worker and each command the tests start would
+    # otherwise compile every module again (4 s of every worker's collection). The children
+    # keep the variable: nothing is written into the trees they run in.
+    sys.dont_write_bytecode = False
     home = Path(tempfile.mkdtemp(prefix="autoresearch-tests-git-"))
     config.stash[_HOME] = home
     gitconfig = home / "gitconfig"
