@@ -27,6 +27,7 @@ from autoresearch.proposers.agent.prompt import render_prompt
 from autoresearch.proposers.base import ProposalContext
 from autoresearch.repo.state_dir import session_paths
 from autoresearch.report import load_history, render_text, summarize
+from autoresearch.statuses import Direction
 
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason="no usable bubblewrap")
 
@@ -336,7 +337,7 @@ def test_the_agent_s_prompt_says_a_holdout_judges_without_saying_what_it_holds(t
     assert records[0].decision.rule == "holdout"
     context = ProposalContext(
         tried=set(), records=records, tip="0" * 40, worktree=target.root, metric="time_ms",
-        direction="lower",
+        direction=Direction.LOWER,
     )  # fmt: skip
     prompt = render_prompt(
         context, target.load(), recent=10, budget_chars=50_000, pivot=None,

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..inert import inert
-from ..statuses import Status
+from ..statuses import Direction, Status
 
 if TYPE_CHECKING:  # at run time records would import config, which imports the proposers
     from ..journal.records import ExperimentRecord
@@ -76,7 +76,7 @@ class Hypothesis:
     family: str | None = None  # the axis it explores ("compaction", a knob's name)
     # The status a hypothesis with a `problem` is recorded with: the proposer may have refused
     # it ("refused") or failed to make it ("agent_failed") rather than the patch not applying.
-    problem_status: str = Status.APPLY_FAILED
+    problem_status: Status = Status.APPLY_FAILED
     agent: dict[str, Any] | None = None  # an agent's run: preset, usage, log, prompt
 
     def __post_init__(self) -> None:
@@ -109,7 +109,7 @@ class ProposalContext:
     tip: str  # the current best commit
     worktree: Path  # checked out at `tip`, clean: read files here
     metric: str  # the primary metric's name
-    direction: str  # "lower" or "higher" is better
+    direction: Direction  # which way the primary metric gets better
     notes: list[str] = field(default_factory=list)  # warnings for the progress output
     # What a proposer that explains the session to someone (an agent's prompt) needs besides.
     base: str | None = None  # the session's base commit

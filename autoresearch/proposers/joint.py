@@ -25,7 +25,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..journal.records import ExperimentRecord
-from ..statuses import Status
+from ..statuses import Direction, Status
 from .base import Hypothesis, ProposalContext
 from .knobs import Knob, moved
 
@@ -172,7 +172,7 @@ class JointSearch:
                 level = value
         return trials, level
 
-    def _study(self, direction: str, history: list[_Trial]):
+    def _study(self, direction: Direction, history: list[_Trial]):
         import optuna
 
         optuna.logging.set_verbosity(logging.WARNING)
@@ -182,7 +182,7 @@ class JointSearch:
             # joint search of interacting knobs wants.
             warnings.simplefilter("ignore")
             study = optuna.create_study(
-                direction="minimize" if direction == "lower" else "maximize",
+                direction="minimize" if direction == Direction.LOWER else "maximize",
                 sampler=self._sampler(len(history)),
             )
             for trial in history:
