@@ -39,6 +39,7 @@ STRICT = [
     "autoresearch/journal/decision.py",
     "autoresearch/journal/evidence.py",
     "autoresearch/journal/placement.py",
+    "autoresearch/journal/records.py",
     "autoresearch/loop/lifecycle.py",
     "autoresearch/morning/sessions.py",
     "autoresearch/process/capture.py",

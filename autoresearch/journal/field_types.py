@@ -21,10 +21,19 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
-@functools.cache
+_CHECKS: dict[type, tuple[tuple[str, Callable[[Any], bool], Any], ...]] = {}
+
+
 def field_checks(cls: type) -> tuple[tuple[str, Callable[[Any], bool], Any], ...]:
-    hints = _hints(cls)
-    return tuple((f.name, checker(hints[f.name]), hints[f.name]) for f in dataclasses.fields(cls))
+    """Each field's name, test and annotation, made once per class (a plain dict: mypy holds
+    a class unhashable for functools.cache)."""
+    found = _CHECKS.get(cls)
+    if found is None:
+        hints = _hints(cls)
+        found = _CHECKS[cls] = tuple(
+            (f.name, checker(hints[f.name]), hints[f.name]) for f in dataclasses.fields(cls)
+        )
+    return found
 
 
 def problem(value: Any, hint: Any) -> str:
@@ -113,6 +122,12 @@ def optional_number(value: Any) -> bool:
 
 OPTIONAL_TEXT = str | None
 OPTIONAL_NUMBER = float | None
+# A JSON object whose inside is checked elsewhere (or not at all), and lists and maps of them:
+# hints for `checker`, a type test each (the keys and values are not walked).
+OBJECT: Any = dict
+OPTIONAL_OBJECT: Any = dict | None
+OBJECTS: Any = list[dict] | None  # type: ignore[type-arg]
+OBJECT_MAP: Any = dict[str, dict]  # type: ignore[type-arg]
 
 
 def _is_integer(value: Any) -> bool:

@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from ..errors import JournalError, NewerSchemaError, UserError
 from ..statuses import EXIT_CODES, FAILED_STATUSES, STATUSES, Status
 from .checks_run import ChecksRun
 from .confirmed import ConfirmedHoldout, ConfirmedMetric
 from .decision import Decision
-from .evidence import Evidence, SentinelEvidence
+from .evidence import Evidence, SentinelEvidence, field_names, fields_in
 from .field_types import (
+    OBJECT,
+    OBJECT_MAP,
+    OBJECTS,
     OPTIONAL_NUMBER,
+    OPTIONAL_OBJECT,
     OPTIONAL_TEXT,
     checker,
     field_checks,
@@ -41,13 +44,9 @@ __all__ = [
 SCHEMA_VERSION = 1
 
 
-@functools.cache
-def _field_names(cls: type) -> frozenset[str]:
-    return frozenset(f.name for f in dataclasses.fields(cls))
-
-
 class _Record:
     kind: ClassVar[str]
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # each kind is a dataclass
 
     def to_dict(self) -> dict[str, Any]:
         return self.base_dict()
@@ -56,9 +55,8 @@ class _Record:
         return {"schema_version": SCHEMA_VERSION, "type": self.kind, **dataclasses.asdict(self)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]):
-        names = _field_names(cls)
-        kwargs = {k: v for k, v in data.items() if k in names}
+    def from_dict(cls, data: dict[str, Any]) -> Self:
+        kwargs = fields_in(cls, data)
         if "asi" in kwargs and isinstance(kwargs["asi"], dict):
             kwargs["asi"] = Asi.from_dict(kwargs["asi"])
         return cls(**kwargs)
@@ -97,8 +95,7 @@ class Asi:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Asi:
-        names = _field_names(cls)
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls(**fields_in(cls, data))
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -220,7 +217,8 @@ class ExperimentRecord(_Record):
 
     def to_dict(self) -> dict[str, Any]:
         values = {name: getattr(self, name) for name in _VALUES}
-        plain = dataclasses.replace(self, **dict.fromkeys(_VALUES))
+        blank: dict[str, Any] = dict.fromkeys(_VALUES)
+        plain = dataclasses.replace(self, **blank)
         found: dict[str, Any] = {}
         for key, value in plain.base_dict().items():
             typed = values.get(key)
@@ -244,25 +242,25 @@ class ExperimentRecord(_Record):
         asi = data.get("asi")
         found: list[tuple[str, Any, Any]] = [
             (f"asi.{name}", asi.get(name), OPTIONAL_TEXT)
-            for name in _field_names(Asi)
+            for name in field_names(Asi)
             if isinstance(asi, dict)
         ]
         decision = data.get("decision")
         sentinels = data.get("sentinels")
-        found.append(("decision", decision, dict | None))
-        found += [(name, data.get(name), dict | None) for name in ("cluster", "confinement")]
+        found.append(("decision", decision, OPTIONAL_OBJECT))
+        found += [(name, data.get(name), OPTIONAL_OBJECT) for name in ("cluster", "confinement")]
         cluster = data.get("cluster")
         if isinstance(cluster, dict):
-            found.append(("cluster.stale", cluster.get("stale"), list[dict] | None))
+            found.append(("cluster.stale", cluster.get("stale"), OBJECTS))
         checks = data.get("checks")
-        found.append(("checks", checks, dict | None))
+        found.append(("checks", checks, OPTIONAL_OBJECT))
         if isinstance(checks, dict):
             found += [
                 ("checks.exit_code", checks.get("exit_code"), int | None),
                 ("checks.duration_s", checks.get("duration_s"), OPTIONAL_NUMBER),
                 ("checks.tests", checks.get("tests"), dict[str, int] | None),
             ]
-        found.append(("sentinels", sentinels, dict[str, dict] | None))
+        found.append(("sentinels", sentinels, OBJECT_MAP | None))
         if not isinstance(decision, dict):
             return found
         found += [
@@ -271,9 +269,9 @@ class ExperimentRecord(_Record):
             ("decision.reason", decision.get("reason"), OPTIONAL_TEXT),
             ("decision.look", decision.get("look"), int | None),
             ("decision.primary", decision.get("primary"), OPTIONAL_TEXT),
-            ("decision.metrics", decision.get("metrics"), dict[str, dict] | None),
-            ("decision.holdout", decision.get("holdout"), dict | None),
-            ("decision.sentinel_extension", decision.get("sentinel_extension"), dict | None),
+            ("decision.metrics", decision.get("metrics"), OBJECT_MAP | None),
+            ("decision.holdout", decision.get("holdout"), OPTIONAL_OBJECT),
+            ("decision.sentinel_extension", decision.get("sentinel_extension"), OPTIONAL_OBJECT),
         ]
         evidence = {**(decision.get("metrics") or {}), **(sentinels or {})}
         for name, ev in evidence.items():
@@ -339,10 +337,10 @@ class ConfirmationRecord(_Record):
     @classmethod
     def _nested(cls, data: dict[str, Any]) -> list[tuple[str, Any, Any]]:
         metrics = data.get("metrics")
-        found: list[tuple[str, Any, Any]] = [("metrics", metrics, dict[str, dict])]
-        found.append(("holdout", data.get("holdout"), dict | None))
+        found: list[tuple[str, Any, Any]] = [("metrics", metrics, OBJECT_MAP)]
+        found.append(("holdout", data.get("holdout"), OPTIONAL_OBJECT))
         if isinstance(metrics, dict):
-            found += [(f"metrics.{k}", v, dict) for k, v in metrics.items()]
+            found += [(f"metrics.{k}", v, OBJECT) for k, v in metrics.items()]
         return found
 
 
@@ -364,7 +362,7 @@ class ImportRecord(_Record):
     format: str  # "pi-autoresearch"
     source: str  # the log's path, relative to the config
     source_sha256: str  # of the log's bytes: the same log is not imported twice
-    lines: list[dict]  # the log's JSON objects, in order
+    lines: list[dict[str, Any]]  # the log's JSON objects, in order
     warnings: list[str] = field(default_factory=list)  # lines of the log that were skipped
 
 
@@ -378,11 +376,12 @@ _KINDS = {
         ImportRecord,
     )
 }
+Record = SessionRecord | CalibrationRecord | ExperimentRecord | ConfirmationRecord | ImportRecord
 # Older schema versions are lifted one named step at a time: {from_version: step}.
 _UPGRADES: dict[int, Any] = {}
 
 
-def record_from_dict(data: dict[str, Any], where: str = "journal"):
+def record_from_dict(data: dict[str, Any], where: str = "journal") -> Record:
     """A typed record from a journal line, upgrading older schema versions."""
     version = data.get("schema_version")
     if not isinstance(version, int):
@@ -398,7 +397,7 @@ def record_from_dict(data: dict[str, Any], where: str = "journal"):
             raise JournalError(f"{where}: no upgrade from schema_version {version}")
         data = step(data)
         version = data["schema_version"]
-    cls = _KINDS.get(data.get("type"))
+    cls = _KINDS.get(str(data.get("type")))
     if cls is None:
         raise JournalError(f"{where}: unknown record type {data.get('type')!r}")
     cls.check_nested(data, where)
