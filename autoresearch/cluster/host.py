@@ -103,15 +103,16 @@ def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -
         started_at=started_at,
         leftovers_stopped=left,
     )
-    calibration: tuple[CalibrationRecord | None, bool] = (None, False)
+    calibration: CalibrationRecord | None = None
+    calibration_new = False
     try:
         host.fetch(job, bundle)
         pair = host.prepare_baseline(job, harness)
         if pair is None and job.kind == "confirm":
             pair = host.confirm(job, harness)
         elif pair is None:
-            calibration = host.calibration(job, harness)
-            judge = Calibration.from_record(calibration[0], job.config.metric.name)
+            calibration, calibration_new = host.calibration(job, harness)
+            judge = Calibration.from_record(calibration, job.config.metric.name)
             pair = host.experiment(job, harness, judge.judge(job.config))
     except _Failed as failed:
         done = replace(facts, failure=failed.status, failed_arm=failed.arm, detail=failed.detail)
@@ -127,8 +128,8 @@ def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -
         )
     return replace(
         done,
-        calibration=calibration[0],
-        calibration_new=calibration[1],
+        calibration=calibration,
+        calibration_new=calibration_new,
         ended_at=now_iso(),
         duration_s=round(time.time() - started, 3),
     )
