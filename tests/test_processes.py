@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 
 import pytest
 from conftest import (
@@ -21,6 +22,7 @@ from conftest import (
 from autoresearch.bench import proc
 from autoresearch.bench.proc import StopFlag, become_subreaper, find_processes, process_token
 from autoresearch.bench.proc import run as run_command
+from autoresearch.process.capture import capture
 from autoresearch.repo.state_dir import session_paths
 
 # Each starts `sleep 300` out of the bench's process group in its own way and notes its pid.
@@ -76,6 +78,48 @@ def test_urgent_stop_kills_a_term_ignoring_command_at_once(tmp_path, monkeypatch
     )
     assert result.interrupted
     assert result.duration_s < proc.TERM_GRACE_S / 10  # killed, not waited for
+
+
+@pytest.mark.parametrize("started_by", ["a git call", "an agent's run"])
+def test_a_child_another_thread_starts_during_a_run_outlives_its_clean_up(tmp_path, started_by):
+    """A run's clean-up kills the children this process gained during it (its orphans,
+    reparented here); a git call or an agent another thread started meanwhile (a proposal
+    prepared while the bench runs) is a child gained then too, and is not the bench's."""
+    become_subreaper()
+    ready, done, lived = tmp_path / "ready", tmp_path / "done", tmp_path / "lived"
+    # Alive until the run has ended and been cleaned up after: through the whole clean-up.
+    script = f"touch {ready}; while [ ! -e {done} ]; do sleep 0.01; done; touch {lived}"
+    ended = []
+
+    def beside() -> None:
+        if started_by == "a git call":
+            ended.append(capture(["sh", "-c", script], cwd=tmp_path, timeout_s=120).code)
+        else:
+            log = tmp_path / "beside.log"
+            beside_run = run_command(
+                script, cwd=tmp_path, log_path=log, timeout_s=120, concurrent=True
+            )
+            ended.append(beside_run.exit_code)
+
+    thread = threading.Thread(target=beside)
+    token = f"test-token-{tmp_path.name}-{os.getpid()}"
+    # The run itself leaves an orphan that must still die: the clean-up still cleans.
+    escape = f"setsid sleep 300 & echo $! > {tmp_path / 'pid'}; "
+    wait_ready = f"while [ ! -e {ready} ]; do sleep 0.01; done"
+    result = run_command(
+        escape + wait_ready,
+        cwd=tmp_path,
+        log_path=tmp_path / "x.log",
+        timeout_s=120,
+        token=token,
+        on_start=lambda _pid: thread.start(),
+    )
+    done.touch()
+    thread.join(timeout=60)
+    assert result.exit_code == 0 and not result.timed_out
+    # Its exit status too: a clean-up that reaped it would leave its caller a made-up 0.
+    assert lived.exists() and ended == [0], f"{started_by} beside the run was killed"
+    assert gone(_pid(tmp_path / "pid"))
 
 
 def _slow_candidate(target, tmp_path, env: dict[str, str] | None = None):

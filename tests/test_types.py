@@ -43,6 +43,7 @@ STRICT = [
     "autoresearch/loop/lifecycle.py",
     "autoresearch/morning/sessions.py",
     "autoresearch/process/capture.py",
+    "autoresearch/process/children.py",
     "autoresearch/process/procfs.py",
     "autoresearch/readers/rows.py",
     "autoresearch/repo/arms.py",

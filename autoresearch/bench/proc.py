@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..journal.checks_run import ChecksRun, TestCount
 from ..process.capture import POLL_S, exit_fd, exited
+from ..process.children import forget, named, start_named
 from ..process.procfs import (
     children_of,
     environ_of,
@@ -168,7 +169,10 @@ def run(
     log = CappedLog(log_path, max_log_bytes)
     try:
         argv = [*(["taskset", "-c", cpus] if cpus else []), *(wrapper or []), "bash", "-c", command]
-        proc = _start(argv, cwd, full_env, log, pass_fds)
+        if concurrent:  # not an orphan of a run beside it (process/children.py)
+            proc = start_named(lambda: _start(argv, cwd, full_env, log, pass_fds))
+        else:
+            proc = _start(argv, cwd, full_env, log, pass_fds)
         timed_out, interrupted = _supervise(
             proc, started + timeout_s, stop, on_start, token, before, concurrent
         )
@@ -228,6 +232,7 @@ def _supervise(
         finally:
             with _CONCURRENT_LOCK:
                 _CONCURRENT.pop(proc.pid, None)
+            forget(proc.pid)
 
 
 def _wait(
@@ -290,9 +295,12 @@ def _kill_tree(
     send_signal(leader, signal.SIGKILL, group=True)
     proc.wait()
     kill_processes(token, leader, exclude=before)
-    # Orphans that ended by themselves after they were reparented to us.
+    # Orphans that ended by themselves after they were reparented to us; not a child another
+    # thread started meanwhile, whose exit status is its caller's to collect.
     if before is not None:
-        reap({pid for pid in children_of(os.getpid()) - before if (stat_of(pid) or "Z")[0] == "Z"})
+        with named() as own:
+            ended = {p for p in children_of(os.getpid()) - before - own if _zombie(p)}
+            reap(ended)
 
 
 def find_processes(
@@ -305,23 +313,31 @@ def find_processes(
     with _CONCURRENT_LOCK:
         spared = {pid: t for pid, t in _CONCURRENT.items() if pid != leader}
     found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit() or int(entry.name) == me:
-            continue
-        pid = int(entry.name)
-        stat = stat_of(pid)
-        if stat is None or stat[0] == "Z":
-            continue
-        _state, ppid, pgrp, sid = stat
-        if spared and _spared(pid, pgrp, sid, spared, token):
-            continue
-        ours = leader is not None and leader in (pgrp, sid)
-        ours = ours or (exclude is not None and ppid == me and pid not in exclude)
-        if not ours and needle is not None:
-            ours = needle in environ_of(pid)
-        if ours:
-            found.append(pid)
+    # No child of this process starts unnamed while the scan runs (process/children.py).
+    with named() as own:
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            pid = int(entry.name)
+            if pid == me or (pid in own and pid != leader):
+                continue
+            stat = stat_of(pid)
+            if stat is None or stat[0] == "Z":
+                continue
+            _state, ppid, pgrp, sid = stat
+            if spared and _spared(pid, pgrp, sid, spared, token):
+                continue
+            ours = leader is not None and leader in (pgrp, sid)
+            ours = ours or (exclude is not None and ppid == me and pid not in exclude)
+            if not ours and needle is not None:
+                ours = needle in environ_of(pid)
+            if ours:
+                found.append(pid)
     return found
+
+
+def _zombie(pid: int) -> bool:
+    return (stat_of(pid) or "Z")[0] == "Z"
 
 
 def kill_processes(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from .children import forget, start_named
 from .procfs import send_signal
 
 __all__ = ["CAPTURE_TIMEOUT_S", "POLL_S", "Captured", "capture", "exit_fd", "exited"]
@@ -89,15 +90,19 @@ def capture(
     of, not the target's: git above all, thousands of calls a night, so no thread and no
     polling sleep per call."""
     try:
-        proc = subprocess.Popen(
-            argv,
-            cwd=cwd,
-            env={**os.environ, **env} if env is not None else None,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,
-            pass_fds=pass_fds,
+        # Named as this process's own: a run's clean-up beside it is not to take it for an
+        # orphan of the run (children.py).
+        proc = start_named(
+            lambda: subprocess.Popen(
+                argv,
+                cwd=cwd,
+                env={**os.environ, **env} if env is not None else None,
+                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                pass_fds=pass_fds,
+            )
         )
     except OSError as exc:
         return Captured(None, b"", str(exc).encode())
@@ -109,8 +114,9 @@ def capture(
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
-    if timed_out:
-        proc.wait()
+        if proc.returncode is None:  # timed out, or interrupted: killed above
+            proc.wait()
+        forget(proc.pid)
     return Captured(proc.returncode, out, err, timed_out)
 
 

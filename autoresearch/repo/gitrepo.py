@@ -239,7 +239,9 @@ class Repo:
         return bool(self.status_paths())
 
     def commit_message(self, rev: str) -> str:
-        return self._repo.commit(rev).message
+        """Asked of git, not read through GitPython's object database: that keeps a `git
+        cat-file` process alive, which a run's clean-up could take for one of its own."""
+        return self.must("log", "-1", "--format=%B", rev, "--")
 
     def worktrees(self) -> dict[Path, str | None]:
         """Registered worktrees: path -> branch ref (None when detached)."""

@@ -449,12 +449,17 @@ def _put_branch_back(source: Repo, branch: str | None, before: str | None) -> bo
     if branch is None or before is None:
         return False
     ref = f"refs/heads/{branch}"
-    now = source.resolve(ref)
+    # A failed read is an error, never an empty history that would move the branch back
+    # under the loop's own keeps; a branch the agent deleted is put back.
+    read = source.run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    if not read.ok and read.code != 1:
+        raise WorkspaceError(f"the session branch {ref} could not be read: {read.err.strip()}")
+    now = read.out.strip() if read.ok else None
     if now == before:
         return False
     keep_to = before
     log = ["log", "--reverse", "--first-parent", "--format=%H%x00%ae%x00%B%x1e"]
-    made = source.run(*log, f"{before}..{now}").out
+    made = source.must(*log, f"{before}..{now}") if now is not None else ""
     for entry in filter(str.strip, made.split("\x1e")):
         sha, email, message = entry.strip("\n").split("\0", 2)
         if email != COMMIT_ENV["GIT_AUTHOR_EMAIL"] or "Experiment-Id" not in parse_trailers(
