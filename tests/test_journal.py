@@ -142,3 +142,24 @@ def test_lines_an_earlier_version_wrote_read_as_values_and_write_back_unchanged(
     for line, read in zip(lines, [*records, *confirmations], strict=True):
         if getattr(read, "rule", None) != "recovered":
             assert json.loads(json.dumps(read.to_dict())) == line, read
+
+
+def test_calibration_lines_read_their_aa_check_as_a_value_and_write_back_unchanged(tmp_path):
+    """A real calibration line of the bundled night, and the oldest shape of its A/A check
+    (alternate runs in halves, before it said whether it could fail): read as an `AACheck`;
+    the real one written back as the same JSON. A check of the wrong shape is a damaged line
+    named by its field, never a traceback."""
+    path = Path(__file__).parent / "fixtures" / "records" / "calibrations.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    current, oldest = (record_from_dict(line) for line in lines)
+    assert current.aa.ok and current.aa.n_per_arm == 8 and current.aa.can_fail
+    assert current.aa.shift_pct == lines[0]["aa"]["shift_pct"]
+    assert json.loads(json.dumps(current.to_dict())) == lines[0]
+    assert oldest.aa.can_fail and oldest.aa.n_per_arm is None and oldest.aa.p_value > 0.05
+    damaged = tmp_path / "j.jsonl"
+    bad = {**lines[0], "aa": {**lines[0]["aa"], "ok": "yes"}}
+    damaged.write_text(json.dumps(bad) + "\n" + json.dumps({**bad, "aa": 3}) + "\n")
+    contents = read_journal(damaged)
+    assert contents.calibrations == []
+    assert "calibration field 'aa.ok'" in contents.warnings[0]
+    assert "calibration field 'aa'" in contents.warnings[1]

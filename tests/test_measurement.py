@@ -77,9 +77,9 @@ def test_aa_check_flags_a_harness_that_favours_an_arm(target, tmp_path):
     run(target, env=factors, accept_noise=True)
 
     (calibration,) = read_journal(target.journal).calibrations
-    assert calibration.aa["ok"] is False
-    assert calibration.aa["shift_pct"] == pytest.approx(20)
-    assert calibration.aa["n_per_arm"] == 5
+    assert calibration.aa.ok is False
+    assert calibration.aa.shift_pct == pytest.approx(20)
+    assert calibration.aa.n_per_arm == 5
     assert any("A/A check failed" in w for w in calibration.warnings)
 
 

@@ -11,9 +11,9 @@ from autoresearch.report.render import _shorten
 
 def test_the_aa_check_says_when_it_cannot_fail():
     same = [100.0, 101.0, 99.0, 100.5, 99.5]
-    assert _aa_check(same[:3], same[:3])["can_fail"] is False  # 3 per arm: p >= 0.1 always
-    assert _aa_check(same, same)["can_fail"] is True  # 5 per arm: p can reach 0.008
-    assert _aa_check([1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0, 10.0])["ok"] is False
+    assert _aa_check(same[:3], same[:3]).can_fail is False  # 3 per arm: p >= 0.1 always
+    assert _aa_check(same, same).can_fail is True  # 5 per arm: p can reach 0.008
+    assert _aa_check([1.0, 2.0, 3.0, 4.0, 5.0], [6.0, 7.0, 8.0, 9.0, 10.0]).ok is False
 
 
 def test_a_resume_with_nothing_new_does_not_announce_a_new_best(target):

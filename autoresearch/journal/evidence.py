@@ -16,7 +16,15 @@ from typing import Any, Self
 
 from ..statuses import Direction
 
-__all__ = ["Evidence", "Interval", "SentinelEvidence", "field_names", "fields_in", "values"]
+__all__ = [
+    "AACheck",
+    "Evidence",
+    "Interval",
+    "SentinelEvidence",
+    "field_names",
+    "fields_in",
+    "values",
+]
 
 
 _NAMES: dict[type, tuple[str, ...]] = {}
@@ -166,6 +174,32 @@ class SentinelEvidence(Evidence):
             found["worsening_upper_pct"] = self.worsening_upper_pct
         found["reason"] = self.reason
         return found
+
+
+@dataclass(frozen=True)
+class AACheck:
+    """The calibration's A/A check: the same code in both arms, which the harness must not
+    find apart. `can_fail` is whether these counts let it fail at all: with few runs an arm,
+    the smallest p a rank test reaches (`smallest_p`, all of one arm below the other) is
+    above its alpha. A record from before those were written reads as one that can fail."""
+
+    ok: bool
+    p_value: float
+    shift_pct: float | None
+    ci_low_pct: float | None = None
+    ci_high_pct: float | None = None
+    can_fail: bool = True
+    smallest_p: float | None = None
+    n_per_arm: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """In the order the journal has always held it."""
+        order = ("can_fail", "smallest_p", "n_per_arm", "shift_pct", "ci_low_pct")
+        return {name: getattr(self, name) for name in (*order, "ci_high_pct", "p_value", "ok")}
+
+    @classmethod
+    def from_dict(cls, found: Mapping[str, Any]) -> AACheck:
+        return cls(**fields_in(cls, found))
 
 
 def primary_metric(decision: Any) -> dict[str, Any] | None:

@@ -11,7 +11,7 @@ from ..statuses import EXIT_CODES, FAILED_STATUSES, STATUSES, Status
 from .checks_run import ChecksRun
 from .confirmed import ConfirmedHoldout, ConfirmedMetric
 from .decision import Decision
-from .evidence import Evidence, SentinelEvidence, field_names, fields_in
+from .evidence import AACheck, Evidence, SentinelEvidence, field_names, fields_in
 from .field_types import (
     OBJECT,
     OBJECT_MAP,
@@ -139,7 +139,7 @@ class CalibrationRecord(_Record):
     threshold_pct: float | None
     bench_logs: list[str]
     duration_s: float
-    aa: dict[str, Any] | None = None
+    aa: AACheck | None = None
     detectable_effect_pct: float | None = None
     runs_needed_for_target: int | None = None
     warnings: list[str] = field(default_factory=list)
@@ -149,6 +149,36 @@ class CalibrationRecord(_Record):
     sentinel_run_s: float | None = None  # one run of bench.sentinel_command, when set
     # The toolchains on the bench's PATH and their versions (bench/fingerprint.py): what measured.
     toolchains: dict[str, str] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        found = dataclasses.replace(self, aa=None).base_dict()
+        found["aa"] = None if self.aa is None else self.aa.to_dict()
+        return found
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CalibrationRecord:
+        aa = data.get("aa")
+        record: CalibrationRecord = super().from_dict(
+            {**data, "aa": AACheck.from_dict(aa)} if isinstance(aa, dict) else data
+        )
+        return record
+
+    @classmethod
+    def _nested(cls, data: dict[str, Any]) -> list[tuple[str, Any, Any]]:
+        aa = data.get("aa")
+        found: list[tuple[str, Any, Any]] = [("aa", aa, OPTIONAL_OBJECT)]
+        if isinstance(aa, dict):
+            found += [
+                ("aa.ok", aa.get("ok"), bool),
+                ("aa.p_value", aa.get("p_value"), float),
+                ("aa.can_fail", aa.get("can_fail", True), bool),
+                ("aa.n_per_arm", aa.get("n_per_arm"), int | None),
+            ]
+            found += [
+                (f"aa.{name}", aa.get(name), OPTIONAL_NUMBER)
+                for name in ("shift_pct", "ci_low_pct", "ci_high_pct", "smallest_p")
+            ]
+        return found
 
 
 @dataclass(frozen=True)

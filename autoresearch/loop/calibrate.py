@@ -21,6 +21,7 @@ from ..decide.rule import CONFIDENCE
 from ..decide.stats import compare, robust_cv_pct
 from ..errors import UserError
 from ..journal.draft import now_iso
+from ..journal.evidence import AACheck
 from ..journal.records import CalibrationRecord
 from ..statuses import Status
 
@@ -105,13 +106,14 @@ def _record(
     )
 
 
-def _warnings(aa: dict | None, verdict: NoiseVerdict | None) -> list[str]:
+def _warnings(aa: AACheck | None, verdict: NoiseVerdict | None) -> list[str]:
     """What the night should hear before it starts: a biased harness, a bench too noisy."""
     warnings = []
-    if aa is not None and not aa["ok"]:
+    if aa is not None and not aa.ok:
+        shift = f"{aa.shift_pct:+.2f}%" if aa.shift_pct is not None else "an unknown amount"
         warnings.append(
-            f"A/A check failed: the same code measures {aa['shift_pct']:+.2f}% apart in the "
-            f"two arms (p={aa['p_value']:.2g}); the harness favours an arm (warm-up order, "
+            f"A/A check failed: the same code measures {shift} apart in the "
+            f"two arms (p={aa.p_value:.2g}); the harness favours an arm (warm-up order, "
             "caches, a build difference, other load): fix the bench before trusting decisions"
         )
     if verdict is not None and verdict.warning:
@@ -139,7 +141,7 @@ def _time_sentinel_command(
     return runs
 
 
-def _aa_check(first: list[float], second: list[float]) -> dict | None:
+def _aa_check(first: list[float], second: list[float]) -> AACheck | None:
     """The same code in both arms: the harness must not find a difference."""
     comparison = compare(first, second, CONFIDENCE)
     if comparison is None:
@@ -148,13 +150,13 @@ def _aa_check(first: list[float], second: list[float]) -> dict | None:
     # The smallest two-sided p a rank test can reach with these counts: all of one arm below
     # all of the other. At or above the alpha the check cannot fail, whatever the harness does.
     smallest_p = 2 / math.comb(len(first) + len(second), len(first))
-    return {
-        "can_fail": smallest_p < AA_ALPHA,
-        "smallest_p": smallest_p,
-        "n_per_arm": len(second),
-        "shift_pct": comparison.change_pct,
-        "ci_low_pct": comparison.ci_low_pct,
-        "ci_high_pct": comparison.ci_high_pct,
-        "p_value": p_value,
-        "ok": p_value >= AA_ALPHA,
-    }
+    return AACheck(
+        ok=p_value >= AA_ALPHA,
+        p_value=p_value,
+        shift_pct=comparison.change_pct,
+        ci_low_pct=comparison.ci_low_pct,
+        ci_high_pct=comparison.ci_high_pct,
+        can_fail=smallest_p < AA_ALPHA,
+        smallest_p=smallest_p,
+        n_per_arm=len(second),
+    )

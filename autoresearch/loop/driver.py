@@ -269,11 +269,11 @@ def _announce_calibration(session: Session, record: CalibrationRecord) -> None:
         verdict = noise_verdict(session.config, calibration.noise_pct, calibration.run_s)
         if verdict.warning is None:
             session.progress.info(verdict.message)
-    aa = record.aa or {}
-    if first and aa and not aa.get("can_fail", True):
+    aa = record.aa
+    if first and aa is not None and not aa.can_fail:
         session.progress.info(
-            f"the A/A check cannot fail with {aa['n_per_arm']} runs per arm (the smallest p "
-            f"it can reach is {aa['smallest_p']:.2g}); bench.calibration_runs = 10 or more "
+            f"the A/A check cannot fail with {aa.n_per_arm} runs per arm (the smallest p "
+            f"it can reach is {aa.smallest_p:.2g}); bench.calibration_runs = 10 or more "
             "lets it catch a harness that favours an arm"
         )
 
