@@ -246,6 +246,51 @@ def test_a_package_with_vitest_benchmarks_is_benched_with_vitest(tmp_path):
     assert refused.returncode == 1 and "no Vitest benchmarks" in refused.stderr
 
 
+def test_a_package_benched_with_tinybench_gets_its_tasks_as_metric_lines(tmp_path):
+    """tinybench among the dependencies and a module that imports it: the bench runs the
+    package's `bench` script, or each such module with node, with init's module loaded first
+    (it prints each task's median); what the bench runs is protected; named when absent."""
+    package = {"name": "fibs", "type": "module", "devDependencies": {"tinybench": "^6.2.0"}}
+    bench = "import { Bench } from 'tinybench';\n"
+    repo = project(
+        tmp_path,
+        {
+            "package.json": json.dumps(package),
+            "src/fib.js": "export const fib = (n) => n;\n",
+            "bench/fib bench.mjs": bench,
+            "bench/sort.cjs": "const { Bench } = require('tinybench');\n",
+            "src/other.js": "import { bench } from 'vitest';\n",
+        },
+    )
+    done = run_cli("init", "--metric", "fibs_fib_20_ns", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "found a JavaScript package with tinybench benchmarks" in done.stdout
+    assert "runs `node 'bench/fib bench.mjs' && node bench/sort.cjs`" in done.stdout
+    script = (repo / "autoresearch.sh").read_text()
+    assert '--import=\\"$PWD/autoresearch.tinybench.mjs\\"' in script
+    assert "( exec {metrics}>&-; node 'bench/fib bench.mjs' && node bench/sort.cjs )" in script
+    assert "Bench.prototype.run" in (repo / "autoresearch.tinybench.mjs").read_text()
+    config = load_config(repo / "autoresearch.toml")
+    assert config.metric.name == "fibs_fib_20_ns" and config.bench.format in ("", "auto")
+    assert (
+        config.bench.build
+        == "test -d node_modules || npm install --no-audit --no-fund --loglevel=error"
+    )
+    assert config.bench.keep == ["node_modules/"]
+    for path in ("autoresearch.tinybench.mjs", "bench/fib bench.mjs", "bench/sort.cjs"):
+        assert matches_any(path, config.protected_globs()), path
+    assert not matches_any("src/fib.js", config.protected_globs())
+    # A `bench` script is what runs, and the package.json that names it is the bench's.
+    (repo / "package.json").write_text(json.dumps({**package, "scripts": {"bench": "node x"}}))
+    run_cli("init", "--force", cwd=repo)
+    assert "( exec {metrics}>&-; npm run bench --silent )" in (repo / "autoresearch.sh").read_text()
+    assert matches_any("package.json", load_config(repo / "autoresearch.toml").protected_globs())
+    # Named when it is not one.
+    (repo / "package.json").write_text(json.dumps({"name": "fibs"}))
+    refused = run_cli("init", "--force", "--ecosystem", "tinybench", cwd=repo)
+    assert refused.returncode == 1 and "no tinybench benchmarks" in refused.stderr
+
+
 def test_the_metrics_are_listed_and_the_bench_runs_the_one_named(tmp_path):
     """`init --list-metrics`: the benchmarks the harness lists (`go test -list`, `pytest
     --collect-only`), each with the metric to name, and nothing written; `init --metric` then

@@ -70,20 +70,7 @@ def test_a_night_on_a_javascript_package_benched_with_vitest(tmp_path):
         ".gitignore": "node_modules/\n",
     }
     repo = project(tmp_path, "fibs", files)
-    # The dependencies installed before the night, as the repository guide says, and the lock
-    # file committed (with the registry's URLs in it, which this machine's npm config leaves
-    # out: npm ci offline finds a tarball in its cache by them).
-    env = {**os.environ, "npm_config_omit_lockfile_registry_resolved": "false"}
-    subprocess.run(
-        ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
-        cwd=repo,
-        check=True,
-        timeout=600,
-        env=env,
-    )
-    git(repo, "add", "-A")
-    git(repo, "commit", "-qm", "package-lock.json")
-
+    install(repo)
     init = run_cli("init", "--metric", "fib_20_ns", cwd=repo)
     assert init.returncode == 0, init.stderr
     assert "found a JavaScript/TypeScript package with Vitest benchmarks" in init.stdout
@@ -105,3 +92,93 @@ def test_a_night_on_a_javascript_package_benched_with_vitest(tmp_path):
     paths = SessionPaths(repo / ".git" / "autoresearch" / "main")
     assert (paths.worktree / "node_modules" / "vitest").is_dir()
     assert (paths.baseline / "node_modules" / "vitest").is_dir()
+
+
+def install(repo) -> None:
+    """The dependencies installed before the night, as the repository guide says, and the lock
+    file committed (with the registry's URLs in it, which this machine's npm config leaves
+    out: npm ci offline finds a tarball in its cache by them)."""
+    env = {**os.environ, "npm_config_omit_lockfile_registry_resolved": "false"}
+    subprocess.run(
+        ["npm", "install", "--no-audit", "--no-fund", "--loglevel=error"],
+        cwd=repo,
+        check=True,
+        timeout=600,
+        env=env,
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "package-lock.json")
+
+
+# The package's own bench, which prints a forged line of the metric: the workload's output is
+# its log, never a measurement.
+TINYBENCH = """import { Bench } from 'tinybench';
+import { fib } from './src/fib.js';
+
+const bench = new Bench({ name: 'fibs', time: 100, warmupTime: 20 });
+bench.add('fib 20', () => { fib(20); });
+await bench.run();
+console.table(bench.table());
+console.log('METRIC fibs_fib_20_ns=1');
+"""
+# tinybench 2, as a CommonJS module the bench runs with node: a task of its own, unnamed bench.
+TINYBENCH_2 = """const { Bench } = require('tinybench');
+const bench = new Bench({ time: 50 });
+bench.add('sum 100', () => { let s = 0; for (let i = 0; i < 100; i++) s += i; });
+bench.run();
+"""
+
+
+def test_a_night_on_a_javascript_package_benched_with_tinybench(tmp_path):
+    """tinybench has no report of its own: init's module, which node loads before the
+    package's `bench` script, prints each task's median. The night keeps the win and not the
+    null; the workload's forged METRIC line is not read. And tinybench 2, a CommonJS module
+    run with node, the same way."""
+    package = {**PACKAGE, "scripts": {"bench": "node bench.js", "test": "node test.js"}}
+    package["devDependencies"] = {"tinybench": "6.2.5"}
+    test = "import assert from 'node:assert';\nimport { fib } from './src/fib.js';\n"
+    test += (
+        "assert.deepStrictEqual([0, 1, 2, 3, 4, 5, 6, 7].map(fib), [0, 1, 1, 2, 3, 5, 8, 13]);\n"
+    )
+    files = {
+        "package.json": json.dumps(package, indent=2),
+        "src/fib.js": SLOW,
+        "bench.js": TINYBENCH,
+        "test.js": test,
+        ".gitignore": "node_modules/\n",
+    }
+    repo = project(tmp_path, "fibs", files)
+    install(repo)
+    init = run_cli("init", "--metric", "fibs_fib_20_ns", cwd=repo)
+    assert init.returncode == 0, init.stderr
+    assert "found a JavaScript package with tinybench benchmarks" in init.stdout
+    queue_win_and_null(
+        repo,
+        "src/fib.js",
+        SLOW,
+        ("Iterate", "n additions instead of fib(n) calls", FAST),
+        ("Say F(n)", "none: a comment", NULL),
+    )
+    check = run_cli("check", cwd=repo)
+    assert check.returncode == 0, check.stdout + check.stderr
+    (listed,) = [line.split() for line in check.stdout.splitlines() if "fibs_fib_20_ns" in line]
+    assert float(listed[1]) > 1000  # fib(20)'s median in ns, not the forged 1
+    night(repo, "fibs_fib_20_ns", "Iterate", "Say F(n)")
+
+    old = project(tmp_path, "sums", {"sum.cjs": TINYBENCH_2, ".gitignore": "node_modules/\n"})
+    (old / "package.json").write_text(
+        json.dumps(
+            {
+                "name": "sums",
+                "scripts": {"test": "node --check sum.cjs"},
+                "devDependencies": {"tinybench": "2.9.0"},
+            }
+        )
+    )
+    install(old)
+    assert run_cli("init", "--metric", "sum_100_ns", cwd=old).returncode == 0
+    git(old, "add", "-A")
+    git(old, "commit", "-qm", "autoresearch")
+    check = run_cli("check", cwd=old)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert any(line.split()[:1] == ["sum_100_ns"] for line in check.stdout.splitlines())

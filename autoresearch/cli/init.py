@@ -50,7 +50,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         )
         return 0
     print(
-        f"found {ecosystem.says}: autoresearch.sh runs `{ecosystem.bench}`, and "
+        f"found {ecosystem.says}: autoresearch.sh runs `{ecosystem.runs or ecosystem.bench}`, and "
         f"autoresearch.checks.sh `{ecosystem.checks}`; metrics read as {ecosystem.metrics}"
     )
     print(
@@ -68,6 +68,7 @@ def _ecosystem(directory: Path, name: str, python: str):
         cmake_ecosystem,
         detect_ecosystem,
         python_ecosystem,
+        tinybench_ecosystem,
         vitest_ecosystem,
     )
 
@@ -91,6 +92,14 @@ def _ecosystem(directory: Path, name: str, python: str):
             raise UserError(
                 f"{directory / 'package.json'}: no Vitest benchmarks (vitest among the "
                 "dependencies, and *.bench.js or *.bench.ts files)"
+            )
+        return found
+    if name == "tinybench":
+        found = tinybench_ecosystem(directory)
+        if found is None:
+            raise UserError(
+                f"{directory / 'package.json'}: no tinybench benchmarks (tinybench among the "
+                "dependencies, and a `bench` script or a .js module that imports it)"
             )
         return found
     return ECOSYSTEMS[name]
@@ -189,7 +198,8 @@ def add_parsers(sub) -> None:
         help="the benchmarks to run and read: auto (default) finds a Cargo crate with criterion "
         "or #[bench] benches, a Go module with Benchmark functions, Python tests using "
         "pytest-benchmark, a CMake project with a Google Benchmark executable, a JavaScript or "
-        "TypeScript package with Vitest benchmarks; none writes the plain METRIC-line template",
+        "TypeScript package with Vitest benchmarks or a JavaScript one with tinybench "
+        "benchmarks; none writes the plain METRIC-line template",
     )
     init.add_argument(
         "--python",

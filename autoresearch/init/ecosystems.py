@@ -3,7 +3,7 @@
 A Cargo crate with criterion benches (or libtest `#[bench]` ones), a Python project whose tests
 use pytest-benchmark's `benchmark` fixture, a Go module with `Benchmark` functions, a CMake
 project with a Google Benchmark executable, a JavaScript or TypeScript package with Vitest
-benchmarks: each gets a
+benchmarks or tinybench ones: each gets a
 bench script that runs the project's own benchmarks and a config that reads their output in the
 tool's format (readers/formats.py), a build step where the toolchain has one (so that runs measure
 the code, not the compiler), its usual tests as the checks, and its sources as the scope.
@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "ECOSYSTEMS",
@@ -25,6 +27,7 @@ __all__ = [
     "detect_ecosystem",
     "project_python",
     "python_ecosystem",
+    "tinybench_ecosystem",
     "vitest_ecosystem",
 ]
 
@@ -62,6 +65,9 @@ class Ecosystem:
     scope: tuple[str, ...] = ("src/**",)
     metrics: str = ""  # how its metric names read, for the user
     narrowed: str = ""  # the one benchmark the bench runs (init --metric), when it runs one
+    files: tuple[str, ...] = ()  # templates written beside the bench, verbatim, and protected
+    runs: str = ""  # what the bench runs, said to the user (the bench itself when empty)
+    protect: tuple[str, ...] = ()  # the project's files that make up its bench
 
 
 def vitest_ecosystem(directory: Path, files: list[Path] | None = None) -> Ecosystem | None:
@@ -70,33 +76,108 @@ def vitest_ecosystem(directory: Path, files: list[Path] | None = None) -> Ecosys
     the package's tests as checks, `node_modules/` installed once per arm from the lock file
     (offline, from npm's cache: fetch before the night) and kept across reverts. None when
     it is not one."""
-    try:
-        package = json.loads((directory / "package.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    wanted = {**package.get("dependencies", {}), **package.get("devDependencies", {})}
+    package = _package(directory)
     found = files if files is not None else _files(directory)
-    if "vitest" not in wanted or not any(".bench." in p.name for p in found):
+    if package is None or "vitest" not in _dependencies(package):
         return None
-    install = "npm ci" if (directory / "package-lock.json").is_file() else "npm install"
+    if not any(".bench." in p.name for p in found):
+        return None
     return Ecosystem(
         name="vitest",
         says="a JavaScript/TypeScript package with Vitest benchmarks",
         bench="npx vitest bench --run --outputJson .autoresearch-bench.json",
         checks="npx vitest run --passWithNoTests",
-        build=f"test -d node_modules || {install} --no-audit --no-fund --loglevel=error",
+        build=_npm_build(directory),
         format="vitest",
         output=".autoresearch-bench.json",
         keep=("node_modules/",),
-        scope=("**/*.js", "**/*.mjs", "**/*.cjs", "**/*.ts", "**/*.mts", "**/*.cts"),
+        scope=_JS_SCOPE,
         metrics="describe_name_ns: each benchmark's median, in nanoseconds",
+    )
+
+
+_JS_SCOPE = ("**/*.js", "**/*.mjs", "**/*.cjs", "**/*.ts", "**/*.mts", "**/*.cts")
+
+
+def _package(directory: Path) -> dict[str, Any] | None:
+    """The package.json of `directory`, or None when it has none that reads as an object."""
+    try:
+        package = json.loads((directory / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return package if isinstance(package, dict) else None
+
+
+def _dependencies(package: dict[str, Any]) -> set[str]:
+    found: set[str] = set()
+    for key in ("dependencies", "devDependencies"):
+        if isinstance(package.get(key), dict):
+            found |= set(package[key])
+    return found
+
+
+def _npm_build(directory: Path) -> str:
+    """node_modules installed once per arm: from the lock file when there is one."""
+    install = "npm ci" if (directory / "package-lock.json").is_file() else "npm install"
+    return f"test -d node_modules || {install} --no-audit --no-fund --loglevel=error"
+
+
+# tinybench's results as METRIC lines (autoresearch.tinybench.mjs, which node loads first),
+# collected in a file and handed on to the loop's channel, which the timed program never holds.
+TINYBENCH = """exec {{metrics}}>&"${{AUTORESEARCH_METRIC_FD:-1}}"
+if [ -n "${{AUTORESEARCH_METRIC_FD:-}}" ]; then exec {{AUTORESEARCH_METRIC_FD}}>&-; fi
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+export AUTORESEARCH_TINYBENCH_OUT="$out"
+preload="--import=\\"$PWD/autoresearch.tinybench.mjs\\""
+export NODE_OPTIONS="${{NODE_OPTIONS:+$NODE_OPTIONS }}$preload"
+( exec {{metrics}}>&-; {runs} )
+cat "$out" >&"$metrics"
+"""
+# A module that imports tinybench, as an ES module or a CommonJS one.
+_TINYBENCH = re.compile(r"""(from\s*|import\s*\(\s*|require\s*\(\s*)['"]tinybench['"]""")
+_RUNNABLE = (".js", ".mjs", ".cjs")
+
+
+def tinybench_ecosystem(directory: Path, files: list[Path] | None = None) -> Ecosystem | None:
+    """A JavaScript package benched with tinybench (among its dependencies, and a module that
+    imports it): its `bench` script run, or each such module with node, with a module node
+    loads first (autoresearch.tinybench.mjs) that prints each task's median as a METRIC line;
+    `node_modules/` installed as for Vitest. None when it is not one."""
+    package = _package(directory)
+    if package is None or "tinybench" not in _dependencies(package):
+        return None
+    found = files if files is not None else _files(directory)
+    modules = [p for p in found if p.suffix in _RUNNABLE and _TINYBENCH.search(_text(p))]
+    scripts = package.get("scripts") if isinstance(package.get("scripts"), dict) else {}
+    names = [str(p.relative_to(directory)) for p in modules]
+    if isinstance(scripts.get("bench"), str):
+        runs, bench_files = "npm run bench --silent", ["package.json", *names]
+    elif modules:
+        runs, bench_files = " && ".join(f"node {shlex.quote(n)}" for n in names), names
+    else:
+        return None
+    return Ecosystem(
+        name="tinybench",
+        says="a JavaScript package with tinybench benchmarks",
+        bench=TINYBENCH.format(runs=runs).rstrip("\n"),
+        runs=runs,
+        checks="npm test --silent",  # a package without tests fails it, saying so
+        build=_npm_build(directory),
+        keep=("node_modules/",),
+        scope=_JS_SCOPE,
+        metrics="bench_task_ns: each task's median latency, in nanoseconds",
+        files=("autoresearch.tinybench.mjs",),
+        # A candidate that edits what the bench runs (a task made to do less, the script
+        # pointed elsewhere) would measure its own bench, not the code.
+        protect=tuple(bench_files),
     )
 
 
 def detect_ecosystem(directory: Path, python: str = "python3") -> Ecosystem | None:
     """The first ecosystem `directory` is recognisably in, or None."""
     files = _files(directory)
-    node = vitest_ecosystem(directory, files)
+    node = vitest_ecosystem(directory, files) or tinybench_ecosystem(directory, files)
     if node is not None:
         return node
     cargo = directory / "Cargo.toml"
@@ -278,7 +359,7 @@ def _guards(text: str, step: str | None, target: str) -> list[str]:
 
 # What `init --ecosystem` takes: the fixed ones, and those read from the tree (CMake's
 # executable, a package's lock file).
-NAMES = (*ECOSYSTEMS, "cmake-google-benchmark", "vitest")
+NAMES = (*ECOSYSTEMS, "cmake-google-benchmark", "vitest", "tinybench")
 
 
 def _files(directory: Path) -> list[Path]:

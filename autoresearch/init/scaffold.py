@@ -56,6 +56,10 @@ def scaffold(
     if direction not in ("lower", "higher"):
         raise UserError(f"--direction must be 'lower' or 'higher', got '{direction}'")
     targets = {name: directory / rel for name, rel in FILES.items() if only is None or name in only}
+    extra = ecosystem.files if ecosystem is not None and only is None else ()
+    targets.update({name: directory / name for name in extra})
+    # What the bench runs is the bench's: no candidate edits it.
+    protect = (*protect, *extra, *(ecosystem.protect if ecosystem is not None else ()))
     existing = [p for p in targets.values() if p.exists()]
     if existing and not force:
         names = ", ".join(str(p.relative_to(directory)) for p in existing)
@@ -86,7 +90,9 @@ def _write(env: jinja2.Environment, name: str, path: Path, values: dict, ideas: 
     """One template rendered into `path` (ideas.md with `ideas` appended), made executable
     when it is a script."""
     templates = resources.files("autoresearch") / "templates"
-    text = env.from_string((templates / name).read_text(encoding="utf-8")).render(values)
+    text = (templates / name).read_text(encoding="utf-8")
+    if name in FILES:  # the rest are written as they are
+        text = env.from_string(text).render(values)
     if name == "ideas.md" and ideas:
         text = text.rstrip("\n").removesuffix("- ").rstrip("\n") + "\n\n" + ideas
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -125,7 +131,7 @@ def _profile_values(ecosystem: Ecosystem | None, bench: str) -> dict:
         return {"profile_on": on, "profile_command": command, "profile_format": "folded"}
     perf = f'perf record -q -e cpu-clock -g -o \\"$AUTORESEARCH_PROFILE_OUT\\" -- {bench}'
     # perf names no JavaScript frame (node's map of them lives in the run's private /tmp).
-    on = shutil.which("perf") is not None and (ecosystem is None or ecosystem.name != "vitest")
+    on = shutil.which("perf") is not None and (ecosystem is None or ecosystem.name not in NODE)
     return {"profile_on": on, "profile_command": perf, "profile_format": "perf"}
 
 
@@ -139,7 +145,9 @@ EQUIVALENCE = {
     "pytest-benchmark": "python3 -m yourpackage testdata/corpus | sha256sum",
     "cmake-google-benchmark": "./build/NAME testdata/corpus | sha256sum",
     "vitest": "node ./bin/NAME.js testdata/corpus | sha256sum",
+    "tinybench": "node ./bin/NAME.js testdata/corpus | sha256sum",
 }
+NODE = ("vitest", "tinybench")  # the ecosystems whose bench runs node
 
 
 def _reads(ecosystem: Ecosystem) -> str:
