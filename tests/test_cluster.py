@@ -28,6 +28,7 @@ from conftest import (
 )
 from distributed import Client, LocalCluster
 
+from autoresearch.bench.runners import SimulatedRunner
 from autoresearch.cluster import run_cluster_session
 from autoresearch.journal.store import read_journal
 from autoresearch.loop.session import RunOptions
@@ -209,6 +210,35 @@ def test_a_killed_driver_sends_its_experiments_again_on_restart(target, tmp_path
     assert outcome.kept == 2
     assert not list(session_paths(target.load()).flights.glob("*.json"))
     assert git(target.root, "show", "autoresearch/t:src/value.txt") == "80\n"
+
+
+def _simulated(tree: Path, _run: int) -> dict[str, float]:
+    """A bench with no process: the synthetic target's cost (`value * k`), read from the
+    arm's tree."""
+    value = float((tree / "src" / "value.txt").read_text())
+    knob = float((tree / "src" / "knobs.txt").read_text().split("=")[1])
+    sentinel = float((tree / "src" / "sentinel.txt").read_text())
+    return {"time_ms": value * knob, "sentinel_ms": sentinel}
+
+
+def test_the_session_s_executor_measures_on_the_bench_hosts_too(target, tmp_path):
+    """The executor seam reaches the hosts: a job carries the session's executor, and the
+    host measures through it (a simulated bench, no process) instead of its own runner."""
+    env = sleepy(target, tmp_path)
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"}, title="value down")
+    target.add_hypothesis("02-loss", {"src/knobs.txt": "k = 2\n"}, title="knob up")
+    with LocalCluster(
+        n_workers=1,
+        threads_per_worker=1,
+        processes=False,
+        resources={"bench": 1},
+        dashboard_address=":0",
+    ) as local:
+        outcome = drive(target, local.scheduler_address, env, executor=SimulatedRunner(_simulated))
+    records = {r.title: r for r in experiments(target)}
+    assert records["value down"].status == "keep" and records["knob up"].status == "discard"
+    assert outcome.kept == 1 and records["value down"].cluster.host
+    assert not (tmp_path / "spans.txt").exists()  # the real bench never ran
 
 
 def test_a_session_without_bench_workers_is_refused_with_the_fix(target, tmp_path):

@@ -7,7 +7,8 @@ model of the bench says instead, so that the calibration benchmark goes through 
 measurement path (interleaving, parsing, looks) on known truth, unmoved by the machine's load.
 A session takes another runner as its executor (`RunOptions.executor`: the suite's one runs the
 synthetic target's scripts in-process, tests/inprocess.py). A bench host (cluster/host.py)
-runs the same measurement with a `LocalRunner` of its own.
+runs the same measurement with a `LocalRunner` of its own, or with the session's executor when
+it has one (a job carries it).
 """
 
 from __future__ import annotations

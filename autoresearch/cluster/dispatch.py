@@ -330,6 +330,7 @@ class Driver(Landing):
             calibrate=flight.calibrating,
             fallbacks=self.fallbacks(flight.parent),
             origin=socket.gethostname(),
+            executor=session.options.executor,
         )
         flight.future = self.submit(job, f"{flight.exp_id}-{len(flight.stale)}-{flight.losses}")
         self.flights.append(flight)
@@ -446,6 +447,7 @@ class Driver(Landing):
             runs=runs,
             env=harness_env(session),
             origin=socket.gethostname(),
+            executor=session.options.executor,
         )
         try:
             result = self.submit(job, "confirm").result()

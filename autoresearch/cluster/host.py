@@ -39,6 +39,7 @@ from ..bench.measure import (
 )
 from ..bench.orphans import stop_orphans_at_exit
 from ..bench.proc import RunResult, kill_processes, process_token, read_log
+from ..bench.runners import Runner
 from ..config import Config
 from ..decide.calibration import Calibration
 from ..decide.rule import Judge
@@ -84,6 +85,9 @@ class Job:
     calibrate: bool = True
     fallbacks: tuple[CalibrationRecord, ...] = ()
     origin: str = ""  # the driver's machine: with the repository, whose session this is
+    # How the host runs the target's commands: None, a LocalRunner of its own (its sandbox,
+    # its machine); else the session's executor (bench/runners.py), a simulated bench's.
+    executor: Runner | None = None
 
 
 def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -> HostRun:
@@ -95,7 +99,7 @@ def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -
     token = process_token(host.root)
     stop_orphans_at_exit(token)  # a killed worker's bench stops with it, confined or not
     left = kill_processes(token)
-    harness = Harness(job.config, env=job.env, stop=None, token=token)
+    harness = Harness(job.config, env=job.env, stop=None, token=token, runner=job.executor)
     facts = HostRun(
         host=socket.gethostname(),
         worker=_worker_address(),
