@@ -246,7 +246,7 @@ def test_a_package_with_vitest_benchmarks_is_benched_with_vitest(tmp_path):
     assert refused.returncode == 1 and "no Vitest benchmarks" in refused.stderr
 
 
-def test_a_package_benched_with_tinybench_gets_its_tasks_as_metric_lines(tmp_path):
+def test_a_package_benched_with_tinybench_or_mitata_gets_its_results_as_metric_lines(tmp_path):
     """tinybench among the dependencies and a module that imports it: the bench runs the
     package's `bench` script, or each such module with node, with init's module loaded first
     (it prints each task's median); what the bench runs is protected; named when absent."""
@@ -289,6 +289,16 @@ def test_a_package_benched_with_tinybench_gets_its_tasks_as_metric_lines(tmp_pat
     (repo / "package.json").write_text(json.dumps({"name": "fibs"}))
     refused = run_cli("init", "--force", "--ecosystem", "tinybench", cwd=repo)
     assert refused.returncode == 1 and "no tinybench benchmarks" in refused.stderr
+    # mitata the same way, with a module of its own that wraps mitata's `run`.
+    mitata = {"name": "fibs", "devDependencies": {"mitata": "^1.0.0"}}
+    (repo / "package.json").write_text(json.dumps(mitata))
+    (repo / "bench" / "m.js").write_text("import { bench, run } from 'mitata';\n")
+    done = run_cli("init", "--force", cwd=repo)
+    assert "found a JavaScript package with mitata benchmarks" in done.stdout
+    assert "runs `node bench/m.js`" in done.stdout
+    assert "$PWD/autoresearch.mitata.mjs" in (repo / "autoresearch.sh").read_text()
+    assert "export async function run" in (repo / "autoresearch.mitata.mjs").read_text()
+    assert matches_any("bench/m.js", load_config(repo / "autoresearch.toml").protected_globs())
 
 
 def test_the_metrics_are_listed_and_the_bench_runs_the_one_named(tmp_path):

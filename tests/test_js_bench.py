@@ -159,7 +159,7 @@ def test_a_night_on_a_javascript_package_benched_with_tinybench(tmp_path):
         ("Iterate", "n additions instead of fib(n) calls", FAST),
         ("Say F(n)", "none: a comment", NULL),
     )
-    check = run_cli("check", cwd=repo)
+    check = run_cli("check", "--no-calibrate", cwd=repo)
     assert check.returncode == 0, check.stdout + check.stderr
     (listed,) = [line.split() for line in check.stdout.splitlines() if "fibs_fib_20_ns" in line]
     assert float(listed[1]) > 1000  # fib(20)'s median in ns, not the forged 1
@@ -179,6 +179,41 @@ def test_a_night_on_a_javascript_package_benched_with_tinybench(tmp_path):
     assert run_cli("init", "--metric", "sum_100_ns", cwd=old).returncode == 0
     git(old, "add", "-A")
     git(old, "commit", "-qm", "autoresearch")
-    check = run_cli("check", cwd=old)
+    check = run_cli("check", "--no-calibrate", cwd=old)
     assert check.returncode == 0, check.stdout + check.stderr
     assert any(line.split()[:1] == ["sum_100_ns"] for line in check.stdout.splitlines())
+
+
+# mitata's own bench, its `run` quiet: the module init writes reports what it returns.
+MITATA = """import { bench, group, run } from 'mitata';
+import { fib } from './src/fib.js';
+
+group('fibs', () => {
+  bench('fib 15', () => fib(15));
+});
+await run({ format: 'quiet' });
+"""
+
+
+def test_a_javascript_package_benched_with_mitata_is_checked_as_it_comes(tmp_path):
+    """mitata 1, run from the package's `bench` script: init's module wraps mitata's `run`,
+    and `check` lists each benchmark's median by its group and name."""
+    package = {**PACKAGE, "scripts": {"bench": "node bench.js", "test": "node --check bench.js"}}
+    package["devDependencies"] = {"mitata": "1.0.34"}
+    files = {
+        "package.json": json.dumps(package, indent=2),
+        "src/fib.js": FAST,
+        "bench.js": MITATA,
+        ".gitignore": "node_modules/\n",
+    }
+    repo = project(tmp_path, "fibs", files)
+    install(repo)
+    init = run_cli("init", "--metric", "fibs_fib_15_ns", cwd=repo)
+    assert init.returncode == 0, init.stderr
+    assert "found a JavaScript package with mitata benchmarks" in init.stdout
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "autoresearch")
+    check = run_cli("check", "--no-calibrate", cwd=repo)
+    assert check.returncode == 0, check.stdout + check.stderr
+    (listed,) = [line.split() for line in check.stdout.splitlines() if "fibs_fib_15_ns" in line]
+    assert float(listed[1]) > 0

@@ -65,10 +65,11 @@ def _ecosystem(directory: Path, name: str, python: str):
     """The ecosystem `init --ecosystem` names, or the one found in `directory` (auto)."""
     from ..init.ecosystems import (
         ECOSYSTEMS,
+        NODE_LIBRARIES,
         cmake_ecosystem,
         detect_ecosystem,
+        preloaded_ecosystem,
         python_ecosystem,
-        tinybench_ecosystem,
         vitest_ecosystem,
     )
 
@@ -94,11 +95,11 @@ def _ecosystem(directory: Path, name: str, python: str):
                 "dependencies, and *.bench.js or *.bench.ts files)"
             )
         return found
-    if name == "tinybench":
-        found = tinybench_ecosystem(directory)
+    if name in NODE_LIBRARIES:
+        found = preloaded_ecosystem(directory, name)
         if found is None:
             raise UserError(
-                f"{directory / 'package.json'}: no tinybench benchmarks (tinybench among the "
+                f"{directory / 'package.json'}: no {name} benchmarks ({name} among the "
                 "dependencies, and a `bench` script or a .js module that imports it)"
             )
         return found
@@ -198,8 +199,8 @@ def add_parsers(sub) -> None:
         help="the benchmarks to run and read: auto (default) finds a Cargo crate with criterion "
         "or #[bench] benches, a Go module with Benchmark functions, Python tests using "
         "pytest-benchmark, a CMake project with a Google Benchmark executable, a JavaScript or "
-        "TypeScript package with Vitest benchmarks or a JavaScript one with tinybench "
-        "benchmarks; none writes the plain METRIC-line template",
+        "TypeScript package with Vitest benchmarks or a JavaScript one with tinybench or "
+        "mitata benchmarks; none writes the plain METRIC-line template",
     )
     init.add_argument(
         "--python",

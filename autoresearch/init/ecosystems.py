@@ -3,7 +3,7 @@
 A Cargo crate with criterion benches (or libtest `#[bench]` ones), a Python project whose tests
 use pytest-benchmark's `benchmark` fixture, a Go module with `Benchmark` functions, a CMake
 project with a Google Benchmark executable, a JavaScript or TypeScript package with Vitest
-benchmarks or tinybench ones: each gets a
+benchmarks, tinybench or mitata ones: each gets a
 bench script that runs the project's own benchmarks and a config that reads their output in the
 tool's format (readers/formats.py), a build step where the toolchain has one (so that runs measure
 the code, not the compiler), its usual tests as the checks, and its sources as the scope.
@@ -22,12 +22,13 @@ from typing import Any
 __all__ = [
     "ECOSYSTEMS",
     "NAMES",
+    "NODE_LIBRARIES",
     "Ecosystem",
     "cmake_ecosystem",
     "detect_ecosystem",
+    "preloaded_ecosystem",
     "project_python",
     "python_ecosystem",
-    "tinybench_ecosystem",
     "vitest_ecosystem",
 ]
 
@@ -122,33 +123,41 @@ def _npm_build(directory: Path) -> str:
     return f"test -d node_modules || {install} --no-audit --no-fund --loglevel=error"
 
 
-# tinybench's results as METRIC lines (autoresearch.tinybench.mjs, which node loads first),
+# A library's results as METRIC lines (autoresearch.<library>.mjs, which node loads first),
 # collected in a file and handed on to the loop's channel, which the timed program never holds.
-TINYBENCH = """exec {{metrics}}>&"${{AUTORESEARCH_METRIC_FD:-1}}"
+NODE_PRELOADED = """exec {{metrics}}>&"${{AUTORESEARCH_METRIC_FD:-1}}"
 if [ -n "${{AUTORESEARCH_METRIC_FD:-}}" ]; then exec {{AUTORESEARCH_METRIC_FD}}>&-; fi
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
-export AUTORESEARCH_TINYBENCH_OUT="$out"
-preload="--import=\\"$PWD/autoresearch.tinybench.mjs\\""
+export AUTORESEARCH_METRICS_OUT="$out"
+preload="--import=\\"$PWD/{preload}\\""
 export NODE_OPTIONS="${{NODE_OPTIONS:+$NODE_OPTIONS }}$preload"
 ( exec {{metrics}}>&-; {runs} )
 cat "$out" >&"$metrics"
 """
-# A module that imports tinybench, as an ES module or a CommonJS one.
-_TINYBENCH = re.compile(r"""(from\s*|import\s*\(\s*|require\s*\(\s*)['"]tinybench['"]""")
+# The benchmark libraries with no report of their own that node runs with a module of init's
+# loaded first: what init says of them, and how their metrics read.
+NODE_LIBRARIES = {
+    "tinybench": "bench_task_ns: each task's median latency, in nanoseconds",
+    "mitata": "group_name_ns: each benchmark's median (p50), in nanoseconds",
+}
 _RUNNABLE = (".js", ".mjs", ".cjs")
 
 
-def tinybench_ecosystem(directory: Path, files: list[Path] | None = None) -> Ecosystem | None:
-    """A JavaScript package benched with tinybench (among its dependencies, and a module that
-    imports it): its `bench` script run, or each such module with node, with a module node
-    loads first (autoresearch.tinybench.mjs) that prints each task's median as a METRIC line;
-    `node_modules/` installed as for Vitest. None when it is not one."""
+def preloaded_ecosystem(
+    directory: Path, library: str, files: list[Path] | None = None
+) -> Ecosystem | None:
+    """A JavaScript package benched with tinybench or mitata (`library` among its
+    dependencies, and a module that imports it): its `bench` script run, or each such module
+    with node, with a module node loads first (autoresearch.<library>.mjs) that prints each
+    benchmark's median as a METRIC line; `node_modules/` installed as for Vitest. None when
+    it is not one."""
     package = _package(directory)
-    if package is None or "tinybench" not in _dependencies(package):
+    if package is None or library not in _dependencies(package):
         return None
+    imports = re.compile(rf"""(from\s*|import\s*\(\s*|require\s*\(\s*)['"]{library}['"]""")
     found = files if files is not None else _files(directory)
-    modules = [p for p in found if p.suffix in _RUNNABLE and _TINYBENCH.search(_text(p))]
+    modules = [p for p in found if p.suffix in _RUNNABLE and imports.search(_text(p))]
     scripts = package.get("scripts") if isinstance(package.get("scripts"), dict) else {}
     names = [str(p.relative_to(directory)) for p in modules]
     if isinstance(scripts.get("bench"), str):
@@ -157,17 +166,18 @@ def tinybench_ecosystem(directory: Path, files: list[Path] | None = None) -> Eco
         runs, bench_files = " && ".join(f"node {shlex.quote(n)}" for n in names), names
     else:
         return None
+    preload = f"autoresearch.{library}.mjs"
     return Ecosystem(
-        name="tinybench",
-        says="a JavaScript package with tinybench benchmarks",
-        bench=TINYBENCH.format(runs=runs).rstrip("\n"),
+        name=library,
+        says=f"a JavaScript package with {library} benchmarks",
+        bench=NODE_PRELOADED.format(runs=runs, preload=preload).rstrip("\n"),
         runs=runs,
         checks="npm test --silent",  # a package without tests fails it, saying so
         build=_npm_build(directory),
         keep=("node_modules/",),
         scope=_JS_SCOPE,
-        metrics="bench_task_ns: each task's median latency, in nanoseconds",
-        files=("autoresearch.tinybench.mjs",),
+        metrics=NODE_LIBRARIES[library],
+        files=(preload,),
         # A candidate that edits what the bench runs (a task made to do less, the script
         # pointed elsewhere) would measure its own bench, not the code.
         protect=tuple(bench_files),
@@ -177,7 +187,9 @@ def tinybench_ecosystem(directory: Path, files: list[Path] | None = None) -> Eco
 def detect_ecosystem(directory: Path, python: str = "python3") -> Ecosystem | None:
     """The first ecosystem `directory` is recognisably in, or None."""
     files = _files(directory)
-    node = vitest_ecosystem(directory, files) or tinybench_ecosystem(directory, files)
+    node = vitest_ecosystem(directory, files)
+    for library in NODE_LIBRARIES:
+        node = node or preloaded_ecosystem(directory, library, files)
     if node is not None:
         return node
     cargo = directory / "Cargo.toml"
@@ -359,7 +371,7 @@ def _guards(text: str, step: str | None, target: str) -> list[str]:
 
 # What `init --ecosystem` takes: the fixed ones, and those read from the tree (CMake's
 # executable, a package's lock file).
-NAMES = (*ECOSYSTEMS, "cmake-google-benchmark", "vitest", "tinybench")
+NAMES = (*ECOSYSTEMS, "cmake-google-benchmark", "vitest", *NODE_LIBRARIES)
 
 
 def _files(directory: Path) -> list[Path]:

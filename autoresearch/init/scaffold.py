@@ -146,8 +146,9 @@ EQUIVALENCE = {
     "cmake-google-benchmark": "./build/NAME testdata/corpus | sha256sum",
     "vitest": "node ./bin/NAME.js testdata/corpus | sha256sum",
     "tinybench": "node ./bin/NAME.js testdata/corpus | sha256sum",
+    "mitata": "node ./bin/NAME.js testdata/corpus | sha256sum",
 }
-NODE = ("vitest", "tinybench")  # the ecosystems whose bench runs node
+NODE = ("vitest", "tinybench", "mitata")  # the ecosystems whose bench runs node
 
 
 def _reads(ecosystem: Ecosystem) -> str:

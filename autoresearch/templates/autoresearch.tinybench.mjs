@@ -2,7 +2,7 @@
 // before the package's own bench (NODE_OPTIONS=--import, in autoresearch.sh), and each
 // `bench.run()` then prints one METRIC line per task: its median latency in nanoseconds, named
 // `<bench name>_<task name>_ns` in lower case (`fib 20` -> `fib_20_ns`). The lines go to the
-// file AUTORESEARCH_TINYBENCH_OUT names, which autoresearch.sh hands on to the loop's METRIC
+// file AUTORESEARCH_METRICS_OUT names, which autoresearch.sh hands on to the loop's METRIC
 // channel once the bench has exited (npm and other launchers pass a child no descriptor but
 // the standard three, and the environment whole); to stdout when it is not set.
 // tinybench 2 to 6, as an ES module or a CommonJS one: whichever the bench imports is the one
@@ -10,7 +10,7 @@
 import { appendFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 
-const out = process.env.AUTORESEARCH_TINYBENCH_OUT;
+const out = process.env.AUTORESEARCH_METRICS_OUT;
 
 function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
