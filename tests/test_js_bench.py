@@ -69,18 +69,7 @@ def test_a_night_on_a_javascript_package_benched_with_vitest(tmp_path):
         "src/fib.test.js": TEST,
         ".gitignore": "node_modules/\n",
     }
-    repo = project(tmp_path, "fibs", files)
-    install(repo)
-    init = run_cli("init", "--metric", "fib_20_ns", cwd=repo)
-    assert init.returncode == 0, init.stderr
-    assert "found a JavaScript/TypeScript package with Vitest benchmarks" in init.stdout
-    queue_win_and_null(
-        repo,
-        "src/fib.js",
-        SLOW,
-        ("Iterate", "n additions instead of fib(n) calls", FAST),
-        ("Say F(n)", "none: a comment", NULL),
-    )
+    repo = fib_night(tmp_path, files, "fib_20_ns", "a JavaScript/TypeScript package with Vitest")
 
     check = run_cli("check", cwd=repo)
     assert check.returncode == 0, check.stdout + check.stderr
@@ -92,6 +81,24 @@ def test_a_night_on_a_javascript_package_benched_with_vitest(tmp_path):
     paths = SessionPaths(repo / ".git" / "autoresearch" / "main")
     assert (paths.worktree / "node_modules" / "vitest").is_dir()
     assert (paths.baseline / "node_modules" / "vitest").is_dir()
+
+
+def fib_night(tmp_path, files: dict[str, str], metric: str, found: str):
+    """The package of `files`, its dependencies installed, `init` run with `metric` (finding
+    `found` benchmarks), and the night's win and null queued."""
+    repo = project(tmp_path, "fibs", files)
+    install(repo)
+    init = run_cli("init", "--metric", metric, cwd=repo)
+    assert init.returncode == 0, init.stderr
+    assert f"found {found} benchmarks" in init.stdout
+    queue_win_and_null(
+        repo,
+        "src/fib.js",
+        SLOW,
+        ("Iterate", "n additions instead of fib(n) calls", FAST),
+        ("Say F(n)", "none: a comment", NULL),
+    )
+    return repo
 
 
 def install(repo) -> None:
@@ -147,18 +154,7 @@ def test_a_night_on_a_javascript_package_benched_with_tinybench(tmp_path):
         "test.js": test,
         ".gitignore": "node_modules/\n",
     }
-    repo = project(tmp_path, "fibs", files)
-    install(repo)
-    init = run_cli("init", "--metric", "fibs_fib_20_ns", cwd=repo)
-    assert init.returncode == 0, init.stderr
-    assert "found a JavaScript package with tinybench benchmarks" in init.stdout
-    queue_win_and_null(
-        repo,
-        "src/fib.js",
-        SLOW,
-        ("Iterate", "n additions instead of fib(n) calls", FAST),
-        ("Say F(n)", "none: a comment", NULL),
-    )
+    repo = fib_night(tmp_path, files, "fibs_fib_20_ns", "a JavaScript package with tinybench")
     check = run_cli("check", "--no-calibrate", cwd=repo)
     assert check.returncode == 0, check.stdout + check.stderr
     (listed,) = [line.split() for line in check.stdout.splitlines() if "fibs_fib_20_ns" in line]
