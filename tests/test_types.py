@@ -53,7 +53,7 @@ STRICT = [
 ]
 
 
-def test_the_strict_modules_type_check(tmp_path):
+def test_the_strict_modules_type_check():
     done = subprocess.run(
         [
             sys.executable,
@@ -62,8 +62,10 @@ def test_the_strict_modules_type_check(tmp_path):
             "--strict",
             "--follow-imports=silent",
             "--ignore-missing-imports",
+            # The checkout's own cache (ignored by git): a run after the first checks only
+            # what changed, ten seconds of CPU down to one.
             "--cache-dir",
-            str(tmp_path / "mypy"),
+            str(ROOT / ".mypy_cache"),
             *STRICT,
         ],
         cwd=ROOT,
