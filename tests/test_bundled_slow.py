@@ -148,7 +148,10 @@ def test_loop_on_the_bundled_target(tmp_path):
     previous = "grantstore/grantstore.(*grantWriter).previous (targets/pebble/grantstore/grant_"
     previous += "writer.go)"
     shares = [{t["frame"]: t["total_pct"] for t in top_frames(p, 10_000)} for p in (base, kept)]
-    top = {t["frame"]: t for t in top_frames(base, 15)}
+    # Among the top frames, with a third of the samples or so: Pebble's background compaction
+    # is a chain of a dozen frames of about the same share, which can rank above it.
+    top = {t["frame"]: t for t in top_frames(base, 40)}
+    assert previous in top and top[previous]["total_pct"] > 10, sorted(top)
     assert top[previous]["line"].startswith("targets/pebble/grantstore/grant_writer.go:"), top
     assert shares[1].get(previous, 0.0) < shares[0][previous] / 2, (
         shares[0][previous],
