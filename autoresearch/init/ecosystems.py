@@ -78,9 +78,9 @@ def vitest_ecosystem(directory: Path, files: list[Path] | None = None) -> Ecosys
     (offline, from npm's cache: fetch before the night) and kept across reverts. None when
     it is not one."""
     package = _package(directory)
-    found = files if files is not None else _files(directory)
     if package is None or "vitest" not in _dependencies(package):
         return None
+    found = files if files is not None else _files(directory)
     if not any(".bench." in p.name for p in found):
         return None
     return Ecosystem(

@@ -135,6 +135,7 @@ def _profile_values(ecosystem: Ecosystem | None, bench: str) -> dict:
     return {"profile_on": on, "profile_command": perf, "profile_format": "perf"}
 
 
+NODE = ("vitest", "tinybench", "mitata")  # the ecosystems whose bench runs node
 # What an output equivalence check looks like for each ecosystem: the program run on a corpus
 # the tests do not time, its output digested.
 EQUIVALENCE = {
@@ -144,11 +145,8 @@ EQUIVALENCE = {
     "cargo-libtest": "cargo run --release --quiet -- testdata/corpus | sha256sum",
     "pytest-benchmark": "python3 -m yourpackage testdata/corpus | sha256sum",
     "cmake-google-benchmark": "./build/NAME testdata/corpus | sha256sum",
-    "vitest": "node ./bin/NAME.js testdata/corpus | sha256sum",
-    "tinybench": "node ./bin/NAME.js testdata/corpus | sha256sum",
-    "mitata": "node ./bin/NAME.js testdata/corpus | sha256sum",
+    **dict.fromkeys(NODE, "node ./bin/NAME.js testdata/corpus | sha256sum"),
 }
-NODE = ("vitest", "tinybench", "mitata")  # the ecosystems whose bench runs node
 
 
 def _reads(ecosystem: Ecosystem) -> str:

@@ -194,12 +194,16 @@ class AACheck:
 
     def to_dict(self) -> dict[str, Any]:
         """In the order the journal has always held it."""
-        order = ("can_fail", "smallest_p", "n_per_arm", "shift_pct", "ci_low_pct")
-        return {name: getattr(self, name) for name in (*order, "ci_high_pct", "p_value", "ok")}
+        return {name: getattr(self, name) for name in _AA_ORDER}
 
     @classmethod
     def from_dict(cls, found: Mapping[str, Any]) -> AACheck:
         return cls(**fields_in(cls, found))
+
+
+_AA_ORDER = (
+    "can_fail", "smallest_p", "n_per_arm", "shift_pct", "ci_low_pct", "ci_high_pct", "p_value", "ok"
+)  # fmt: skip
 
 
 def primary_metric(decision: Any) -> dict[str, Any] | None:

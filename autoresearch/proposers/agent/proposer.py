@@ -191,7 +191,7 @@ class AgentProposer:
             (handoff / name).write_text(text, encoding="utf-8")  # a preset's own (a policy)
         log_dir = fresh_dir(SessionPaths(context.state_dir).logs, f"agent-{k:04d}")
         (log_dir / "prompt.md").write_text(prompt, encoding="utf-8")
-        branch_before = source.resolve(f"refs/heads/{context.branch}") if context.branch else None
+        branch_before = source.branch_tip(context.branch) if context.branch else None
         command = self._command(context, k, pivot, measuring)
         env = {
             "AUTORESEARCH_PROMPT": str(prompt_path),
@@ -449,16 +449,13 @@ def _put_branch_back(source: Repo, branch: str | None, before: str | None) -> bo
     if branch is None or before is None:
         return False
     ref = f"refs/heads/{branch}"
-    # A failed read is an error, never an empty history that would move the branch back
-    # under the loop's own keeps; a branch the agent deleted is put back.
-    read = source.run("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
-    if not read.ok and read.code != 1:
-        raise WorkspaceError(f"the session branch {ref} could not be read: {read.err.strip()}")
-    now = read.out.strip() if read.ok else None
+    now = source.branch_tip(branch)  # None: the agent deleted it, and it is put back
     if now == before:
         return False
     keep_to = before
     log = ["log", "--reverse", "--first-parent", "--format=%H%x00%ae%x00%B%x1e"]
+    # A failed read is an error, never an empty history that would move the branch back
+    # under the loop's own keeps.
     made = source.must(*log, f"{before}..{now}") if now is not None else ""
     for entry in filter(str.strip, made.split("\x1e")):
         sha, email, message = entry.strip("\n").split("\0", 2)
