@@ -14,6 +14,7 @@ from typing import Any
 
 from .config_checks import check_config, check_session_name
 from .errors import ConfigError
+from .statuses import Aggregate, ChecksWhen, Direction, RemeasureWhen, SandboxMode
 from .tables import build, read_toml
 
 __all__ = [
@@ -117,7 +118,7 @@ class BenchConfig:
     rows: int = 0
     warmup_runs: int = 0
     repeat: int = 1
-    aggregate: str = "best"
+    aggregate: Aggregate = Aggregate.BEST
     # A cheaper command that prints only the sentinels' METRIC lines: once a win is decided and
     # only a sentinel is unresolved, the extra pairs run it instead of the whole bench, so the
     # same seconds buy more pairs where the uncertainty is.
@@ -128,14 +129,14 @@ class BenchConfig:
 class ChecksConfig:
     command: str = "./autoresearch.checks.sh"
     timeout_s: float = 900.0
-    when: str = "keep"
+    when: ChecksWhen = ChecksWhen.KEEP
     env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class MetricSpec:
     name: str
-    direction: str = "lower"
+    direction: Direction = Direction.LOWER
     unit: str = ""
 
 
@@ -143,7 +144,7 @@ class MetricSpec:
 class SentinelSpec:
     name: str
     budget_pct: float
-    direction: str = "lower"
+    direction: Direction = Direction.LOWER
     unit: str = ""
 
 
@@ -205,7 +206,7 @@ class ClusterConfig:
     remeasure: int = 2  # times a win measured against a best that moved is measured again
     # When it is: "overlap", only when the keeps since its measurement touched one of its files
     # (else kept on that evidence, said in its record); "always", whenever the best moved.
-    remeasure_when: str = "overlap"
+    remeasure_when: RemeasureWhen = RemeasureWhen.OVERLAP
     connect_timeout_s: float = 60.0  # for the scheduler and its first bench worker
     # How long a lost scheduler may take to come back before the night stops (its experiments
     # in flight recorded as interrupted, run again on resume).
@@ -225,7 +226,7 @@ class ReportConfig:
 class SandboxConfig:
     # "auto": confine each run of the target's code with bubblewrap when this machine can,
     # else warn and run unconfined; "bwrap": always (refuse without it); "off": never.
-    mode: str = "auto"
+    mode: SandboxMode = SandboxMode.AUTO
     required: bool = False  # refuse to run unconfined (as mode = "bwrap")
     network: bool = False  # bench, build and checks may reach the network
     build_network: bool = False  # the build alone may (it fetches dependencies)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import enum
 import sys
 import types
 import typing
@@ -85,6 +86,8 @@ def config_keys() -> dict[str, tuple[str, str]]:
 
 
 def _type(kind: object) -> str:
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):  # a choice: its values
+        return " | ".join(f'"{member.value}"' for member in kind)
     if isinstance(kind, type) and not isinstance(kind, types.GenericAlias):
         return kind.__name__
     return str(kind).replace("typing.", "")

@@ -3,14 +3,26 @@
 A status is a `StrEnum`: it is its own string in the journal and compares equal to it, so
 records written before it existed read the same. What a status means for the loop (runs again,
 counts as a failure, the exit code `try` gives) lives on the member, not in lists scattered
-through the modules that ask.
+through the modules that ask. The config's choices (a metric's direction, `checks.when`,
+`sandbox.mode` and the rest) are enums here too, read from the TOML by tables.build.
 """
 
 from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["EXIT_CODES", "FAILED_STATUSES", "STATUSES", "Direction", "Rule", "Status"]
+__all__ = [
+    "EXIT_CODES",
+    "FAILED_STATUSES",
+    "STATUSES",
+    "Aggregate",
+    "ChecksWhen",
+    "Direction",
+    "RemeasureWhen",
+    "Rule",
+    "SandboxMode",
+    "Status",
+]
 
 
 class Status(StrEnum):
@@ -55,6 +67,36 @@ class Direction(StrEnum):
 
     LOWER = "lower"
     HIGHER = "higher"
+
+
+class Aggregate(StrEnum):
+    """How a run's repeated samples of a metric become its value: `bench.aggregate`."""
+
+    BEST = "best"
+    MEDIAN = "median"
+
+
+class ChecksWhen(StrEnum):
+    """Which candidates the correctness checks gate: `checks.when`."""
+
+    KEEP = "keep"
+    ALWAYS = "always"
+    NEVER = "never"
+
+
+class SandboxMode(StrEnum):
+    """Whether runs of the target's code are confined: `sandbox.mode`."""
+
+    AUTO = "auto"
+    BWRAP = "bwrap"
+    OFF = "off"
+
+
+class RemeasureWhen(StrEnum):
+    """When a win measured against a best that has moved on runs again: `cluster.remeasure_when`."""
+
+    OVERLAP = "overlap"
+    ALWAYS = "always"
 
 
 class Rule(StrEnum):

@@ -4,6 +4,7 @@ mistake a ConfigError naming the file and the key (`bench.timeout_s`, `sentinel[
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import tomllib
 import types
@@ -80,6 +81,8 @@ def _coerce(hint, value, path: Path, key: str, strict: bool = True):
         return _coerce(
             next(a for a in typing.get_args(hint) if a is not type(None)), value, path, key
         )
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return _choice(hint, value, path, key)
     if hint is float and isinstance(value, int) and not isinstance(value, bool):
         return float(value)
     if hint is float and isinstance(value, float) and not math.isfinite(value):
@@ -92,6 +95,15 @@ def _coerce(hint, value, path: Path, key: str, strict: bool = True):
     ):
         return value
     raise ConfigError(f"{path}: '{key}' must be {hint.__name__}, got {_toml_type(value)}")
+
+
+def _choice(hint: type[enum.Enum], value: object, path: Path, key: str) -> enum.Enum:
+    """One of an enum's values (`checks.when`, `metric.direction`), as that enum's member."""
+    choices = [member.value for member in hint]
+    if isinstance(value, str) and value in choices:
+        return hint(value)
+    got = repr(value) if isinstance(value, str) else _toml_type(value)
+    raise ConfigError(f"{path}: '{key}' must be one of {', '.join(choices)}, got {got}")
 
 
 def _no_nul(value: Any, path: Path, key: str) -> None:

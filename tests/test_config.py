@@ -53,7 +53,14 @@ def test_protected_globs_include_the_harness(tmp_path):
         (MINIMAL + '[scope]\ninclude = "src"\n', "'scope.include' must be a list"),
         (MINIMAL + "[scope]\ninclude = [1]\n", "'scope.include[0]' must be str"),
         (MINIMAL + '[[sentinel]]\nname = "s"\n', "missing required key 'sentinel[0].budget_pct'"),
-        ('[metric]\nname = "x"\ndirection = "down"\n', "'metric.direction' must be 'lower'"),
+        (
+            '[metric]\nname = "x"\ndirection = "down"\n',
+            "'metric.direction' must be one of lower, higher, got 'down'",
+        ),
+        (
+            MINIMAL + "[bench]\naggregate = 1\n",
+            "'bench.aggregate' must be one of best, median, got integer",
+        ),
         ("[bench]\nruns = 3\n", "missing [metric] section"),
         ("[metric\n", "not valid TOML"),
         (MINIMAL + "[bench]\nenv = { A = 1 }\n", "'bench.env' must be a table of strings"),

@@ -15,6 +15,7 @@ from autoresearch.config import load_config
 from autoresearch.decide.calibration import run_seconds
 from autoresearch.journal.store import read_journal
 from autoresearch.repo.state_dir import session_paths
+from autoresearch.statuses import Aggregate
 
 
 def test_arms_alternate_after_calibration_on_the_baseline_tree(target, tmp_path):
@@ -210,7 +211,7 @@ def test_warmup_runs_are_dropped_repeats_make_one_sample_and_cpus_pin(tmp_path):
     assert pair.candidate.samples["ops"] == [999, 996]
     assert pair.baseline.samples["cpus"] == [1, 1]  # pinned by taskset to one CPU
     assert len(pair.warmup.runs) == 2 and len(pair.baseline.runs) == 6
-    median = dataclasses.replace(config.bench, aggregate="median", warmup_runs=0)
+    median = dataclasses.replace(config.bench, aggregate=Aggregate.MEDIAN, warmup_runs=0)
     config = dataclasses.replace(config, bench=median)
     again = measure_pair(Harness(config, env={}, stop=None), arms, logs, pairs=1)
     assert again.baseline.samples["t_ms"] == [108]  # runs 7, 8, 9: the median

@@ -27,7 +27,7 @@ from ..filestate import redate
 from ..journal.decision import Decision
 from ..journal.placement import Confinement
 from ..repo.workspace import BaselineTree
-from ..statuses import Status
+from ..statuses import Aggregate, Direction, Status
 from .armstate import ArmStates
 from .environ import bench_environ
 from .equivalence import equivalence_failure, stdout_wrapped
@@ -90,7 +90,7 @@ class Harness:
             own = replace(sandbox, secret=(), shown=(*sandbox.shown, *sandbox.secret))
             self.holdout_runner = LocalRunner.of(config, own)
         # The metrics whose least disturbed run is the highest, for `aggregate = "best"`.
-        self._higher = {m.name for m in config.all_metrics() if m.direction == "higher"}
+        self._higher = {m.name for m in config.all_metrics() if m.direction == Direction.HIGHER}
         self.env = {**config.bench.env, **env}
         # What the runs get of the user's environment (environ.py): never the loop's secrets.
         self.environ = bench_environ(config.bench.pass_env)
@@ -191,7 +191,7 @@ class Harness:
     def _aggregate(self, name: str, values: list[float]) -> float:
         if len(values) == 1:
             return values[0]
-        if self.config.bench.aggregate == "median":
+        if self.config.bench.aggregate == Aggregate.MEDIAN:
             return statistics.median(values)
         return max(values) if name in self._higher else min(values)
 

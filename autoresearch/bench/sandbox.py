@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from ..errors import UserError
 from ..files import gitdir_of
 from ..journal.placement import Confinement
+from ..statuses import SandboxMode
 from .bwrap import bwrap, bwrap_problem, privileges, socket_filter
 from .environ import offline_switches
 from .seccomp import unix_filter_fd
@@ -406,11 +407,11 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
     """The sandbox runs of this config get, and why they are unconfined when they are; a
     UserError when they must be confined and cannot be."""
     s = config.sandbox
-    if s.mode == "off":
+    if s.mode == SandboxMode.OFF:
         return None, '[sandbox] mode = "off"'
     problem = bwrap_problem()
     if problem is not None:
-        if s.required or s.mode == "bwrap":
+        if s.required or s.mode == SandboxMode.BWRAP:
             why = "required = true" if s.required else 'mode = "bwrap"'
             raise UserError(
                 f"{config.path}: runs must be confined ([sandbox] {why}), but {problem}"

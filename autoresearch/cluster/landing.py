@@ -18,7 +18,7 @@ from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..loop.driver import account, adopt_calibration
 from ..loop.lifecycle import Candidate, Measured, conclude
 from ..loop.session import Session
-from ..statuses import Status
+from ..statuses import RemeasureWhen, Status
 from .hostrun import HostRun
 
 __all__ = ["Flight", "Landing"]
@@ -127,7 +127,7 @@ class Landing:
         tip = session.ws.tip()
         if decision.status == Status.KEEP and flight.parent != tip:
             moved = self.moved_files(flight.parent, tip)
-            always = session.config.cluster.remeasure_when == "always"
+            always = session.config.cluster.remeasure_when == RemeasureWhen.ALWAYS
             if always or moved & set(flight.candidate.paths):
                 self.measure_again(flight, decision, host, measured)
                 return

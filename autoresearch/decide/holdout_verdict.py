@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from ..config import Config
 from ..journal.decision import Decision, HoldoutEvidence
-from ..statuses import Direction, Rule, Status
+from ..statuses import Rule, Status
 from .rule import CONFIDENCE, improvement
 from .stats import compare, compare_paired
 
@@ -43,7 +43,7 @@ def holdout_evidence(
         comparison = compare(baseline, candidate, confidence)
     measured = HoldoutEvidence(
         metric=spec.name,
-        direction=Direction(spec.direction),
+        direction=spec.direction,
         unit=spec.unit,
         budget_pct=spec.budget_pct,
         min_gain_pct=round(floor, 3),

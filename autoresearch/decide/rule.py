@@ -383,7 +383,7 @@ class Judge:
     def _evidence(self, spec: Spec, baseline: Samples, candidate: Samples) -> Evidence:
         b, c = baseline.get(spec.name, []), candidate.get(spec.name, [])
         known = Evidence(
-            direction=Direction(spec.direction),
+            direction=spec.direction,
             unit=spec.unit,
             baseline_samples=list(b),
             candidate_samples=list(c),
@@ -395,6 +395,7 @@ class Judge:
         gain, low, high, p_better = improvement(spec, comparison)
         # The same runs as two samples, beside: what the pairing bought.
         unpaired = compare(b, c, CONFIDENCE) if comparison.paired else None
+        lower = spec.direction == Direction.LOWER
         return replace(
             known,
             **comparison.estimate(),
@@ -404,7 +405,7 @@ class Judge:
             pooled_with_calibration=comparison.pooled,
             compared=True,
             p_better=p_better,
-            p_worse=comparison.p_higher if spec.direction == "lower" else comparison.p_lower,
+            p_worse=comparison.p_higher if lower else comparison.p_lower,
             improvement_pct=gain,
             improvement_low_pct=low,
             improvement_high_pct=high,

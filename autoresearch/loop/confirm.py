@@ -151,7 +151,7 @@ def confirmation_record(
         # samples, said in the record.
         comparison = compare_paired(b, t, CONFIDENCE) or compare(b, t, CONFIDENCE)
         metrics[name] = ConfirmedMetric(
-            direction=Direction(spec.direction) if spec else Direction.LOWER,
+            direction=spec.direction if spec else Direction.LOWER,
             unit=spec.unit if spec else "",
             baseline_samples=b,
             tip_samples=t,

@@ -34,7 +34,7 @@ from ..repo.guard import TreeGuard
 from ..repo.patchcheck import PatchProblem, check_paths, patch_paths
 from ..repo.seal import RepoSeal
 from ..repo.workspace import BaselineTree, UncommittableError
-from ..statuses import Status
+from ..statuses import ChecksWhen, Status
 from .second_look import second_look_count
 from .session import Session, StopRequested, prepare_best, proposal_context
 from .testref import best_tests, remember_tests
@@ -443,7 +443,7 @@ def put_back(guard: TreeGuard, baseline: BaselineTree) -> list[str]:
 
 def wants_checks(config: Config, decision: Decision) -> bool:
     when = config.checks.when
-    return when == "always" or (when == "keep" and decision.status == Status.KEEP)
+    return when == ChecksWhen.ALWAYS or (when == ChecksWhen.KEEP and decision.status == Status.KEEP)
 
 
 def save_patch(session: Session, n: int, hypothesis: Hypothesis) -> Path:

@@ -28,6 +28,7 @@ from ..repo.gitrepo import open_repo
 from ..repo.state_dir import session_paths
 from ..repo.workspace import Workspace
 from ..report.scales import scale_parts
+from ..statuses import ChecksWhen
 
 __all__ = ["Preflight", "check_repository", "holdout_problems", "require_scripts", "run_preflight"]
 
@@ -267,7 +268,7 @@ def _calibrate(
 def require_scripts(config: Config, ws: Workspace) -> None:
     """The bench and checks must be committed: the loop runs them from the session worktree."""
     needed = [("bench.command", config.bench.command), ("bench.build", config.bench.build)]
-    if config.checks.when != "never":
+    if config.checks.when != ChecksWhen.NEVER:
         needed.append(("checks.command", config.checks.command))
     for key, command in needed:
         script = script_path(command) if command else None

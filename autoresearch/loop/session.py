@@ -32,7 +32,7 @@ from ..proposers.chain import ProposerChain
 from ..repo.state_dir import SessionLock, SessionPaths, read_inflight, session_paths
 from ..repo.watch import Watches
 from ..repo.workspace import BaselineTree, Workspace, open_workspace
-from ..statuses import Direction, Status
+from ..statuses import Status
 from .preflight import require_scripts
 from .recovery import KeptCommit, kept_commits, next_experiment_number, reconcile_branch, recover
 from .signals import stop_on_signals
@@ -373,7 +373,7 @@ def proposal_context(session: Session) -> ProposalContext:
         tip=session.ws.tip(),
         worktree=session.ws.path,
         metric=session.config.metric.name,
-        direction=Direction(session.config.metric.direction),
+        direction=session.config.metric.direction,
         base=session.base_commit,
         baseline=session.baseline,
         best=session.best_median,

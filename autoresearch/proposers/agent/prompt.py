@@ -104,8 +104,8 @@ def _data(
     best_change = change_pct(context.baseline, context.best)
     return {
         "metric": metric.name,
-        "direction": metric.direction,
-        "better": "lower" if metric.direction == "lower" else "higher",
+        "direction": str(metric.direction),
+        "better": str(metric.direction),
         "unit": unit,
         "tip": context.tip,
         "base": context.base or context.tip,
