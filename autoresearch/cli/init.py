@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import UserError
+from ..statuses import Direction
 from .common import doc
 
 
@@ -178,7 +179,9 @@ def add_parsers(sub) -> None:
         "--metric", help="primary metric name (default: bench_ms, or the pi session's)"
     )
     init.add_argument(
-        "--direction", choices=["lower", "higher"], help="default: lower, or the pi session's"
+        "--direction",
+        choices=[d.value for d in Direction],
+        help="default: lower, or the pi session's",
     )
     init.add_argument("--unit", help="primary metric unit (default: ms, or the pi session's)")
     init.add_argument(

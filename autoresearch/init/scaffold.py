@@ -11,6 +11,7 @@ from pathlib import Path
 import jinja2
 
 from ..errors import UserError
+from ..statuses import Direction
 from .ecosystems import Ecosystem
 
 __all__ = ["scaffold"]
@@ -53,8 +54,9 @@ def scaffold(
     runs, and how its output is read."""
     if not directory.is_dir():
         raise UserError(f"{directory}: not a directory")
-    if direction not in ("lower", "higher"):
-        raise UserError(f"--direction must be 'lower' or 'higher', got '{direction}'")
+    choices = [d.value for d in Direction]  # a pi session's bestDirection may name anything
+    if direction not in choices:
+        raise UserError(f"--direction must be one of {', '.join(choices)}, got '{direction}'")
     targets = {name: directory / rel for name, rel in FILES.items() if only is None or name in only}
     extra = ecosystem.files if ecosystem is not None and only is None else ()
     targets.update({name: directory / name for name in extra})
