@@ -96,7 +96,7 @@ def test_a_night_of_every_kind_of_proposal_ends_with_the_right_records(target, t
     outcome = run(target)
 
     records = experiments(target)
-    got = [(r.status, (r.agent or {}).get("refusal")) for r in records]
+    got = [(r.status, (r.agent.refusal if r.agent else None)) for r in records]
     assert got == [
         ("keep", None),
         ("discard", None),
@@ -194,7 +194,7 @@ def test_pivots_then_stops_after_experiments_without_a_keep(target, tmp_path):
     texts = prompts(transcript)
     assert "structurally different" not in texts[1]
     assert "structurally different idea" in texts[2] and "last 2 experiments" in texts[2]
-    assert records[2].agent["pivot"] is True
+    assert records[2].agent.pivot is True
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -209,10 +209,10 @@ def test_each_preset_runs_its_cli_headless_and_reads_its_cost(target, tmp_path, 
     (record,) = experiments(target)
     argv = json.loads((transcript / "argv-1.json").read_text())
     assert argv[0] == preset and "--model" in argv and "m-1" in argv
-    usage = record.agent["usage"]
+    usage = record.agent.usage
     expected_cost = {"claude": 0.25, "aider": 0.25, "opencode": 0.25}.get(preset)
-    assert usage["cost_usd"] == expected_cost  # codex and gemini report tokens, not dollars
-    assert usage["input_tokens"] and usage["output_tokens"]
+    assert usage.cost_usd == expected_cost  # codex and gemini report tokens, not dollars
+    assert usage.input_tokens and usage.output_tokens
     # The prompt reached the CLI whole, the way that CLI takes it.
     assert "Propose one change" in (transcript / "prompt-1.md").read_text()
     if preset == "claude":
@@ -259,8 +259,8 @@ def test_prepare_ahead_proposes_while_the_bench_runs(target, tmp_path):
     assert [r.status for r in records] == ["discard", "keep", "refused", "keep"], [
         (r.error, r.agent) for r in records
     ]
-    assert [r.agent["prepared_ahead"] for r in records] == [False, True, True, True]
-    assert "no longer applies" in records[2].error and records[2].agent["refusal"] == "stale"
+    assert [r.agent.prepared_ahead for r in records] == [False, True, True, True]
+    assert "no longer applies" in records[2].error and records[2].agent.refusal == "stale"
     assert outcome.kept == 2
     assert git(target.root, "show", "autoresearch/t:src/value.txt") == "60\n"
 
@@ -326,10 +326,10 @@ def test_oversized_and_protected_diffs_are_refused_unbenched(target, tmp_path):
     use_agent(target, tmp_path, steps, max_patch_kib=1)
     run(target)
     big, guarded, judge = experiments(target)
-    assert (big.status, big.agent["refusal"]) == ("refused", "size")
+    assert (big.status, big.agent.refusal) == ("refused", "size")
     assert "max_patch_kib = 1" in big.error
-    assert guarded.agent["refusal"] == "scope" and "protected" in guarded.error
-    assert judge.agent["refusal"] == "scope" and "autoresearch.toml" in judge.error
+    assert guarded.agent.refusal == "scope" and "protected" in guarded.error
+    assert judge.agent.refusal == "scope" and "autoresearch.toml" in judge.error
     assert all(not r.bench_logs for r in (big, guarded, judge))
 
 
@@ -370,7 +370,7 @@ def test_a_keep_made_while_an_agent_prepares_ahead_stays_on_the_branch(target, t
 
     records = experiments(target)
     assert records[0].status == "keep"
-    assert records[1].agent.get("refusal") != "branch", records[1].error
+    assert records[1].agent.refusal != "branch", records[1].error
     kept = [r.title for r in records if r.status == "keep"]
     assert target.branch_log() == [*reversed(kept), "synthetic target"]
 
@@ -406,7 +406,7 @@ def test_what_claude_code_refused_and_why_it_stopped_are_said(target, tmp_path):
     denied, stopped = experiments(target)
     assert denied.status == "refused"
     assert denied.error == "the agent changed no file; its CLI refused: Edit /x/.git/src/value.txt"
-    assert denied.agent["usage"]["denied"] == ["Edit /x/.git/src/value.txt"]
+    assert denied.agent.usage.denied == ("Edit /x/.git/src/value.txt",)
     assert stopped.status == "agent_failed"
     assert "it reached its turn limit (max_turns) before finishing" in stopped.error
 
@@ -429,8 +429,8 @@ def test_a_cli_outside_the_tested_series_is_said_and_recorded(target, tmp_path):
     assert len(said) == 1, warnings
     assert "outside the series the claude preset was tested with (2.1.197" in said[0]
     first, second = experiments(target)
-    assert first.agent["cli"]["version"] == second.agent["cli"]["version"] == "2.0.14"
-    assert "outside the series" in first.agent["cli"]["note"]
+    assert first.agent.cli["version"] == second.agent.cli["version"] == "2.0.14"
+    assert "outside the series" in first.agent.cli["note"]
 
 
 def test_the_tested_series_is_the_same_major_and_for_0x_the_same_minor():
@@ -470,4 +470,4 @@ def test_a_failed_agent_is_said_in_its_own_words_without_escapes(target, tmp_pat
         "the agent failed (exit code 1): quota exceeded for today",
         "the agent failed (exit code 1): Error: Read-only file system (os error 30)",
     ]
-    assert all(r.error.endswith(f"{r.agent['log']})") for r in records)
+    assert all(r.error.endswith(f"{r.agent.log})") for r in records)

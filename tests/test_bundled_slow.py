@@ -199,4 +199,4 @@ def test_a_stand_in_agent_replaying_the_queue_keeps_what_the_queue_keeps(tmp_pat
     assert skip_get.decision.metrics["pebble_writepack_100k_ms"].change_pct < -20
     assert outcome.kept == 1
     first = records[0]  # the agent's own run
-    assert first.agent["preset"] == "command" and first.agent["usage"]["cost_usd"] is None
+    assert first.agent.preset == "command" and first.agent.usage.cost_usd is None

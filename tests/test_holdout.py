@@ -402,6 +402,6 @@ pathlib.Path("src/peek.txt").write_text(found + "\\n")
 
     (record,) = experiments(target)
     assert record.status == "keep", (record.status, record.error)
-    assert record.agent["confinement"]["tool"] == "bwrap"
+    assert record.agent.confinement["tool"] == "bwrap"
     shown = git(target.root, "show", f"{record.kept_commit}:src/peek.txt")
     assert shown == "failed: No such file or directory\n"

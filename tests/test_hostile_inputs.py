@@ -313,9 +313,9 @@ def test_an_agent_reporting_infinite_tokens_and_a_huge_title(target, tmp_path):
     assert record.status == "keep", record.error
     assert len(record.title) == MAX_TITLE_CHARS
     assert len(record.asi.hypothesis) <= 4000
-    usage = record.agent["usage"]
-    assert usage["input_tokens"] is None and usage["output_tokens"] is None
-    assert usage["cost_usd"] == 0.01
+    usage = record.agent.usage
+    assert usage.input_tokens is None and usage.output_tokens is None
+    assert usage.cost_usd == 0.01
 
 
 def test_a_session_s_logs_past_their_budget_are_pruned_between_experiments(target):
@@ -350,7 +350,7 @@ def test_an_unconfined_agent_that_changes_the_repository_is_refused_and_put_back
 
     assert done.returncode == 0, done.stderr
     first, second = experiments(target)
-    assert first.status == "refused" and first.agent["refusal"] == "reach", first.error
+    assert first.status == "refused" and first.agent.refusal == "reach", first.error
     assert "hooks/post-checkout was added" in first.error and "(put back)" in first.error
     assert not (target.root / ".git" / "hooks" / "post-checkout").exists()
     assert (target.root / ".git" / "config").read_text() == config_before
@@ -396,7 +396,7 @@ def test_an_agent_that_writes_into_the_measurement_trees_is_refused_and_they_are
 
     assert done.returncode == 0, done.stderr
     first, second = experiments(target)
-    assert first.status == "refused" and first.agent["refusal"] == "reach", first.error
+    assert first.status == "refused" and first.agent.refusal == "reach", first.error
     assert "measurement trees were written to" in first.error and "(put back)" in first.error
     assert second.status == "keep"
     assert second.evidence().baseline_median == 100.0

@@ -113,7 +113,9 @@ def test_lines_an_earlier_version_wrote_read_as_values_and_write_back_unchanged(
     from its commit, a confined crash, wins measured on bench hosts, one of them again on a
     best that moved): read back typed, and but the recovered one (whose evidence is what its
     trailer held) written back as the same JSON; and two confirmations, one with the hidden
-    holdout's comparison."""
+    holdout's comparison. Three lines of coding agents' proposals (a win proposed while the
+    bench ran, a proposal refused as stale, an agent that crashed) read their run as an
+    `AgentRun`."""
     lines = [json.loads(line) for line in EARLIER.read_text().splitlines()]
     records = [record_from_dict(line) for line in lines]
     confirmations = [r for r in records if r.kind == "confirmation"]
@@ -136,6 +138,11 @@ def test_lines_an_earlier_version_wrote_read_as_values_and_write_back_unchanged(
     (again,) = [r for r in hosted if r.cluster.stale]
     assert again.cluster.stale[0].change_pct < 0 and again.cluster.stale[0].parent
     assert all(r.checks is None or r.checks.exit_code == 0 for r in records)
+    ahead, stale, crashed = (r for r in records if r.agent is not None)
+    assert ahead.status == "keep" and ahead.agent.prepared_ahead and ahead.agent.refusal is None
+    assert (stale.agent.refusal, crashed.agent.refusal) == ("stale", "crash")
+    assert crashed.agent.exit_code != 0 and crashed.agent.usage.cost_usd is None
+    assert all(r.agent.log.endswith("agent.log") and not r.agent.confined for r in records[:3])
     held, plain = confirmations
     assert held.holdout.change_pct < 0 and held.holdout.duration_s > 0 and plain.holdout is None
     assert held.metrics["time_ms"].estimator == "paired" and held.metrics["time_ms"].tip_samples

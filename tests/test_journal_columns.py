@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from conftest import experiment_record
 
+from autoresearch.journal.agent_run import AgentRun, Usage
 from autoresearch.journal.columns import columns_path, review_table
 from autoresearch.journal.index import index_path, refresh_index
 from autoresearch.journal.store import Journal
@@ -32,7 +33,7 @@ def journal(tmp_path):
     journal = Journal(tmp_path / "experiments.jsonl", "s")
     for n, status in enumerate(["discard", "keep", "inconclusive", "crash", "keep"], 1):
         journal.append(record(n, status))
-    journal.append(record(6, agent={"preset": "claude", "usage": {"cost_usd": 0.5}}))
+    journal.append(record(6, agent=AgentRun("claude", usage=Usage(cost_usd=0.5))))
     journal.append(record(7, session="other"))
     return journal
 

@@ -10,6 +10,7 @@ from collections import Counter
 import pytest
 from conftest import experiment_record
 
+from autoresearch.journal.agent_run import AgentRun, Usage
 from autoresearch.journal.digest import session_digest, summary_path
 from autoresearch.journal.index import index_path, refresh_index
 from autoresearch.journal.store import Journal
@@ -22,8 +23,7 @@ def record(n: int, status: str = "discard", title: str | None = None, **more):
 
 
 def agent_record(n: int, status: str, cost: float | None):
-    usage = {"cost_usd": cost} if cost is not None else {}
-    return record(n, status, agent={"preset": "claude", "usage": usage})
+    return record(n, status, agent=AgentRun("claude", usage=Usage(cost_usd=cost)))
 
 
 def expected(path, session="s"):

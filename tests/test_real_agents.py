@@ -175,7 +175,7 @@ def kept_the_win(target, preset: str):
     assert record.asi.mechanism == WIN.hypothesis["mechanism"]
     assert git(target.root, "show", "autoresearch/t:src/value.txt").strip() == "80"
     pinned = PINNED[preset][2]
-    assert record.agent["cli"] == {"version": pinned, "tested": pinned, "note": None}
+    assert record.agent.cli == {"version": pinned, "tested": pinned, "note": None}
     return record
 
 
@@ -185,12 +185,12 @@ def test_claude_code_keeps_the_win_through_its_own_tools(target, home, confined)
     record = kept_the_win(target, "claude")
     turns = 4 + found_nothing(server)  # (peek), read, edit, write, done
 
-    usage = record.agent["usage"]
+    usage = record.agent.usage
     agent_turns = server.agent_requests()
-    assert usage["turns"] == len(agent_turns) == turns
-    assert usage["input_tokens"] >= turns * 1200 and usage["output_tokens"] >= turns * 60
-    assert usage["cost_usd"] and usage["cost_usd"] > 0
-    assert usage["denied"] == []
+    assert usage.turns == len(agent_turns) == turns
+    assert usage.input_tokens >= turns * 1200 and usage.output_tokens >= turns * 60
+    assert usage.cost_usd and usage.cost_usd > 0
+    assert usage.denied == ()
     # Offered only the file tools: no shell, no web.
     offered = {tool["name"] for tool in agent_turns[0]["tools"]}
     assert offered == {"Read", "Edit", "Write", "Glob", "Grep"}
@@ -202,10 +202,10 @@ def test_codex_keeps_the_win_through_apply_patch(target, home, confined):
     record = kept_the_win(target, "codex")
     requests = 3 + found_nothing(server)
 
-    usage = record.agent["usage"]
-    assert usage["turns"] == 1  # one turn of Codex: (the peek), the edit, the hypothesis, done
-    assert usage["input_tokens"] == requests * 1200 and usage["output_tokens"] == requests * 60
-    assert usage["cost_usd"] is None  # Codex reports no dollars
+    usage = record.agent.usage
+    assert usage.turns == 1  # one turn of Codex: (the peek), the edit, the hypothesis, done
+    assert usage.input_tokens == requests * 1200 and usage.output_tokens == requests * 60
+    assert usage.cost_usd is None  # Codex reports no dollars
     assert len(server.agent_requests()) == requests
     offered = {tool.get("name") or tool.get("type") for tool in server.agent_requests()[0]["tools"]}
     assert "apply_patch" in offered and "web_search" not in offered
@@ -217,11 +217,11 @@ def test_gemini_cli_keeps_the_win_with_the_web_and_shell_denied(target, home, co
     record = kept_the_win(target, "gemini")
     count = 4 + found_nothing(server)  # (peek), read, replace, write, done
 
-    usage = record.agent["usage"]
+    usage = record.agent.usage
     turns = server.agent_requests()
     assert len(turns) == count
-    assert usage["input_tokens"] >= count * 1200 and usage["output_tokens"] >= count * 60
-    assert usage["cost_usd"] is None  # Gemini CLI reports no dollars
+    assert usage.input_tokens >= count * 1200 and usage.output_tokens >= count * 60
+    assert usage.cost_usd is None  # Gemini CLI reports no dollars
     offered = {d["name"] for t in turns[0]["tools"] for d in t.get("functionDeclarations", [])}
     assert {"read_file", "replace", "write_file"} <= offered
     assert not offered & {"run_shell_command", "web_fetch", "google_web_search", "invoke_agent"}
@@ -233,12 +233,12 @@ def test_opencode_keeps_the_win_and_its_cost(target, home, confined):
     record = kept_the_win(target, "opencode")
     count = 4 + found_nothing(server)  # (peek), read, edit, write, done
 
-    usage = record.agent["usage"]
+    usage = record.agent.usage
     turns = server.agent_requests()
-    assert usage["turns"] == len(turns) == count
-    assert usage["input_tokens"] == count * 1200 and usage["output_tokens"] == count * 60
+    assert usage.turns == len(turns) == count
+    assert usage.input_tokens == count * 1200 and usage.output_tokens == count * 60
     # $3 and $15 a million tokens in and out, as the provider's price says.
-    assert usage["cost_usd"] == pytest.approx(count * (1200 * 3 + 60 * 15) / 1e6)
+    assert usage.cost_usd == pytest.approx(count * (1200 * 3 + 60 * 15) / 1e6)
     offered = {t["function"]["name"] for t in turns[0]["tools"]}
     assert {"read", "edit", "write"} <= offered
     assert not offered & {"bash", "webfetch", "websearch", "task"}
@@ -249,9 +249,9 @@ def test_aider_keeps_the_win_with_a_model_of_unknown_price(target, home, confine
     server = agent_night(target, home, "aider", confined=confined)
     record = kept_the_win(target, "aider")
 
-    usage = record.agent["usage"]
-    assert usage["turns"] == 1 and usage["input_tokens"] == 1200 and usage["output_tokens"] == 60
-    assert usage["cost_usd"] is None  # a model without a price: tokens, and "cost unknown"
+    usage = record.agent.usage
+    assert usage.turns == 1 and usage.input_tokens == 1200 and usage.output_tokens == 60
+    assert usage.cost_usd is None  # a model without a price: tokens, and "cost unknown"
     assert all(not r.get("tools") for r in server.requests)  # Aider offers the model no tools
 
 
@@ -263,7 +263,7 @@ def test_opencode_stops_at_a_read_of_the_holdout_and_the_record_says_so(target, 
     (record,) = experiments(target)
     assert record.status == "refused", (record.status, record.error)
     assert "its CLI refused: read " in record.error and "secret.txt" in record.error
-    assert record.agent["usage"]["denied"] == [f"read {target.root}/.holdout/secret.txt"]
+    assert record.agent.usage.denied == (f"read {target.root}/.holdout/secret.txt",)
     assert "secret inputs" not in json.dumps(server.requests)
 
 

@@ -303,7 +303,7 @@ pathlib.Path({str(io / "seen.json")!r}).write_text(json.dumps(seen))
     assert (target.root / "README").read_text() == "synthetic target\n"
     (record,) = experiments(target)
     assert record.status == "keep", record.error
-    assert record.agent["confinement"]["tool"] == "bwrap"
+    assert record.agent.confinement["tool"] == "bwrap"
 
 
 def test_a_confined_agent_command_under_tmp_is_said_to_be_out_of_its_sight(target, tmp_path):

@@ -33,6 +33,7 @@ STRICT = [
     "autoresearch/decide/ranks.py",
     "autoresearch/decide/rule.py",
     "autoresearch/decide/stats.py",
+    "autoresearch/journal/agent_run.py",
     "autoresearch/journal/attempts.py",
     "autoresearch/journal/checks_run.py",
     "autoresearch/journal/confirmed.py",

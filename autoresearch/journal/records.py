@@ -8,6 +8,7 @@ from typing import Any, ClassVar, Self
 
 from ..errors import JournalError, NewerSchemaError, UserError
 from ..statuses import EXIT_CODES, FAILED_STATUSES, STATUSES, Status
+from .agent_run import AgentRun
 from .checks_run import ChecksRun
 from .confirmed import ConfirmedHoldout, ConfirmedMetric
 from .decision import Decision
@@ -213,7 +214,7 @@ class ExperimentRecord(_Record):
     retry_of: str | None = None  # the id of the earlier attempt this one runs again
     proposal: dict[str, Any] | None = None  # what the proposer noted (a knob, its value)
     family: str | None = None  # the axis the hypothesis explores, as its proposer named it
-    agent: dict[str, Any] | None = None  # a coding agent's run: preset, usage (cost), logs
+    agent: AgentRun | None = None  # a coding agent's run: preset, usage (cost), logs
     # On a cluster: the host and worker that measured it, and measurements against a best that
     # moved before the keep (each measured again on the new best).
     cluster: HostFacts | None = None
@@ -451,6 +452,7 @@ _VALUES: dict[str, Any] = {
     "checks": lambda data: ChecksRun.from_dict(data["checks"]),
     "cluster": lambda data: HostFacts.from_dict(data["cluster"]),
     "confinement": lambda data: Confinement.from_dict(data["confinement"]),
+    "agent": lambda data: AgentRun.from_dict(data["agent"]),
 }
 
 # The numbers of a metric's evidence that the review and the decision read back.

@@ -280,7 +280,7 @@ def new_draft(session: Session, hypothesis: Hypothesis, n: int, marker_path: Pat
             "proposer": hypothesis.proposer or "queue",
             "proposal": hypothesis.proposal,
             "family": hypothesis.family,
-            "agent": hypothesis.agent,
+            "agent": None if hypothesis.agent is None else hypothesis.agent.to_dict(),
             "source": hypothesis.source,
             "patch_sha256": hypothesis.sha256,
             "touched_files": [],

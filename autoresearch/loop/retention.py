@@ -47,8 +47,8 @@ def prune_logs(
     # An agent's prompt, output and diff live beside the experiment they became.
     for attempt in dict.fromkeys(chosen):
         record = journal.record(attempt)
-        if record is not None and (record.agent or {}).get("log"):
-            keep.add(Path(record.agent["log"]).parent.name)
+        if record is not None and record.agent is not None and record.agent.log:
+            keep.add(Path(record.agent.log).parent.name)
     keep |= _dirs_of(digest.calibrations[:1] + digest.calibrations[-1:])
     keep |= _dirs_of(digest.confirmations[-1:])
     known = {a.id for a in attempts}

@@ -16,6 +16,7 @@ from ..inert import inert
 from ..statuses import Direction, Status
 
 if TYPE_CHECKING:  # at run time records would import config, which imports the proposers
+    from ..journal.agent_run import AgentRun
     from ..journal.records import ExperimentRecord
 
 __all__ = [
@@ -77,7 +78,7 @@ class Hypothesis:
     # The status a hypothesis with a `problem` is recorded with: the proposer may have refused
     # it ("refused") or failed to make it ("agent_failed") rather than the patch not applying.
     problem_status: Status = Status.APPLY_FAILED
-    agent: dict[str, Any] | None = None  # an agent's run: preset, usage, log, prompt
+    agent: AgentRun | None = None  # an agent's run: preset, usage, log, prompt
 
     def __post_init__(self) -> None:
         # Whoever wrote them (a queue file, an agent), the title and the reasoning go into

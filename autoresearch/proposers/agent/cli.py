@@ -35,10 +35,11 @@ import json
 import math
 import re
 import shlex
-from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["OUTPUTS", "PRESETS", "Usage", "preset_command", "read_usage"]
+from ...journal.agent_run import Usage
+
+__all__ = ["OUTPUTS", "PRESETS", "preset_command", "read_usage"]
 
 PROMPT = '"$(cat "$AUTORESEARCH_PROMPT")"'
 OPENCODE_DENY = json.dumps(
@@ -123,21 +124,6 @@ OUTPUTS = ("claude-json", "codex-jsonl", "aider", "gemini-json", "opencode-jsonl
 # Claude Code's file tools. `--tools` is the set the model is offered (without it, Bash, WebFetch
 # and twenty more are offered too); `--allowedTools` runs them without asking.
 ALLOWED_TOOLS = "Read,Edit,Write,Glob,Grep"
-
-
-@dataclass(frozen=True)
-class Usage:
-    """What one agent run cost, as far as it said. None is unknown, never zero."""
-
-    cost_usd: float | None = None
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    turns: int | None = None
-    error: str | None = None  # the CLI said it failed (an API error, a turn limit)
-    denied: tuple[str, ...] = ()  # tool calls the CLI refused the model ("Edit src/x.go")
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def preset_command(

@@ -36,6 +36,7 @@ from ...bench.sandbox import Sandbox, keeps_out
 from ...config import Config
 from ...errors import UserError, WorkspaceError
 from ...files import read_bounded
+from ...journal.agent_run import AgentRun, Usage
 from ...journal.draft import parse_trailers
 from ...journal.records import ExperimentRecord
 from ...repo.gitrepo import COMMIT_ENV, Repo, open_repo, tree_patch
@@ -44,7 +45,7 @@ from ...repo.seal import RepoSeal
 from ...repo.state_dir import SessionPaths
 from ...repo.watch import WriteWatch
 from ..base import Hypothesis, ProposalContext, ProposerError
-from .cli import PRESETS, Usage, preset_command, read_usage
+from .cli import PRESETS, preset_command, read_usage
 from .prompt import render_prompt
 from .reach import changed_beyond, joined, listing, unqueue
 from .settings import AgentSettings, agent_settings
@@ -71,7 +72,7 @@ PIVOT = (
 def agent_spend(records: list[ExperimentRecord], proposer: str = "agent") -> dict:
     """What a session's agent proposals cost: dollars where reported, how many unknown."""
     runs = [r for r in records if r.proposer == proposer and r.agent]
-    known = [(r.agent.get("usage") or {}).get("cost_usd") for r in runs]
+    known = [r.agent.usage.cost_usd for r in runs if r.agent is not None]
     return {
         "proposals": len(runs),
         "cost_usd": round(sum(c for c in known if c is not None), 6),
@@ -356,32 +357,32 @@ class AgentProposer:
 
     def _agent_record(
         self, command: str, result: RunResult, usage: Usage, log_dir: Path, prompt: str, pivot
-    ) -> dict:
-        return {
-            "preset": self.settings.preset,
-            "command": command if len(command) < 500 else command[:497] + "...",
-            "exit_code": result.exit_code,
-            "timed_out": result.timed_out,
-            "interrupted": result.interrupted,
-            "duration_s": round(result.duration_s, 3),
-            "usage": usage.to_dict(),
-            "log": str(log_dir / "agent.log"),
-            "confinement": (
+    ) -> AgentRun:
+        return AgentRun(
+            preset=self.settings.preset,
+            command=command if len(command) < 500 else command[:497] + "...",
+            exit_code=result.exit_code,
+            timed_out=result.timed_out,
+            interrupted=result.interrupted,
+            duration_s=round(result.duration_s, 3),
+            usage=usage,
+            log=str(log_dir / "agent.log"),
+            confinement=(
                 {"tool": "bwrap", "network": True, "home": "its own"}
                 if self._sandbox
                 else {"tool": "none"}
             ),
-            "cli": self._cli.to_dict() if isinstance(self._cli, CliVersion) else None,
-            "prompt": str(log_dir / "prompt.md"),
-            "prompt_chars": len(prompt),
-            "pivot": pivot is not None,
-            "tail": result.tail,
-        }
+            cli=self._cli.to_dict() if isinstance(self._cli, CliVersion) else None,
+            prompt=str(log_dir / "prompt.md"),
+            prompt_chars=len(prompt),
+            pivot=pivot is not None,
+            tail=result.tail,
+        )
 
     def _decide(
         self, proposal: Proposal, context: ProposalContext, prepared_ahead: bool = False
     ) -> Hypothesis:
-        agent = {**proposal.agent, "prepared_ahead": prepared_ahead}
+        agent = replace(proposal.agent, prepared_ahead=prepared_ahead)
         if proposal.tip != context.tip and proposal.patch.strip():
             # Made ahead while the best moved: usable only if it still applies as it is.
             why = applies_at(self._scratch(context), proposal.patch)

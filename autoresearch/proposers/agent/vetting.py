@@ -24,13 +24,13 @@ from ...bench.proc import RunResult, read_log
 from ...config import Config
 from ...errors import UserError, WorkspaceError
 from ...files import read_bounded
+from ...journal.agent_run import AgentRun, Usage
 from ...process.capture import capture
 from ...repo.gitrepo import Repo
 from ...repo.patchcheck import check_paths, patch_paths
 from ...repo.workspace import BaselineTree
 from ...statuses import Status
 from ..base import Hypothesis, ProposalContext, patch_sha256
-from .cli import Usage
 from .prompt import closed_axes
 from .settings import AgentSettings
 
@@ -60,7 +60,7 @@ class Proposal:
     hypothesis_problem: str | None
     result: RunResult
     usage: Usage
-    agent: dict[str, Any]
+    agent: AgentRun
     tip: str  # the best it was made at
     branch_moved: bool = False
     stale: str | None = None  # made ahead at an older best, and why it cannot be used now
@@ -125,7 +125,7 @@ def guard(
     context: ProposalContext,
     config: Config,
     settings: AgentSettings,
-    agent: dict[str, Any],
+    agent: AgentRun,
 ) -> Hypothesis:
     """The proposal as a hypothesis: ready to measure, or carrying why it may not be."""
     data = proposal.hypothesis or {}
@@ -147,13 +147,13 @@ def guard(
             **made,
             problem=why,
             problem_status=Status.AGENT_FAILED,
-            agent={**agent, "refusal": kind},
+            agent=agent.refused(kind),
         )
     refused = _refusal(proposal, context, config, settings, made)
     if refused is not None:
         kind, why = refused
         return Hypothesis(
-            **made, problem=why, problem_status=Status.REFUSED, agent={**agent, "refusal": kind}
+            **made, problem=why, problem_status=Status.REFUSED, agent=agent.refused(kind)
         )
     return Hypothesis(**made, agent=agent)
 
@@ -180,14 +180,14 @@ def _failure(proposal: Proposal) -> tuple[str, str] | None:
     return None
 
 
-def _not_found_hint(agent: dict[str, Any]) -> str:
+def _not_found_hint(agent: AgentRun) -> str:
     """Where a command the shell could not find (exit 127) was looked for: inside the agent's
     sandbox, /tmp is a private one, so a program there is not the one the user sees."""
     try:
-        program = shlex.split(agent.get("command") or "")[0]
+        program = shlex.split(agent.command)[0]
     except (ValueError, IndexError):
         return ""
-    confined = (agent.get("confinement") or {}).get("tool") == "bwrap"
+    confined = agent.confined
     where = "inside the agent's sandbox" if confined else "on this machine"
     if not program.startswith("/"):
         return f" ({program} was looked for on PATH {where})"
