@@ -139,7 +139,8 @@ def _held(record, what: str, stage: str, confined: bool) -> bool:
     if "NOT put back" in (record.error or ""):
         return False
     if stage == "agent":
-        return record.status == "refused" and (record.agent or {}).get("refusal") == "reach"
+        refusal = record.agent.refusal if record.agent is not None else None
+        return record.status == "refused" and refusal == "reach"
     return record.status == "tampered"
 
 

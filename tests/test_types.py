@@ -39,6 +39,7 @@ STRICT = [
     "autoresearch/journal/confirmed.py",
     "autoresearch/journal/decision.py",
     "autoresearch/journal/evidence.py",
+    "autoresearch/journal/phase.py",
     "autoresearch/journal/placement.py",
     "autoresearch/journal/records.py",
     "autoresearch/loop/lifecycle.py",

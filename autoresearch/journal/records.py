@@ -25,6 +25,7 @@ from .field_types import (
     optional_number,
     problem,
 )
+from .phase import Phase, phases_from_dict
 from .placement import Confinement, HostFacts
 
 __all__ = [
@@ -201,7 +202,7 @@ class ExperimentRecord(_Record):
     started_at: str
     ended_at: str
     duration_s: float
-    phases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    phases: dict[str, Phase] = field(default_factory=dict)
     # What the rule decided and read (its `sentinels` too, written beside it as the record's
     # `sentinels`); None when nothing was measured.
     decision: Decision | None = None
@@ -253,7 +254,10 @@ class ExperimentRecord(_Record):
         found: dict[str, Any] = {}
         for key, value in plain.base_dict().items():
             typed = values.get(key)
-            found[key] = value if typed is None else typed.to_dict()
+            if key == "phases":
+                found[key] = {name: phase.to_dict() for name, phase in self.phases.items()}
+            else:
+                found[key] = value if typed is None else typed.to_dict()
             if key == "decision":  # the journal's order: the decision, then its sentinels
                 found["sentinels"] = {} if typed is None else typed.sentinels_dict()
         return found
@@ -276,10 +280,24 @@ class ExperimentRecord(_Record):
             for name in field_names(Asi)
             if isinstance(asi, dict)
         ]
+        phases = data.get("phases")
+        if isinstance(phases, dict):
+            found += [(f"phases.{name}", phase, OBJECT) for name, phase in phases.items()]
         decision = data.get("decision")
         sentinels = data.get("sentinels")
         found.append(("decision", decision, OPTIONAL_OBJECT))
-        found += [(name, data.get(name), OPTIONAL_OBJECT) for name in ("cluster", "confinement")]
+        found += [
+            (name, data.get(name), OPTIONAL_OBJECT) for name in ("cluster", "confinement", "agent")
+        ]
+        agent = data.get("agent")
+        if isinstance(agent, dict):
+            usage = agent.get("usage")
+            found.append(("agent.usage", usage, OPTIONAL_OBJECT))
+            if isinstance(usage, dict):
+                found += [
+                    (f"agent.usage.{k}", usage.get(k), OPTIONAL_NUMBER)
+                    for k in ("cost_usd", "input_tokens", "output_tokens", "turns")
+                ]
         cluster = data.get("cluster")
         if isinstance(cluster, dict):
             found.append(("cluster.stale", cluster.get("stale"), OBJECTS))
@@ -453,6 +471,7 @@ _VALUES: dict[str, Any] = {
     "cluster": lambda data: HostFacts.from_dict(data["cluster"]),
     "confinement": lambda data: Confinement.from_dict(data["confinement"]),
     "agent": lambda data: AgentRun.from_dict(data["agent"]),
+    "phases": lambda data: phases_from_dict(data["phases"]),
 }
 
 # The numbers of a metric's evidence that the review and the decision read back.
