@@ -293,6 +293,11 @@ def test_the_noise_verdict_refuses_only_a_bench_blind_to_several_times_the_targe
     needed = runs_needed(config, noise, d.target_effect_pct)
     assert f"raise decision.max_runs to {needed}" in middling.message
     assert "budget_s" not in middling.message
+    # Or look only for the wins it can see: the target it names runs without a warning.
+    larger = math.ceil(middling.detectable_pct)
+    assert f"(target_effect_pct = {larger})" in middling.message
+    wider = dataclasses.replace(config, decision=dataclasses.replace(d, target_effect_pct=larger))
+    assert noise_verdict(wider, noise, run_s=1.0).warning is None
 
     # A time budget that pays for 10 pairs: fewer runs, a larger detectable change, and the
     # advice raises the budget too (raising max_runs alone would change nothing).

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from conftest import edit_file, git, run_cli
+from ecosystem_night import base_frames
 from synthetic import unified_patch
 
 from autoresearch.journal.store import read_journal
@@ -178,6 +179,10 @@ def test_the_first_hour_on_a_go_module(tmp_path):
     assert record.status == "keep", record.decision
     assert [r.status for r in earlier] in ([], ["inconclusive"]), [r.status for r in earlier]
     assert all(record.retry_of == r.id for r in earlier)
+    # init's profile is Go's own CPU profile of the benchmark: the base's names the step the
+    # win inlines, in its file (perf around go test named no frame of the deleted test binary).
+    frames = {t["frame"] for t in base_frames(repo, journal)}
+    assert "example.com/hashy.step (hashy.go)" in frames, sorted(frames)[:20]
     (confirmation,) = journal.confirmations
     primary = confirmation.metrics["sum64_1kib_ns_op"]
     base, tip = primary.baseline_median, primary.tip_median

@@ -4,6 +4,7 @@ config reads their output in their tool's format, the checks run the project's t
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ import pytest
 from conftest import git, run_cli
 
 from autoresearch.config import load_config
+from autoresearch.profiles import fold, top_frames
 from autoresearch.repo.globs import matches_any
 
 CRATE = '[package]\nname = "fibs"\nversion = "0.1.0"\n\n[dev-dependencies]\ncriterion = "0.5"\n'
@@ -80,11 +82,15 @@ def test_init_recognises_the_project_and_writes_its_bench(tmp_path, name):
     assert config.scope.include == [scope]
     assert config.metric.unit == "ns"
     # A profile after each calibration: perf around the bench for native code; py-spy's
-    # folded stacks for Python (installed with the tests: on).
+    # folded stacks for Python (installed with the tests: on); Go's own of the one benchmark.
     if name == "pytest-benchmark":
         assert shutil.which("py-spy"), "py-spy is in the test extra"
         assert config.profile.format == "folded"
         assert config.profile.command.startswith("py-spy record --full-filenames --format raw")
+    elif name == "go":
+        assert config.profile.format == "pprof"
+        profiled = ' -cpuprofile "$AUTORESEARCH_PROFILE_OUT" -o /dev/null'
+        assert config.profile.command.endswith(profiled)
     else:
         assert config.profile.format == "perf"
         assert config.profile.command.startswith("perf record -q -e cpu-clock -g -o ")
@@ -299,6 +305,43 @@ def test_a_package_benched_with_tinybench_or_mitata_gets_its_results_as_metric_l
     assert "$PWD/autoresearch.mitata.mjs" in (repo / "autoresearch.sh").read_text()
     assert "export async function run" in (repo / "autoresearch.mitata.mjs").read_text()
     assert matches_any("bench/m.js", load_config(repo / "autoresearch.toml").protected_globs())
+
+
+def test_a_go_benchmark_named_runs_from_its_package_and_go_profiles_it(tmp_path):
+    """`init --metric` on a Go module of two packages: the bench runs the one benchmark from
+    its own package, and the profile is Go's own CPU profile of it (perf around `go test`
+    names no frame of a test binary deleted when the run ends): taken as the config says, it
+    names the function the benchmark spends its time in, by file, and leaves nothing in the
+    tree."""
+    fib = "package fibs\n\nfunc Fib(n int) int {\n\tif n < 2 {\n\t\treturn n\n\t}\n"
+    fib += "\treturn Fib(n-1) + Fib(n-2)\n}\n"
+    bench = 'package fibs\n\nimport "testing"\n\nvar sink int\n\n'
+    bench += "func BenchmarkFib(b *testing.B) {\n\tfor i := 0; i < b.N; i++ {\n"
+    bench += "\t\tsink = Fib(20)\n\t}\n}\n"
+    other = 'package other\n\nimport "testing"\n\nfunc BenchmarkOther(b *testing.B) {}\n'
+    files = {"go.mod": "module example.com/fibs\n", "fib.go": fib, "fib_test.go": bench}
+    go = project(tmp_path, {**files, "other/other_test.go": other})
+    git(go, "add", "-A")
+    git(go, "commit", "-qm", "fibs")
+    done = run_cli("init", "--metric", "fib_ns_op", cwd=go)
+    assert done.returncode == 0, done.stderr
+    script = (go / "autoresearch.sh").read_text()
+    assert "-bench '^BenchmarkFib$' -count 1 example.com/fibs" in script, script
+    profile = load_config(go / "autoresearch.toml").profile
+    assert profile.format == "pprof" and "-cpuprofile" in profile.command, profile
+
+    out = tmp_path / "cpu.pprof"
+    env = {**os.environ, "AUTORESEARCH_PROFILE_OUT": str(out)}
+    ran = subprocess.run(["bash", "-c", profile.command], cwd=go, env=env, capture_output=True)
+    assert ran.returncode == 0, ran.stderr
+    traces = subprocess.run(
+        ["go", "tool", "pprof", "-traces", "-lines", str(out)],
+        cwd=go, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    top = {t["frame"]: t for t in top_frames(fold(traces.stdout, "pprof", (str(go),)), 10)}
+    assert "example.com/fibs.Fib (fib.go)" in top, sorted(top)
+    left = git(go, "status", "--porcelain", "--untracked-files=all").split("\n")
+    assert not [line for line in left if line.endswith(".test")], left
 
 
 def test_the_metrics_are_listed_and_the_bench_runs_the_one_named(tmp_path):

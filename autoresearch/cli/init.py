@@ -163,7 +163,7 @@ def _narrowed(ecosystem, directory: Path, metric: str):
                   f"reads as {metric} (`init --list-metrics` names them)")  # fmt: skip
         return ecosystem
     print(f"the bench runs {found.benchmark} alone, what {metric} comes from (`{how}`)")
-    return replace(ecosystem, bench=found.select, narrowed=found.benchmark)
+    return replace(ecosystem, bench=found.select, narrowed=found.benchmark, profile=found.profile)
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"init": cmd_init}

@@ -38,6 +38,9 @@ class Listed:
     benchmark: str  # as the harness names it
     metric: str  # the time the loop reads it as
     select: str  # the bench command, narrowed to this benchmark alone
+    # A profile of that one benchmark the harness takes itself, as pprof (Go's -cpuprofile): a
+    # test binary perf would sample is deleted before its frames could be named.
+    profile: str = ""
 
 
 def list_benchmarks(ecosystem: Ecosystem, directory: Path) -> tuple[list[Listed], str]:
@@ -45,8 +48,7 @@ def list_benchmarks(ecosystem: Ecosystem, directory: Path) -> tuple[list[Listed]
     ([], why) when there is no listing for it. A listing that fails is a UserError."""
     if ecosystem.name == "go":
         argv = ["go", "test", "-list", "^Benchmark", "./..."]
-        names = [n for n in _lines(argv, directory) if re.fullmatch(r"Benchmark\w*", n)]
-        return [_go(ecosystem, n) for n in dict.fromkeys(names)], " ".join(argv)
+        return _go_listed(ecosystem, _lines(argv, directory)), " ".join(argv)
     if ecosystem.name in ("cargo-criterion", "cargo-libtest"):
         return _cargo_listed(ecosystem, directory), "cargo bench --offline --bench NAME -- --list"
     if ecosystem.name == "cmake-google-benchmark":
@@ -81,9 +83,27 @@ def _base(metric: str) -> str:
     return next((metric[: -len(u)] for u in UNITS if metric.endswith(u)), metric)
 
 
-def _go(ecosystem: Ecosystem, name: str) -> Listed:
+def _go_listed(ecosystem: Ecosystem, lines: list[str]) -> list[Listed]:
+    """`go test -list` prints each package's names, then `ok <import path> <time>`: each
+    benchmark is run from its own package alone (one test binary, and a CPU profile of it)."""
+    found, names = [], []
+    for line in lines:
+        if re.fullmatch(r"Benchmark\w*", line):
+            names.append(line)
+        elif line.startswith("ok") and len(line.split()) >= 2:
+            package = line.split()[1]
+            found += [_go(ecosystem, name, package) for name in dict.fromkeys(names)]
+            names = []
+    return found
+
+
+def _go(ecosystem: Ecosystem, name: str, package: str) -> Listed:
     select = ecosystem.bench.replace("-bench .", f"-bench '^{name}$'", 1)
-    return Listed(name, metric_name(name.removeprefix("Benchmark"), "ns_op"), select)
+    select = select.replace(" ./...", f" {package}", 1)
+    # -o /dev/null: the test binary -cpuprofile keeps is not left in the tree (go test runs it
+    # from its own build directory, and never replaces /dev/null, as root either).
+    profile = f'{select} -cpuprofile "$AUTORESEARCH_PROFILE_OUT" -o /dev/null'
+    return Listed(name, metric_name(name.removeprefix("Benchmark"), "ns_op"), select, profile)
 
 
 def _cargo_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:

@@ -121,9 +121,14 @@ def _ecosystem_values(ecosystem: Ecosystem | None) -> dict:
 
 
 def _profile_values(ecosystem: Ecosystem | None, bench: str) -> dict:
-    """The profile `init` writes: perf around the bench for native code (Go, Rust, C++), and
-    py-spy's folded stacks for Python, whose frames perf does not name (py-spy's carry each
-    file and line); on where the profiler is installed, written but left commented otherwise."""
+    """The profile `init` writes: Go's own CPU profile of the one benchmark the bench runs
+    (init --metric), perf around the bench for other native code (Rust, C++, Go running
+    several packages), and py-spy's folded stacks for Python, whose frames perf does not name
+    (py-spy's carry each file and line); on where the profiler is installed, written but left
+    commented otherwise."""
+    if ecosystem is not None and ecosystem.profile:  # the harness's own (Go's -cpuprofile)
+        command = ecosystem.profile.replace('"', '\\"')
+        return {"profile_on": True, "profile_command": command, "profile_format": "pprof"}
     if ecosystem is not None and ecosystem.name == "pytest-benchmark":
         command = (
             'py-spy record --full-filenames --format raw -o \\"$AUTORESEARCH_PROFILE_OUT\\" -- '
