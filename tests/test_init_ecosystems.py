@@ -343,6 +343,16 @@ def test_a_go_benchmark_named_runs_from_its_package_and_go_profiles_it(tmp_path)
     left = git(go, "status", "--porcelain", "--untracked-files=all").split("\n")
     assert not [line for line in left if line.endswith(".test")], left
 
+    # Without --metric the bench runs every package: Go profiles one package only, so perf it
+    # is for two; a module whose benchmarks are all in one package gets Go's own of them all.
+    assert run_cli("init", "--force", cwd=go).returncode == 0
+    assert load_config(go / "autoresearch.toml").profile.format == "perf"
+    single = project(tmp_path / "single", files)
+    assert run_cli("init", cwd=single).returncode == 0
+    whole = load_config(single / "autoresearch.toml").profile
+    assert whole.format == "pprof", whole
+    assert whole.command.startswith("go test -run '^$' -bench . -count 1 example.com/fibs -cpu")
+
 
 def test_the_metrics_are_listed_and_the_bench_runs_the_one_named(tmp_path):
     """`init --list-metrics`: the benchmarks the harness lists (`go test -list`, `pytest

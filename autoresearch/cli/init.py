@@ -29,7 +29,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         return _list_metrics(ecosystem, directory)
     if ecosystem is not None and ecosystem.name == "pytest-benchmark":
         print(f"the bench's interpreter: {python} ({why})")
-    if ecosystem is not None and args.metric:
+    if ecosystem is not None and (args.metric or ecosystem.name == "go"):
         ecosystem = _narrowed(ecosystem, directory, args.metric)
     written = scaffold(
         directory,
@@ -144,21 +144,24 @@ def _list_metrics(ecosystem, directory: Path) -> int:
     return 0
 
 
-def _narrowed(ecosystem, directory: Path, metric: str):
+def _narrowed(ecosystem, directory: Path, metric: str | None):
     """The ecosystem with its bench narrowed to the benchmark `metric` comes from, when its
-    harness lists one; as it was otherwise, said."""
+    harness lists one; as it was otherwise, said (Go's then profiled by Go itself when its
+    benchmarks are in one package)."""
     from dataclasses import replace
 
-    from ..init.listing import list_benchmarks, narrowed
+    from ..init.listing import go_package_profile, list_benchmarks, narrowed
 
     try:
         listed, how = list_benchmarks(ecosystem, directory)
     except UserError as exc:
         print(f"warning: {exc}; the bench runs every benchmark")
         return ecosystem
-    found = narrowed(listed, metric)
+    found = narrowed(listed, metric) if metric else None
     if found is None:
-        if listed:
+        if ecosystem.name == "go":
+            ecosystem = replace(ecosystem, profile=go_package_profile(ecosystem, listed))
+        if listed and metric:
             print(f"the bench runs every benchmark: none of the {len(listed)} `{how}` lists "
                   f"reads as {metric} (`init --list-metrics` names them)")  # fmt: skip
         return ecosystem

@@ -23,7 +23,7 @@ from ..process.capture import capture
 from ..readers.formats import metric_name
 from .ecosystems import Ecosystem
 
-__all__ = ["Listed", "list_benchmarks", "narrowed"]
+__all__ = ["Listed", "go_package_profile", "list_benchmarks", "narrowed"]
 
 LIST_TIMEOUT_S = 900  # a first `cargo bench -- --list` compiles the benches
 # What a metric's name ends with beside its benchmark's: the readers' units.
@@ -41,6 +41,7 @@ class Listed:
     # A profile of that one benchmark the harness takes itself, as pprof (Go's -cpuprofile): a
     # test binary perf would sample is deleted before its frames could be named.
     profile: str = ""
+    package: str = ""  # Go's import path of the package it is in
 
 
 def list_benchmarks(ecosystem: Ecosystem, directory: Path) -> tuple[list[Listed], str]:
@@ -100,10 +101,23 @@ def _go_listed(ecosystem: Ecosystem, lines: list[str]) -> list[Listed]:
 def _go(ecosystem: Ecosystem, name: str, package: str) -> Listed:
     select = ecosystem.bench.replace("-bench .", f"-bench '^{name}$'", 1)
     select = select.replace(" ./...", f" {package}", 1)
+    metric = metric_name(name.removeprefix("Benchmark"), "ns_op")
+    return Listed(name, metric, select, _cpu_profile(select), package)
+
+
+def go_package_profile(ecosystem: Ecosystem, listed: list[Listed]) -> str:
+    """Go's CPU profile of the whole bench when every benchmark is in one package (go test
+    takes -cpuprofile for one package only); "" otherwise."""
+    packages = {item.package for item in listed}
+    if len(packages) != 1:
+        return ""
+    return _cpu_profile(ecosystem.bench.replace(" ./...", f" {packages.pop()}", 1))
+
+
+def _cpu_profile(command: str) -> str:
     # -o /dev/null: the test binary -cpuprofile keeps is not left in the tree (go test runs it
     # from its own build directory, and never replaces /dev/null, as root either).
-    profile = f'{select} -cpuprofile "$AUTORESEARCH_PROFILE_OUT" -o /dev/null'
-    return Listed(name, metric_name(name.removeprefix("Benchmark"), "ns_op"), select, profile)
+    return f'{command} -cpuprofile "$AUTORESEARCH_PROFILE_OUT" -o /dev/null'
 
 
 def _cargo_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:
