@@ -82,6 +82,7 @@ def test_non_finite_numbers_are_written_as_null(tmp_path):
         ("agent", "claude", "field 'agent' must be an object or null"),
         ("agent", {"preset": "claude", "usage": {"cost_usd": "$1"}}, "'agent.usage.cost_usd'"),
         ("phases", {"bench": 5}, "field 'phases.bench' must be an object"),
+        ("phases", {"bench": {"started_at": "t", "duration_s": "1"}}, "'phases.bench.duration_s'"),
         ("bench_durations_s", [1.0, True], "field 'bench_durations_s'"),
         ("bench_durations_s", [1.0, None, "2"], "field 'bench_durations_s'"),
         ("bench_durations_s", [1e308, 1e308, "x"], "field 'bench_durations_s'"),

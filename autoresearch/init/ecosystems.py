@@ -66,7 +66,7 @@ class Ecosystem:
     scope: tuple[str, ...] = ("src/**",)
     metrics: str = ""  # how its metric names read, for the user
     narrowed: str = ""  # the one benchmark the bench runs (init --metric), when it runs one
-    profile: str = ""  # a pprof profile of that benchmark its harness takes ([profile] command)
+    profile: str = ""  # a pprof profile its harness takes of that benchmark or its one package
     files: tuple[str, ...] = ()  # templates written beside the bench, verbatim, and protected
     runs: str = ""  # what the bench runs, said to the user (the bench itself when empty)
     protect: tuple[str, ...] = ()  # the project's files that make up its bench

@@ -91,9 +91,8 @@ def _go_listed(ecosystem: Ecosystem, lines: list[str]) -> list[Listed]:
     for line in lines:
         if re.fullmatch(r"Benchmark\w*", line):
             names.append(line)
-        elif line.startswith("ok") and len(line.split()) >= 2:
-            package = line.split()[1]
-            found += [_go(ecosystem, name, package) for name in dict.fromkeys(names)]
+        elif (parts := line.split())[0] == "ok" and len(parts) >= 2:
+            found += [_go(ecosystem, name, parts[1]) for name in dict.fromkeys(names)]
             names = []
     return found
 

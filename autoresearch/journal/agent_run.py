@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .evidence import fields_in
+from .field_types import OPTIONAL_NUMBER, OPTIONAL_OBJECT
 
-__all__ = ["AgentRun", "Usage"]
+__all__ = ["AgentRun", "Usage", "agent_checks"]
 
 
 @dataclass(frozen=True)
@@ -91,3 +92,18 @@ class AgentRun:
         for flag in ("timed_out", "interrupted", "pivot", "prepared_ahead"):
             given[flag] = bool(given.get(flag))
         return cls(**given)
+
+
+def agent_checks(agent: object) -> list[tuple[str, Any, Any]]:
+    """The parts of a line's `agent` to check before it is read (records.py): its usage an
+    object of numbers, which the spend adds up."""
+    if not isinstance(agent, dict):
+        return []  # the record checks `agent` itself is an object or null
+    usage = agent.get("usage")
+    found: list[tuple[str, Any, Any]] = [("agent.usage", usage, OPTIONAL_OBJECT)]
+    if isinstance(usage, dict):
+        found += [
+            (f"agent.usage.{k}", usage.get(k), OPTIONAL_NUMBER)
+            for k in ("cost_usd", "input_tokens", "output_tokens", "turns")
+        ]
+    return found

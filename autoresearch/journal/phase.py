@@ -8,7 +8,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Phase", "phases_from_dict"]
+from .field_types import OBJECT, OPTIONAL_NUMBER, OPTIONAL_TEXT
+
+__all__ = ["Phase", "phase_checks", "phases_from_dict"]
 
 
 @dataclass(frozen=True)
@@ -26,14 +28,29 @@ class Phase:
 
     @classmethod
     def from_dict(cls, found: Mapping[str, Any]) -> Phase:
-        duration = found.get("duration_s")
+        """A phase whose shape the record has checked; what it lacks is unknown."""
         return cls(
-            started_at=str(found.get("started_at") or ""),
+            started_at=found.get("started_at") or "",
             ended_at=found.get("ended_at"),
-            duration_s=None if duration is None else float(duration),
+            duration_s=found.get("duration_s"),
         )
 
 
+def phase_checks(phases: object) -> list[tuple[str, Any, Any]]:
+    """The parts of a line's `phases` to check before they are read (records.py): each an
+    object, its times text and its duration a number."""
+    found: list[tuple[str, Any, Any]] = []
+    for name, phase in phases.items() if isinstance(phases, dict) else ():
+        found.append((f"phases.{name}", phase, OBJECT))
+        if isinstance(phase, dict):
+            found += [
+                (f"phases.{name}.started_at", phase.get("started_at"), OPTIONAL_TEXT),
+                (f"phases.{name}.ended_at", phase.get("ended_at"), OPTIONAL_TEXT),
+                (f"phases.{name}.duration_s", phase.get("duration_s"), OPTIONAL_NUMBER),
+            ]
+    return found
+
+
 def phases_from_dict(found: Mapping[str, Any]) -> dict[str, Phase]:
-    """A record's `phases`, each read as a `Phase` (an entry of another shape is left out)."""
-    return {name: Phase.from_dict(v) for name, v in found.items() if isinstance(v, Mapping)}
+    """A record's `phases`, each read as a `Phase`."""
+    return {name: Phase.from_dict(phase) for name, phase in found.items()}

@@ -8,7 +8,7 @@ from typing import Any, ClassVar, Self
 
 from ..errors import JournalError, NewerSchemaError, UserError
 from ..statuses import EXIT_CODES, FAILED_STATUSES, STATUSES, Status
-from .agent_run import AgentRun
+from .agent_run import AgentRun, agent_checks
 from .checks_run import ChecksRun
 from .confirmed import ConfirmedHoldout, ConfirmedMetric
 from .decision import Decision
@@ -25,7 +25,7 @@ from .field_types import (
     optional_number,
     problem,
 )
-from .phase import Phase, phases_from_dict
+from .phase import Phase, phase_checks, phases_from_dict
 from .placement import Confinement, HostFacts
 
 __all__ = [
@@ -254,10 +254,7 @@ class ExperimentRecord(_Record):
         found: dict[str, Any] = {}
         for key, value in plain.base_dict().items():
             typed = values.get(key)
-            if key == "phases":
-                found[key] = {name: phase.to_dict() for name, phase in self.phases.items()}
-            else:
-                found[key] = value if typed is None else typed.to_dict()
+            found[key] = value if typed is None else _written(typed)
             if key == "decision":  # the journal's order: the decision, then its sentinels
                 found["sentinels"] = {} if typed is None else typed.sentinels_dict()
         return found
@@ -280,24 +277,14 @@ class ExperimentRecord(_Record):
             for name in field_names(Asi)
             if isinstance(asi, dict)
         ]
-        phases = data.get("phases")
-        if isinstance(phases, dict):
-            found += [(f"phases.{name}", phase, OBJECT) for name, phase in phases.items()]
+        found += phase_checks(data.get("phases"))
         decision = data.get("decision")
         sentinels = data.get("sentinels")
         found.append(("decision", decision, OPTIONAL_OBJECT))
         found += [
             (name, data.get(name), OPTIONAL_OBJECT) for name in ("cluster", "confinement", "agent")
         ]
-        agent = data.get("agent")
-        if isinstance(agent, dict):
-            usage = agent.get("usage")
-            found.append(("agent.usage", usage, OPTIONAL_OBJECT))
-            if isinstance(usage, dict):
-                found += [
-                    (f"agent.usage.{k}", usage.get(k), OPTIONAL_NUMBER)
-                    for k in ("cost_usd", "input_tokens", "output_tokens", "turns")
-                ]
+        found += agent_checks(data.get("agent"))
         cluster = data.get("cluster")
         if isinstance(cluster, dict):
             found.append(("cluster.stale", cluster.get("stale"), OBJECTS))
@@ -456,6 +443,13 @@ def record_from_dict(data: dict[str, Any], where: str = "journal") -> Record:
         raise JournalError(f"{where}: {data.get('type')} record is incomplete: {exc}") from None
     record.check(where)
     return record
+
+
+def _written(value: Any) -> Any:
+    """A value field as the line holds it: its codec's dict, or a map of such (`phases`)."""
+    if isinstance(value, dict):
+        return {name: item.to_dict() for name, item in value.items()}
+    return value.to_dict()
 
 
 def _decision(data: dict[str, Any]) -> Decision:

@@ -71,8 +71,8 @@ PIVOT = (
 
 def agent_spend(records: list[ExperimentRecord], proposer: str = "agent") -> dict:
     """What a session's agent proposals cost: dollars where reported, how many unknown."""
-    runs = [r for r in records if r.proposer == proposer and r.agent]
-    known = [r.agent.usage.cost_usd for r in runs if r.agent is not None]
+    runs = [r.agent for r in records if r.proposer == proposer and r.agent is not None]
+    known = [run.usage.cost_usd for run in runs]
     return {
         "proposals": len(runs),
         "cost_usd": round(sum(c for c in known if c is not None), 6),
