@@ -16,7 +16,9 @@ proposer about its options without the config importing the proposers built on i
 
 from __future__ import annotations
 
+import functools
 import importlib
+import sys
 from typing import Any
 
 from .errors import ConfigError
@@ -33,7 +35,15 @@ BUILT_IN = {
 
 def available() -> dict[str, str]:
     """kind -> "module:attribute", the installed entry points over the built-in defaults."""
-    from importlib.metadata import entry_points  # a few ms: only when a config is checked
+    return dict(_installed(tuple(sys.path)))
+
+
+@functools.lru_cache(maxsize=8)
+def _installed(path: tuple[str, ...]) -> dict[str, str]:
+    """Reading every distribution's metadata costs some 15 ms, and every config check asks:
+    read once per import path (a package installed into it meanwhile is found by the next
+    process, as a new console script would)."""
+    from importlib.metadata import entry_points
 
     found = dict(BUILT_IN)
     found.update({ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)})

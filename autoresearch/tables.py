@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import math
 import tomllib
 import types
@@ -30,8 +31,7 @@ def build(cls: type, table: object, path: Path, where: str, strict: bool = True)
     """Build dataclass `cls` from a TOML table, naming the file and key on every mistake."""
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: [{where}] must be a table, got {type(table).__name__}")
-    hints = typing.get_type_hints(cls)
-    known = {f.name: f for f in dataclasses.fields(cls)}
+    hints, known = _fields(cls)
     unknown = sorted(set(table) - set(known))
     if not strict:
         table = {k: v for k, v in table.items() if k in known}
@@ -54,6 +54,13 @@ def build(cls: type, table: object, path: Path, where: str, strict: bool = True)
         key = f"{where}.{missing[0]}" if where else missing[0]
         raise ConfigError(f"{path}: missing required key '{key}'")
     return cls(**kwargs)
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field]]:
+    """A dataclass's resolved type hints and fields: resolving string annotations costs a
+    compile per hint, and every config load builds the same few classes."""
+    return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}
 
 
 def _coerce(hint, value, path: Path, key: str, strict: bool = True):

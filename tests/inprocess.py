@@ -12,13 +12,14 @@ one, another command, a script that is not the synthetic one.
 
 from __future__ import annotations
 
+import functools
 import io
 import os
-import threading
 import time
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from types import CodeType
 
 from autoresearch.bench.environ import target_environ
 from autoresearch.bench.proc import TOKEN_ENV, RunResult, tail_text
@@ -41,8 +42,6 @@ class InProcess:
     def __init__(self, real: LocalRunner | None = None) -> None:
         self.real = real or LocalRunner()
         self.calls = {"in_process": 0, "real": 0}
-        self._compiled: dict[tuple[str, bytes], object] = {}
-        self._lock = threading.Lock()
 
     def arm_state(self, cwd: Path) -> tuple[Path, ...]:
         return ()  # unconfined, as LocalRunner without a sandbox
@@ -92,20 +91,23 @@ class InProcess:
         return self._load(script, source)
 
     def _load(self, script: Path, source: bytes) -> Callable | None:
-        key = (str(script), source)
-        with self._lock:
-            if key not in self._compiled:
-                try:
-                    self._compiled[key] = compile(source, str(script), "exec")
-                except SyntaxError:
-                    self._compiled[key] = None
-        code = self._compiled[key]
+        code = _compiled(script.name, source)
         if code is None:
             return None
         namespace = {"__name__": "synthetic_script", "__file__": str(script)}
         exec(code, namespace)
         main = namespace.get("main")
         return main if callable(main) else None
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(name: str, source: bytes) -> CodeType | None:
+    """A script's code, compiled once per text for every test's tree (a patched script is
+    another text); None when it does not compile."""
+    try:
+        return compile(source, name, "exec")
+    except SyntaxError:
+        return None
 
 
 def _call(main: Callable, command: str, env: dict[str, str], log_path: Path) -> RunResult:
