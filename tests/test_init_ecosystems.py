@@ -9,6 +9,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import git, run_cli
@@ -318,7 +319,10 @@ def test_a_go_benchmark_named_runs_from_its_package_and_go_profiles_it(tmp_path)
     bench = 'package fibs\n\nimport "testing"\n\nvar sink int\n\n'
     bench += "func BenchmarkFib(b *testing.B) {\n\tfor i := 0; i < b.N; i++ {\n"
     bench += "\t\tsink = Fib(20)\n\t}\n}\n"
-    other = 'package other\n\nimport "testing"\n\nfunc BenchmarkOther(b *testing.B) {}\n'
+    other = 'package other\n\nimport "testing"\n\nvar sink int\n\nfunc spin(n int) int {\n'
+    other += "\ts := 1\n\tfor i := 1; i < n; i++ {\n\t\ts = s * i % 1000003\n\t}\n\treturn s\n}\n\n"
+    other += "func BenchmarkOther(b *testing.B) {\n\tfor i := 0; i < b.N; i++ {\n"
+    other += "\t\tsink = spin(20000)\n\t}\n}\n"
     files = {"go.mod": "module example.com/fibs\n", "fib.go": fib, "fib_test.go": bench}
     go = project(tmp_path, {**files, "other/other_test.go": other})
     git(go, "add", "-A")
@@ -330,28 +334,43 @@ def test_a_go_benchmark_named_runs_from_its_package_and_go_profiles_it(tmp_path)
     profile = load_config(go / "autoresearch.toml").profile
     assert profile.format == "pprof" and "-cpuprofile" in profile.command, profile
 
-    out = tmp_path / "cpu.pprof"
-    env = {**os.environ, "AUTORESEARCH_PROFILE_OUT": str(out)}
-    ran = subprocess.run(["bash", "-c", profile.command], cwd=go, env=env, capture_output=True)
-    assert ran.returncode == 0, ran.stderr
-    traces = subprocess.run(
-        ["go", "tool", "pprof", "-traces", "-lines", str(out)],
-        cwd=go, capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    top = {t["frame"]: t for t in top_frames(fold(traces.stdout, "pprof", (str(go),)), 10)}
+    top = _go_profile_top(profile.command, go, tmp_path / "cpu.pprof")
     assert "example.com/fibs.Fib (fib.go)" in top, sorted(top)
+    assert "example.com/fibs/other.BenchmarkOther (other/other_test.go)" not in top, sorted(top)
     left = git(go, "status", "--porcelain", "--untracked-files=all").split("\n")
     assert not [line for line in left if line.endswith(".test")], left
 
-    # Without --metric the bench runs every package: Go profiles one package only, so perf it
-    # is for two; a module whose benchmarks are all in one package gets Go's own of them all.
+    # Without --metric the bench runs every package: go test profiles one package at a time,
+    # so each is profiled in turn and the profiles merged, the frames of both named; a module
+    # whose benchmarks are all in one package gets Go's own profile of them all at once.
     assert run_cli("init", "--force", cwd=go).returncode == 0
-    assert load_config(go / "autoresearch.toml").profile.format == "perf"
+    both = load_config(go / "autoresearch.toml").profile
+    assert both.format == "pprof", both
+    top = _go_profile_top(both.command, go, tmp_path / "both.pprof")
+    assert {
+        "example.com/fibs.Fib (fib.go)",
+        "example.com/fibs/other.BenchmarkOther (other/other_test.go)",
+    } <= set(top), sorted(top)
+    left = git(go, "status", "--porcelain", "--untracked-files=all").split("\n")
+    assert not [line for line in left if line.endswith((".test", ".pprof"))], left
     single = project(tmp_path / "single", files)
     assert run_cli("init", cwd=single).returncode == 0
     whole = load_config(single / "autoresearch.toml").profile
     assert whole.format == "pprof", whole
     assert whole.command.startswith("go test -run '^$' -bench . -count 1 example.com/fibs -cpu")
+
+
+def _go_profile_top(command: str, go: Path, out: Path) -> dict[str, dict]:
+    """The profile command run as the loop runs it (bash, in the tree, told where to write),
+    and the top frames of what it wrote, as the review reads a pprof profile."""
+    env = {**os.environ, "AUTORESEARCH_PROFILE_OUT": str(out)}
+    ran = subprocess.run(["bash", "-c", command], cwd=go, env=env, capture_output=True)
+    assert ran.returncode == 0, ran.stderr
+    traces = subprocess.run(
+        ["go", "tool", "pprof", "-traces", "-lines", str(out)],
+        cwd=go, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return {t["frame"]: t for t in top_frames(fold(traces.stdout, "pprof", (str(go),)), 10)}
 
 
 def test_the_metrics_are_listed_and_the_bench_runs_the_one_named(tmp_path):

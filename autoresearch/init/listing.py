@@ -98,25 +98,34 @@ def _go_listed(ecosystem: Ecosystem, lines: list[str]) -> list[Listed]:
 
 
 def _go(ecosystem: Ecosystem, name: str, package: str) -> Listed:
-    select = ecosystem.bench.replace("-bench .", f"-bench '^{name}$'", 1)
-    select = select.replace(" ./...", f" {package}", 1)
+    select = _in(ecosystem, package).replace("-bench .", f"-bench '^{name}$'", 1)
     metric = metric_name(name.removeprefix("Benchmark"), "ns_op")
     return Listed(name, metric, select, _cpu_profile(select), package)
 
 
 def go_package_profile(ecosystem: Ecosystem, listed: list[Listed]) -> str:
-    """Go's CPU profile of the whole bench when every benchmark is in one package (go test
-    takes -cpuprofile for one package only); "" otherwise."""
-    packages = {item.package for item in listed}
-    if len(packages) != 1:
-        return ""
-    return _cpu_profile(ecosystem.bench.replace(" ./...", f" {packages.pop()}", 1))
+    """Go's CPU profile of the whole bench: go test takes -cpuprofile for one package only, so
+    with benchmarks in several each package's are profiled in turn (into a scratch directory)
+    and pprof merges them, every frame named; "" when Go lists no benchmark."""
+    packages = list(dict.fromkeys(item.package for item in listed))
+    if len(packages) <= 1:
+        return _cpu_profile(_in(ecosystem, packages[0])) if packages else ""
+    parts = '"$parts"'
+    steps = ["parts=$(mktemp -d)"]
+    steps += [_cpu_profile(_in(ecosystem, p), f"{parts}/{i}.pprof") for i, p in enumerate(packages)]
+    steps.append(f'go tool pprof -proto {parts}/*.pprof > "$AUTORESEARCH_PROFILE_OUT"')
+    return " && ".join(steps) + f"; status=$?; rm -rf {parts}; exit $status"
 
 
-def _cpu_profile(command: str) -> str:
+def _in(ecosystem: Ecosystem, package: str) -> str:
+    """The bench's command run on one package."""
+    return ecosystem.bench.replace(" ./...", f" {package}", 1)
+
+
+def _cpu_profile(command: str, out: str = '"$AUTORESEARCH_PROFILE_OUT"') -> str:
     # -o /dev/null: the test binary -cpuprofile keeps is not left in the tree (go test runs it
     # from its own build directory, and never replaces /dev/null, as root either).
-    return f'{command} -cpuprofile "$AUTORESEARCH_PROFILE_OUT" -o /dev/null'
+    return f"{command} -cpuprofile {out} -o /dev/null"
 
 
 def _cargo_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:

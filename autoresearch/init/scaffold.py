@@ -122,8 +122,8 @@ def _ecosystem_values(ecosystem: Ecosystem | None) -> dict:
 
 def _profile_values(ecosystem: Ecosystem | None, bench: str) -> dict:
     """The profile `init` writes: Go's own CPU profile of the one benchmark the bench runs
-    (init --metric) or of its one package, perf around the bench for other native code (Rust,
-    C++, Go's benchmarks in several packages), and py-spy's folded stacks for Python, whose
+    (init --metric) or of every package's, perf around the bench for other native code (Rust,
+    C++), and py-spy's folded stacks for Python, whose
     frames perf does not name (py-spy's carry each file and line); on where the profiler is
     installed, written but left commented otherwise."""
     if ecosystem is not None and ecosystem.profile:  # the harness's own (Go's -cpuprofile)
