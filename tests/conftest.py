@@ -18,6 +18,7 @@ import traceback
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 from inprocess import InProcess
 from synthetic import Target, git, make_target, unified_patch
 
@@ -35,6 +36,12 @@ __all__ = ["Target", "git", "make_target", "unified_patch"]  # shared with the t
 
 
 _HOME = pytest.StashKey[Path]()
+
+# Property tests check what a function returns, never how fast: Hypothesis's default 200 ms
+# deadline a case is a timing assertion, which a busy machine (or a worker's first lazy import)
+# fails by chance.
+settings.register_profile("suite", deadline=None)
+settings.load_profile("suite")
 
 
 def pytest_xdist_auto_num_workers(config):

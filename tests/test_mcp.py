@@ -8,8 +8,6 @@ import os
 import sys
 
 from conftest import experiments, git, unified_patch
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
 
 
 def call(client, name: str, **arguments):
@@ -25,17 +23,27 @@ def payload(result):
     return json.loads(result.content[0].text)
 
 
+def _server(target, env: dict[str, str]):
+    """`autoresearch mcp` over stdio, in the repository, as an agent starts it. The SDK is
+    imported here: a second's import, paid only by the worker that runs these tests."""
+    from mcp.client.stdio import StdioServerParameters
+
+    args = ["-m", "autoresearch.cli", "mcp"]
+    return StdioServerParameters(command=sys.executable, args=args, cwd=str(target.root), env=env)
+
+
+def _client(server, timeout_s: float):
+    from mcp import Client
+
+    return Client(server, read_timeout_seconds=timeout_s)
+
+
 def test_a_small_session_driven_over_mcp(target):
-    server = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "autoresearch.cli", "mcp"],
-        cwd=str(target.root),
-        env={**os.environ, "BENCH_NOISE_PCT": "0"},
-    )
+    server = _server(target, {**os.environ, "BENCH_NOISE_PCT": "0"})
     win = unified_patch("src/value.txt", "100\n", "80\n")
 
     async def session():
-        async with Client(server, read_timeout_seconds=300) as client:
+        async with _client(server, 300) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
             assert set(tools) >= {
                 "state",
@@ -77,12 +85,7 @@ def test_a_small_session_driven_over_mcp(target):
 def test_odd_tool_arguments_get_a_one_line_error(target):
     """What a confused agent sends: each answer is an error result naming the problem (the
     SDK's generic "Error executing tool" alone would mean a crash, its traceback on stderr)."""
-    server = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "autoresearch.cli", "mcp"],
-        cwd=str(target.root),
-        env=dict(os.environ),
-    )
+    server = _server(target, dict(os.environ))
     win = unified_patch("src/value.txt", "100\n", "80\n")
     odd = [
         ("try_result", {"id": "try-../x"}, "is not a try id"),
@@ -99,7 +102,7 @@ def test_odd_tool_arguments_get_a_one_line_error(target):
 
     async def session():
         answers = []
-        async with Client(server, read_timeout_seconds=120) as client:
+        async with _client(server, 120) as client:
             for name, arguments, _ in odd:
                 answers.append(await client.call_tool(name, arguments))
             state = await client.call_tool("state", {})  # still serving

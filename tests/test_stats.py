@@ -6,7 +6,6 @@ import random
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from scipy.stats import mannwhitneyu
 
 from autoresearch.decide.percent import ratio_pct
 from autoresearch.decide.ranks import mann_whitney
@@ -64,11 +63,20 @@ def test_interval_contains_the_estimate(base, cand, confidence):
 values = st.one_of(st.floats(1, 1e6), st.sampled_from([1.0, 2.0, 3.0]))
 
 
+@pytest.fixture(scope="module")
+def mannwhitneyu():
+    """SciPy's, imported by the worker that runs the test that asks for it (a second's import
+    every worker's collection would otherwise pay)."""
+    from scipy.stats import mannwhitneyu
+
+    return mannwhitneyu
+
+
 @given(
     st.lists(values, min_size=1, max_size=14),
     st.lists(values, min_size=1, max_size=14),
 )
-def test_the_rank_test_gives_scipy_s_p_values(x, y):
+def test_the_rank_test_gives_scipy_s_p_values(mannwhitneyu, x, y):
     """Exact for small arms without ties, normal with tie and continuity corrections else:
     the p values SciPy's `mannwhitneyu` gives, without its second-long import."""
     lower, higher = mann_whitney(x, y)
