@@ -88,6 +88,27 @@ def test_appends_fold_on_from_where_the_summary_stopped(journal):
     assert after["sessions"]["s"]["experiments"] == 10
 
 
+def test_a_hypothesis_measured_again_counts_once_by_its_last_outcome(journal):
+    """The review's counts: an attempt a later one measured again is said apart, whether it
+    was folded into the stored summary before (its status found in the stored rows) or with
+    the retry; an id of another session's is not this session's attempt."""
+    session_digest(journal.path, "s")  # s-0001..s-0008 stored
+    journal.append(record(10, "keep", retry_of="s-0003"))  # s-0003 inconclusive, stored
+    journal.append(record(11, "discard", retry_of="s-0010"))  # folded with it
+    journal.append(dataclasses.replace(record(12, retry_of="s-0004"), session="other"))
+
+    rows = [r for r in refresh_index(journal.path).experiments if r["session"] == "s"]
+    again = {r["retry_of"] for r in rows if r["retry_of"]}
+    last = Counter(r["status"] for r in rows if r["id"] not in again)
+    digest = session_digest(journal.path, "s")
+    assert digest.outcomes() == (dict(last), 2)
+    assert "inconclusive" not in digest.outcomes()[0] and digest.experiments == 10
+    assert session_digest(journal.path, "other").outcomes()[1] == 0
+    # Folded from nothing, the same.
+    summary_path(journal.path).unlink()
+    assert session_digest(journal.path, "s").outcomes() == (dict(last), 2)
+
+
 def test_a_summary_that_does_not_line_up_is_folded_again(journal):
     session_digest(journal.path, "s")
     # The journal cut back and written on differently: same first bytes, other history.

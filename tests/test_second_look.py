@@ -114,6 +114,8 @@ def test_review_shows_a_retried_hypothesis_once(target, monkeypatch, tmp_path):
     target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
     _noisy_sentinel(monkeypatch, tmp_path)
     run(target, max_experiments=1)
+    # The summary stored with the first attempt in it: the retry is folded on to it later.
+    assert "experiments: 1 (inconclusive 1)" in run_cli("status", cwd=target.root).stdout
     monkeypatch.delenv("BENCH_SENTINEL_SPREAD")
     # A win at its first try beside it: no earlier attempt (None, never NaN, in the JSON).
     target.add_hypothesis("02-other", {"src/speedup-other.txt": "0.9\n"})
@@ -128,6 +130,10 @@ def test_review_shows_a_retried_hypothesis_once(target, monkeypatch, tmp_path):
     said = "keep 2; 1 earlier attempt measured again"
     assert report["counts_said"] == said
     assert f"experiments: 3 ({said})" in run_cli("report", cwd=target.root).stdout
+    # `status` says the same, from the journal's summary rather than the report's frame.
+    assert f"experiments: 3 ({said})" in run_cli("status", cwd=target.root).stdout
+    status = json.loads(run_cli("status", "--json", cwd=target.root).stdout)
+    assert (status["by_status"], status["retried"]) == ({"keep": 2}, 1)
     other, win = report["wins"]
     assert other["earlier"] is None
     assert win["earlier"] == "retry of #1 (inconclusive)"

@@ -24,11 +24,11 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from ..statuses import Status
+from ..statuses import STATUSES, Status
 from .attempts import Attempt
 from .fold import SUMMARY, Fold, RecordKeys, fold_path, folded
 
-__all__ = ["SessionDigest", "session_digest", "session_digests", "summary_path"]
+__all__ = ["SessionDigest", "counts_said", "session_digest", "session_digests", "summary_path"]
 
 
 @dataclass
@@ -46,6 +46,9 @@ class SessionDigest:
     by_status: Counter = field(default_factory=Counter)
     last_kept: dict[str, Any] | None = None
     agent: Counter = field(default_factory=Counter)  # proposals, cost, unknown cost, outcomes
+    # The statuses of attempts a later attempt of the same hypothesis measured again: the
+    # summary's (which finds each in its attempt rows); a night's own copy does not count them.
+    measured_again: Counter = field(default_factory=Counter)
     no_keep_streak: int = 0  # experiments since the last keep (all of them before the first)
     last_n: int = 0  # the highest experiment number recorded
     warnings: list[str] = field(default_factory=list)
@@ -77,6 +80,15 @@ class SessionDigest:
             self.agent["unknown_cost"] += cost is None
             self.agent[row["status"]] += 1
 
+    def outcomes(self) -> tuple[dict[str, int], int]:
+        """The experiments by status with a hypothesis measured again counted once, by its
+        last outcome, and how many earlier attempts that leaves apart: what the review says
+        (report/summary.py counts the same from the journal's rows)."""
+        last = self.by_status - self.measured_again
+        by_status = {s: last[s] for s in STATUSES if last[s]}
+        by_status |= {s: n for s, n in last.items() if s not in by_status}
+        return by_status, sum(self.measured_again.values())
+
     def to_dict(self) -> dict[str, Any]:
         # The warnings are the reader's; the attempts are stored apart (the second line).
         kept = [k for k in self.__dataclass_fields__ if k not in ("warnings", "attempts")]
@@ -86,11 +98,21 @@ class SessionDigest:
     def from_dict(cls, data: dict[str, Any]) -> SessionDigest:
         digest = cls(**data)
         digest.by_status, digest.agent = Counter(digest.by_status), Counter(digest.agent)
+        digest.measured_again = Counter(digest.measured_again)
         return digest
 
     def standing(self) -> SessionDigest:
         """A copy of the figures alone (no attempt rows, no warnings), to fold on."""
         return copy.deepcopy(SessionDigest.from_dict(self.to_dict()))
+
+
+def counts_said(by_status: dict[str, int], retried: int) -> str:
+    """The experiments by outcome, in words that add up to their total: a hypothesis measured
+    again counts once, by its last outcome, and its earlier attempts are said apart."""
+    said = ", ".join(f"{status} {n}" for status, n in by_status.items())
+    if retried:
+        said += f"; {retried} earlier attempt{'s' if retried != 1 else ''} measured again"
+    return said
 
 
 def summary_path(journal: Path) -> Path:
@@ -120,8 +142,9 @@ def session_digests(journal: Path) -> dict[str, SessionDigest]:
 @dataclass
 class Summary(Fold):
     NAME = SUMMARY
-    VERSION = 7  # 3: attempts, in a second line; 4: fold.py; 5: hashed keys, a line per attempt;
-    # 6: the attempt's rule; 7: the streak without a keep and the last number
+    VERSION = 8  # 3: attempts, in a second line; 4: fold.py; 5: hashed keys, a line per attempt;
+    # 6: the attempt's rule; 7: the streak without a keep and the last number; 8: the statuses
+    # of the attempts measured again
 
     sessions: dict[str, SessionDigest] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
@@ -145,7 +168,12 @@ class Summary(Fold):
         self.warnings.append(warning)
 
     def add(self, kind: str, record: dict[str, Any], entry: dict[str, Any]) -> None:
-        self.sessions.setdefault(record["session"], SessionDigest()).fold(kind, record)
+        digest = self.sessions.setdefault(record["session"], SessionDigest())
+        digest.fold(kind, record)
+        if kind == "experiment" and record.get("retry_of"):
+            earlier = self._status_of(record["session"], record["retry_of"])
+            if earlier is not None:
+                digest.measured_again[earlier] += 1
         if kind == "experiment":
             # The session, then an Attempt's fields in order (attempts.py).
             row = [record["session"], record["n"], record["id"], record["status"]]
@@ -154,6 +182,25 @@ class Summary(Fold):
             row += [self._start, end] if end is not None else [None, None]
             row.append(record.get("rule") or record["status"])
             self.new_rows.append(row)
+
+    def _status_of(self, session: str, id_: str) -> str | None:
+        """The status of the session's attempt `id_`, from its attempt row: a retry is rare,
+        so the stored rows are searched as bytes for the id and only the lines that hold it
+        parsed (a later attempt's `retry_of` holds it too), not all of them."""
+        for row in reversed(self.new_rows):
+            if row[0] == session and row[2] == id_:
+                return row[3]
+        needle = orjson.dumps(id_)
+        start = self.stored_rows.find(needle)
+        while start >= 0:
+            line_start = self.stored_rows.rfind(b"\n", 0, start) + 1
+            line_end = self.stored_rows.find(b"\n", start)
+            line_end = len(self.stored_rows) if line_end < 0 else line_end
+            row = orjson.loads(self.stored_rows[line_start:line_end])
+            if row[0] == session and row[2] == id_:
+                return row[3]
+            start = self.stored_rows.find(needle, line_end)
+        return None
 
     def attempts(self, session: str) -> list[Attempt]:
         """The session's attempts, in journal order."""

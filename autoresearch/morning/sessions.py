@@ -70,7 +70,7 @@ def list_sessions(config: Config) -> list[SessionInfo]:
                 branch=branch,
                 ahead=ahead,
                 experiments=digest.experiments if digest else 0,
-                kept=digest.by_status[Status.KEEP] if digest else 0,
+                kept=digest.outcomes()[0].get(Status.KEEP, 0) if digest else 0,
                 state_dir=state,
                 state_bytes=size,
                 last_activity=newest,

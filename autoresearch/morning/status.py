@@ -9,8 +9,8 @@ from typing import Any
 from ..config import Config
 from ..decide.headline import headline
 from ..decide.percent import change_pct
-from ..journal.digest import session_digest
-from ..journal.records import STATUSES, is_headline
+from ..journal.digest import counts_said, session_digest
+from ..journal.records import is_headline
 from ..profiles import profile_lines, profile_summary
 from ..progress import format_value
 from ..repo.state_dir import SessionLock, read_inflight, session_paths
@@ -25,6 +25,7 @@ def session_status(config: Config) -> dict[str, Any]:
     paths = session_paths(config)
     history = session_digest(config.journal_path, config.session.name)
     primary = config.metric.name
+    by_status, retried = history.outcomes()
     kept = history.last_kept
     base_commit = history.sessions[0]["base_commit"] if history.sessions else None
     tip = kept["commit"] if kept else base_commit
@@ -49,7 +50,9 @@ def session_status(config: Config) -> dict[str, Any]:
         "journal": str(config.journal_path),
         "running": running,
         "experiments": history.experiments,
-        "by_status": {s: history.by_status[s] for s in STATUSES if history.by_status[s]},
+        # As the review counts them: a hypothesis measured again once, by its last outcome.
+        "by_status": by_status,
+        "retried": retried,
         "metric": primary,
         "unit": config.metric.unit,
         "baseline": baseline,
@@ -128,7 +131,7 @@ def format_status(status: dict[str, Any]) -> str:
     lines = [f"session '{status['session']}' on {status['branch']}: {state}"]
     lines.append("(another: --session NAME; every session here: autoresearch sessions)")
     lines.append(f"journal: {status['journal']}")
-    counts = ", ".join(f"{k} {v}" for k, v in status["by_status"].items()) or "none yet"
+    counts = counts_said(status["by_status"], status["retried"]) or "none yet"
     lines.append(f"experiments: {status['experiments']} ({counts})")
     lines.append(f"baseline: {status['metric']} = {format_value(status['baseline'], unit)}")
     best = status["best"]

@@ -17,7 +17,6 @@ __all__ = [
     "REASONS",
     "STATUS_FIRST",
     "clean",
-    "counts_said",
     "first_sentence",
     "not_kept",
     "wins",
@@ -55,15 +54,6 @@ REASONS = {
     "agent_failed": "The agent failed to propose",
     "recovered": "Recovered from the branch",
 }
-
-
-def counts_said(by_status: dict[str, int], retried: int) -> str:
-    """The experiments by outcome, in words that add up to their total: a hypothesis measured
-    again counts once, by its last outcome, and its earlier attempts are said apart."""
-    said = ", ".join(f"{status} {n}" for status, n in by_status.items())
-    if retried:
-        said += f"; {retried} earlier attempt{'s' if retried != 1 else ''} measured again"
-    return said
 
 
 def wins(kept: pd.DataFrame) -> list[dict]:

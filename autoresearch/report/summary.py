@@ -11,13 +11,13 @@ import pandas as pd
 from ..config import Config
 from ..decide.design import DESIGN_BETA, TARGET_BETA
 from ..decide.percent import CONTRIBUTION, change_pct, interval_side
+from ..journal.digest import counts_said
 from ..journal.records import FAILED_STATUSES, STATUSES
 from ..repo.globs import matches_any
 from ..statuses import Status
 from .history import History, frame_rows
 from .outcomes import (
     clean,
-    counts_said,
     first_sentence,
     not_kept,
     wins,
