@@ -123,9 +123,9 @@ def _ecosystem_values(ecosystem: Ecosystem | None) -> dict:
 def _profile_values(ecosystem: Ecosystem | None, bench: str) -> dict:
     """The profile `init` writes: Go's own CPU profile of the one benchmark the bench runs
     (init --metric) or of every package's, perf around the bench for other native code (Rust,
-    C++), and py-spy's folded stacks for Python, whose
-    frames perf does not name (py-spy's carry each file and line); on where the profiler is
-    installed, written but left commented otherwise."""
+    C++), and py-spy's folded stacks for Python, whose frames perf does not name (py-spy's carry
+    each file and line); on where the profiler is installed, written but left commented
+    otherwise."""
     if ecosystem is not None and ecosystem.profile:  # the harness's own (Go's -cpuprofile)
         command = ecosystem.profile.replace('"', '\\"')
         return {"profile_on": True, "profile_command": command, "profile_format": "pprof"}

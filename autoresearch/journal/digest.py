@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -28,7 +28,14 @@ from ..statuses import STATUSES, Status
 from .attempts import Attempt
 from .fold import SUMMARY, Fold, RecordKeys, fold_path, folded
 
-__all__ = ["SessionDigest", "counts_said", "session_digest", "session_digests", "summary_path"]
+__all__ = [
+    "SessionDigest",
+    "counts_said",
+    "in_status_order",
+    "session_digest",
+    "session_digests",
+    "summary_path",
+]
 
 
 @dataclass
@@ -85,9 +92,7 @@ class SessionDigest:
         last outcome, and how many earlier attempts that leaves apart: what the review says
         (report/summary.py counts the same from the journal's rows)."""
         last = self.by_status - self.measured_again
-        by_status = {s: last[s] for s in STATUSES if last[s]}
-        by_status |= {s: n for s, n in last.items() if s not in by_status}
-        return by_status, sum(self.measured_again.values())
+        return in_status_order(last), sum(self.measured_again.values())
 
     def to_dict(self) -> dict[str, Any]:
         # The warnings are the reader's; the attempts are stored apart (the second line).
@@ -104,6 +109,13 @@ class SessionDigest:
     def standing(self) -> SessionDigest:
         """A copy of the figures alone (no attempt rows, no warnings), to fold on."""
         return copy.deepcopy(SessionDigest.from_dict(self.to_dict()))
+
+
+def in_status_order(counts: Mapping[str, int]) -> dict[str, int]:
+    """Counts by status, the loop's statuses first in their order, any other after; none that
+    is zero."""
+    ordered = {s: int(counts[s]) for s in STATUSES if counts.get(s)}
+    return ordered | {s: int(n) for s, n in counts.items() if s not in ordered and n}
 
 
 def counts_said(by_status: dict[str, int], retried: int) -> str:
@@ -170,11 +182,11 @@ class Summary(Fold):
     def add(self, kind: str, record: dict[str, Any], entry: dict[str, Any]) -> None:
         digest = self.sessions.setdefault(record["session"], SessionDigest())
         digest.fold(kind, record)
-        if kind == "experiment" and record.get("retry_of"):
-            earlier = self._status_of(record["session"], record["retry_of"])
-            if earlier is not None:
-                digest.measured_again[earlier] += 1
         if kind == "experiment":
+            earlier = record.get("retry_of")
+            earlier = earlier and self._status_of(record["session"], earlier)
+            if earlier:
+                digest.measured_again[earlier] += 1
             # The session, then an Attempt's fields in order (attempts.py).
             row = [record["session"], record["n"], record["id"], record["status"]]
             row += [record.get("proposer"), record.get("retry_of"), record.get("patch") or ""]

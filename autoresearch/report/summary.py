@@ -11,8 +11,8 @@ import pandas as pd
 from ..config import Config
 from ..decide.design import DESIGN_BETA, TARGET_BETA
 from ..decide.percent import CONTRIBUTION, change_pct, interval_side
-from ..journal.digest import counts_said
-from ..journal.records import FAILED_STATUSES, STATUSES
+from ..journal.digest import counts_said, in_status_order
+from ..journal.records import FAILED_STATUSES
 from ..repo.globs import matches_any
 from ..statuses import Status
 from .history import History, frame_rows
@@ -49,9 +49,7 @@ def summarize(history: History, comparison: str | None = None, label: str | None
     kept = df[df["status"] == Status.KEEP]
     failed = df[df["status"].isin(FAILED_STATUSES)]
     base, final = history.baseline["value"], history.final["value"]
-    counts = df["status"].value_counts()
-    by_status = {s: int(counts[s]) for s in STATUSES if s in counts}
-    by_status |= {s: int(n) for s, n in counts.items() if s not in by_status}
+    by_status = in_status_order(df["status"].value_counts().to_dict())
     units = history.config.get("units", {})
     summary: dict[str, Any] = {
         "source": history.source,
