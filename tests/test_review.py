@@ -265,6 +265,24 @@ def test_a_slowdown_stopped_for_want_of_gain_is_filed_as_slower():
     assert groups == {"No gain worth claiming": [1, 2]}
 
 
+def test_each_session_of_a_shared_journal_is_reviewed_with_its_own_rows(target):
+    """Two sessions append to one journal: each review holds its own experiments alone (the
+    review picks a session's rows before it builds its table)."""
+    win = target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    run(target)
+    win.unlink()  # a new session would take the queue from its start
+    target.config_path.write_text(
+        target.config_path.read_text().replace('name = "t"', 'name = "u"', 1)
+    )
+    target.add_hypothesis("02-loss", {"src/value.txt": "130\n"})
+    run(target)
+    first, second = load_history(target.journal, "t"), load_history(target.journal, "u")
+    assert first.experiments["title"].tolist() == ["01-win"]
+    assert second.experiments["title"].tolist() == ["02-loss"]
+    assert summarize(first)["kept"] == 1 and summarize(second)["kept"] == 0
+    assert load_history(target.journal).name == "u"  # the latest session, unless one is named
+
+
 def test_no_pull_request_when_nothing_was_kept(target):
     target.add_hypothesis("01-loss", {"src/value.txt": "130\n"})
     run(target)

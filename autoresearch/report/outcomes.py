@@ -9,6 +9,7 @@ import re
 import pandas as pd
 
 from ..journal.records import STATUSES
+from ..statuses import Status
 
 _SENTENCE_END = re.compile(r"(?<=[a-z0-9)][.])\s")
 
@@ -87,9 +88,26 @@ def _holdout_said(row) -> str:
     return said if verdict == "win" else f"{said} (not a win there)"
 
 
-def not_kept(rest: pd.DataFrame, lower_is_better: bool = True) -> list[dict]:
-    """Experiments that were not kept, grouped by why: the closed axes of the session."""
+# The columns the groups are made of: the rows not kept are copied with these alone.
+_NOT_KEPT_FIELDS = [
+    "n",
+    "title",
+    "status",
+    "rule",
+    "change_pct",
+    "ci_low_pct",
+    "ci_high_pct",
+    "rollback_reason",
+    "reason",
+    "earlier",
+]
+
+
+def not_kept(frame: pd.DataFrame, lower_is_better: bool = True) -> list[dict]:
+    """The experiments of `frame` that were not kept, grouped by why: the closed axes of the
+    session."""
     groups = []
+    rest = frame.loc[frame["status"] != Status.KEEP, _NOT_KEPT_FIELDS]
     # The status says why when the experiment ended outside the decision (checks failed, a
     # crash, out of scope): the bench's verdict before it is not the reason.
     rules = rest["rule"].where(~rest["status"].isin(STATUS_FIRST), rest["status"])

@@ -45,7 +45,8 @@ def summarize(history: History, comparison: str | None = None, label: str | None
     (the primary metric's first word replaced by it, e.g. `sqlite`), `label` how to call it."""
     every = history.experiments
     # A hypothesis measured again counts once, by its last outcome; its runs all count.
-    df = every[~every["superseded"].astype(bool)]
+    superseded = every["superseded"].astype(bool)
+    df = every[~superseded] if superseded.any() else every  # no copy of a night never retried
     kept = df[df["status"] == Status.KEEP]
     failed = df[df["status"].isin(FAILED_STATUSES)]
     base, final = history.baseline["value"], history.final["value"]
@@ -59,9 +60,9 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         "unit": history.unit,
         "direction": history.direction,
         "experiments": len(every),
-        "retried": int(every["superseded"].astype(bool).sum()),
+        "retried": int(superseded.sum()),
         "by_status": by_status,
-        "counts_said": counts_said(by_status, int(every["superseded"].astype(bool).sum())),
+        "counts_said": counts_said(by_status, int(superseded.sum())),
         "kept": len(kept),
         "failed": len(failed),
         "baseline": {k: clean(v) for k, v in history.baseline.items() if k != "metrics"},
@@ -71,7 +72,7 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         and {k: v for k, v in history.confirmation.items() if k != "metrics"},
         "metrics": _metric_rows(history, units),
         "wins": wins(kept[kept["n"] != history.baseline.get("n")]),
-        "not_kept": not_kept(df[df["status"] != Status.KEEP], history.lower_is_better),
+        "not_kept": not_kept(df, history.lower_is_better),
         "runs": _runs(every, history),
         "family": family_summary(history, comparison, label),
         "allocations": _allocations(history),
