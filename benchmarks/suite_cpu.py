@@ -5,14 +5,26 @@ how much of the suite is CPU-bound (what a busy machine slows) and how much wait
 
 Run it quiet and then beside busy loops, each with its own SUITE_CPU_OUT, to see which tests
 a busy machine costs the most. A test counts as CPU-heavy when its own and its children's CPU
-time come to more than 70% of its wall time.
+time come to more than 70% of its wall time. Under xdist (the suite's default) each worker
+writes its rows to SUITE_CPU_OUT and the summary is read from there, by test module:
+
+    rm -f tests.tsv; SUITE_CPU_OUT=tests.tsv PYTHONPATH=benchmarks python -m pytest -p suite_cpu
+    python benchmarks/suite_cpu.py tests.tsv [--top 25]
+
+"off CPU" is a module's wall time that neither it nor its children spent on a CPU: sleeps,
+timeouts and waits for another process, and, with more workers than cores, time ready to run
+behind the other workers. On two cores the suite's floor is its CPU time over two.
 """
 
 from __future__ import annotations
 
+import argparse
+import collections
 import os
 import resource
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -59,3 +71,59 @@ def pytest_terminal_summary(terminalreporter):
         f"suite_cpu: {count} CPU-heavy tests, {heavy:.1f} s of the wall time "
         f"({heavy / max(wall, 1e-9):.0%})"
     )
+
+
+def by_module(rows: list[tuple[str, float, float, float]]) -> dict[str, list[float]]:
+    """Per test module: [tests, wall, own CPU, children's CPU]."""
+    modules: dict[str, list[float]] = collections.defaultdict(lambda: [0, 0.0, 0.0, 0.0])
+    for nodeid, wall, own, children in rows:
+        module = modules[nodeid.split("::")[0]]
+        module[0] += 1
+        module[1] += wall
+        module[2] += own
+        module[3] += children
+    return modules
+
+
+def _read(path: str) -> list[tuple[str, float, float, float]]:
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise SystemExit(f"{path}: cannot read it ({error.strerror})") from None
+    rows = []
+    for number, line in enumerate(lines, 1):
+        fields = line.split("\t")
+        try:
+            if len(fields) != 4:
+                raise ValueError(len(fields))
+            rows.append((fields[0], float(fields[1]), float(fields[2]), float(fields[3])))
+        except ValueError:
+            said = "not a suite_cpu row (test, wall, own, children)"
+            raise SystemExit(f"{path}:{number}: {said}") from None
+    return rows
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description="Where the suite's time goes, by test module.")
+    parser.add_argument("tsv", help="the SUITE_CPU_OUT file of a run")
+    parser.add_argument("--top", type=int, default=25, help="modules shown (by wall time)")
+    args = parser.parse_args()
+    rows = _read(args.tsv)
+    if not rows:
+        raise SystemExit(f"{args.tsv}: no rows; run the suite with SUITE_CPU_OUT={args.tsv}")
+    modules = sorted(by_module(rows).items(), key=lambda item: -item[1][1])
+    print(f"{'module':44} {'tests':>5} {'wall s':>7} {'own s':>6} {'child s':>7} {'off CPU':>7}")
+    for name, (tests, wall, own, children) in modules[: args.top]:
+        waits = max(wall - own - children, 0.0)
+        print(f"{name:44} {tests:5.0f} {wall:7.1f} {own:6.1f} {children:7.1f} {waits:7.1f}")
+    wall, own, children = (sum(row[i] for row in rows) for i in (1, 2, 3))
+    print(
+        f"{len(rows)} tests: {wall:.1f} s wall summed over the workers, {own:.1f} s own CPU, "
+        f"{children:.1f} s children's CPU; on 2 cores the CPU alone takes "
+        f"{(own + children) / 2:.1f} s"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
