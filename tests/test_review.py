@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from pathlib import Path
 
@@ -79,6 +80,12 @@ def test_pr_sections_and_user_templates(pi, tmp_path):
         render_pr(s, tmp_path)
         == "perf: pebble_writepack_1m_ms -69.0% (4246 ms → 1318 ms) / 15 kept\n"
     )
+    # A template is compiled once a process (`serve` renders again and again), and an edit to
+    # it is rendered the next time all the same.
+    template = tmp_path / "pr.md.j2"
+    template.write_text("{{ s.kept }} kept, edited\n")
+    os.utime(template, ns=(template.stat().st_atime_ns, template.stat().st_mtime_ns + 10**9))
+    assert render_pr(s, tmp_path) == "15 kept, edited\n"
 
 
 def test_report_formats_through_the_cli(tmp_path):

@@ -6,6 +6,7 @@ file by file.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from pathlib import Path
@@ -80,7 +81,11 @@ def _cell(text) -> str:
     return " ".join(str(text or "").split()).replace("|", "\\|")
 
 
+@functools.lru_cache(maxsize=8)
 def _environment(templates: Path | None) -> jinja2.Environment:
+    """One environment per template directory, and so each template compiled once a process
+    (`serve` and the MCP server render again and again): jinja2 reloads a template whose file
+    changed since (`auto_reload`), so a template edited meanwhile is the one rendered."""
     paths = [str(templates)] if templates else []
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader([*paths, str(BUILTIN)]),
