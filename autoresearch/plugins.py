@@ -7,11 +7,14 @@ A third-party package adds a proposer by declaring, in its own pyproject.toml,
 
 where `MyProposer.from_options(options, config)` builds it from its `[[proposer]]` table (with
 `kind` removed) and raises ConfigError naming what is wrong. The built-ins are declared the same
-way in this project's pyproject.toml; the table below only stands in when the package's own
-metadata is missing (running from a source tree that was never installed).
+way in this project's pyproject.toml, and found in the table below (a source tree that was
+never installed has no metadata to read).
 
 The lookup loads a kind's class by name (importlib), so that the config's checks can ask a
-proposer about its options without the config importing the proposers built on it.
+proposer about its options without the config importing the proposers built on it. A built-in
+kind is this package's own whatever else is installed: a package added to the environment
+cannot stand in for the proposer the config names, and a config of built-in kinds reads no
+other distribution's metadata (every command checks the config; the read costs 15-20 ms).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ BUILT_IN = {
 
 
 def available() -> dict[str, str]:
-    """kind -> "module:attribute", the installed entry points over the built-in defaults."""
+    """kind -> "module:attribute": the built-ins and the installed entry points' other kinds."""
     return dict(_installed(tuple(sys.path)))
 
 
@@ -45,13 +48,12 @@ def _installed(path: tuple[str, ...]) -> dict[str, str]:
     process, as a new console script would)."""
     from importlib.metadata import entry_points
 
-    found = dict(BUILT_IN)
-    found.update({ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)})
-    return found
+    found = {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    return {**found, **BUILT_IN}
 
 
 def proposer_class(kind: str, where: str) -> Any:
-    target = available().get(kind)
+    target = BUILT_IN.get(kind) or available().get(kind)
     if target is None:
         known = ", ".join(sorted(available()))
         raise ConfigError(f"{where}: no proposer kind '{kind}' (installed: {known})")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import textwrap
 from types import SimpleNamespace
 
@@ -11,7 +12,9 @@ from conftest import experiment_record, experiments, git, run, run_cli
 
 from autoresearch.config import load_config
 from autoresearch.errors import ConfigError
+from autoresearch.plugins import BUILT_IN, available, proposer_class
 from autoresearch.proposers.knobs import knob_from_table
+from autoresearch.proposers.queue import QueueProposer
 from autoresearch.proposers.sweep import _step
 from autoresearch.report.sweeps import sweep_summaries
 
@@ -307,6 +310,25 @@ def test_a_third_party_proposer_registered_by_entry_point_runs(target, tmp_path)
     # Without the package the kind is unknown, said in one line.
     done = run_cli("status", cwd=target.root)
     assert done.returncode == 1 and "no proposer kind 'fixed'" in done.stderr
+
+
+def test_a_plug_in_cannot_stand_in_for_a_built_in_kind(tmp_path, monkeypatch):
+    """A package in the environment that declares `queue` too: the config's queue is still
+    this package's, and the plug-in's own kinds are still found."""
+    site = tmp_path / "site"
+    info = site / "fixed_proposer-1.0.dist-info"
+    info.mkdir(parents=True)
+    (site / "fixed_proposer.py").write_text(textwrap.dedent(THIRD_PARTY))
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fixed-proposer\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[autoresearch.proposers]\nqueue = fixed_proposer:FixedProposer\n"
+        "fixed = fixed_proposer:FixedProposer\n"
+    )
+    # Last on the path: where an entry point read later would win a name both declare.
+    monkeypatch.setattr(sys, "path", [*sys.path, str(site)])
+    assert proposer_class("queue", "here") is QueueProposer
+    assert proposer_class("fixed", "here").__name__ == "FixedProposer"
+    assert available()["queue"] == BUILT_IN["queue"]
 
 
 def test_review_shows_each_sweep(target, monkeypatch, tmp_path):
