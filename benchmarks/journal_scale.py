@@ -5,8 +5,9 @@ it ran), runs the real loop on each for two experiments, then inflates one journ
 `--records` experiment records made with the project's own record classes (both arms'
 samples for four metrics, as the loop writes them) and keeps its review index current, as the
 loop does after each append. Then, alternating the two sessions, it times each command as a
-user runs it (the `autoresearch` console command in a process of its own) and reads its peak
-memory:
+user runs it (the `autoresearch` console command pip installed beside this interpreter, in a
+process of its own; not a version manager's shim found first on PATH, which adds its own
+start-up to every command) and reads its peak memory:
 
 - `run` resume: from the command's start to its first bench run (the bench's time stamp);
   the run is then stopped and the next resume recovers it, as after Ctrl-C;
@@ -86,6 +87,15 @@ GOALS = {
 }
 
 
+def _console_script() -> str:
+    """The `autoresearch` command pip installed for this interpreter, else the one on PATH."""
+    beside = Path(sys.executable).parent / "autoresearch"
+    return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else "autoresearch"
+
+
+AUTORESEARCH = _console_script()
+
+
 def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
 
@@ -151,7 +161,7 @@ def resume(repo: Path, stamp: Path, n: int) -> tuple[float, float]:
     stamp.unlink(missing_ok=True)
     started = time.time()
     child = subprocess.Popen(
-        ["autoresearch", "run", "--quiet", "--no-confirm", "--env", f"STAMP={stamp}"],
+        [AUTORESEARCH, "run", "--quiet", "--no-confirm", "--env", f"STAMP={stamp}"],
         cwd=repo,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -186,7 +196,7 @@ def measure(repos: dict[str, Path], stamps: Path, repeat: int, first: int) -> di
             sample = resume(repo, stamps / f"{label}.stamp", first + rep)
             results.setdefault(("run resume", label), []).append(sample)
             for name, args in commands.items():
-                sample = timed(["autoresearch", *args], repo)
+                sample = timed([AUTORESEARCH, *args], repo)
                 results.setdefault((name, label), []).append(sample)
     return results
 
@@ -208,7 +218,7 @@ def main() -> int:
             for n in (1, 2):
                 queue_patch(repo, n)
             subprocess.run(
-                ["autoresearch", "run", "--quiet", "--no-confirm", "--max-experiments", "2"],
+                [AUTORESEARCH, "run", "--quiet", "--no-confirm", "--max-experiments", "2"],
                 cwd=repo,
                 check=True,
                 capture_output=True,
@@ -230,7 +240,9 @@ def main() -> int:
     rows: list[dict] = []
     missed = sum(table(name, results, big, rows) for name, results in tables.items())
     print(f"\n{len(GOALS) * len(tables) - missed} of {len(GOALS) * len(tables)} goals met")
-    record("journal_scale", rows, notes=f"{big} records, {size:.0f} MiB; medians of {args.repeat}")
+    how = "PATH's" if AUTORESEARCH == "autoresearch" else "the console script beside Python:"
+    notes = f"{big} records, {size:.0f} MiB; medians of {args.repeat}; {how} autoresearch"
+    record("journal_scale", rows, notes=notes)
     return 1 if missed else 0
 
 
