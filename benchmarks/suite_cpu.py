@@ -58,19 +58,23 @@ def pytest_runtest_protocol(item, nextitem):
 def pytest_terminal_summary(terminalreporter):
     if not _rows:
         return
-    wall = sum(row[1] for row in _rows)
+    wall, own, children = _totals(_rows)
     heavy_walls = [row[1] for row in _rows if row[2] + row[3] > CPU_HEAVY * row[1]]
     count, heavy = len(heavy_walls), sum(heavy_walls)
     write = terminalreporter.write_line
     write(
-        f"suite_cpu: {len(_rows)} tests, {wall:.1f} s wall, "
-        f"{sum(row[2] for row in _rows):.1f} s own CPU, "
-        f"{sum(row[3] for row in _rows):.1f} s children's CPU"
+        f"suite_cpu: {len(_rows)} tests, {wall:.1f} s wall, {own:.1f} s own CPU, "
+        f"{children:.1f} s children's CPU"
     )
     write(
         f"suite_cpu: {count} CPU-heavy tests, {heavy:.1f} s of the wall time "
         f"({heavy / max(wall, 1e-9):.0%})"
     )
+
+
+def _totals(rows: list[tuple[str, float, float, float]]) -> tuple[float, float, float]:
+    """Wall, own CPU and children's CPU, summed over `rows`."""
+    return sum(r[1] for r in rows), sum(r[2] for r in rows), sum(r[3] for r in rows)
 
 
 def by_module(rows: list[tuple[str, float, float, float]]) -> dict[str, list[float]]:
@@ -92,14 +96,13 @@ def _read(path: str) -> list[tuple[str, float, float, float]]:
         raise SystemExit(f"{path}: cannot read it ({error.strerror})") from None
     rows = []
     for number, line in enumerate(lines, 1):
-        fields = line.split("\t")
+        test, *times = line.split("\t")
         try:
-            if len(fields) != 4:
-                raise ValueError(len(fields))
-            rows.append((fields[0], float(fields[1]), float(fields[2]), float(fields[3])))
-        except ValueError:
+            wall, own, children = map(float, times)
+        except ValueError:  # not three numbers
             said = "not a suite_cpu row (test, wall, own, children)"
             raise SystemExit(f"{path}:{number}: {said}") from None
+        rows.append((test, wall, own, children))
     return rows
 
 
@@ -116,7 +119,7 @@ def main() -> int:
     for name, (tests, wall, own, children) in modules[: args.top]:
         waits = max(wall - own - children, 0.0)
         print(f"{name:44} {tests:5.0f} {wall:7.1f} {own:6.1f} {children:7.1f} {waits:7.1f}")
-    wall, own, children = (sum(row[i] for row in rows) for i in (1, 2, 3))
+    wall, own, children = _totals(rows)
     print(
         f"{len(rows)} tests: {wall:.1f} s wall summed over the workers, {own:.1f} s own CPU, "
         f"{children:.1f} s children's CPU; on 2 cores the CPU alone takes "
