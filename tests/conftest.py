@@ -51,9 +51,31 @@ def pytest_xdist_auto_num_workers(config):
     return 2 * (os.cpu_count() or 1)
 
 
+def _commands_run_this_checkout(config) -> None:
+    """The commands the tests start (`python -m autoresearch.cli`, the console script) import
+    the package as installed; an editable install of another checkout would have them run its
+    code, not this one's, and fail (or pass) for reasons not here. Said once, at the start."""
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller asked already
+        return
+    here = Path(__file__).resolve().parent.parent / "autoresearch"
+    probe = (
+        "import autoresearch, os; print(os.path.dirname(os.path.realpath(autoresearch.__file__)))"
+    )
+    found = subprocess.run(
+        [sys.executable, "-c", probe], cwd="/", capture_output=True, text=True, timeout=60
+    )
+    if found.returncode != 0 or Path(found.stdout.strip()) != here:
+        seen = found.stdout.strip() or found.stderr.strip().splitlines()[-1:]
+        raise pytest.UsageError(
+            f"the commands the tests start would import autoresearch from {seen}, not from this "
+            f"checkout ({here}): run `{sys.executable} -m pip install -e '.[test]'` here first"
+        )
+
+
 def pytest_configure(config):
     """Hermetic git: no user or system config, hooks or signing reach the tests or the loop
     they drive; the identity the helpers commit with comes from here."""
+    _commands_run_this_checkout(config)
     # The package's and the tests' bytecode is written as an install writes it, even where
     # PYTHONDONTWRITEBYTECODE is set: each worker and each command the tests start would
     # otherwise compile every module again (4 s of every worker's collection). The children

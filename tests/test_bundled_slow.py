@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from autoresearch.bench.metrics import parse_metrics
-from autoresearch.config import EquivalenceConfig, HoldoutConfig, ProfileConfig, load_config
+from autoresearch.config import load_config
 from autoresearch.journal.store import read_journal
 from autoresearch.loop.driver import run_session
 from autoresearch.loop.session import RunOptions
@@ -71,29 +71,43 @@ def test_bench_fails_loudly_on_a_bad_profile():
     assert "unknown AUTORESEARCH_PROFILE 'nope'" in done.stderr
 
 
-def _short_night(tmp_path: Path, proposer: list[dict] | None = None, shared: Path | None = None):
-    """A short real session on patches 01 (the big win) and 09 (a negative control); with a
-    proposer of its own, without the holdout, the equivalence check and the profile (that
-    night is about the proposer: the one without tests them)."""
+def _stand_in_agent(io: Path) -> dict:
+    """The agent proposer for a stand-in agent whose one "idea" is the queue's patch 01 (the
+    big win), replayed. The agent runs confined like the target (its own tree, a private /tmp):
+    what it reads (the stand-in, its script, the patch it replays) sits in `io`, shared with it."""
+    io.mkdir()
+    shutil.copy(ROOT / "tests" / "standin_agent.py", io)
+    patch = next((ROOT / "targets/pebble/hypotheses").glob("01-*.patch"))
+    steps = [{"do": "replay", "patch": str(shutil.copy(patch, io))}]
+    (io / "script.json").write_text(json.dumps(steps))
+    return {
+        "kind": "agent",
+        "preset": "command",
+        "command": f"{sys.executable} {io / 'standin_agent.py'}",
+        "timeout_s": 120,
+        "max_proposals": 1,
+        "env": {"STANDIN_SCRIPT": str(io / "script.json")},
+    }
+
+
+def _short_night(tmp_path: Path):
+    """A short real session of two proposers: the stand-in agent proposing patch 01 (the big
+    win), then the queue holding patch 09 alone (a negative control). One night serves both:
+    an agent's night on the real target, confined, ends as the queue's own would."""
     repo = tmp_path / "repo"
     subprocess.run(["git", "clone", "-q", "--shared", str(ROOT), str(repo)], check=True)
     queue = repo / "targets/pebble/hypotheses"
     for patch in queue.glob("*.patch"):
-        if not patch.name.startswith(("01-", "09-")):
+        if not patch.name.startswith("09-"):
             patch.unlink()
+    io = tmp_path / "agent-io"
+    agent = _stand_in_agent(io)
     make_holdout(repo / "targets/pebble")  # what loop.py makes before the night
     config = load_config(repo / "autoresearch.toml")
     # One look at the holdout: its further looks are test_holdout.py's; here, CI's minutes.
     config = dataclasses.replace(
         config, holdout=dataclasses.replace(config.holdout, max_pairs=config.holdout.pairs)
     )
-    if proposer:
-        config = dataclasses.replace(
-            config,
-            holdout=HoldoutConfig(),
-            equivalence=EquivalenceConfig(),
-            profile=ProfileConfig(),
-        )
     config = dataclasses.replace(
         config,
         bench=dataclasses.replace(config.bench, calibration_runs=4),
@@ -106,11 +120,9 @@ def _short_night(tmp_path: Path, proposer: list[dict] | None = None, shared: Pat
         sentinel=[dataclasses.replace(s, budget_pct=50.0) for s in config.sentinel],
         # Only the 100k scale runs here: the pre-flight would rightly refuse the 10k metric.
         secondary=[s for s in config.secondary if "_10k_" not in s.name],
-        # The queue alone (no sweeps), or the proposer given.
-        proposer=proposer or [p for p in config.proposer if p.get("kind", "queue") == "queue"],
-        sandbox=dataclasses.replace(
-            config.sandbox, writable=[*config.sandbox.writable, *([str(shared)] if shared else [])]
-        ),
+        # The agent, then the queue (no sweeps).
+        proposer=[agent, *(p for p in config.proposer if p.get("kind", "queue") == "queue")],
+        sandbox=dataclasses.replace(config.sandbox, writable=[*config.sandbox.writable, str(io)]),
     )
     # Six runs per arm cannot see 5% (the night would be refused): this test wants the big win.
     options = RunOptions(env={"GRANTBENCH_SCALES": "100k"}, accept_noise=True)
@@ -119,12 +131,19 @@ def _short_night(tmp_path: Path, proposer: list[dict] | None = None, shared: Pat
 
 
 def test_loop_on_the_bundled_target(tmp_path):
-    """A short real session: the big win is kept after passing the checks, a loser reverted."""
+    """A short real session: the big win, proposed by an agent, is kept after passing the
+    checks; the queue's loser is reverted."""
     repo, outcome, records = _short_night(tmp_path)
 
-    by_title = {r.source.rsplit("/", 1)[-1]: r for r in records}
-    skip_get = by_title["01-skip-get-fresh-sync.patch"]
-    presort = by_title["09-presort-index-keys.patch"]
+    final = {r.title: r for r in records}  # each hypothesis by its last outcome
+    assert len(final) == 2, [(r.title, r.status) for r in records]
+    # The agent's one proposal; on a busy machine an undecided one is measured again once.
+    (skip_get,) = (r for r in final.values() if r.proposer == "agent")
+    (presort,) = (r for r in final.values() if r.proposer == "queue")
+    assert skip_get.title.startswith("Skip the read-before-write Get"), skip_get.title
+    assert presort.source.endswith("09-presort-index-keys.patch"), presort.source
+    first = next(r for r in records if r.proposer == "agent")  # the agent's own run
+    assert first.agent.preset == "command" and first.agent.usage.cost_usd is None
     assert skip_get.status == "keep", skip_get.decision
     assert skip_get.checks.exit_code == 0
     assert skip_get.decision.metrics["pebble_writepack_100k_ms"].change_pct < -20
@@ -165,38 +184,3 @@ def test_loop_on_the_bundled_target(tmp_path):
         check=True,
     )
     assert log.stdout.strip() == skip_get.title
-
-
-def test_a_stand_in_agent_replaying_the_queue_keeps_what_the_queue_keeps(tmp_path):
-    """The agent proposer on the real target: a stand-in agent whose "idea" is the queue's
-    patch 01 ends with the keep the queue's night ends with (the test above; the negative
-    control is the queue night's, and an agent's discards are tests/test_agent.py's)."""
-    # The agent runs confined like the target (its own tree, a private /tmp): what it reads
-    # (the stand-in, its script, the patch it replays) sits in a directory shared with it.
-    io = tmp_path / "agent-io"
-    io.mkdir()
-    shutil.copy(ROOT / "tests" / "standin_agent.py", io)
-    patch = next((ROOT / "targets/pebble/hypotheses").glob("01-*.patch"))
-    steps = [{"do": "replay", "patch": str(shutil.copy(patch, io))}]
-    (io / "script.json").write_text(json.dumps(steps))
-    agent = {
-        "kind": "agent",
-        "preset": "command",
-        "command": f"{sys.executable} {io / 'standin_agent.py'}",
-        "timeout_s": 120,
-        "max_proposals": 1,
-        "env": {"STANDIN_SCRIPT": str(io / "script.json")},
-    }
-    _repo, outcome, records = _short_night(tmp_path, [agent], shared=io)
-
-    # One proposal; on a busy machine an undecided one is measured again once (a retry).
-    assert all(r.proposer == "agent" for r in records)
-    assert all(r.retry_of for r in records[1:]), [r.status for r in records]
-    final = {r.title: r for r in records}  # the hypothesis by its last outcome
-    (skip_get,) = final.values()
-    assert skip_get.title.startswith("Skip the read-before-write Get"), skip_get.title
-    assert skip_get.status == "keep", skip_get.decision
-    assert skip_get.decision.metrics["pebble_writepack_100k_ms"].change_pct < -20
-    assert outcome.kept == 1
-    first = records[0]  # the agent's own run
-    assert first.agent.preset == "command" and first.agent.usage.cost_usd is None

@@ -188,6 +188,7 @@ def test_result_answers_every_state_of_a_try_file(target, pid, outcome, expected
     assert "Traceback" not in done.stderr, done.stderr
     answer = json.loads(done.stdout)
     assert answer["status"] == "error" and expected in answer["error"], answer
+    assert answer["log"] == str(tries / f"{name}.log")  # where to read why
     assert done.returncode == 1
 
 

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import sys
+from pathlib import Path
 
 from conftest import experiments, git, unified_patch
 
@@ -71,15 +72,22 @@ def test_a_small_session_driven_over_mcp(target):
 
     before, done, loss, history, ideas, report = asyncio.run(session())
     assert before["experiments"] == 0
-    assert done["status"] == "keep", done
+    assert done["status"] == "keep", _with_log(done)
     assert round(done["change_pct"], 6) == -20.0
-    assert loss["status"] == "discard" and loss["rule"]
+    assert loss["status"] == "discard" and loss["rule"], _with_log(loss)
     assert [h["status"] for h in history] == ["keep", "discard"]
     assert history[1]["family"] == "waste"
     assert ideas == ["- presize the batches"]
     assert "kept (1)" in report and "Faster" in report
     assert [r.status for r in experiments(target)] == ["keep", "discard"]
     assert git(target.root, "show", "autoresearch/t:src/value.txt") == "80\n"
+
+
+def _with_log(outcome: dict) -> str:
+    """A try's outcome and, when it names one, its log: why a try ended as it did."""
+    log = outcome.get("log")
+    text = Path(log).read_text(errors="replace") if log and os.path.exists(log) else ""
+    return f"{outcome}\n{text[-4000:]}"
 
 
 def test_odd_tool_arguments_get_a_one_line_error(target):

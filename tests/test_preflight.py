@@ -7,6 +7,8 @@ from pathlib import Path
 
 from conftest import experiments, git, run_cli
 
+from autoresearch.journal.store import read_journal
+
 
 def _preflight_on(target) -> None:
     text = target.config_path.read_text().replace("preflight = false", "preflight = true")
@@ -158,6 +160,30 @@ def test_check_and_run_give_one_noise_verdict(target, tmp_path):
     assert night.returncode == 1
     refusal = night.stderr.strip().splitlines()[-1]
     assert refusal.startswith("error: the bench is too noisy for the effect asked for: noise ")
+    # Each measured the noise twice before it said so.
+    assert "calibrating once more before refusing it" in check.stderr
+    assert "calibrating once more before refusing it" in night.stderr
+    assert len(read_journal(target.journal).calibrations) == 2
     assert "more than decision.target_effect_pct = 5%: over 3 times it" in refusal
     assert "more than decision.target_effect_pct = 5%: over 3 times it" in problem
     assert experiments(target) == []
+
+
+def test_a_noisy_minute_at_the_start_does_not_cost_the_night(target, tmp_path):
+    """The first calibration falls in a busy minute (its runs half and one and a half times
+    the value, as in the test above), the rest of the night is quiet: `check` and `run`
+    measure once more, and the second calibration stands; the night runs and keeps its win."""
+    # The first four runs loud: the first calibration's (after the one run of check's own
+    # pre-flight), then quiet.
+    factors = ",".join(["0.5", "1.5"] * 2 + ["1"] * 200)
+    for command in ("check", "run"):
+        counter = tmp_path / f"{command}-runs"
+        env = {"BENCH_FACTORS": factors, "BENCH_COUNTER": str(counter)}
+        if command == "run":
+            target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+        done = run_cli(command, cwd=target.root, env=env)
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "calibrating once more before refusing it" in done.stderr, done.stderr
+    first, second, *_ = read_journal(target.journal).calibrations
+    assert first.noise_pct["time_ms"] > 30 and second.noise_pct["time_ms"] < 1
+    assert [r.status for r in experiments(target)] == ["keep"]

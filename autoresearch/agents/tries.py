@@ -178,11 +178,12 @@ def read_result(config: Config, try_id: str, wait_s: float = 0.0) -> dict[str, A
                 return found
             if ended:
                 what = "not JSON" if found is None else "not a try's outcome"
-                return {"id": try_id, "status": "error", "error": f"its outcome file is {what}"}
+                error = f"its outcome file is {what}"
+                return {"id": try_id, "status": "error", "error": error, "log": str(log)}
         if ended:
             tail = _read_text(log).strip().splitlines()
             why = tail[-1] if tail else "it ended without an outcome"
-            return {"id": try_id, "status": "error", "error": why}
+            return {"id": try_id, "status": "error", "error": why, "log": str(log)}
         if time.monotonic() >= deadline:
             return {"id": try_id, "status": "running", "log": str(log)}
         time.sleep(0.2)

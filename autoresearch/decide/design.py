@@ -17,6 +17,7 @@ from .dist import special
 
 __all__ = [
     "DESIGN_BETA",
+    "NOISE_CALIBRATIONS",
     "POWER",
     "REFUSE_FACTOR",
     "SPENDING",
@@ -37,6 +38,9 @@ SPENDING = 1.0  # a sentinel's look k gets its error in proportion to n_k ** SPE
 # A night is refused only when the bench cannot see this many times the effect asked for: a
 # bench that detects 7% against a 5% target still keeps the 10% and 20% wins a night is for.
 REFUSE_FACTOR = 3.0
+# A calibration that says a night would be refused is measured once more first: a busy minute at
+# the night's start (a build finishing, a backup) must not cost the night. The second stands.
+NOISE_CALIBRATIONS = 2
 # A bench too noisy for the effect asked for (its most pairs cannot keep such a win this
 # often) gets a design for the smallest win it can see, whose futility stops give up at most
 # this many of those wins: they are the most a noisy night can find.
@@ -111,6 +115,15 @@ class NoiseVerdict:
     target_pct: float
     refuse: bool
     message: str
+    noise_pct: float
+
+    @property
+    def again(self) -> str:
+        """Said when a first calibration would refuse the night: it is measured once more."""
+        return (
+            f"the bench looks too noisy for the night (noise {self.noise_pct:.2f}% a run, "
+            f"{self.detectable_pct:.1f}% detectable): calibrating once more before refusing it"
+        )
 
     @property
     def warning(self) -> str | None:
@@ -130,7 +143,9 @@ def noise_verdict(config: Config, noise_pct: float, run_s: float | None) -> Nois
         f"noise {noise_pct:.2f}% a run: {most} runs per arm detect {detectable:.1f}% with 90% power"
     )
     if detectable <= target:
-        return NoiseVerdict(detectable, target, False, f"{seen}, within {target:g}% asked for")
+        return NoiseVerdict(
+            detectable, target, False, f"{seen}, within {target:g}% asked for", noise_pct
+        )
     needed = runs_needed(config, noise_pct, target)
     advice = [f"decision.max_runs to {needed}"] if needed > d.max_runs else []
     budget = budget_runs(d, run_s)
@@ -152,7 +167,7 @@ def noise_verdict(config: Config, noise_pct: float, run_s: float | None) -> Nois
         f"{seen}, more than decision.target_effect_pct = {target:g}%: {consequence}; "
         + ", or ".join(remedies)
     )
-    return NoiseVerdict(detectable, target, refuse, message)
+    return NoiseVerdict(detectable, target, refuse, message, noise_pct)
 
 
 def budget_runs(d: DecisionConfig, run_s: float | None) -> int | None:

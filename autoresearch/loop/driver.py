@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..config import Config
 from ..decide.calibration import Calibration
-from ..decide.design import noise_verdict
+from ..decide.design import NOISE_CALIBRATIONS, noise_verdict
 from ..errors import PreflightError
 from ..journal.digest import SessionDigest
 from ..journal.records import CalibrationRecord, ExperimentRecord
@@ -106,7 +106,7 @@ def _loop(session: Session) -> str:
     """Experiments until a stop condition; returns why it stopped."""
     reason = get_ready(session)
     if reason is None and not session.options.accept_noise:
-        _refuse_noise(session)
+        reason = _refuse_noise(session)
     while reason is None and (reason := stop_reason(session)) is None:
         context = proposal_context(session)
         hypothesis = session.proposer.next(context) or second_look_hypothesis(session)
@@ -173,18 +173,27 @@ def preflight_base(session: Session) -> bool:
     return True
 
 
-def _refuse_noise(session: Session) -> None:
+def _refuse_noise(session: Session) -> str | None:
     """Stop before the night only when the bench cannot see several times the effect asked
-    for (decide/design.noise_verdict: the one verdict `check` gives too)."""
-    calibration = session.calibration
-    if calibration is None or not calibration.noise_pct:
-        return
-    verdict = noise_verdict(session.config, calibration.noise_pct, calibration.run_s)
-    if verdict.refuse:
-        raise PreflightError(
-            f"the bench is too noisy for the effect asked for: {verdict.message}; or run with "
-            "--accept-noise to spend the night anyway"
-        )
+    for (decide/design.noise_verdict: the one verdict `check` gives too), in a calibration
+    measured once more first (NOISE_CALIBRATIONS). Why a signal stopped it, or None."""
+    for attempt in range(1, NOISE_CALIBRATIONS + 1):
+        calibration = session.calibration
+        if calibration is None or not calibration.noise_pct:
+            return None
+        verdict = noise_verdict(session.config, calibration.noise_pct, calibration.run_s)
+        if not verdict.refuse:
+            return None
+        if attempt < NOISE_CALIBRATIONS:
+            session.progress.warn(verdict.again)
+            if not calibrate_best(session):
+                return "interrupted by a signal during calibration"
+            if session.stop_error is not None:
+                return None  # the best's bench failed: stop_reason says so
+    raise PreflightError(
+        f"the bench is too noisy for the effect asked for: {verdict.message}; or run with "
+        "--accept-noise to spend the night anyway"
+    )
 
 
 def calibrate_best(session: Session) -> bool:

@@ -22,7 +22,7 @@ from ..bench.metrics import read_run_metrics, run_output
 from ..bench.proc import RunResult
 from ..config import Config, script_path
 from ..decide.calibration import run_seconds
-from ..decide.design import NoiseVerdict, noise_verdict
+from ..decide.design import NOISE_CALIBRATIONS, NoiseVerdict, noise_verdict
 from ..errors import MetricParseError, PreflightError, UserError, WorkspaceError
 from ..repo.gitrepo import open_repo
 from ..repo.state_dir import session_paths
@@ -236,33 +236,41 @@ def _calibrate(
     config: Config, harness: Harness, arms: tuple[Path, Path], result: Preflight, logs: Path, say
 ) -> None:
     """The calibration `run` starts with, and its verdict on the noise: a night `run` would
-    refuse is a problem here too."""
+    refuse (in a second calibration, as `run` measures one too noisy once more) is a problem
+    here too."""
     from .calibrate import calibrate  # the measurement machinery, only when asked for
 
     pairs = config.bench.calibration_runs // 2
-    say(f"calibrating on {result.commit[:10]}: {pairs} runs in each arm, alternating")
     logs.mkdir(parents=True, exist_ok=True)
-    record = calibrate(
-        config,
-        harness,
-        arms=arms,
-        commit=result.commit,
-        logs=lambda name: logs / f"calibration-{name}.log",
-        on_run=lambda arm, i: say(f"calibration pair {i}/{pairs}") if arm == "baseline" else None,
-    )
-    if record is None:
-        result.interrupted = True
-        return
-    noise = record.noise_pct.get(config.metric.name)
-    result.warnings = [w for w in record.warnings if w.startswith("A/A")]
-    if noise is None:
-        return
-    result.noise = noise_verdict(config, noise, run_seconds(record))
-    if result.noise.refuse:
-        result.problems.append(
-            f"the bench is too noisy for the effect asked for: {result.noise.message}; `run` "
-            "would stop before the night (or spend it anyway with --accept-noise)"
+    for attempt in range(1, NOISE_CALIBRATIONS + 1):
+        say(f"calibrating on {result.commit[:10]}: {pairs} runs in each arm, alternating")
+        prefix = "calibration" if attempt == 1 else f"calibration{attempt}"
+        record = calibrate(
+            config,
+            harness,
+            arms=arms,
+            commit=result.commit,
+            logs=lambda name, prefix=prefix: logs / f"{prefix}-{name}.log",
+            on_run=lambda arm, i: (
+                say(f"calibration pair {i}/{pairs}") if arm == "baseline" else None
+            ),
         )
+        if record is None:
+            result.interrupted = True
+            return
+        noise = record.noise_pct.get(config.metric.name)
+        result.warnings = [w for w in record.warnings if w.startswith("A/A")]
+        if noise is None:
+            return
+        result.noise = noise_verdict(config, noise, run_seconds(record))
+        if not result.noise.refuse:
+            return
+        if attempt < NOISE_CALIBRATIONS:
+            say(result.noise.again)
+    result.problems.append(
+        f"the bench is too noisy for the effect asked for: {result.noise.message}; `run` "
+        "would stop before the night (or spend it anyway with --accept-noise)"
+    )
 
 
 def require_scripts(config: Config, ws: Workspace) -> None:
