@@ -130,21 +130,35 @@ def test_processes_start_in_one_module():
     assert sorted(starting) == ["autoresearch/bench/proc.py", "autoresearch/process/capture.py"]
 
 
+HEAVY = ("scipy.stats", "pandas", "matplotlib")
+
+
 @pytest.mark.parametrize(
-    "modules",
+    ("modules", "heavy"),
     [
         # `run`: everything up to its first bench; the rule's distributions come at first use
-        ["autoresearch.cli.night", "autoresearch.loop.driver", "autoresearch.loop.preflight"],
-        # status, state and history
-        ["autoresearch.cli.agents", "autoresearch.morning.status", "autoresearch.agents.outcome"],
+        (
+            ["autoresearch.cli.night", "autoresearch.loop.driver", "autoresearch.loop.preflight"],
+            HEAVY,
+        ),
+        # status, state and history, which read files: GitPython's import too is a tenth of
+        # their second on a season's journal
+        (
+            [
+                "autoresearch.cli.agents",
+                "autoresearch.morning.status",
+                "autoresearch.agents.outcome",
+            ],
+            (*HEAVY, "git"),
+        ),
     ],
 )
-def test_the_loop_and_the_light_commands_import_nothing_heavy(modules):
+def test_the_loop_and_the_light_commands_import_nothing_heavy(modules, heavy):
     """scipy.stats, pandas and matplotlib each take a large part of a second to import: the
     loop's start and the agents' faces wait for none of them."""
     code = (
         f"import sys\nfor m in {modules!r}: __import__(m)\n"
-        "print(sorted(m for m in ('scipy.stats', 'pandas', 'matplotlib') if m in sys.modules))"
+        f"print(sorted(m for m in {heavy!r} if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 from conftest import git, run_cli
 
 from autoresearch.repo.state_dir import session_paths
@@ -43,3 +46,35 @@ def test_sessions_lists_then_clean_removes(target):
     missing = run_cli("clean", "nosuch", cwd=target.root)
     assert missing.returncode == 1
     assert missing.stderr.strip() == "error: no session 'nosuch' here (see `autoresearch sessions`)"
+
+
+def test_the_state_directory_is_where_git_says_from_every_place_a_target_can_be(target, tmp_path):
+    """`status` and the other read-only commands find the session's state from the `.git` they
+    read, without GitPython; it is the directory git gives the loop, from the top of the
+    checkout, a folder in it, a linked worktree (or a folder in one), and a submodule. A bare
+    repository, or none, is the error the loop gives."""
+    from autoresearch.errors import WorkspaceError
+    from autoresearch.repo.gitrepo import open_repo
+
+    config = target.load()
+    linked = tmp_path / "linked"
+    git(target.root, "worktree", "add", "-q", "--detach", str(linked))
+    sub = tmp_path / "outer"
+    sub.mkdir()
+    git(sub, "init", "-q")
+    git(
+        sub, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(target.root), "inner"
+    )
+    places = [target.root, target.root / "src", linked, linked / "src", sub / "inner" / "src"]
+    for place in places:
+        placed = dataclasses.replace(config, target=dataclasses.replace(config.target, repo=place))
+        git_says = open_repo(place).common_dir / "autoresearch" / config.session.name
+        assert session_paths(placed).root == git_says, place
+    assert session_paths(config).root.parent == target.root / ".git" / "autoresearch"
+
+    bare = tmp_path / "bare.git"
+    git(tmp_path, "clone", "-q", "--bare", str(target.root), str(bare))
+    for place, said in ((bare, "bare repository"), (tmp_path / "none", "does not exist")):
+        placed = dataclasses.replace(config, target=dataclasses.replace(config.target, repo=place))
+        with pytest.raises(WorkspaceError, match=said):
+            session_paths(placed)

@@ -14,7 +14,6 @@ until the index is deleted.
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import os
 import shutil
@@ -25,7 +24,7 @@ from typing import Any
 import orjson
 
 from ..errors import JournalError
-from ..files import gitdir_of
+from ..files import common_git_dir
 from .evidence import primary_metric
 from .lines import duplicate_warning, gc_paused, parse_lines, torn_line_warning
 
@@ -65,26 +64,9 @@ def derived_dir(journal: Path) -> Path:
     one. Rebuilt from the journal whenever it is missing."""
     path = journal.resolve()
     key = hashlib.sha256(os.fsencode(path)).hexdigest()[:12]
-    git_dir = _git_dir(path.parent)
+    git_dir = common_git_dir(path.parent)
     root = git_dir / DERIVED_IN_GIT if git_dir is not None else _cache_home() / DERIVED_IN_CACHE
     return root / f"{path.name}-{key}"
-
-
-@functools.lru_cache(maxsize=64)
-def _git_dir(directory: Path) -> Path | None:
-    """The common git directory of the repository whose working tree holds `directory`, found
-    by its `.git` (a directory, or a linked worktree's `gitdir:` file), without running git."""
-    for here in (directory, *directory.parents):
-        dotgit = here / ".git"
-        if dotgit.is_dir():
-            return dotgit
-        if dotgit.exists():
-            admin = gitdir_of(dotgit)
-            common = admin / "commondir" if admin is not None else None
-            if common is not None and common.is_file():
-                return (admin / common.read_text(encoding="utf-8").strip()).resolve()
-            return admin
-    return None
 
 
 def _forget_beside(journal: Path) -> None:

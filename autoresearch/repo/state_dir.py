@@ -20,8 +20,8 @@ from typing import Any
 from ..atomic import read_json
 from ..config import Config
 from ..errors import SessionBusyError, StateError
+from ..files import common_git_dir
 from .arms import arm_dirs
-from .gitrepo import open_repo
 
 ARMS = ("worktree", "baseline")
 
@@ -189,6 +189,20 @@ def read_inflight(path: Path) -> dict[str, Any] | None:
 
 
 def session_paths(config: Config) -> SessionPaths:
-    """The session's state directory: configured, or under the target's git directory."""
-    root = config.state_path or open_repo(config.repo_path).common_dir / "autoresearch"
+    """The session's state directory: configured, or under the target's git directory (found
+    from its `.git` as git would; through git, for the error, where that finds none, or where
+    the target is a git directory itself: a bare repository)."""
+    root = config.state_path
+    if root is None:
+        repo = config.repo_path.resolve()
+        common = None if _is_git_dir(repo) else common_git_dir(repo)
+        if common is None:
+            from .gitrepo import open_repo  # GitPython: its import only where it is needed
+
+            common = open_repo(config.repo_path).common_dir
+        root = common.resolve() / "autoresearch"
     return SessionPaths(root / config.session.name)
+
+
+def _is_git_dir(path: Path) -> bool:
+    return (path / "HEAD").is_file() and (path / "objects").is_dir()
