@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 from collections import Counter
 
 import pytest
-from conftest import experiment_record
+from conftest import eventually, experiment_record
 
 from autoresearch.journal.agent_run import AgentRun, Usage
+from autoresearch.journal.columns import review_table
 from autoresearch.journal.digest import session_digest, summary_path
 from autoresearch.journal.index import index_path, refresh_index
 from autoresearch.journal.store import Journal
@@ -248,6 +251,101 @@ def test_a_garbled_second_line_is_folded_again_when_a_resume_needs_it(journal):
     summary_path(journal.path).write_bytes(first + b"\n[]\n")
     assert seen(journal.path) == expected(journal.path)  # a fold needs it: folded again
     assert attempts_of_the_summary(journal.path) == attempts_of_a_whole_read(journal.path)
+
+
+def _rows_file(journal):
+    first = json.loads(summary_path(journal.path).read_bytes().splitlines()[0])
+    return summary_path(journal.path).with_name(first["rows_file"]), first["rows_bytes"]
+
+
+def test_a_fold_appends_the_new_attempt_rows_and_never_writes_the_others_again(journal):
+    """A season's rows are megabytes: a fold adds its own after them, in place."""
+    before = attempts_of_the_summary(journal.path)
+    rows, size = _rows_file(journal)
+    stored, inode = rows.read_bytes(), rows.stat().st_ino
+    rows.write_bytes(stored + b"left by a fold cut short\n")  # past what counts: written over
+
+    journal.append(patched(10))
+    journal.append(patched(11, "keep"))
+    assert seen(journal.path) == expected(journal.path)  # status folds them in
+
+    grown, grown_size = _rows_file(journal)
+    assert grown == rows and rows.stat().st_ino == inode
+    assert rows.read_bytes()[:size] == stored and grown_size > size
+    assert b"cut short" not in rows.read_bytes()[:grown_size]
+    assert attempts_of_the_summary(journal.path) == attempts_of_a_whole_read(journal.path)
+    assert len(attempts_of_the_summary(journal.path)) == len(before) + 2
+
+
+@pytest.mark.parametrize("damage", ["cut", "gone", "another file"])
+def test_attempt_rows_cut_gone_or_named_elsewhere_are_folded_again(journal, damage):
+    """A summary whose rows are not there whole, or that names another file of the directory
+    as its rows (the index), is folded again; the index is never written as rows."""
+    before = attempts_of_the_summary(journal.path)
+    rows, size = _rows_file(journal)
+    index = index_path(journal.path).read_bytes()
+    if damage == "cut":
+        rows.write_bytes(rows.read_bytes()[: size // 2])
+    elif damage == "gone":
+        rows.unlink()
+    else:
+        path = summary_path(journal.path)
+        first, rest = path.read_bytes().split(b"\n", 1)
+        said = json.loads(first) | {"rows_file": "index"}
+        path.write_bytes(json.dumps(said).encode() + b"\n" + rest)
+
+    assert attempts_of_the_summary(journal.path) == before == attempts_of_a_whole_read(journal.path)
+    journal.append(patched(10))
+    assert seen(journal.path) == expected(journal.path)
+    assert attempts_of_the_summary(journal.path) == attempts_of_a_whole_read(journal.path)
+    assert index_path(journal.path).read_bytes().startswith(index)
+    # One rows file in the directory: a fold from the start removes the one it replaced.
+    assert len(list(summary_path(journal.path).parent.glob("summary.rows-*"))) == 1
+
+
+# A reader as `status`, a resume and the review page are, bringing the journal's index and
+# folds up to date over and over until told to stop.
+READER = """
+import sys
+from pathlib import Path
+from autoresearch.journal.columns import review_table
+from autoresearch.journal.digest import session_digest
+journal, stop, ready = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3])
+while not stop.exists():
+    session_digest(journal, "s", attempts=True)
+    review_table(journal)
+    ready.touch()
+"""
+
+
+def test_readers_folding_while_the_loop_appends_agree_with_a_whole_read(journal, tmp_path):
+    """Three readers bring the index, the summary and the review's columns up to date over and
+    over while records are appended: however they interleave, each new line is indexed once
+    (two readers would append it twice, and every fold count it twice) and the summary and the
+    columns say what a whole read of the journal says."""
+    stop = tmp_path / "stop"
+    argv = [sys.executable, "-c", READER, str(journal.path), str(stop)]
+    readers = [subprocess.Popen([*argv, str(tmp_path / f"ready-{i}")]) for i in range(3)]
+    try:
+        for i in range(3):  # each has read once: the appends meet them reading
+            eventually((tmp_path / f"ready-{i}").exists, what=f"reader {i} to start")
+        for n in range(10, 130):
+            journal.append(patched(n, "keep" if n % 7 == 0 else "discard"))
+            if n % 40 == 0:  # now and then a fold from the start beside them
+                summary_path(journal.path).unlink(missing_ok=True)
+    finally:
+        stop.touch()
+        codes = [reader.wait(timeout=120) for reader in readers]
+    assert codes == [0, 0, 0]
+    assert seen(journal.path) == expected(journal.path)
+    whole = attempts_of_a_whole_read(journal.path)
+    assert attempts_of_the_summary(journal.path) == whole
+    ids = review_table(journal.path).experiments["id"]
+    assert [i for i in ids if i != "other-0009"] == [a[1] for a in whole] and len(ids) == len(
+        whole
+    ) + 1
+    lines = [json.loads(line) for line in index_path(journal.path).read_bytes().splitlines()[1:]]
+    assert len({entry["l"] for entry in lines}) == len(lines)
 
 
 def test_a_journal_concatenated_with_itself_counts_each_record_once(journal):

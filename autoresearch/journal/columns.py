@@ -122,8 +122,8 @@ class _Columns(Fold):
             raise ValueError("garbled columns")
         return cls(table=table, rows=rows, keys=keys)
 
-    def ready(self, needed: bool) -> None:
-        if needed:
+    def ready(self, needed: bool, folding: bool = False) -> None:
+        if needed or folding:
             self.keys.check()
 
 

@@ -9,8 +9,8 @@ confirmations).
 Its first line is what `status` reads. What grows with every experiment follows, stored so
 that folding a few new entries parses none of it: on the second line a 64-bit hash of each
 record's key (what tells a repeated line; the line it repeats is looked up in the index only
-when one turns up), then one line per experiment, its attempt row (attempts.py), which a resume
-reads instead of the journal and a fold copies as bytes and appends to.
+when one turns up); in a file of its own (fold.RowsFile), one line per experiment, its attempt
+row (attempts.py), which a resume reads instead of the journal and a fold only appends to.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import orjson
 
 from ..statuses import STATUSES, Status
 from .attempts import Attempt
-from .fold import SUMMARY, Fold, RecordKeys, fold_path, folded
+from .fold import SUMMARY, Fold, RecordKeys, RowsFile, fold_path, folded
 
 __all__ = [
     "SessionDigest",
@@ -154,18 +154,18 @@ def session_digests(journal: Path) -> dict[str, SessionDigest]:
 @dataclass
 class Summary(Fold):
     NAME = SUMMARY
-    VERSION = 8  # 3: attempts, in a second line; 4: fold.py; 5: hashed keys, a line per attempt;
+    VERSION = 9  # 3: attempts, in a second line; 4: fold.py; 5: hashed keys, a line per attempt;
     # 6: the attempt's rule; 7: the streak without a keep and the last number; 8: the statuses
-    # of the attempts measured again
+    # of the attempts measured again; 9: the attempt rows in a file of their own, appended to
 
     sessions: dict[str, SessionDigest] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     journal_end: int = 0  # where in the journal the line of the entry folded last ends
     # As stored, parsed only when needed (`ready`): a status with nothing new to fold reads
-    # the first line alone, and a fold parses the keys but never the stored attempt rows.
+    # the first line alone, and a fold parses the keys but never reads the stored attempt
+    # rows (unless a retry's earlier attempt is looked up), which it only appends to.
     keys: RecordKeys = field(default_factory=RecordKeys)
-    stored_rows: bytes = b""
-    stored_count: int = 0
+    rows: RowsFile = field(default_factory=RowsFile)
     new_rows: list[list] = field(default_factory=list)  # attempt rows folded since
     _start: int = 0  # where the line of the entry being folded starts in the journal
 
@@ -202,21 +202,21 @@ class Summary(Fold):
         for row in reversed(self.new_rows):
             if row[0] == session and row[2] == id_:
                 return row[3]
-        needle = orjson.dumps(id_)
-        start = self.stored_rows.find(needle)
+        needle, stored = orjson.dumps(id_), self.rows.load()
+        start = stored.find(needle)
         while start >= 0:
-            line_start = self.stored_rows.rfind(b"\n", 0, start) + 1
-            line_end = self.stored_rows.find(b"\n", start)
-            line_end = len(self.stored_rows) if line_end < 0 else line_end
-            row = orjson.loads(self.stored_rows[line_start:line_end])
+            line_start = stored.rfind(b"\n", 0, start) + 1
+            line_end = stored.find(b"\n", start)
+            line_end = len(stored) if line_end < 0 else line_end
+            row = orjson.loads(stored[line_start:line_end])
             if row[0] == session and row[2] == id_:
                 return row[3]
-            start = self.stored_rows.find(needle, line_end)
+            start = stored.find(needle, line_end)
         return None
 
     def attempts(self, session: str) -> list[Attempt]:
         """The session's attempts, in journal order."""
-        rows = [orjson.loads(line) for line in self.stored_rows.splitlines()] + self.new_rows
+        rows = [orjson.loads(line) for line in self.rows.load().splitlines()] + self.new_rows
         return [Attempt._make(row[1:]) for row in rows if row[0] == session]
 
     def first(self) -> dict[str, Any]:
@@ -224,14 +224,19 @@ class Summary(Fold):
             "journal_end": self.journal_end,
             "sessions": {name: d.to_dict() for name, d in self.sessions.items()},
             "warnings": self.warnings,
-            "rows": self.stored_count + len(self.new_rows),
+            **self.rows.fields(),
         }
 
     def rest(self) -> Iterator[bytes]:
         yield self.keys.to_line()
-        yield self.stored_rows
-        for row in self.new_rows:
-            yield orjson.dumps(row) + b"\n"
+
+    def write_beside(self, path: Path) -> bool:
+        """The attempt rows folded since, appended to the rows file."""
+        data = b"".join(orjson.dumps(row) + b"\n" for row in self.new_rows)
+        if not self.rows.append(path, data, len(self.new_rows)):
+            return False
+        self.new_rows = []
+        return True
 
     @classmethod
     def stored(cls, first: dict[str, Any], rest: BinaryIO) -> Summary:
@@ -240,20 +245,16 @@ class Summary(Fold):
             warnings=first["warnings"],
             journal_end=first["journal_end"],
             keys=RecordKeys(rest.readline()),
-            stored_rows=rest.read(),
-            stored_count=first["rows"],
+            rows=RowsFile(Path(rest.name).parent, first),
         )
         if not isinstance(summary.journal_end, int) or not isinstance(summary.warnings, list):
             raise TypeError("garbled summary")
         return summary
 
-    def ready(self, needed: bool) -> None:
-        """Every attempt row there, whole (a count of lines, not a parse), and the keys
-        readable."""
-        if not needed:
-            return
-        if self.stored_rows.count(b"\n") != self.stored_count or (
-            self.stored_rows and not self.stored_rows.endswith(b"\n")
-        ):
-            raise ValueError("garbled summary")
-        self.keys.check()
+    def ready(self, needed: bool, folding: bool = False) -> None:
+        """The keys readable, to fold; every attempt row there, whole (a count of lines, not
+        a parse), for a caller who needs them."""
+        if needed:
+            self.rows.load()
+        if needed or folding:
+            self.keys.check()

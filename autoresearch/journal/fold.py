@@ -17,6 +17,7 @@ import base64
 import contextlib
 import hashlib
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, BinaryIO, ClassVar, Self, TypeVar
@@ -27,7 +28,16 @@ from ..errors import JournalError
 from .index import HEAD_BYTES, INDEX_VERSION, catch_up, derived_dir, index_path, refresh_index
 from .lines import gc_paused, record_key, repeat_warning
 
-__all__ = ["COLUMNS", "SUMMARY", "Fold", "RecordKeys", "derived_paths", "fold_path", "folded"]
+__all__ = [
+    "COLUMNS",
+    "SUMMARY",
+    "Fold",
+    "RecordKeys",
+    "RowsFile",
+    "derived_paths",
+    "fold_path",
+    "folded",
+]
 
 SUMMARY, COLUMNS = "summary", "columns"  # the folds: digest.py, columns.py
 
@@ -76,9 +86,14 @@ class Fold:
         GARBLED when it cannot be read."""
         raise NotImplementedError
 
-    def ready(self, needed: bool) -> None:
-        """Parse what `stored` kept as bytes, when a fold or the caller needs it (`needed`);
-        raises one of GARBLED."""
+    def ready(self, needed: bool, folding: bool = False) -> None:
+        """Parse what `stored` kept as bytes, when the caller needs it all (`needed`) or new
+        entries are about to be folded in (`folding`); raises one of GARBLED."""
+
+    def write_beside(self, path: Path) -> bool:
+        """Before the fold's own file (`path`) is written: what it keeps in files of its own,
+        written; False when that failed, and the fold's file must not claim it."""
+        return True
 
 
 class RecordKeys:
@@ -141,6 +156,85 @@ def _first_lines(journal: Path) -> dict[tuple, int]:
     return found
 
 
+_GENERATION_BYTES = 6
+_ROWS = re.compile(rf"[a-z]+\.rows-[0-9a-f]{{{2 * _GENERATION_BYTES}}}")  # never another file
+
+
+class RowsFile:
+    """Rows a fold only ever adds to, in a file of their own beside the fold's (`<name>.rows-
+    <generation>`): a fold appends what it adds and never writes the rows before it again (a
+    season's are megabytes), and a reader reads them only when it needs them. The fold's own
+    file names the generation and how many bytes and rows of it count: a writer cut short
+    leaves bytes past them that the next one writes over. Two readers folding at once append
+    the same rows at the same place (a fold is a function of the index entries); a fold from
+    the start takes a new generation and removes the others, so that no reader appends to
+    rows of another fold, and one that still reads them finds them gone and folds again."""
+
+    def __init__(self, directory: Path | None = None, first: dict[str, Any] | None = None):
+        first = first or {}
+        self.directory = directory
+        self.name: str | None = first.get("rows_file")
+        self.size: int = first.get("rows_bytes", 0)
+        self.count: int = first.get("rows", 0)
+        self._data: bytes | None = None
+        if not (self.name is None or (isinstance(self.name, str) and _ROWS.fullmatch(self.name))):
+            raise TypeError("garbled rows file name")
+        if not (isinstance(self.size, int) and isinstance(self.count, int)):
+            raise TypeError("garbled rows count")
+
+    def fields(self) -> dict[str, Any]:
+        return {"rows_file": self.name, "rows_bytes": self.size, "rows": self.count}
+
+    def load(self) -> bytes:
+        """The rows that count, each line ending in a newline; ValueError when they are not
+        there whole (the file gone, cut, or another fold's)."""
+        if self._data is None:
+            data = b""
+            try:
+                if self.name is not None and self.directory is not None:
+                    with open(self.directory / self.name, "rb") as handle:
+                        data = handle.read(self.size)
+            except OSError as exc:
+                raise ValueError(f"rows unreadable: {exc}") from None
+            if (
+                len(data) != self.size
+                or data.count(b"\n") != self.count
+                or (data and not data.endswith(b"\n"))
+            ):
+                raise ValueError("garbled rows")
+            self._data = data
+        return self._data
+
+    def append(self, path: Path, data: bytes, lines: int) -> bool:
+        """`lines` more rows (`data`) after those that count, beside the fold's file `path`;
+        False when they could not be written."""
+        if not data:
+            return True
+        fresh = self.name is None
+        name = self.name or f"{path.name}.rows-{os.urandom(_GENERATION_BYTES).hex()}"
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path.parent / name, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                written = 0
+                while written < len(data):
+                    written += os.pwrite(fd, data[written:], self.size + written)
+            finally:
+                os.close(fd)
+        except OSError:
+            return False
+        if fresh:
+            for other in path.parent.glob(f"{path.name}.rows-*"):
+                if other.name != name:
+                    with contextlib.suppress(OSError):
+                        other.unlink()
+        if self._data is not None:
+            self._data += data
+        self.directory, self.name = path.parent, name
+        self.size, self.count = self.size + len(data), self.count + lines
+        return True
+
+
 def fold_path(journal: Path, name: str) -> Path:
     return derived_dir(journal) / name
 
@@ -197,7 +291,7 @@ def _fold_from_handle(journal: Path, cls: type[F], needed: bool, header: bytes, 
         more = handle.read(1)
         handle.seek(position)
         try:
-            fold.ready(needed or bool(more))
+            fold.ready(needed, folding=bool(more))
         except GARBLED:
             lined_up = False
     if not lined_up:
@@ -216,9 +310,12 @@ def _fold_on(journal: Path, header: bytes, fold: F, position: int, handle) -> F 
                 break  # an entry being written: the next reader folds it
             fold.fold(journal, orjson.loads(line))
             last, last_start, position = line, position, position + len(line)
-    except (orjson.JSONDecodeError, KeyError, TypeError):
-        return None
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None  # the index, or what the fold kept, garbled: folded in memory instead
     if last is None:
+        return fold
+    path = fold_path(journal, fold.NAME)
+    if not fold.write_beside(path):
         return fold
     where = {
         "version": fold.VERSION,
@@ -228,7 +325,7 @@ def _fold_on(journal: Path, header: bytes, fold: F, position: int, handle) -> F 
         "last": hashlib.sha256(last[:-1]).hexdigest(),
     }
     first = orjson.dumps({**where, **fold.first()}) + b"\n"
-    _write(fold_path(journal, fold.NAME), [first, *fold.rest()])
+    _write(path, [first, *fold.rest()])
     return fold
 
 

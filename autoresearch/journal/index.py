@@ -14,9 +14,12 @@ until the index is deleted.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,7 +87,8 @@ def _cache_home() -> Path:
 
 DERIVED_IN_GIT = "autoresearch.journals"  # beside `autoresearch/`, the sessions' state
 DERIVED_IN_CACHE = "autoresearch/journals"
-OLD_FILES = {"index", "summary", "columns"}  # what `.<journal>.d/` held beside the journal
+OLD_FILES = {"index", "summary", "columns"}
+LOCK = "index.lock"  # what `.<journal>.d/` held beside the journal
 
 
 def index_path(journal: Path) -> Path:
@@ -137,21 +141,58 @@ def _update(journal: Path, load: bool) -> tuple[list[dict], str | None, bool]:
     """Index the journal's new complete lines; returns all entries when `load`, a warning for
     a torn last line (not indexed: a crash may have cut it, or a writer may finish it), and
     whether the index file holds them all."""
-    try:
-        with open(journal, "rb") as handle:
-            head = hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()
-            size = os.fstat(handle.fileno()).st_size
-            path = index_path(journal)
-            entries, offset, lineno = _read_index(path, head, size, load)
-            handle.seek(offset)
-            tail = handle.read()
-    except OSError as exc:
-        raise JournalError(f"{journal}: cannot read: {exc.strerror}") from None
-    new, consumed, lineno = _digest(journal, tail, offset, lineno)
-    if new and offset == 0:
-        _forget_beside(journal)
-    written = _write_index(path, head, new, rebuild=offset == 0) if new else path.exists()
+    path = index_path(journal)
+    with _updating(path) as alone:
+        try:
+            with open(journal, "rb") as handle:
+                head = hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()
+                size = os.fstat(handle.fileno()).st_size
+                entries, offset, lineno = _read_index(path, head, size, load)
+                handle.seek(offset)
+                tail = handle.read()
+        except OSError as exc:
+            raise JournalError(f"{journal}: cannot read: {exc.strerror}") from None
+        new, consumed, lineno = _digest(journal, tail, offset, lineno)
+        if new and offset == 0:
+            _forget_beside(journal)
+        if not alone:  # another process holds the index this long: ours are used from memory
+            written = not new and path.exists()
+        else:
+            written = _write_index(path, head, new, rebuild=offset == 0) if new else path.exists()
     return entries + new, torn_line_warning(journal, tail[consumed - offset :], lineno), written
+
+
+# How long a reader waits for another process bringing the index up to date (milliseconds, a
+# season's first build a few seconds) before it digests the journal in memory instead.
+UPDATE_WAIT_S = 30.0
+
+
+@contextlib.contextmanager
+def _updating(path: Path) -> Iterator[bool]:
+    """One process at a time reads where the index ends and appends what follows: two at once
+    (the loop appending, `status` or the review page reading) would both append the journal's
+    new lines, and every fold would count them twice. Yields whether this one holds the lock
+    (a directory where the lock cannot be made cannot take the index either: it is False)."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path.with_name(LOCK), os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError:
+        yield False
+        return
+    try:
+        deadline = time.monotonic() + UPDATE_WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    yield False
+                    return
+                time.sleep(0.005)
+        yield True
+    finally:
+        os.close(fd)  # closing drops the lock
 
 
 def _read_index(path: Path, head: str, size: int, load: bool) -> tuple[list[dict], int, int]:
