@@ -8,16 +8,19 @@ one, never half; a full disk is a StateError naming the file, never a truncated 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .errors import StateError
 
 __all__ = [
+    "flock_within",
     "fresh_dir",
     "fresh_name",
     "json_safe",
@@ -121,3 +124,17 @@ def read_json(path: Path) -> dict[str, Any] | None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def flock_within(fd: int, seconds: float, keep_waiting: Callable[[], bool] = lambda: True) -> bool:
+    """An exclusive flock on `fd`, waited for up to `seconds` while `keep_waiting()` says so
+    (a blocking flock would wait for ever on a holder that hangs); whether it was taken."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if not keep_waiting() or time.monotonic() > deadline:
+                return False
+            time.sleep(0.005)

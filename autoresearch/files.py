@@ -83,9 +83,9 @@ def common_git_dir(directory: Path) -> Path | None:
             return dotgit
         if dotgit.exists():
             admin = gitdir_of(dotgit)
-            common = admin / "commondir" if admin is not None else None
-            if admin is not None and common is not None and common.is_file():
-                return (admin / common.read_text(encoding="utf-8").strip()).resolve()
+            if admin is not None and (admin / "commondir").is_file():
+                common = (admin / "commondir").read_text(encoding="utf-8").strip()
+                return (admin / common).resolve()
             return admin
     return None
 

@@ -14,11 +14,9 @@ until the index is deleted.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from ..atomic import flock_within
 from ..errors import JournalError
 from ..files import common_git_dir
 from .evidence import primary_metric
@@ -87,8 +86,8 @@ def _cache_home() -> Path:
 
 DERIVED_IN_GIT = "autoresearch.journals"  # beside `autoresearch/`, the sessions' state
 DERIVED_IN_CACHE = "autoresearch/journals"
-OLD_FILES = {"index", "summary", "columns"}
-LOCK = "index.lock"  # what `.<journal>.d/` held beside the journal
+OLD_FILES = {"index", "summary", "columns"}  # what `.<journal>.d/` held beside the journal
+LOCK = "index.lock"  # held while the index is brought up to date (_updating)
 
 
 def index_path(journal: Path) -> Path:
@@ -180,17 +179,7 @@ def _updating(path: Path) -> Iterator[bool]:
         yield False
         return
     try:
-        deadline = time.monotonic() + UPDATE_WAIT_S
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    yield False
-                    return
-                time.sleep(0.005)
-        yield True
+        yield flock_within(fd, UPDATE_WAIT_S)
     finally:
         os.close(fd)  # closing drops the lock
 

@@ -12,12 +12,11 @@ import functools
 import hashlib
 import os
 import socket
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomic import read_json
+from ..atomic import flock_within, read_json
 from ..config import Config
 from ..errors import SessionBusyError, StateError
 from ..files import common_git_dir
@@ -103,15 +102,7 @@ DEAD_HOLDER_GRACE_S = 5.0
 def _flock_soon(fd: int) -> bool:
     """Take the flock; if it is held but the pid written in it is dead (a leftover child of a
     killed loop letting go), try again for up to DEAD_HOLDER_GRACE_S."""
-    deadline = time.monotonic() + DEAD_HOLDER_GRACE_S
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if _holder_alive(fd) or time.monotonic() > deadline:
-                return False
-            time.sleep(0.05)
+    return flock_within(fd, DEAD_HOLDER_GRACE_S, keep_waiting=lambda: not _holder_alive(fd))
 
 
 def _holder_alive(fd: int) -> bool:
