@@ -6,6 +6,8 @@ src/mode.txt     ok | crash | hang | garbage | nometric | slow | writes | tamper
                  memo | cachememo (in MEMO_CACHE or XDG_CACHE_HOME) | peek | daemon-<how> |
                  echo (prints src/output.txt) | loud (BENCH_LOUD_MB of output)
 BENCH_SLEEP_S and BUILD_SLEEP_S make every bench run or build take that long.
+BENCH_STARTED names a file a run writes its pid to (with BENCH_STARTED_VALUE, only a run at that
+src/value.txt: a candidate's, not the calibration's).
 BENCH_SPANS names a file each run appends "<the directory holding its tree> <start> <end>" to.
 BENCH_SENTINEL_NOISE_PCT sets the sentinel's own noise (default: BENCH_NOISE_PCT).
 BENCH_COST (a Python expression over the `name = value` lines of src/knobs.txt and `value`,
@@ -115,7 +117,7 @@ def main(argv, environ, out, err):
     sentinel = float(read("sentinel.txt", "50"))
     noise = float(environ.get("BENCH_NOISE_PCT", "0")) / 100
     marker = environ.get("BENCH_STARTED")
-    if marker:
+    if marker and environ.get("BENCH_STARTED_VALUE", str(value)) in (str(value), f"{value:g}"):
         write(marker, str(os.getpid()))
     trace = environ.get("BENCH_TRACE")
     if trace:  # which tree ran: the baseline worktree or the candidate's

@@ -30,6 +30,7 @@ from distributed import Client, LocalCluster
 
 from autoresearch.bench.runners import SimulatedRunner
 from autoresearch.cluster import run_cluster_session
+from autoresearch.errors import PreflightError
 from autoresearch.journal.store import read_journal
 from autoresearch.loop.session import RunOptions
 from autoresearch.progress import Progress
@@ -158,6 +159,7 @@ def test_a_stale_win_that_no_longer_applies_to_the_new_best_is_apply_failed(
 def test_a_killed_host_s_experiment_runs_again_and_is_recorded_once(target, tmp_path, cluster):
     env = sleepy(target, tmp_path, sleep_s=0.6)
     env["BENCH_STARTED"] = str(tmp_path / "started")
+    env["BENCH_STARTED_VALUE"] = "80"  # the experiment's run, not the calibration's
     target.add_hypothesis("a-value", {"src/value.txt": "80\n"}, title="value down")
     done = {}
     said = io.StringIO()
@@ -168,11 +170,15 @@ def test_a_killed_host_s_experiment_runs_again_and_is_recorded_once(target, tmp_
     )
     driver.start()
     with Client(cluster.scheduler_address) as client:
+        wait_for(tmp_path / "started")
         busy = eventually(
-            lambda: [w for w, keys in client.processing().items() if keys],
+            lambda: [
+                w
+                for w, keys in client.processing().items()
+                if any("calibration" not in str(key) for key in keys)
+            ],
             what="the experiment to start on a host",
         )
-        wait_for(tmp_path / "started")
         pid = client.run(os.getpid, workers=busy)[busy[0]]
         os.kill(pid, signal.SIGKILL)
         driver.join(timeout=180)
@@ -188,6 +194,7 @@ def test_a_killed_host_s_experiment_runs_again_and_is_recorded_once(target, tmp_
 def test_a_killed_driver_sends_its_experiments_again_on_restart(target, tmp_path, cluster):
     env = sleepy(target, tmp_path, sleep_s=0.5)
     env["BENCH_STARTED"] = str(tmp_path / "started")
+    env["BENCH_STARTED_VALUE"] = "80"  # the experiment's run, not the calibration's
     target.add_hypothesis("a-value", {"src/value.txt": "80\n"}, title="value down")
     target.add_hypothesis("b-knob", {"src/knobs.txt": "k = 0.9\n"}, title="knob down")
     command = [sys.executable, "-m", "autoresearch.cli", "run", "--no-confirm", "--quiet"]
@@ -437,3 +444,32 @@ def test_a_win_whose_files_the_keeps_since_did_not_touch_is_kept_on_its_measurem
     assert "touched none of its files: kept on that measurement" in said.getvalue()
     assert git(target.root, "show", "autoresearch/t:src/value.txt") == "80\n"
     assert git(target.root, "show", "autoresearch/t:src/knobs.txt") == "k = 0.9\n"
+
+
+def test_a_bench_too_noisy_is_refused_before_any_experiment_is_sent(target, tmp_path):
+    """On bench hosts as here (loop/driver.py): the best is calibrated on a host before the
+    first experiment, a bench far too noisy for the effect asked for (5%) is measured once more
+    and then refused, saying what it detects; told to go on, the night runs."""
+    target.configure(calibration_runs=6)
+    git(target.root, "commit", "-qam", "six calibration runs")
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    counter = str(tmp_path / "n")
+    noisy = {"BENCH_FACTORS": "0.8,1.2,1.0,0.85,1.15,1.05", "BENCH_COUNTER": counter}
+
+    with local_cluster(tmp_path, workers=1) as local:
+        with pytest.raises(PreflightError) as refused:
+            drive(target, local.scheduler_address, noisy)
+        first, again = read_journal(target.journal).calibrations
+        assert first.host and again.host
+        # Both measured on the host, the second afresh (six runs each), and no experiment's.
+        assert (tmp_path / "n").read_text().strip() == "12"
+        assert first.detectable_effect_pct > 3 * 5.0 and again.detectable_effect_pct > 3 * 5.0
+        said = str(refused.value)
+        assert said.startswith("the bench is too noisy") and "--accept-noise" in said
+        assert f"detect {again.detectable_effect_pct:.1f}% with 90% power" in said
+        assert experiments(target) == []
+        assert git(target.root, "status", "--porcelain", "--untracked-files=no") == ""
+
+        quieter = {**noisy, "BENCH_FACTORS": "0.99,1.01,1.0,0.995,1.005,1.0"}
+        drive(target, local.scheduler_address, quieter, accept_noise=True)
+    assert [r.title for r in experiments(target)] == ["01-win"]

@@ -48,6 +48,7 @@ from ..repo.state_dir import read_inflight
 from ..statuses import Status
 from .host import Job, run_job
 from .landing import Flight, Landing
+from .ready import get_ready
 
 __all__ = ["run_cluster_session"]
 
@@ -182,7 +183,7 @@ class Driver(Landing):
     def loop(self) -> str:
         session = self.session
         self.resume_flights()
-        reason = None
+        reason = get_ready(self)
         while True:
             self.mind_scheduler()
             self.mind_hosts()

@@ -65,9 +65,10 @@ LOG_TAIL_BYTES = 64 * 1024  # of each log sent back: the whole of a bench's METR
 
 @dataclass(frozen=True)
 class Job:
-    """One measurement for a bench host: an experiment's two arms, or the confirmation."""
+    """One measurement for a bench host: an experiment's two arms, the confirmation, or the
+    best's calibration alone (before the night's first experiment)."""
 
-    kind: str  # "experiment" or "confirm"
+    kind: str  # "experiment", "confirm" or "calibrate"
     exp_id: str  # names the logs
     config: Config
     branch: str  # the session branch, fetched from the bundle or `config.cluster.remote`
@@ -83,6 +84,7 @@ class Job:
     # does (Driver.send), while the others judge by `fallbacks`, the latest calibration of an
     # earlier best for each kind of host, until it lands.
     calibrate: bool = True
+    fresh: bool = False  # measure `parent`'s calibration again, whatever the host holds
     fallbacks: tuple[CalibrationRecord, ...] = ()
     origin: str = ""  # the driver's machine: with the repository, whose session this is
     # How the host runs the target's commands: None, a LocalRunner of its own (its sandbox,
@@ -116,19 +118,24 @@ def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -
             pair = host.confirm(job, harness)
         elif pair is None:
             calibration, calibration_new = host.calibration(job, harness)
-            judge = Calibration.from_record(calibration, job.config.metric.name)
-            pair = host.experiment(job, harness, judge.judge(job.config))
+            if job.kind == "experiment":
+                judge = Calibration.from_record(calibration, job.config.metric.name)
+                pair = host.experiment(job, harness, judge.judge(job.config))
     except _Failed as failed:
         done = replace(facts, failure=failed.status, failed_arm=failed.arm, detail=failed.detail)
     else:
-        done = replace(
-            facts,
-            failure=pair.status,
-            failed_arm=pair.failed_arm,
-            detail=pair.detail,
-            logs=_tails([*pair.baseline.runs, *pair.candidate.runs, *pair.builds]),
-            baseline=ArmRuns.of(pair.baseline),
-            candidate=ArmRuns.of(pair.candidate),
+        done = (
+            facts
+            if pair is None
+            else replace(
+                facts,
+                failure=pair.status,
+                failed_arm=pair.failed_arm,
+                detail=pair.detail,
+                logs=_tails([*pair.baseline.runs, *pair.candidate.runs, *pair.builds]),
+                baseline=ArmRuns.of(pair.baseline),
+                candidate=ArmRuns.of(pair.candidate),
+            )
         )
     return replace(
         done,
@@ -225,13 +232,14 @@ class Host:
         """The calibration this host judges the job by, and whether it measured it now: its
         own of the best (measured once, then remembered), else one a host of its kind measured
         (adopted as its own), else, when another job is measuring the best's, the latest of an
-        earlier best by a host of its kind; else it measures the best's itself."""
+        earlier best by a host of its kind; else it measures the best's itself (always, for a
+        `fresh` job)."""
         path = self.root / "calibrations" / f"{job.parent}.json"
-        if path.exists():
+        if path.exists() and not job.fresh:
             return CalibrationRecord.from_dict(json.loads(path.read_text())), False
         kind = host_kind()
         alike = [c for c in job.calibrations if c.host_kind == kind]
-        if alike:
+        if alike and not job.fresh:
             write_json_atomic(path, alike[-1].to_dict())
             return alike[-1], False
         borrowed = [c for c in job.fallbacks if c.host_kind == kind]

@@ -80,7 +80,7 @@ class Landing:
         except (KilledWorker, CancelledError) as exc:
             # The host died under it (Dask already ran it again elsewhere, up to its limit), or
             # took the only copy of the bundle with it: send it again, with a fresh bundle.
-            self._bundle = None
+            self.drop_bundle()
             flight.losses += 1
             if flight.losses < MAX_WORKER_LOSSES:
                 session.progress.warn(
@@ -97,6 +97,10 @@ class Landing:
             self.record(flight.draft, flight.draft.finish(Status.INTERRUPTED, why, error=why))
             return
         self.settle(flight, result)
+
+    def drop_bundle(self) -> None:
+        """A host lost may have taken the only copy of the bundle: the next job sends it anew."""
+        self._bundle = None
 
     def settle(self, flight: Flight, result: HostRun) -> None:
         """A host's result, journaled: its failure as the loop maps it, or the rule's decision

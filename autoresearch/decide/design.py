@@ -126,6 +126,14 @@ class NoiseVerdict:
         )
 
     @property
+    def refusal(self) -> str:
+        """Why the night does not start (serially or on bench hosts)."""
+        return (
+            f"the bench is too noisy for the effect asked for: {self.message}; or run with "
+            "--accept-noise to spend the night anyway"
+        )
+
+    @property
     def warning(self) -> str | None:
         """Said before the night when the bench cannot see the effect asked for."""
         return self.message if self.detectable_pct > self.target_pct else None

@@ -9,6 +9,7 @@ at the end: confirm the session's baseline against its final tip
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..config import Config
@@ -46,6 +47,7 @@ __all__ = [
     "confirm_wanted",
     "experiment_step",
     "get_ready",
+    "refuse_noise",
     "run_session",
     "second_look_hypothesis",
     "session_outcome",
@@ -106,7 +108,7 @@ def _loop(session: Session) -> str:
     """Experiments until a stop condition; returns why it stopped."""
     reason = get_ready(session)
     if reason is None and not session.options.accept_noise:
-        reason = _refuse_noise(session)
+        reason = refuse_noise(session, lambda: calibrate_best(session))
     while reason is None and (reason := stop_reason(session)) is None:
         context = proposal_context(session)
         hypothesis = session.proposer.next(context) or second_look_hypothesis(session)
@@ -173,10 +175,11 @@ def preflight_base(session: Session) -> bool:
     return True
 
 
-def _refuse_noise(session: Session) -> str | None:
+def refuse_noise(session: Session, calibrate_again: Callable[[], bool]) -> str | None:
     """Stop before the night only when the bench cannot see several times the effect asked
     for (decide/design.noise_verdict: the one verdict `check` gives too), in a calibration
-    measured once more first (NOISE_CALIBRATIONS). Why a signal stopped it, or None."""
+    measured once more first (NOISE_CALIBRATIONS) by `calibrate_again` (here, or on a bench
+    host; False when a signal stopped it). Why a signal stopped it, or None."""
     for attempt in range(1, NOISE_CALIBRATIONS + 1):
         calibration = session.calibration
         if calibration is None or not calibration.noise_pct:
@@ -186,14 +189,11 @@ def _refuse_noise(session: Session) -> str | None:
             return None
         if attempt < NOISE_CALIBRATIONS:
             session.progress.warn(verdict.again)
-            if not calibrate_best(session):
+            if not calibrate_again():
                 return "interrupted by a signal during calibration"
             if session.stop_error is not None:
                 return None  # the best's bench failed: stop_reason says so
-    raise PreflightError(
-        f"the bench is too noisy for the effect asked for: {verdict.message}; or run with "
-        "--accept-noise to spend the night anyway"
-    )
+    raise PreflightError(verdict.refusal)
 
 
 def calibrate_best(session: Session) -> bool:

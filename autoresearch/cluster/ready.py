@@ -1,0 +1,96 @@
+"""Before the first experiment sent to bench hosts, as before the serial loop's
+(loop/driver.get_ready): the best calibrated on a host, and a bench too noisy for the effect
+asked for measured once more there, then refused (loop/driver.refuse_noise, the one verdict the
+serial loop and `check` give). Without it a noisy cluster would spend the night on experiments
+no rule could keep, and `--accept-noise` would mean nothing on bench hosts."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+from typing import TYPE_CHECKING
+
+from ..loop.driver import MAX_BASELINE_FAILURES, refuse_noise
+from ..loop.session import harness_env
+from .host import Job
+from .hostrun import HostRun
+
+if TYPE_CHECKING:
+    from .dispatch import Driver
+
+__all__ = ["get_ready"]
+
+POLL_S = 0.5  # how often the wait looks at the stop flag
+
+
+def get_ready(driver: Driver) -> str | None:
+    """The best calibrated on a host and the noise judged (unless `--accept-noise`). Why a
+    signal stopped it, or None; a calibration that failed MAX_BASELINE_FAILURES times in a
+    row leaves `session.stop_error`, which the loop's stop_reason says."""
+    session = driver.session
+    if not calibrate_on_a_host(driver, fresh=False):
+        return "interrupted by a signal during calibration"
+    if session.stop_error is not None or session.options.accept_noise:
+        return None
+    return refuse_noise(session, lambda: calibrate_on_a_host(driver, fresh=True))
+
+
+def calibrate_on_a_host(driver: Driver, fresh: bool) -> bool:
+    """The tip's calibration from a bench host, journaled and adopted as the best's (`fresh`:
+    measured again, not the one the host holds). False when a signal stopped it."""
+    session = driver.session
+    tip = session.ws.tip()
+    pairs = session.config.bench.calibration_runs // 2
+    job = Job(
+        kind="calibrate",
+        exp_id=f"calibration-{tip[:12]}",
+        config=session.config,
+        branch=session.ws.branch,
+        parent=tip,
+        env=harness_env(session),
+        fresh=fresh,
+        origin=socket.gethostname(),
+        executor=session.options.executor,
+    )
+    failures = 0
+    while True:
+        session.progress.info(
+            f"calibrating {tip[:10]} on a bench host: {pairs} runs in each arm, alternating"
+        )
+        result = _wait(driver, driver.submit(job, f"calibration-{failures}"))
+        if result is None:
+            return False
+        if isinstance(result, HostRun) and result.calibration is not None:
+            break
+        failures += 1
+        why = result.detail if isinstance(result, HostRun) else result
+        session.progress.warn(f"the calibration of the best failed ({failures} in a row): {why}")
+        if failures >= MAX_BASELINE_FAILURES:
+            session.stop_error = (
+                f"the best's calibration failed {failures} times in a row on the bench hosts "
+                f"(the last: {why}): fix the bench or the hosts, and run again to resume"
+            )
+            return True
+    # A fresh one always stands; one the host held, when this driver has not taken it up.
+    if fresh or result.calibration_new or driver.unadopted(result.calibration):
+        driver.journal_calibration(result.calibration, result.name)
+    return True
+
+
+def _wait(driver: Driver, future) -> HostRun | str | None:
+    """The job's result; why it was lost (a host died under it, the job broke); None when a
+    signal stopped the wait (the job is cancelled)."""
+    from distributed import wait
+
+    session = driver.session
+    while future.status == "pending":
+        if session.stop.is_set():
+            future.cancel()
+            return None
+        with contextlib.suppress(TimeoutError):
+            wait([future], timeout=POLL_S)
+    try:
+        return future.result()
+    except Exception as exc:  # cancelled, a host lost under it, the job broken on the host
+        driver.drop_bundle()  # a host that died may have taken the only copy with it
+        return f"the bench host could not run it: {type(exc).__name__}: {exc}"
