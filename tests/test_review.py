@@ -92,6 +92,8 @@ def test_report_formats_through_the_cli(tmp_path):
     text = run_cli("report", "--journal", str(PI_LOG), cwd=tmp_path)
     assert text.returncode == 0, text.stderr
     assert "experiments: 43 (keep 15, discard 24, checks_failed 4)" in text.stdout
+    every = run_cli("report", "--journal", str(PI_LOG), "--all", cwd=tmp_path)
+    assert every.stdout == text.stdout  # no group over the report's cap: the same lines
     data = json.loads(
         run_cli("report", "--journal", str(PI_LOG), "--format", "json", cwd=tmp_path).stdout
     )
@@ -211,38 +213,59 @@ def test_pi_segments_measure_changes_within_their_segment(tmp_path):
     assert frame.loc[5, "change_pct"] == pytest.approx(-25)
 
 
-def test_a_long_night_lists_each_group_in_the_pr_up_to_its_cap(target):
+def test_a_long_night_lists_each_group_in_the_pr_and_the_report_up_to_its_cap(target):
     """GitHub takes a description up to 65,536 characters: each "what did not work" group names
-    its first experiments and counts the rest; the report names every one."""
+    its first experiments and counts the rest; the report lists each group's latest and counts
+    the earlier ones, `--all` and the JSON every one."""
     from dataclasses import replace
 
     from conftest import experiment_record
 
     from autoresearch.journal.records import Asi
     from autoresearch.journal.store import Journal
-    from autoresearch.report import render_text
-    from autoresearch.report.render import NOT_KEPT_SHOWN
+    from autoresearch.report import render_markdown, render_text
+    from autoresearch.report.render import NOT_KEPT_LISTED, NOT_KEPT_SHOWN
 
     target.add_hypothesis("01-nothing", {"src/sentinel.txt": "50.1\n"}, title="nothing")
     run(target)
     journal = Journal(target.journal, "t")
     (first,) = journal.read().experiments
-    extra = NOT_KEPT_SHOWN + 7
+    extra = max(NOT_KEPT_SHOWN, NOT_KEPT_LISTED) + 7
     for n in range(2, 2 + extra):
         decision = {"rule": first.decision.rule, "reason": "flat"}
         made = experiment_record(n, first.status, decision=decision)
         # No rollback reason: the record's reason is what the PR says, never "nan".
         journal.append(replace(made, session="t", id=f"t-{n:04d}", asi=Asi(hypothesis="h")))
 
-    s = summarize(load_history(target.journal))
-    text = render_pr(s)
-    (group,) = s["not_kept"]
-    assert group["count"] == extra + 1
+    history = load_history(target.journal)
+    (group,) = summarize(history)["not_kept"]  # the JSON's: every one
+    assert group["count"] == extra + 1 == len(group["experiments"]) and group["left"] == 0
+
+    def numbers(report: str) -> list[int]:
+        return [
+            int(w[1:].rstrip(":"))
+            for w in report.split()
+            if w[:2] in {f"#{d}" for d in "0123456789"}
+        ]
+
+    def latest(count: int) -> list[int]:
+        return list(range(extra + 2 - count, extra + 2))
+
+    text = render_pr(summarize(history, listed=NOT_KEPT_SHOWN))
     listed = [line for line in text.splitlines() if line.startswith("- #")]
-    assert len(listed) == NOT_KEPT_SHOWN
-    assert f"- … and {extra + 1 - NOT_KEPT_SHOWN} more: `autoresearch report`" in text
+    assert numbers("\n".join(listed)) == latest(NOT_KEPT_SHOWN)
+    earlier = extra + 1 - NOT_KEPT_SHOWN
+    assert f"- … {earlier} earlier: `autoresearch report --all` lists every one." in text
     assert listed[-1].endswith(": flat") and "nan" not in text
-    assert len([ln for ln in render_text(s).splitlines() if ln.strip().startswith("#")]) >= extra
+
+    left = extra + 1 - NOT_KEPT_LISTED
+    capped = summarize(history, listed=NOT_KEPT_LISTED)
+    report = render_text(capped)
+    assert numbers(report) == latest(NOT_KEPT_LISTED)
+    assert f"… {left} earlier (`report --all` lists every one)" in report
+    assert numbers(render_text(summarize(history))) == latest(extra + 1)
+    markdown = render_markdown(capped)
+    assert numbers(markdown) == latest(NOT_KEPT_LISTED) and f"… {left} earlier" in markdown
 
 
 def test_a_slowdown_stopped_for_want_of_gain_is_filed_as_slower():

@@ -129,11 +129,14 @@ def _session_tools(server, config: Config, reads, writes) -> None:
     def report() -> str:
         """The session's review: counts, baseline to best, wins, what did not work and why."""
         from ..report import load_history, render_text, summarize
+        from ..report.render import NOT_KEPT_LISTED
         from .outcome import without_holdout_figures
 
         reviewed = load_history(config.journal_path, config.session.name)
         report = config.report
-        summary = summarize(reviewed, report.comparison or None, report.comparison_label or None)
+        summary = summarize(
+            reviewed, report.comparison or None, report.comparison_label or None, NOT_KEPT_LISTED
+        )
         return render_text(without_holdout_figures(summary))
 
 

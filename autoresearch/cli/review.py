@@ -14,9 +14,11 @@ from .common import add_config_options, config_of, doc
 def cmd_report(args: argparse.Namespace) -> int:
     """Summarize a journal: counts, baseline vs best, kept wins, what did not work and why."""
     from ..report import render_json, render_markdown, render_text
+    from ..report.render import NOT_KEPT_LISTED
 
     # The text report lists the skipped lines itself.
-    history, summary, config, templates = _review(args, warn=args.format != "text")
+    listed = None if args.all or args.format == "json" else NOT_KEPT_LISTED
+    history, summary, config, templates = _review(args, args.format != "text", listed=listed)
     if args.html:
         from ..report.page import render_page
 
@@ -52,10 +54,11 @@ def cmd_plot(args: argparse.Namespace) -> int:
 def cmd_pr(args: argparse.Namespace) -> int:
     """Write a pull-request description (GitHub Markdown) from a journal."""
     from ..report import render_pr
+    from ..report.render import NOT_KEPT_SHOWN
 
-    history, summary, config, templates = _review(args)
+    history, summary, config, templates = _review(args, listed=NOT_KEPT_SHOWN)
     if args.branch:
-        history, summary = _branch_review(args, history, config)
+        history, summary = _branch_review(args, history, config, NOT_KEPT_SHOWN)
     if not summary["kept"]:
         n = summary["experiments"]
         raise UserError(
@@ -87,7 +90,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         journal = Path(args.journal) if args.journal else config.journal_path
         if not journal.exists():
             return waiting_page(journal, args.refresh)
-        history, summary, config, templates = _review(args, warn=False)
+        history, summary, config, templates = _review(args, warn=False, listed=0)
         running = config is not None and SessionLock(session_paths(config).lock).is_held_elsewhere()
         inflight = session_status(config)["in_flight"] if running else None
         live = args.refresh if running else None
@@ -138,7 +141,7 @@ def cmd_ideas(args: argparse.Namespace) -> int:
     return 0
 
 
-def _branch_review(args: argparse.Namespace, history, config):
+def _branch_review(args: argparse.Namespace, history, config, listed: int | None):
     """The history and summary of the branch `--branch` names (report/branch.py)."""
     from ..report.branch import branch_review
 
@@ -146,13 +149,19 @@ def _branch_review(args: argparse.Namespace, history, config):
         raise UserError("pr --branch needs the session's config (the repository it lives in)")
     comparison = args.compare or config.report.comparison or None
     label = args.compare_label or config.report.comparison_label or None
-    return branch_review(config, history, args.branch, comparison, label)
+    return branch_review(config, history, args.branch, comparison, label, listed)
 
 
-def _review(args: argparse.Namespace, warn: bool = True, summarized: bool = True):
-    """The history to review, its summary (None unless `summarized`) and the config when there
-    is one (pi logs come without). Lines skipped as damaged or repeated are said on stderr
-    unless the output says them."""
+def _review(
+    args: argparse.Namespace,
+    warn: bool = True,
+    summarized: bool = True,
+    listed: int | None = None,
+):
+    """The history to review, its summary (None unless `summarized`; `listed`: each not-kept
+    group's experiments it names, summarize's) and the config when there is one (pi logs come
+    without). Lines skipped as damaged or repeated are said on stderr unless the output says
+    them."""
     from ..errors import ConfigError
     from ..report import load_history, summarize
 
@@ -171,7 +180,7 @@ def _review(args: argparse.Namespace, warn: bool = True, summarized: bool = True
     templates = args.templates or (
         str(config.resolve(config.report.templates)) if config and config.report.templates else None
     )
-    summary = summarize(history, comparison, label) if summarized else None
+    summary = summarize(history, comparison, label, listed) if summarized else None
     if summary is not None:
         from ..report.profiled import with_profile_moves
 
@@ -205,6 +214,11 @@ def add_parsers(sub) -> None:
     report = sub.add_parser("report", help=doc(cmd_report), description=doc(cmd_report))
     _add_review(report)
     report.add_argument("--format", choices=["text", "markdown", "json"], default="text")
+    report.add_argument(
+        "--all",
+        action="store_true",
+        help="list every experiment not kept, not each group's latest 30 (json lists every one)",
+    )
     report.add_argument(
         "--html",
         nargs="?",

@@ -59,7 +59,7 @@ NOT_REVIEWED = frozenset({"patch"})  # a row's fields the review has no use for 
 @dataclass
 class _Columns(Fold):
     NAME = COLUMNS
-    VERSION = 3  # 2: a line per column; 3: hashed record keys
+    VERSION = 4  # 2: a line per column; 3: hashed record keys; 4: repeated values by code
 
     table: ReviewTable = field(default_factory=ReviewTable)
     rows: int = 0
@@ -99,12 +99,14 @@ class _Columns(Fold):
 
     def rest(self) -> Iterator[bytes]:
         """The whole records on one line, then a line per column: a reader parses one column at
-        a time, never the whole table's text at once."""
+        a time, never the whole table's text at once. A column of repeated words is its
+        distinct values and a code per row."""
         table = self.table
         yield self.keys.to_line()
         yield orjson.dumps({k: getattr(table, k) for k in _WHOLE}) + b"\n"
         for name, values in table.experiments.items():
-            yield orjson.dumps([name, values]) + b"\n"
+            coded = _coded(values) if name in REPEATED else None
+            yield orjson.dumps([name, *coded] if coded else [name, values]) + b"\n"
 
     @classmethod
     def stored(cls, first: dict[str, Any], rest: BinaryIO) -> _Columns:
@@ -113,10 +115,15 @@ class _Columns(Fold):
         whole = orjson.loads(rest.readline())
         columns = {}
         for line in rest:
-            name, values = orjson.loads(line)
+            name, values, *codes = orjson.loads(line)
+            if codes:  # one object per distinct value, shared by its rows
+                try:
+                    values = [values[code] for code in codes[0]]
+                except IndexError:
+                    raise ValueError("garbled columns") from None
             if not isinstance(name, str) or not isinstance(values, list) or len(values) != rows:
                 raise ValueError("garbled columns")
-            columns[name] = _shared(values) if name in REPEATED else values
+            columns[name] = values
         table = ReviewTable(**{k: whole[k] for k in _WHOLE}, experiments=columns)
         if rows and "id" not in columns:
             raise ValueError("garbled columns")
@@ -133,6 +140,13 @@ _WHOLE = ("sessions", "calibrations", "confirmations", "imports", "warnings")
 REPEATED = frozenset({"status", "rule", "proposer", "session", "parent", "family", "refusal"})
 
 
-def _shared(values: list) -> list:
-    same: dict = {}
-    return [same.setdefault(v, v) if type(v) is str else v for v in values]
+def _coded(values: list) -> tuple[list, list[int]] | None:
+    """A column's distinct values and each row's code; None when a value is neither a string
+    nor null (1, 1.0 and True would share a code)."""
+    distinct: dict[str | None, int] = {}
+    codes = []
+    for value in values:
+        if value is not None and type(value) is not str:
+            return None
+        codes.append(distinct.setdefault(value, len(distinct)))
+    return list(distinct), codes

@@ -11,7 +11,12 @@ __all__ = ["branch_review"]
 
 
 def branch_review(
-    config, history: History, branch: str, comparison: str | None, label: str | None
+    config,
+    history: History,
+    branch: str,
+    comparison: str | None,
+    label: str | None,
+    listed: int | None = None,
 ) -> tuple[History, dict]:
     """The history and summary of `branch`, found among the session's groups by its tree, so
     that any prefix it was written with will do."""
@@ -34,4 +39,4 @@ def branch_review(
         )
     commits = {kept.commit for kept in group.commits}
     history = branch_history(history, branch, tip, commits, group.files)
-    return history, summarize(history, comparison, label)
+    return history, summarize(history, comparison, label, listed)

@@ -473,12 +473,14 @@ def _typed(frame: pd.DataFrame) -> pd.DataFrame:
     # pandas reads a missing text (None) as NaN: a reason left out must not print as "nan".
     for column in TEXT:
         frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
-    earlier = {row.id: (int(row.n), row.status) for row in frame_rows(frame, "id", "n", "status")}
+    retried = set(frame["retry_of"].dropna())
+    linked = frame[frame["id"].isin(retried)] if retried else frame.iloc[:0]
+    earlier = {row.id: (int(row.n), row.status) for row in frame_rows(linked, "id", "n", "status")}
     frame["earlier"] = [
         f"retry of #{earlier[r][0]} ({earlier[r][1]})" if r in earlier else None
         for r in frame["retry_of"]
     ]
-    frame["superseded"] = frame["id"].isin(set(frame["retry_of"].dropna()))
+    frame["superseded"] = frame["id"].isin(retried)
     return frame
 
 

@@ -103,9 +103,12 @@ _NOT_KEPT_FIELDS = [
 ]
 
 
-def not_kept(frame: pd.DataFrame, lower_is_better: bool = True) -> list[dict]:
+def not_kept(
+    frame: pd.DataFrame, lower_is_better: bool = True, listed: int | None = None
+) -> list[dict]:
     """The experiments of `frame` that were not kept, grouped by why: the closed axes of the
-    session."""
+    session. Each group's `count`, and its latest `listed` experiments (every one with None;
+    `left`: how many earlier ones it leaves out): a season's groups hold tens of thousands."""
     groups = []
     rest = frame.loc[frame["status"] != Status.KEEP, _NOT_KEPT_FIELDS]
     # The status says why when the experiment ended outside the decision (checks failed, a
@@ -125,7 +128,8 @@ def not_kept(frame: pd.DataFrame, lower_is_better: bool = True) -> list[dict]:
         ),
     )
     reasons = rules.fillna(rest["status"]).map(lambda r: REASONS.get(r, r))
-    for reason, group in rest.groupby(reasons, sort=False):
+    for reason, whole in rest.groupby(reasons, sort=False):
+        group = whole if listed is None else whole.tail(listed)
         columns = ("n", "title", "status", "change_pct", "rollback_reason", "reason", "earlier")
         experiments = [
             {
@@ -140,7 +144,14 @@ def not_kept(frame: pd.DataFrame, lower_is_better: bool = True) -> list[dict]:
                 *(group[c].tolist() for c in columns), strict=True
             )
         ]
-        groups.append({"reason": reason, "count": len(group), "experiments": experiments})
+        groups.append(
+            {
+                "reason": reason,
+                "count": len(whole),
+                "experiments": experiments,
+                "left": len(whole) - len(group),
+            }
+        )
     return sorted(groups, key=lambda g: -g["count"])
 
 

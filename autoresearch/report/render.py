@@ -21,6 +21,9 @@ from .summary import MAJOR_WIN_PCT
 # The experiments of each "what did not work" group the PR lists by name: GitHub takes a pull
 # request's description up to 65,536 characters, and a season's night has thousands of them.
 NOT_KEPT_SHOWN = 25
+# Those `report` lists: a season's text report is read, not scrolled through 100,000 lines.
+# Each group's latest (`--all` and the JSON list every one); summarize(listed=) keeps only them.
+NOT_KEPT_LISTED = 30
 
 __all__ = [
     "RAW_LINES",
@@ -145,7 +148,6 @@ def render_pr(
         title=pr_title(summary),
         raw={"baseline": raw_text.get("baseline"), "final": raw_text.get("final")},
         major_pct=MAJOR_WIN_PCT,
-        not_kept_shown=NOT_KEPT_SHOWN,
     )
     return text.replace(f"{root}/", "") if root is not None else text
 
@@ -234,6 +236,8 @@ def _text_outcomes(s: dict) -> list[str]:
     out += ["", "not kept:" if s["not_kept"] else "not kept: none"]
     for g in s["not_kept"]:
         out.append(f"  {g['reason']} ({g['count']}):")
+        if g["left"]:
+            out.append(f"    … {g['left']} earlier (`report --all` lists every one)")
         for e in g["experiments"]:
             why = f": {e['why']}" if e["why"] else ""
             title = e["title"] + (f" ({e['earlier']})" if e.get("earlier") else "")

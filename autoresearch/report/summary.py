@@ -40,9 +40,15 @@ MANIFEST_GLOBS = (
 )
 
 
-def summarize(history: History, comparison: str | None = None, label: str | None = None) -> dict:
+def summarize(
+    history: History,
+    comparison: str | None = None,
+    label: str | None = None,
+    listed: int | None = None,
+) -> dict:
     """The review of one session. `comparison` names the engine the headline compares against
-    (the primary metric's first word replaced by it, e.g. `sqlite`), `label` how to call it."""
+    (the primary metric's first word replaced by it, e.g. `sqlite`), `label` how to call it;
+    `listed`: how many of each not-kept group's experiments it names (its latest; None: all)."""
     every = history.experiments
     # A hypothesis measured again counts once, by its last outcome; its runs all count.
     superseded = every["superseded"].astype(bool)
@@ -51,7 +57,6 @@ def summarize(history: History, comparison: str | None = None, label: str | None
     failed = df[df["status"].isin(FAILED_STATUSES)]
     base, final = history.baseline["value"], history.final["value"]
     by_status = in_status_order(df["status"].value_counts().to_dict())
-    units = history.config.get("units", {})
     summary: dict[str, Any] = {
         "source": history.source,
         "format": history.format,
@@ -70,9 +75,9 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         "cumulative_change_pct": _change(history, history.metric, base, final),
         "confirmation": history.confirmation
         and {k: v for k, v in history.confirmation.items() if k != "metrics"},
-        "metrics": _metric_rows(history, units),
+        "metrics": _metric_rows(history, history.config.get("units", {})),
         "wins": wins(kept[kept["n"] != history.baseline.get("n")]),
-        "not_kept": not_kept(df, history.lower_is_better),
+        "not_kept": not_kept(df, history.lower_is_better, listed),
         "runs": _runs(every, history),
         "family": family_summary(history, comparison, label),
         "allocations": _allocations(history),
@@ -83,17 +88,16 @@ def summarize(history: History, comparison: str | None = None, label: str | None
         "refused": _refused(df),
         "sweeps": sweep_summaries(every),
         "joint": joint_summaries(every),
-        "imported": [summarize(h) for h in history.imported],
+        "imported": [summarize(h, listed=listed) for h in history.imported],
         "contributions": _contributions(history),
     }
     # The title's change is the one its two numbers show: both come from one measurement
     # (the confirmation of the tip when there is one; see headline.py).
     summary["headline_change_pct"] = summary["cumulative_change_pct"]
     summary["headline_note"] = history.final.get("note")
-    summary["major_wins"] = [
-        w for w in summary["wins"] if abs(w["change_pct"] or 0) > MAJOR_WIN_PCT
-    ]
-    summary["minor_wins"] = [w for w in summary["wins"] if w not in summary["major_wins"]]
+    major = [w for w in summary["wins"] if abs(w["change_pct"] or 0) > MAJOR_WIN_PCT]
+    summary["major_wins"] = major
+    summary["minor_wins"] = [w for w in summary["wins"] if w not in major]
     return summary
 
 

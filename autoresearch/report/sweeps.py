@@ -14,13 +14,21 @@ from .history import frame_rows
 __all__ = ["joint_summaries", "show_value", "sweep_summaries"]
 
 
+def _proposed(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows a proposer described (a sweep's or a search's point): a season's other
+    100,000 rows are not walked one by one."""
+    if "proposal" not in df or df.empty:
+        return df.iloc[:0]
+    return df[[isinstance(p, dict) for p in df["proposal"].tolist()]]
+
+
 def sweep_summaries(df: pd.DataFrame) -> list[dict[str, Any]]:
     """One entry per swept knob: its rows (value, change, status), the best value and the
     commit it is best at, and the values measured there that were slower."""
-    if "proposal" not in df or df.empty:
-        return []
     knobs: dict[str, list[dict[str, Any]]] = {}
-    for row in frame_rows(df, "proposal", "n", "change_pct", "status", "parent", "commit"):
+    for row in frame_rows(
+        _proposed(df), "proposal", "n", "change_pct", "status", "parent", "commit"
+    ):
         proposal = row.proposal if isinstance(row.proposal, dict) else None
         if not proposal or "knob" not in proposal or not _present(proposal.get("value")):
             continue
@@ -42,10 +50,10 @@ def sweep_summaries(df: pd.DataFrame) -> list[dict[str, Any]]:
 def joint_summaries(df: pd.DataFrame) -> list[dict[str, Any]]:
     """One entry per joint search (by sampler): its trials (what moved, change, status) and the
     best point it kept."""
-    if "proposal" not in df or df.empty:
-        return []
     searches: dict[str, list[dict[str, Any]]] = {}
-    for row in frame_rows(df, "proposal", "n", "change_pct", "status", "commit", "parent"):
+    for row in frame_rows(
+        _proposed(df), "proposal", "n", "change_pct", "status", "commit", "parent"
+    ):
         proposal = row.proposal if isinstance(row.proposal, dict) else None
         if not proposal or proposal.get("search") != "joint":
             continue
