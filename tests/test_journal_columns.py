@@ -11,7 +11,7 @@ import pytest
 from conftest import experiment_record
 
 from autoresearch.journal.agent_run import AgentRun, Usage
-from autoresearch.journal.columns import columns_path, review_table
+from autoresearch.journal.columns import REWRITE_LEAST, columns_path, review_table
 from autoresearch.journal.index import index_path, refresh_index
 from autoresearch.journal.store import Journal
 from autoresearch.report.history import COLUMNS, _session_frame
@@ -87,8 +87,18 @@ def test_appends_repeats_damage_and_a_torn_line_fold_on_as_a_whole_read_sees_the
     got = columns_read(journal.path)
     assert got == whole_read(journal.path)
     assert len(got["rows"]) == 9 and len(got["warnings"]) == 3
-    rows_after = json.loads(columns_path(journal.path).read_bytes().splitlines()[0])["rows"]
-    assert (rows_before, rows_after) == (7, 9)
+    # A few new records are folded from the index by each reader, the stored columns not
+    # written again for them; enough of them are written.
+    assert stored_rows(journal) == rows_before == 7
+    for n in range(10, 10 + REWRITE_LEAST):
+        journal.append(record(n))
+    got = columns_read(journal.path)
+    assert got == whole_read(journal.path)
+    assert stored_rows(journal) == len(got["rows"]) == 9 + REWRITE_LEAST
+
+
+def stored_rows(journal) -> int:
+    return json.loads(columns_path(journal.path).read_bytes().splitlines()[0])["rows"]
 
 
 @pytest.mark.parametrize(
@@ -134,3 +144,27 @@ def test_the_frame_from_the_columns_is_the_frame_from_the_rows(journal):
     from_rows = pd.DataFrame(rows, columns=COLUMNS)
     from_columns = _session_frame(review_table(journal.path).experiments, "s")
     pd.testing.assert_frame_equal(from_columns, from_rows)
+
+
+@pytest.mark.parametrize("damage", ["code out of range", "code not a number", "codes cut"])
+def test_a_garbled_coded_column_is_folded_again(journal, damage):
+    """Repeated words are stored once each, with a code per row: a column whose codes do not
+    decode is folded again, never read as other words."""
+    statuses = [r["status"] for r in refresh_index(journal.path).experiments]
+    assert review_table(journal.path).experiments["status"] == statuses
+    path = columns_path(journal.path)
+    lines = path.read_bytes().splitlines(keepends=True)
+    (at,) = [i for i, line in enumerate(lines) if line.startswith(b'["status",')]
+    name, distinct, codes = json.loads(lines[at])
+    assert sorted(distinct) == sorted(set(statuses)) and len(codes) == len(statuses)
+    if damage == "code out of range":
+        codes[0] = len(distinct)
+    elif damage == "code not a number":
+        codes[0] = "keep"
+    else:
+        codes = codes[:-1]
+    lines[at] = json.dumps([name, distinct, codes]).encode() + b"\n"
+    path.write_bytes(b"".join(lines))
+
+    assert review_table(journal.path).experiments["status"] == statuses
+    assert json.loads(path.read_bytes().splitlines()[at])[2] != codes  # written again

@@ -13,7 +13,7 @@ import pytest
 from conftest import eventually, experiment_record
 
 from autoresearch.journal.agent_run import AgentRun, Usage
-from autoresearch.journal.columns import columns_path, review_table
+from autoresearch.journal.columns import review_table
 from autoresearch.journal.digest import session_digest, summary_path
 from autoresearch.journal.index import index_path, refresh_index
 from autoresearch.journal.store import Journal
@@ -128,30 +128,6 @@ def test_a_garbled_summary_is_folded_again(journal):
     summary_path(journal.path).write_bytes(b"{not json")
 
     assert seen(journal.path) == expected(journal.path)
-
-
-@pytest.mark.parametrize("damage", ["code out of range", "code not a number", "codes cut"])
-def test_a_garbled_coded_column_of_the_review_is_folded_again(journal, damage):
-    """The review's repeated words are stored once each, with a code per row (columns.py): a
-    column whose codes do not decode is folded again, never read as other words."""
-    statuses = [r["status"] for r in refresh_index(journal.path).experiments]
-    assert review_table(journal.path).experiments["status"] == statuses
-    path = columns_path(journal.path)
-    lines = path.read_bytes().splitlines(keepends=True)
-    (at,) = [i for i, line in enumerate(lines) if line.startswith(b'["status",')]
-    name, distinct, codes = json.loads(lines[at])
-    assert sorted(set(distinct)) == sorted(set(statuses)) and len(codes) == len(statuses)
-    if damage == "code out of range":
-        codes[0] = len(distinct)
-    elif damage == "code not a number":
-        codes[0] = "keep"
-    else:
-        codes = codes[:-1]
-    lines[at] = json.dumps([name, distinct, codes]).encode() + b"\n"
-    path.write_bytes(b"".join(lines))
-
-    assert review_table(journal.path).experiments["status"] == statuses
-    assert json.loads(path.read_bytes().splitlines()[at])[2] != codes  # written again
 
 
 def test_damage_repeats_and_a_torn_line_are_warned_as_a_whole_read_warns(journal):

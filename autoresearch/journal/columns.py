@@ -94,6 +94,12 @@ class _Columns(Fold):
             if len(values) < self.rows:
                 values.append(None)
 
+    def worth_writing(self, folded: int) -> bool:
+        """A season's columns are tens of megabytes: written again once the entries folded
+        since are worth it, else a reader folds those few from the index again (milliseconds
+        for a few thousand), and a report after each experiment does not write 30 MB."""
+        return folded >= min(REWRITE_MOST, max(REWRITE_LEAST, self.rows // 16))
+
     def first(self) -> dict[str, Any]:
         return {"rows": self.rows}
 
@@ -134,6 +140,9 @@ class _Columns(Fold):
             self.keys.check()
 
 
+# Entries folded since the stored columns before they are written again: a sixteenth of the
+# rows (a write's cost spread over them), within these bounds.
+REWRITE_LEAST, REWRITE_MOST = 64, 4096
 _WHOLE = ("sessions", "calibrations", "confirmations", "imports", "warnings")
 # Fields whose values repeat from row to row: one string object for each value, not one per row
 # (a season's status column alone would hold 100,000 copies of a few words).

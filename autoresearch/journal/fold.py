@@ -90,6 +90,11 @@ class Fold:
         """Parse what `stored` kept as bytes, when the caller needs it all (`needed`) or new
         entries are about to be folded in (`folding`); raises one of GARBLED."""
 
+    def worth_writing(self, folded: int) -> bool:
+        """Whether `folded` new entries are worth writing the stored fold again for (else the
+        next reader folds them from the index again); a fold from the start is always written."""
+        return True
+
     def write_beside(self, path: Path) -> bool:
         """Before the fold's own file (`path`) is written: what it keeps in files of its own,
         written; False when that failed, and the fold's file must not claim it."""
@@ -302,17 +307,18 @@ def _fold_from_handle(journal: Path, cls: type[F], needed: bool, header: bytes, 
 
 def _fold_on(journal: Path, header: bytes, fold: F, position: int, handle) -> F | None:
     """`fold` with the complete entries the index `handle` reads from `position` on folded
-    in, written back when there were any."""
-    last, last_start = None, position
+    in, written back when there were any (and, on a stored fold, enough: worth_writing)."""
+    last, last_start, fresh, folded = None, position, position == len(header), 0
     try:
         for line in handle:
             if not line.endswith(b"\n"):
                 break  # an entry being written: the next reader folds it
             fold.fold(journal, orjson.loads(line))
             last, last_start, position = line, position, position + len(line)
+            folded += 1
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
         return None  # the index, or what the fold kept, garbled: folded in memory instead
-    if last is None:
+    if last is None or not (fresh or fold.worth_writing(folded)):
         return fold
     path = fold_path(journal, fold.NAME)
     if not fold.write_beside(path):
