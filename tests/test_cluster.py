@@ -473,3 +473,26 @@ def test_a_bench_too_noisy_is_refused_before_any_experiment_is_sent(target, tmp_
         quieter = {**noisy, "BENCH_FACTORS": "0.99,1.01,1.0,0.995,1.005,1.0"}
         drive(target, local.scheduler_address, quieter, accept_noise=True)
     assert [r.title for r in experiments(target)] == ["01-win"]
+
+
+def test_checks_failing_on_the_unmodified_code_refuse_the_night_before_a_host_measures(
+    target, tmp_path
+):
+    """The pre-flight runs on the driver, where the checks run, as it does before a serial
+    night: checks that fail on the base would make every keep `checks_failed`."""
+    (target.root / "src" / "broken.txt").write_text("the base is broken\n")
+    text = target.config_path.read_text().replace("preflight = false", "preflight = true")
+    target.config_path.write_text(text)
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "broken base, pre-flight on")
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    counter = {"BENCH_FACTORS": "1", "BENCH_COUNTER": str(tmp_path / "n")}
+
+    with local_cluster(tmp_path, workers=1) as local, pytest.raises(PreflightError) as refused:
+        drive(target, local.scheduler_address, counter)
+    said = str(refused.value)
+    assert said.startswith("pre-flight: the checks fail on the unmodified code (exit code 1")
+    assert "every keep would end as checks_failed" in said
+    assert (tmp_path / "n").read_text().strip() == "1"  # its one bench run; no host measured
+    assert experiments(target) == [] and read_journal(target.journal).calibrations == []
+    assert git(target.root, "status", "--porcelain", "--untracked-files=no") == ""

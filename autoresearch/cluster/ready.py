@@ -1,8 +1,9 @@
 """Before the first experiment sent to bench hosts, as before the serial loop's
-(loop/driver.get_ready): the best calibrated on a host, and a bench too noisy for the effect
-asked for measured once more there, then refused (loop/driver.refuse_noise, the one verdict the
-serial loop and `check` give). Without it a noisy cluster would spend the night on experiments
-no rule could keep, and `--accept-noise` would mean nothing on bench hosts."""
+(loop/driver.get_ready): a new session's pre-flight on the driver (where the checks run), the
+best calibrated on a host, and a bench too noisy for the effect asked for measured once more
+there, then refused (loop/driver.refuse_noise, the one verdict the serial loop and `check`
+give). Without it a cluster would spend the night on experiments no rule could keep, or whose
+every keep the checks refuse, and `--accept-noise` would mean nothing on bench hosts."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import contextlib
 import socket
 from typing import TYPE_CHECKING
 
-from ..loop.driver import MAX_BASELINE_FAILURES, refuse_noise
+from ..loop.driver import MAX_BASELINE_FAILURES, preflight_new_session, refuse_noise
 from ..loop.session import harness_env
 from .host import Job
 from .hostrun import HostRun
@@ -24,10 +25,13 @@ POLL_S = 0.5  # how often the wait looks at the stop flag
 
 
 def get_ready(driver: Driver) -> str | None:
-    """The best calibrated on a host and the noise judged (unless `--accept-noise`). Why a
-    signal stopped it, or None; a calibration that failed MAX_BASELINE_FAILURES times in a
-    row leaves `session.stop_error`, which the loop's stop_reason says."""
+    """The pre-flight (a new session's, unless `session.preflight` is off), the best
+    calibrated on a host and the noise judged (unless `--accept-noise`). Why a signal stopped
+    it, or None; a calibration that failed MAX_BASELINE_FAILURES times in a row leaves
+    `session.stop_error`, which the loop's stop_reason says."""
     session = driver.session
+    if stopped := preflight_new_session(session):
+        return stopped
     if not calibrate_on_a_host(driver, fresh=False):
         return "interrupted by a signal during calibration"
     if session.stop_error is not None or session.options.accept_noise:

@@ -47,6 +47,7 @@ __all__ = [
     "confirm_wanted",
     "experiment_step",
     "get_ready",
+    "preflight_new_session",
     "refuse_noise",
     "run_session",
     "second_look_hypothesis",
@@ -127,12 +128,8 @@ def get_ready(session: Session, reuse: bool = False) -> str | None:
     """Before the first experiment of a run (`run`, or one `try`): the pre-flight on the base of
     a new session, and the best's calibration (with `reuse`, the journal's last stands when it
     measured the tip). Why a signal stopped it, or None."""
-    if (
-        session.baseline is None
-        and session.config.session.preflight
-        and not preflight_base(session)
-    ):
-        return "interrupted by a signal during the pre-flight"
+    if stopped := preflight_new_session(session):
+        return stopped
     if reuse and restore_calibration(session):
         return None
     return None if calibrate_best(session) else "interrupted by a signal during calibration"
@@ -151,6 +148,18 @@ def experiment_step(
     if record.status == Status.KEEP and not session.stop.is_set() and not calibrate_best(session):
         return record, "interrupted by a signal during calibration"
     return record, None
+
+
+def preflight_new_session(session: Session) -> str | None:
+    """A new session's pre-flight (unless `session.preflight` is off), serial or on bench
+    hosts: why a signal stopped it, or None."""
+    if (
+        session.baseline is None
+        and session.config.session.preflight
+        and not preflight_base(session)
+    ):
+        return "interrupted by a signal during the pre-flight"
+    return None
 
 
 def preflight_base(session: Session) -> bool:
