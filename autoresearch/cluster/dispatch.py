@@ -309,7 +309,6 @@ class Driver(Landing):
         return Flight(started, parent=session.ws.tip())
 
     def send(self, flight: Flight) -> None:
-        session = self.session
         flight.draft.note(parent_commit=flight.parent)
         flight.draft.save()
         # A new best is calibrated by one job; the others judge by their kind's latest
@@ -318,23 +317,34 @@ class Driver(Landing):
         flight.calibrating = not known and flight.parent not in self.calibrating
         if flight.calibrating:
             self.calibrating.add(flight.parent)
-        job = Job(
-            kind="experiment",
-            exp_id=flight.exp_id,
-            config=session.config,
-            branch=session.ws.branch,
-            parent=flight.parent,
+        job = self.job(
+            "experiment",
+            flight.exp_id,
+            flight.parent,
             patch=flight.candidate.hypothesis.patch,
             paths=tuple(flight.candidate.paths),
-            env=harness_env(session),
             calibrations=tuple(known),
             calibrate=flight.calibrating,
             fallbacks=self.fallbacks(flight.parent),
-            origin=socket.gethostname(),
-            executor=session.options.executor,
         )
         flight.future = self.submit(job, f"{flight.exp_id}-{len(flight.stale)}-{flight.losses}")
         self.flights.append(flight)
+
+    def job(self, kind: str, exp_id: str, parent: str, **more: Any) -> Job:
+        """A job for a host (host.Job), with what every one carries: the config, the session
+        branch, the harness's environment, this machine's name, the executor."""
+        session = self.session
+        return Job(
+            kind=kind,
+            exp_id=exp_id,
+            config=session.config,
+            branch=session.ws.branch,
+            parent=parent,
+            env=harness_env(session),
+            origin=socket.gethostname(),
+            executor=session.options.executor,
+            **more,
+        )
 
     def fallbacks(self, commit: str) -> tuple[CalibrationRecord, ...]:
         """The latest calibration of another best for each kind of host, in landing order."""
@@ -438,18 +448,7 @@ class Driver(Landing):
         session.progress.info(
             f"confirming on a bench host: {base[:10]} against {tip[:10]}, {runs} runs each"
         )
-        job = Job(
-            kind="confirm",
-            exp_id=f"confirmation-{tip[:12]}",
-            config=session.config,
-            branch=session.ws.branch,
-            parent=base,
-            tip=tip,
-            runs=runs,
-            env=harness_env(session),
-            origin=socket.gethostname(),
-            executor=session.options.executor,
-        )
+        job = self.job("confirm", f"confirmation-{tip[:12]}", base, tip=tip, runs=runs)
         try:
             result = self.submit(job, "confirm").result()
         except Exception as exc:  # a lost host: the headline waits for `autoresearch confirm`

@@ -8,12 +8,9 @@ every keep the checks refuse, and `--accept-noise` would mean nothing on bench h
 from __future__ import annotations
 
 import contextlib
-import socket
 from typing import TYPE_CHECKING
 
 from ..loop.driver import MAX_BASELINE_FAILURES, preflight_new_session, refuse_noise
-from ..loop.session import harness_env
-from .host import Job
 from .hostrun import HostRun
 
 if TYPE_CHECKING:
@@ -45,17 +42,7 @@ def calibrate_on_a_host(driver: Driver, fresh: bool) -> bool:
     session = driver.session
     tip = session.ws.tip()
     pairs = session.config.bench.calibration_runs // 2
-    job = Job(
-        kind="calibrate",
-        exp_id=f"calibration-{tip[:12]}",
-        config=session.config,
-        branch=session.ws.branch,
-        parent=tip,
-        env=harness_env(session),
-        fresh=fresh,
-        origin=socket.gethostname(),
-        executor=session.options.executor,
-    )
+    job = driver.job("calibrate", f"calibration-{tip[:12]}", tip, fresh=fresh)
     failures = 0
     while True:
         session.progress.info(
