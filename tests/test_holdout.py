@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import experiments, git, run, run_cli
+from conftest import experiments, git, local_cluster, run, run_cli
+from test_cluster import drive, sleepy
 
 from autoresearch.agents.outcome import without_holdout_figures
 from autoresearch.bench.agent_sandbox import agent_sandbox
@@ -32,10 +33,13 @@ from autoresearch.statuses import Direction
 needs_bwrap = pytest.mark.skipif(bwrap_problem() is not None, reason="no usable bubblewrap")
 
 
-def with_holdout(target, tmp_path: Path, sandbox: str = "off", noise: str = "", **options) -> Path:
+def with_holdout(
+    target, tmp_path: Path, sandbox: str = "off", noise: str = "", settings=(), **options
+) -> Path:
     """A holdout beside the repository's files, ignored (what a confined run could read but
     for the sandbox): the same bench on other inputs (BENCH_SEED) and a secret only its runs
-    may read. `noise`: variables that set its runs' noise."""
+    may read. `noise`: variables that set its runs' noise; `settings`: the config's others
+    (target.configure's)."""
     held = target.root / ".holdout"
     held.mkdir()
     with open(target.root / ".git" / "info" / "exclude", "a") as exclude:
@@ -44,7 +48,7 @@ def with_holdout(target, tmp_path: Path, sandbox: str = "off", noise: str = "", 
     (held / "run.sh").write_text(run_sh)
     (held / "run.sh").chmod(0o755)
     (held / "secret.txt").write_text("secret inputs\n")
-    config = target.configure(sandbox=sandbox)
+    config = target.configure(sandbox=sandbox, **dict(settings))
     lines = [
         "[holdout]",
         f'command = "{held}/run.sh"',
@@ -93,6 +97,35 @@ def test_a_change_tuned_to_the_bench_s_inputs_is_not_kept(target, tmp_path):
     assert page.returncode == 0, page.stderr
     assert "time_ms (hidden holdout)" in (tmp_path / "page.html").read_text()
     assert any("holdout-candidate-" in log for log in honest.bench_logs)
+
+
+def test_on_bench_hosts_too_a_tuned_change_is_not_kept_and_the_confirmation_holds_both(
+    target, tmp_path
+):
+    """A host runs the holdout after its bench decided a keep, and the driver, which replays
+    the rule on the host's samples, replays the holdout's verdict too: a change fast only for
+    the bench's seed is discarded as it is serially; the honest win is kept with the holdout's
+    evidence, and the confirmation on a host measures the holdout as well."""
+    settings = {"min_runs": 3, "max_runs": 3, "looks": 1, "confirm": "true"}
+    env = sleepy(target, tmp_path, sleep_s=0.05)  # its knobs, a bench whose runs sleep
+    with_holdout(target, tmp_path, settings=settings.items())
+    target.add_hypothesis("01-overfit", {"src/fast_for.txt": "bench\n"})
+    target.add_hypothesis("02-honest", {"src/value.txt": "60\n"})
+
+    with local_cluster(tmp_path, workers=1) as local:
+        drive(target, local.scheduler_address, env, confirm=True)
+
+    overfit, honest = experiments(target)
+    assert overfit.cluster and honest.cluster  # measured on the host
+    assert overfit.status == "discard", (overfit.status, overfit.error)
+    assert overfit.decision.rule == "holdout" and overfit.decision.holdout.verdict == "no_gain"
+    assert overfit.kept_commit is None
+    assert honest.status == "keep" and honest.decision.holdout.verdict == "win"
+    assert honest.decision.holdout.pairs == 6 and honest.decision.holdout.duration_s > 0
+    assert any("holdout-candidate-" in log for log in honest.bench_logs)
+    (confirmation,) = read_journal(target.journal).confirmations
+    assert confirmation.host and confirmation.holdout.change_pct < -30
+    assert len(confirmation.holdout.tip_samples) == confirmation.runs_per_arm
 
 
 def test_a_change_fast_only_for_the_bench_s_inputs_is_refused_by_default(target, tmp_path):

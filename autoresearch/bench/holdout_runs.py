@@ -23,10 +23,11 @@ from ..decide.holdout_verdict import holdout_decision, holdout_evidence
 from .samples import BASELINE, CANDIDATE, Measurement, PairMeasurement
 
 if TYPE_CHECKING:
+    from ..config import Config
     from ..journal.decision import Decision
     from .measure import Harness
 
-__all__ = ["measure_holdout", "run_holdout"]
+__all__ = ["holdout_verdict", "measure_holdout", "run_holdout"]
 
 
 def run_holdout(
@@ -93,5 +94,17 @@ def measure_holdout(
         return pair
     if pair.decision is not None and evidence is not None:
         spent = round(best.duration_s + candidate.duration_s, 3)
-        pair.decision = holdout_decision(pair.decision, replace(evidence, duration_s=spent))
+        held_runs = (best.samples[name], candidate.samples[name])
+        pair.decision = holdout_verdict(harness.config, pair.decision, *held_runs, spent)
     return pair
+
+
+def holdout_verdict(
+    config: Config, decision: Decision, best: list[float], candidate: list[float], spent: float
+) -> Decision:
+    """The bench's keep judged by the holdout's runs of the arms: the verdict of the last look,
+    on every pair run. One function for the runs measured here and for a bench host's, whose
+    runs the driver replays as it replays the rule on its bench samples: the verdict is the
+    driver's."""
+    evidence = holdout_evidence(config, best, candidate, config.holdout.looks, bench_gain(decision))
+    return holdout_decision(decision, replace(evidence, duration_s=spent))

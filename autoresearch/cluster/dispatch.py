@@ -32,7 +32,7 @@ from ..config import Config
 from ..errors import UserError
 from ..journal.draft import Draft
 from ..journal.records import CalibrationRecord
-from ..loop.confirm import announce, confirmation_record
+from ..loop.confirm import announce, confirmation_record, with_holdout
 from ..loop.driver import (
     SessionOutcome,
     confirm_wanted,
@@ -471,6 +471,10 @@ class Driver(Landing):
             measured.bench_logs,
             host=host,
         )
+        if result.holdout is not None:
+            best, held_tip = result.holdout
+            spent = sum(best.durations) + sum(held_tip.durations)
+            record = with_holdout(session.config, record, (best.samples, held_tip.samples), spent)
         session.journal.append(record)
         announce(session.config, record, session.progress)
         return record.change_pct

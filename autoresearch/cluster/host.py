@@ -124,25 +124,32 @@ def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -
     except _Failed as failed:
         done = replace(facts, failure=failed.status, failed_arm=failed.arm, detail=failed.detail)
     else:
-        done = (
-            facts
-            if pair is None
-            else replace(
-                facts,
-                failure=pair.status,
-                failed_arm=pair.failed_arm,
-                detail=pair.detail,
-                logs=_tails([*pair.baseline.runs, *pair.candidate.runs, *pair.builds]),
-                baseline=ArmRuns.of(pair.baseline),
-                candidate=ArmRuns.of(pair.candidate),
-            )
-        )
+        done = _measured(facts, pair)
     return replace(
         done,
         calibration=calibration,
         calibration_new=calibration_new,
         ended_at=now_iso(),
         duration_s=round(time.time() - started, 3),
+    )
+
+
+def _measured(facts: HostRun, pair: PairMeasurement | None) -> HostRun:
+    """What the job measured, as values: both arms' runs, the holdout's when it ran, and the
+    tails of their logs (nothing more for a calibration alone)."""
+    if pair is None:
+        return facts
+    held = pair.holdout
+    held_runs = [*held[0].runs, *held[1].runs] if held else []
+    return replace(
+        facts,
+        failure=pair.status,
+        failed_arm=pair.failed_arm,
+        detail=pair.detail,
+        logs=_tails([*pair.baseline.runs, *pair.candidate.runs, *held_runs, *pair.builds]),
+        baseline=ArmRuns.of(pair.baseline),
+        candidate=ArmRuns.of(pair.candidate),
+        holdout=(ArmRuns.of(held[0]), ArmRuns.of(held[1])) if held else None,
     )
 
 
@@ -300,7 +307,8 @@ class Host:
         assert job.tip is not None
         arms = (self.trees[BASELINE].path, self.candidate_at(job.tip, b""))
         logs = lambda name: self.log(job.exp_id, name)  # noqa: E731
-        pair = measure_pair(harness, arms, logs, pairs=job.runs)
+        held = job.runs if job.config.holdout.command else 0
+        pair = measure_pair(harness, arms, logs, pairs=job.runs, holdout_pairs=held)
         if pair.failure is None:
             self._built_unpatched()
         return pair

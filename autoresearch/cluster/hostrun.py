@@ -52,6 +52,9 @@ class HostRun:
     logs: dict[str, str] = field(default_factory=dict)  # each log's tail, by file name
     baseline: ArmRuns | None = None
     candidate: ArmRuns | None = None
+    # The holdout's runs (best, candidate) when the host's bench decided a keep and the session
+    # has one (bench/holdout_runs.py), or a confirmation measured it: the driver replays them.
+    holdout: tuple[ArmRuns, ArmRuns] | None = None
     leftovers_stopped: int = 0  # processes a killed worker left running, stopped first
 
     @property
@@ -63,6 +66,13 @@ class HostRun:
     def arms(self) -> tuple[ArmRuns, ArmRuns]:
         """Both arms' runs (empty ones for a job that failed before measuring)."""
         return (self.baseline or ArmRuns(), self.candidate or ArmRuns())
+
+    @property
+    def log_names(self) -> list[str]:
+        """Every run's log, as the serial loop lists them: the baseline arm's, the candidate's,
+        then the holdout's."""
+        held = [*self.holdout[0].logs, *self.holdout[1].logs] if self.holdout else []
+        return [*self.arms[0].logs, *self.arms[1].logs, *held]
 
     @property
     def samples(self) -> tuple[dict[str, list[float]], dict[str, list[float]]]:

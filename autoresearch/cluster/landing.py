@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from ..bench.holdout_runs import holdout_verdict
 from ..decide.calibration import Calibration
 from ..errors import UserError
 from ..journal.decision import Decision
@@ -161,7 +162,16 @@ class Landing:
         decision = judge.replay(*result.samples)
         if decision is None:  # the host stopped before a look: only with a bug; say so
             raise UserError("the host's runs end before any look of the rule")
-        return decision
+        if decision.status != Status.KEEP or not config.holdout.command:
+            return decision
+        if result.holdout is None:  # a host runs the holdout before a keep: only with a bug
+            raise UserError("the host's result holds no holdout runs to judge its keep by")
+        name = config.holdout_metric.name
+        best, candidate = result.holdout
+        spent = round(sum(best.durations) + sum(candidate.durations), 3)
+        return holdout_verdict(
+            config, decision, best.samples.get(name, []), candidate.samples.get(name, []), spent
+        )
 
     def measure_again(
         self, flight: Flight, decision: Decision, host: str, measured: Measured
@@ -260,7 +270,7 @@ class Landing:
         arms = result.arms
         return Measured(
             bench_logs=[
-                str(session.paths.log(exp_id, Path(name).stem)) for arm in arms for name in arm.logs
+                str(session.paths.log(exp_id, Path(name).stem)) for name in result.log_names
             ],
             bench_durations_s=[d for arm in arms for d in arm.durations],
             bench_tail=arms[1].tail,

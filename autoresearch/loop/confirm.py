@@ -30,7 +30,7 @@ from .session import (
     prepare_best,
 )
 
-__all__ = ["announce", "confirm", "confirm_session", "confirmation_record"]
+__all__ = ["announce", "confirm", "confirm_session", "confirmation_record", "with_holdout"]
 
 
 def confirm(
@@ -89,10 +89,8 @@ def confirm_session(
     )
     if pair.holdout is not None:
         held = (pair.holdout[0].samples, pair.holdout[1].samples)
-        spent = round(pair.holdout[0].duration_s + pair.holdout[1].duration_s, 3)
-        record = replace(
-            record, holdout=replace(holdout_comparison(config, held), duration_s=spent)
-        )
+        spent = pair.holdout[0].duration_s + pair.holdout[1].duration_s
+        record = with_holdout(config, record, held, spent)
     session.journal.append(record)
     if not left_out:  # a contribution is said by its caller, as one
         announce(config, record, progress)
@@ -175,6 +173,18 @@ def confirmation_record(
         branch=branch,
         left_out=left_out,
     )
+
+
+def with_holdout(
+    config: Config,
+    record: ConfirmationRecord,
+    samples: tuple[dict[str, list[float]], dict[str, list[float]]],
+    spent: float,
+) -> ConfirmationRecord:
+    """The confirmation with the holdout's base against tip beside it (measured here or on a
+    bench host), `spent` seconds of runs."""
+    compared = holdout_comparison(config, samples)
+    return replace(record, holdout=replace(compared, duration_s=round(spent, 3)))
 
 
 def holdout_comparison(
