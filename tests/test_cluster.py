@@ -496,3 +496,29 @@ def test_checks_failing_on_the_unmodified_code_refuse_the_night_before_a_host_me
     assert (tmp_path / "n").read_text().strip() == "1"  # its one bench run; no host measured
     assert experiments(target) == [] and read_journal(target.journal).calibrations == []
     assert git(target.root, "status", "--porcelain", "--untracked-files=no") == ""
+
+
+def test_logs_past_their_budget_are_pruned_on_the_driver_and_on_the_host(target, tmp_path):
+    """`session.max_logs_mb` holds on bench hosts too: the driver prunes the session's logs
+    between landings as a serial night does between experiments, and a host keeps its own log
+    directories within the budget (the driver holds the tails that count)."""
+    env = sleepy(target, tmp_path, sleep_s=0.05)
+    text = target.config_path.read_text()
+    capped = "preflight = false\nmax_run_log_mb = 0.25\nmax_logs_mb = 1"
+    target.config_path.write_text(text.replace("preflight = false", capped))
+    git(target.root, "commit", "-qam", "a small log budget")
+    for i in range(6):  # losses: nothing the retention rule keeps for their own sake
+        target.add_hypothesis(f"0{i}-loud", {"src/mode.txt": "loud\n", "src/value.txt": f"12{i}\n"})
+    said = io.StringIO()
+
+    with local_cluster(tmp_path, workers=1) as local:
+        drive(target, local.scheduler_address, {**env, "BENCH_LOUD_MB": "1"}, Progress(said))
+
+    assert [r.status for r in experiments(target)] == ["discard"] * 6
+    assert "the session's logs passed session.max_logs_mb = 1" in said.getvalue()
+    logs = session_paths(target.load()).logs
+    assert not (logs / "t-0001").exists() and (logs / "t-0006").exists()
+    (host_logs,) = [p for p in (tmp_path / "workers").rglob("logs") if (p.parent / "repo").is_dir()]
+    kept = sum(p.stat().st_size for p in host_logs.rglob("*") if p.is_file())
+    assert kept <= 1e6 + 0.25e6 * 8, kept  # within the budget, but for the last job's own
+    assert (host_logs / "t-0006").exists() and not (host_logs / "t-0001").exists()

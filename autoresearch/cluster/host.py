@@ -48,6 +48,7 @@ from ..journal.draft import now_iso
 from ..journal.records import CalibrationRecord
 from ..loop.calibrate import calibrate
 from ..loop.lifecycle import measure_guarded, put_back
+from ..loop.retention import prune_oldest
 from ..process.capture import capture
 from ..repo.arms import arm_dirs
 from ..repo.gitrepo import Repo
@@ -101,6 +102,8 @@ def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -
     token = process_token(host.root)
     stop_orphans_at_exit(token)  # a killed worker's bench stops with it, confined or not
     left = kill_processes(token)
+    # This host's own logs within the session's budget: the driver keeps the tails that count.
+    prune_oldest(host.root / "logs", job.config.session.max_logs_mb * 1e6)
     harness = Harness(job.config, env=job.env, stop=None, token=token, runner=job.executor)
     facts = HostRun(
         host=socket.gethostname(),

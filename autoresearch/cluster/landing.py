@@ -18,6 +18,7 @@ from ..journal.placement import HostFacts, StaleWin
 from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..loop.driver import account, adopt_calibration
 from ..loop.lifecycle import Candidate, Measured, conclude
+from ..loop.retention import enforce_log_budget
 from ..loop.session import Session
 from ..statuses import RemeasureWhen, Status
 from .hostrun import HostRun
@@ -235,6 +236,7 @@ class Landing:
         self.session.progress.about(record.n, draft.started_at)
         account(self.session, record)
         draft.marker.unlink(missing_ok=True)
+        enforce_log_budget(self.session)  # between landings, as between serial experiments
 
     def unadopted(self, calibration: CalibrationRecord) -> bool:
         """A host's calibration of the best that this driver has not taken up: one a host
