@@ -213,17 +213,17 @@ def test_pi_segments_measure_changes_within_their_segment(tmp_path):
     assert frame.loc[5, "change_pct"] == pytest.approx(-25)
 
 
-def test_a_long_night_lists_each_group_in_the_pr_and_the_report_up_to_its_cap(target):
+def test_a_long_night_lists_each_group_in_the_pr_and_the_report_up_to_its_cap(target, monkeypatch):
     """GitHub takes a description up to 65,536 characters: each "what did not work" group names
-    its first experiments and counts the rest; the report lists each group's latest and counts
-    the earlier ones, `--all` and the JSON every one."""
+    its latest experiments and counts the earlier ones, as the report and ideas.md do (each at
+    its own cap); `--all` and the JSON list every one."""
     from dataclasses import replace
 
     from conftest import experiment_record
 
     from autoresearch.journal.records import Asi
     from autoresearch.journal.store import Journal
-    from autoresearch.report import render_markdown, render_text
+    from autoresearch.report import ideas, render_markdown, render_text
     from autoresearch.report.render import NOT_KEPT_LISTED, NOT_KEPT_SHOWN
 
     target.add_hypothesis("01-nothing", {"src/sentinel.txt": "50.1\n"}, title="nothing")
@@ -266,6 +266,10 @@ def test_a_long_night_lists_each_group_in_the_pr_and_the_report_up_to_its_cap(ta
     assert numbers(render_text(summarize(history))) == latest(extra + 1)
     markdown = render_markdown(capped)
     assert numbers(markdown) == latest(NOT_KEPT_LISTED) and f"… {left} earlier" in markdown
+    monkeypatch.setattr(ideas, "IDEAS_LISTED", 10)  # its cap, 100, for a night this size
+    section = ideas.render_ideas(summarize(history))
+    assert numbers(section) == latest(10)
+    assert f"- … {extra + 1 - 10} earlier: `autoresearch report --all` lists every one" in section
 
 
 def test_a_slowdown_stopped_for_want_of_gain_is_filed_as_slower():

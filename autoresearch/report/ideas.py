@@ -17,6 +17,9 @@ __all__ = ["BACKLOG", "BEGIN", "END", "add_idea", "backlog", "render_ideas", "up
 
 BEGIN = "<!-- autoresearch:begin: written by `autoresearch ideas`, edits in here are replaced -->"
 END = "<!-- autoresearch:end -->"
+# Each list's latest: a season's section stays a backlog to read (an agent's prompt carries the
+# file), not every one of its thousands of experiments; `report --all` lists those.
+IDEAS_LISTED = 100
 BACKLOG = "## Backlog"  # the person's (or agent's) ideas: `autoresearch ideas add`
 # Not kept for a reason that more runs will not change: do not retry without a new idea. The
 # rules that close an axis, the statuses that do, and the words older journals and pi's logs use.
@@ -48,14 +51,22 @@ def render_ideas(summary: dict) -> str:
             line = f"- #{e['n']} {e['title']}{earlier}{change} [{group['reason'].lower()}]{why}"
             closed_reasons = {REASONS.get(r, r) for r in CLOSED_RULES}
             (closed if group["reason"] in closed_reasons else retry).append(line)
-    lines += ["", f"### Worth another look ({len(retry)})", "", *retry]
-    lines += ["", f"### Closed axes: do not retry as is ({len(closed)})", "", *closed]
+    lines += ["", f"### Worth another look ({len(retry)})", "", *_latest(retry)]
+    lines += ["", f"### Closed axes: do not retry as is ({len(closed)})", "", *_latest(closed)]
     sweeps = (summary.get("sweeps") or []) + (summary.get("joint") or [])
     if sweeps:
         lines += ["", f"### Swept knobs ({len(sweeps)})", ""]
         lines += [f"- {k['line']} ({k['experiments']} experiments)" for k in sweeps]
     lines += ["", END]
     return "\n".join(lines) + "\n"
+
+
+def _latest(lines: list[str]) -> list[str]:
+    """A list's latest IDEAS_LISTED lines, the earlier ones counted."""
+    left = len(lines) - IDEAS_LISTED
+    if left <= 0:
+        return lines
+    return [f"- … {left} earlier: `autoresearch report --all` lists every one", *lines[left:]]
 
 
 def update_ideas(path: Path, summary: dict) -> str:
