@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
+import json
 import os
 import signal
 import socket
@@ -23,6 +24,7 @@ from conftest import (
     experiments,
     git,
     local_cluster,
+    run_cli,
     unified_patch,
     wait_for,
 )
@@ -260,8 +262,6 @@ def test_a_session_without_bench_workers_is_refused_with_the_fix(target, tmp_pat
 
 
 def test_a_bad_scheduler_address_is_named_before_anything_runs(target):
-    from conftest import run_cli
-
     done = run_cli("run", "--cluster", "bench one", cwd=target.root)
     assert done.returncode != 0
     assert "--cluster must be a scheduler address" in done.stderr
@@ -522,3 +522,28 @@ def test_logs_past_their_budget_are_pruned_on_the_driver_and_on_the_host(target,
     kept = sum(p.stat().st_size for p in host_logs.rglob("*") if p.is_file())
     assert kept <= 1e6 + 0.25e6 * 8, kept  # within the budget, but for the last job's own
     assert (host_logs / "t-0006").exists() and not (host_logs / "t-0001").exists()
+
+
+def test_the_best_s_profile_is_taken_on_a_night_on_bench_hosts_too(target, tmp_path):
+    """With a `[profile]`, the base and each keep are profiled (by the driver, in a worktree of
+    its own) as a serial night profiles them: `state`, the agent's prompt and the review say
+    where the time went."""
+    env = sleepy(target, tmp_path, sleep_s=0.05)
+    config = target.config_path
+    profile = '[profile]\ncommand = "cp src/profile.txt \\"$AUTORESEARCH_PROFILE_OUT\\""\n'
+    config.write_text(config.read_text() + profile)
+    (target.root / "src" / "profile.txt").write_text("main;put;get 40\nmain;put;write 60\n")
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "a profile")
+    changes = {"src/value.txt": "60\n", "src/profile.txt": "main;put;write 100\n"}
+    target.add_hypothesis("01-skip-the-read", changes)
+
+    with local_cluster(tmp_path, workers=1) as local:
+        drive(target, local.scheduler_address, env)
+
+    (record,) = experiments(target)
+    assert record.status == "keep" and record.cluster
+    state = json.loads(run_cli("state", cwd=target.root).stdout)
+    assert state["profile"]["commit"] == record.kept_commit
+    report = run_cli("report", cwd=target.root).stdout
+    assert "where the time moved: `get` 40.0% → 0.0%" in report

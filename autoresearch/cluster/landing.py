@@ -16,10 +16,11 @@ from ..journal.decision import Decision
 from ..journal.draft import Draft
 from ..journal.placement import HostFacts, StaleWin
 from ..journal.records import CalibrationRecord, ExperimentRecord
+from ..loop.best_profile import profile_best_aside
 from ..loop.driver import account, adopt_calibration
 from ..loop.lifecycle import Candidate, Measured, conclude
 from ..loop.retention import enforce_log_budget
-from ..loop.session import Session
+from ..loop.session import Session, harness_env
 from ..statuses import RemeasureWhen, Status
 from .hostrun import HostRun
 
@@ -237,6 +238,8 @@ class Landing:
         account(self.session, record)
         draft.marker.unlink(missing_ok=True)
         enforce_log_budget(self.session)  # between landings, as between serial experiments
+        if record.status == Status.KEEP and record.kept_commit:  # the new best's, as serially
+            profile_best_aside(self.session, record.kept_commit, harness_env(self.session))
 
     def unadopted(self, calibration: CalibrationRecord) -> bool:
         """A host's calibration of the best that this driver has not taken up: one a host

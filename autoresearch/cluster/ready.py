@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING
 
+from ..loop.best_profile import profile_best_aside
 from ..loop.driver import MAX_BASELINE_FAILURES, preflight_new_session, refuse_noise
+from ..loop.session import harness_env
 from .hostrun import HostRun
 
 if TYPE_CHECKING:
@@ -23,17 +25,20 @@ POLL_S = 0.5  # how often the wait looks at the stop flag
 
 def get_ready(driver: Driver) -> str | None:
     """The pre-flight (a new session's, unless `session.preflight` is off), the best
-    calibrated on a host and the noise judged (unless `--accept-noise`). Why a signal stopped
-    it, or None; a calibration that failed MAX_BASELINE_FAILURES times in a row leaves
-    `session.stop_error`, which the loop's stop_reason says."""
+    calibrated on a host, the noise judged (unless `--accept-noise`) and the best profiled
+    (with a `[profile]`). Why a signal stopped it, or None; a calibration that failed
+    MAX_BASELINE_FAILURES times in a row leaves `session.stop_error`, which the loop's
+    stop_reason says."""
     session = driver.session
     if stopped := preflight_new_session(session):
         return stopped
     if not calibrate_on_a_host(driver, fresh=False):
         return "interrupted by a signal during calibration"
-    if session.stop_error is not None or session.options.accept_noise:
-        return None
-    return refuse_noise(session, lambda: calibrate_on_a_host(driver, fresh=True))
+    if session.stop_error is None and not session.options.accept_noise:
+        stopped = refuse_noise(session, lambda: calibrate_on_a_host(driver, fresh=True))
+    if session.stop_error is None and stopped is None:
+        profile_best_aside(session, session.ws.tip(), harness_env(session))
+    return stopped
 
 
 def calibrate_on_a_host(driver: Driver, fresh: bool) -> bool:

@@ -15,17 +15,14 @@ from ..repo.gitrepo import open_repo
 from ..repo.state_dir import session_paths
 from .session import Session, log_label, marker
 
-__all__ = ["profile_best", "profile_commit"]
+__all__ = ["profile_best", "profile_best_aside", "profile_commit"]
 
 
 def profile_best(session: Session, commit: str) -> None:
     """After the best's calibration: its profile, once per commit, in its built tree."""
-    config = session.config
-    path = session.paths.profile(commit)
-    if not config.profile.command or path.exists():
+    if not _wanted(session, commit):
         return
     label = log_label(session, "profile")
-    session.progress.info(f"profiling {commit[:10]} (a run of its own, not timed)")
     harness = session.harness(marker(session, "profile"))
     try:
         folded, why = take_profile(
@@ -33,6 +30,27 @@ def profile_best(session: Session, commit: str) -> None:
         )
     finally:
         session.paths.inflight.unlink(missing_ok=True)
+    _said(session, commit, folded, why)
+
+
+def profile_best_aside(session: Session, commit: str, env: dict[str, str]) -> None:
+    """A new best's profile on a night measured by bench hosts: taken by the driver in a
+    worktree of its own (profile_commit), since its own trees are not built at the best."""
+    if _wanted(session, commit):
+        _said(session, commit, *profile_commit(session.config, commit, env))
+
+
+def _wanted(session: Session, commit: str) -> bool:
+    """A profile is configured and `commit` has none yet: said, as it is taken."""
+    if not session.config.profile.command or session.paths.profile(commit).exists():
+        return False
+    session.progress.info(f"profiling {commit[:10]} (a run of its own, not timed)")
+    return True
+
+
+def _said(session: Session, commit: str, folded: Folded | None, why: str) -> None:
+    """The profile kept with the session, and where its time goes said; or why there is none."""
+    path = session.paths.profile(commit)
     if folded is None:
         session.progress.warn(f"no profile of {commit[:10]}: {why}")
         return
