@@ -30,6 +30,7 @@ from conftest import (
 )
 from distributed import Client, LocalCluster
 
+from autoresearch.bench.bwrap import bwrap_problem
 from autoresearch.bench.runners import SimulatedRunner
 from autoresearch.cluster import run_cluster_session
 from autoresearch.errors import PreflightError
@@ -547,3 +548,19 @@ def test_the_best_s_profile_is_taken_on_a_night_on_bench_hosts_too(target, tmp_p
     assert state["profile"]["commit"] == record.kept_commit
     report = run_cli("report", cwd=target.root).stdout
     assert "where the time moved: `get` 40.0% → 0.0%" in report
+
+
+def test_a_host_confines_the_candidate_and_the_record_says_how(target, tmp_path):
+    """`[sandbox] mode = "bwrap"` holds on bench hosts: the candidate's runs there are
+    confined as they are here, and its record says so (the review shows it)."""
+    assert bwrap_problem() is None, bwrap_problem()
+    env = sleepy(target, tmp_path, sleep_s=0.05, sandbox="bwrap")
+    env.pop("BENCH_SPANS")  # a file outside the tree: a confined run may not write it
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+
+    with local_cluster(tmp_path, workers=1) as local:
+        drive(target, local.scheduler_address, env)
+
+    (record,) = experiments(target)
+    assert record.status == "keep", record.error
+    assert record.cluster and record.confinement.tool == "bwrap"

@@ -116,7 +116,8 @@ def test_on_bench_hosts_too_a_tuned_change_is_not_kept_and_the_confirmation_hold
         drive(target, local.scheduler_address, env, confirm=True)
 
     overfit, honest = experiments(target)
-    assert overfit.cluster and honest.cluster  # measured on the host
+    assert overfit.cluster and honest.cluster  # measured on the host, as it ran them:
+    assert honest.confinement.tool == "none" and "sandbox" in honest.confinement.why
     assert overfit.status == "discard", (overfit.status, overfit.error)
     assert overfit.decision.rule == "holdout" and overfit.decision.holdout.verdict == "no_gain"
     assert overfit.kept_commit is None

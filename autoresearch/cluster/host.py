@@ -123,6 +123,7 @@ def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -
             calibration, calibration_new = host.calibration(job, harness)
             if job.kind == "experiment":
                 judge = Calibration.from_record(calibration, job.config.metric.name)
+                facts = replace(facts, confinement=harness.confinement(host.trees[CANDIDATE].path))
                 pair = host.experiment(job, harness, judge.judge(job.config))
     except _Failed as failed:
         done = replace(facts, failure=failed.status, failed_arm=failed.arm, detail=failed.detail)

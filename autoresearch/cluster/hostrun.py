@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..bench.samples import Measurement
+from ..journal.placement import Confinement
 from ..journal.records import CalibrationRecord
 from ..statuses import Status
 
@@ -55,6 +56,7 @@ class HostRun:
     # The holdout's runs (best, candidate) when the host's bench decided a keep and the session
     # has one (bench/holdout_runs.py), or a confirmation measured it: the driver replays them.
     holdout: tuple[ArmRuns, ArmRuns] | None = None
+    confinement: Confinement | None = None  # how the host ran the candidate, for the record
     leftovers_stopped: int = 0  # processes a killed worker left running, stopped first
 
     @property

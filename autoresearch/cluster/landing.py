@@ -123,6 +123,8 @@ class Landing:
             stale=flight.stale,
         )
         flight.draft.note(cluster=flight.facts.to_dict())
+        if result.confinement is not None:  # as the serial loop notes its own runs'
+            flight.draft.note(confinement=result.confinement.to_dict())
         measured = self.copy_logs(flight.exp_id, result)
         if result.failure is not None:
             status = result.failure  # mapped on the host, as the loop maps it
