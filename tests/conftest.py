@@ -242,6 +242,17 @@ def run(target, *, real: bool = False, **options):
     return run_session(config, RunOptions(**options), Progress(quiet=True))
 
 
+def loud_losses_past_a_small_log_budget(target, count: int) -> None:
+    """A log budget of 1 MB (each run's log cut at 0.25 MB), and `count` losses whose bench
+    prints BENCH_LOUD_MB of output: nothing the retention rule keeps for their own sake."""
+    text = target.config_path.read_text()
+    capped = "preflight = false\nmax_run_log_mb = 0.25\nmax_logs_mb = 1"
+    target.config_path.write_text(text.replace("preflight = false", capped))
+    git(target.root, "commit", "-qam", "a small log budget")
+    for i in range(count):
+        target.add_hypothesis(f"0{i}-loud", {"src/mode.txt": "loud\n", "src/value.txt": f"12{i}\n"})
+
+
 def experiments(target):
     return read_journal(target.journal).experiments
 

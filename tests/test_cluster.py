@@ -24,6 +24,7 @@ from conftest import (
     experiments,
     git,
     local_cluster,
+    loud_losses_past_a_small_log_budget,
     run_cli,
     unified_patch,
     wait_for,
@@ -504,12 +505,7 @@ def test_logs_past_their_budget_are_pruned_on_the_driver_and_on_the_host(target,
     between landings as a serial night does between experiments, and a host keeps its own log
     directories within the budget (the driver holds the tails that count)."""
     env = sleepy(target, tmp_path, sleep_s=0.05)
-    text = target.config_path.read_text()
-    capped = "preflight = false\nmax_run_log_mb = 0.25\nmax_logs_mb = 1"
-    target.config_path.write_text(text.replace("preflight = false", capped))
-    git(target.root, "commit", "-qam", "a small log budget")
-    for i in range(6):  # losses: nothing the retention rule keeps for their own sake
-        target.add_hypothesis(f"0{i}-loud", {"src/mode.txt": "loud\n", "src/value.txt": f"12{i}\n"})
+    loud_losses_past_a_small_log_budget(target, 6)
     said = io.StringIO()
 
     with local_cluster(tmp_path, workers=1) as local:

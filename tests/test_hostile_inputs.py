@@ -9,7 +9,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import experiments, git, run, run_cli, unified_patch
+from conftest import (
+    experiments,
+    git,
+    loud_losses_past_a_small_log_budget,
+    run,
+    run_cli,
+    unified_patch,
+)
 from test_agent import edit, use_agent
 
 from autoresearch.agents.tries import TRY_ENV
@@ -320,12 +327,7 @@ def test_an_agent_reporting_infinite_tokens_and_a_huge_title(target, tmp_path):
 
 
 def test_a_session_s_logs_past_their_budget_are_pruned_between_experiments(target):
-    text = target.config_path.read_text()
-    capped = "preflight = false\nmax_run_log_mb = 0.25\nmax_logs_mb = 1"
-    target.config_path.write_text(text.replace("preflight = false", capped))
-    git(target.root, "commit", "-qam", "a small log budget")
-    for i in range(3):  # losses: nothing the retention rule keeps for their own sake
-        target.add_hypothesis(f"0{i}-loud", {"src/mode.txt": "loud\n", "src/value.txt": f"12{i}\n"})
+    loud_losses_past_a_small_log_budget(target, 3)
 
     done = run_cli("run", "--accept-noise", cwd=target.root, env={"BENCH_LOUD_MB": "1"})
 
