@@ -29,13 +29,20 @@ def test_every_fault_is_survived(tmp_path):
         argv = [sys.executable, str(ROOT / "benchmarks" / "faults.py"), "--quick"]
         argv += ["--json", str(out), "--only", *half]
         runs.append((out, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)))
-    tallies = []
-    for out, proc in runs:
-        stdout, stderr = proc.communicate(timeout=900)
-        said = stdout.decode()[-4000:] + stderr.decode()[-4000:]
-        assert out.exists(), said
-        tallies += json.loads(out.read_text())
-        assert proc.returncode == 0, said
+    tallies, said = [], []
+    try:
+        for out, proc in runs:
+            stdout, stderr = proc.communicate(timeout=900)
+            said.append(stdout.decode()[-4000:] + stderr.decode()[-4000:])
+            if out.exists():
+                tallies += json.loads(out.read_text())
+    finally:  # a half that failed or hung: the other stopped and reaped, never left running
+        for _, proc in runs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.communicate()
+    for (out, proc), text in zip(runs, said, strict=True):
+        assert out.exists() and proc.returncode == 0, text
     errors = [f"{t['name']}: {t['harness_error']}" for t in tallies if t["harness_error"]]
     assert not errors, "\n".join(errors)
     assert len(tallies) == 15

@@ -235,10 +235,13 @@ class Driver(Landing):
         self.again.clear()
         if session.stop.is_set():
             return  # the loop ends the night as a signal ends it
-        raise UserError(
-            f"{why} (cluster.scheduler_grace_s): the experiments in flight are recorded as "
-            "interrupted and run again when the session resumes"
+        flown = (
+            "the experiments in flight are recorded as interrupted and run again when the "
+            "session resumes"
+            if flying
+            else "nothing was in flight; run again once it is back"
         )
+        raise UserError(f"{why} (cluster.scheduler_grace_s): {flown}")
 
     def mind_hosts(self) -> None:
         """Say when a bench host joins or leaves (a host that dies leaves: Dask sends what it

@@ -8,12 +8,14 @@ every keep the checks refuse, and `--accept-noise` would mean nothing on bench h
 from __future__ import annotations
 
 import contextlib
+from concurrent.futures import CancelledError
 from typing import TYPE_CHECKING
 
 from ..loop.best_profile import profile_best_aside
 from ..loop.driver import MAX_BASELINE_FAILURES, preflight_new_session, refuse_noise
 from ..loop.session import harness_env
 from .hostrun import HostRun
+from .landing import MAX_WORKER_LOSSES
 
 if TYPE_CHECKING:
     from .dispatch import Driver
@@ -48,18 +50,32 @@ def calibrate_on_a_host(driver: Driver, fresh: bool) -> bool:
     tip = session.ws.tip()
     pairs = session.config.bench.calibration_runs // 2
     job = driver.job("calibrate", f"calibration-{tip[:12]}", tip, fresh=fresh)
-    failures = 0
+    failures = losses = 0
     while True:
         session.progress.info(
             f"calibrating {tip[:10]} on a bench host: {pairs} runs in each arm, alternating"
         )
-        result = _wait(driver, driver.submit(job, f"calibration-{failures}"))
+        result = _wait(driver, driver.submit(job, f"calibration-{failures}-{losses}"))
         if result is None:
             return False
         if isinstance(result, HostRun) and result.calibration is not None:
             break
+        if driver.client.status != "running":
+            # The scheduler went away with the job: waited for within its grace and sent
+            # again, or the night stops naming it, as mid-night (Driver.mind_scheduler).
+            driver.mind_scheduler()
+            if session.stop.is_set():
+                return False
+            continue
+        if _lost(result) and losses + 1 < MAX_WORKER_LOSSES:  # as an experiment's (landing)
+            losses += 1
+            session.progress.warn(
+                f"the calibration was lost with the bench host running it "
+                f"({type(result).__name__}: {result}); sending it again"
+            )
+            continue
         failures += 1
-        why = result.detail if isinstance(result, HostRun) else result
+        why = result.detail if isinstance(result, HostRun) else f"{type(result).__name__}: {result}"
         session.progress.warn(f"the calibration of the best failed ({failures} in a row): {why}")
         if failures >= MAX_BASELINE_FAILURES:
             session.stop_error = (
@@ -73,8 +89,15 @@ def calibrate_on_a_host(driver: Driver, fresh: bool) -> bool:
     return True
 
 
-def _wait(driver: Driver, future) -> HostRun | str | None:
-    """The job's result; why it was lost (a host died under it, the job broke); None when a
+def _lost(result: HostRun | Exception) -> bool:
+    """A job lost with its host (killed under it, or cancelled with it), not one that failed."""
+    from distributed import KilledWorker
+
+    return isinstance(result, (KilledWorker, CancelledError))
+
+
+def _wait(driver: Driver, future) -> HostRun | Exception | None:
+    """The job's result, or what it raised (lost with its host, broken on it); None when a
     signal stopped the wait (the job is cancelled)."""
     from distributed import wait
 
@@ -83,10 +106,11 @@ def _wait(driver: Driver, future) -> HostRun | str | None:
         if session.stop.is_set():
             future.cancel()
             return None
-        with contextlib.suppress(TimeoutError):
+        # A future cancelled under the wait (its host lost) is found by its status.
+        with contextlib.suppress(TimeoutError, CancelledError):
             wait([future], timeout=POLL_S)
     try:
         return future.result()
     except Exception as exc:  # cancelled, a host lost under it, the job broken on the host
         driver.drop_bundle()  # a host that died may have taken the only copy with it
-        return f"the bench host could not run it: {type(exc).__name__}: {exc}"
+        return exc
