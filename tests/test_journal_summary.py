@@ -303,6 +303,26 @@ def test_attempt_rows_cut_gone_or_named_elsewhere_are_folded_again(journal, dama
     assert len(list(summary_path(journal.path).parent.glob("summary.rows-*"))) == 1
 
 
+def test_a_reader_whose_rows_another_fold_from_the_start_replaced_still_has_them(journal):
+    """A reader finds its rows file gone (another reader's fold from the start removed it) and
+    folds from the start, taking a new generation; before it reads those rows, a third reader's
+    fold from the start removes that one too. It still has every attempt row (a resume asks for
+    them right after its fold)."""
+    from autoresearch.journal.digest import Summary
+    from autoresearch.journal.fold import folded
+
+    first, _ = folded(journal.path, Summary, needed=True)
+    directory = summary_path(journal.path).parent
+    (directory / first.rows.name).unlink()
+    second, _ = folded(journal.path, Summary, needed=True)  # its rows gone: from the start
+    summary_path(journal.path).unlink()
+    third, _ = folded(journal.path, Summary, needed=True)
+    assert len({first.rows.name, second.rows.name, third.rows.name}) == 3
+    assert not (directory / second.rows.name).exists()
+
+    assert [a[:6] for a in second.attempts("s")] == attempts_of_a_whole_read(journal.path)
+
+
 # A reader as `status`, a resume and the review page are, bringing the journal's index and
 # folds up to date over and over until told to stop.
 READER = """

@@ -233,7 +233,11 @@ class RowsFile:
                 if other.name != name:
                     with contextlib.suppress(OSError):
                         other.unlink()
-        if self._data is not None:
+        if fresh:
+            # The whole of a new generation, kept: a reader that needs its rows has them even
+            # when another reader's fold from the start removes this file before it reads.
+            self._data = data
+        elif self._data is not None:
             self._data += data
         self.directory, self.name = path.parent, name
         self.size, self.count = self.size + len(data), self.count + lines
