@@ -476,8 +476,8 @@ class Driver(Landing):
         )
         if result.holdout is not None:
             best, held_tip = result.holdout
-            spent = sum(best.durations) + sum(held_tip.durations)
-            record = with_holdout(session.config, record, (best.samples, held_tip.samples), spent)
+            held = (best.samples, held_tip.samples)
+            record = with_holdout(session.config, record, held, result.holdout_seconds)
         session.journal.append(record)
         announce(session.config, record, session.progress)
         return record.change_pct

@@ -70,6 +70,12 @@ class HostRun:
         return (self.baseline or ArmRuns(), self.candidate or ArmRuns())
 
     @property
+    def holdout_seconds(self) -> float:
+        """What the holdout's runs took, both arms (0 when none ran)."""
+        held = self.holdout or ()
+        return round(sum(sum(arm.durations) for arm in held), 3)
+
+    @property
     def log_names(self) -> list[str]:
         """Every run's log, as the serial loop lists them: the baseline arm's, the candidate's,
         then the holdout's."""

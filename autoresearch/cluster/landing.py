@@ -172,9 +172,12 @@ class Landing:
             raise UserError("the host's result holds no holdout runs to judge its keep by")
         name = config.holdout_metric.name
         best, candidate = result.holdout
-        spent = round(sum(best.durations) + sum(candidate.durations), 3)
         return holdout_verdict(
-            config, decision, best.samples.get(name, []), candidate.samples.get(name, []), spent
+            config,
+            decision,
+            best.samples.get(name, []),
+            candidate.samples.get(name, []),
+            result.holdout_seconds,
         )
 
     def measure_again(
