@@ -26,7 +26,7 @@ _EXPORTS = {
     "MetricParseError": "errors",
     "RunOptions": "loop.session",
     "RunResult": "bench.proc",
-    "SessionOutcome": "loop.driver",
+    "SessionOutcome": "loop.stages",
     "UserError": "errors",
     "WorkspaceError": "errors",
     "load_config": "config",

@@ -9,6 +9,7 @@ import io
 import itertools
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -449,7 +450,7 @@ def test_a_win_whose_files_the_keeps_since_did_not_touch_is_kept_on_its_measurem
 
 
 def test_a_bench_too_noisy_is_refused_before_any_experiment_is_sent(target, tmp_path):
-    """On bench hosts as here (loop/driver.py): the best is calibrated on a host before the
+    """On bench hosts as here (loop/stages.py): the best is calibrated on a host before the
     first experiment, a bench far too noisy for the effect asked for (5%) is measured once more
     and then refused, saying what it detects; told to go on, the night runs."""
     target.configure(calibration_runs=6)
@@ -459,8 +460,9 @@ def test_a_bench_too_noisy_is_refused_before_any_experiment_is_sent(target, tmp_
     noisy = {"BENCH_FACTORS": "0.8,1.2,1.0,0.85,1.15,1.05", "BENCH_COUNTER": counter}
 
     with local_cluster(tmp_path, workers=1) as local:
+        heard = io.StringIO()
         with pytest.raises(PreflightError) as refused:
-            drive(target, local.scheduler_address, noisy)
+            drive(target, local.scheduler_address, noisy, Progress(heard))
         first, again = read_journal(target.journal).calibrations
         assert first.host and again.host
         # Both measured on the host, the second afresh (six runs each), and no experiment's.
@@ -475,6 +477,15 @@ def test_a_bench_too_noisy_is_refused_before_any_experiment_is_sent(target, tmp_
         quieter = {**noisy, "BENCH_FACTORS": "0.99,1.01,1.0,0.995,1.005,1.0"}
         drive(target, local.scheduler_address, quieter, accept_noise=True)
     assert [r.title for r in experiments(target)] == ["01-win"]
+    # The host's calibration is said as a serial night says its own: the best, its noise and
+    # threshold, and the host that measured it.
+    host = read_journal(target.journal).calibrations[0].host
+    said_lines = heard.getvalue().splitlines()
+    assert any(
+        re.search(r"^autoresearch: baseline time_ms = .+, noise [\d.]+%, threshold [\d.]+%", line)
+        and line.endswith(f"(calibrated on {host})")
+        for line in said_lines
+    ), said_lines
 
 
 def test_checks_failing_on_the_unmodified_code_refuse_the_night_before_a_host_measures(

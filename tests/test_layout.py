@@ -95,6 +95,27 @@ def test_imports_run_only_down_a_floor():
     assert up == []
 
 
+def test_the_drivers_share_the_stages_and_none_reaches_into_another():
+    """`run`, `run --cluster` and `try` differ only in who supplies hypotheses and how many are
+    in flight: each drives loop/stages.py and loop/lifecycle.py, and none imports the serial
+    driver (loop/driver.py), which only the command line starts."""
+    importers = {
+        str(path.relative_to(ROOT))
+        for path in PACKAGE.rglob("*.py")
+        if "autoresearch.loop.driver" in _imports(path)
+    }
+    assert importers == {"autoresearch/cli/night.py"}
+    for face in ("cluster", "agents"):
+        used = {
+            name
+            for path in (PACKAGE / face).glob("*.py")
+            for name in _imports(path)
+            if name.startswith("autoresearch.loop.")
+        }
+        assert {"autoresearch.loop.stages", "autoresearch.loop.lifecycle"} & used, face
+        assert "autoresearch.loop.driver" not in used
+
+
 def test_each_module_name_says_one_role():
     """A file name found once in the package: `finalize.py` is the command's plan, never also
     git's plumbing beside it in another folder."""
@@ -138,7 +159,7 @@ HEAVY = ("scipy.stats", "pandas", "matplotlib")
     [
         # `run`: everything up to its first bench; the rule's distributions come at first use
         (
-            ["autoresearch.cli.night", "autoresearch.loop.driver", "autoresearch.loop.preflight"],
+            ["autoresearch.cli.night", "autoresearch.loop.driver", "autoresearch.loop.stages"],
             HEAVY,
         ),
         # status, state and history, which read files: GitPython's import too is a tenth of

@@ -27,9 +27,9 @@ from ..errors import UserError
 from ..files import read_bounded
 from ..journal.fold import derived_paths
 from ..journal.records import ExperimentRecord
-from ..loop.driver import experiment_step, get_ready
 from ..loop.retention import prune_session_logs
 from ..loop.session import RunOptions, open_session
+from ..loop.stages import experiment_step, get_ready
 from ..process.procfs import environ_of
 from ..progress import Progress
 from ..proposers import Hypothesis, parse_patch_file

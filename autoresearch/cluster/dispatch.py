@@ -33,15 +33,15 @@ from ..errors import UserError
 from ..journal.draft import Draft
 from ..journal.records import CalibrationRecord
 from ..loop.confirm import announce, confirmation_record, with_holdout
-from ..loop.driver import (
+from ..loop.lifecycle import Candidate, begin, new_draft
+from ..loop.session import RunOptions, Session, harness_env, open_session, proposal_context
+from ..loop.stages import (
     SessionOutcome,
     confirm_wanted,
     second_look_hypothesis,
     session_outcome,
     stop_reason,
 )
-from ..loop.lifecycle import Candidate, begin, new_draft
-from ..loop.session import RunOptions, Session, harness_env, open_session, proposal_context
 from ..progress import Progress
 from ..proposers import Hypothesis
 from ..repo.state_dir import read_inflight

@@ -17,10 +17,10 @@ from ..journal.draft import Draft
 from ..journal.placement import HostFacts, StaleWin
 from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..loop.best_profile import profile_best_aside
-from ..loop.driver import account, adopt_calibration
 from ..loop.lifecycle import Candidate, Measured, conclude
 from ..loop.retention import enforce_log_budget
 from ..loop.session import Session, harness_env
+from ..loop.stages import account, announce_calibration
 from ..statuses import RemeasureWhen, Status
 from .hostrun import HostRun
 
@@ -254,21 +254,19 @@ class Landing:
         return calibration.commit == session.ws.tip() and calibration.commit != current
 
     def journal_calibration(self, calibration: CalibrationRecord, host: str) -> None:
+        """A host's calibration, journaled; the tip's adopted as the best's."""
         session = self.session
         record = replace(calibration, host=host)
         session.journal.append(record)
         self.calibrations.setdefault(record.commit, []).append(record)
+        if record.commit == session.ws.tip():  # the best: adopted and said as serially
+            announce_calibration(session, record, host)
+            return
         noise = record.noise_pct.get(session.config.metric.name) or 0.0
         session.progress.info(
-            f"calibrated {record.commit[:10]} on {host}: noise {noise:.2f}%, "
-            f"threshold {record.threshold_pct or 0:.2f}%"
+            f"calibrated {record.commit[:10]} on {host} (no longer the best): noise "
+            f"{noise:.2f}%, threshold {record.threshold_pct or 0:.2f}%"
         )
-        for warning in record.warnings:
-            session.progress.warn(f"{host}: {warning}")
-        if record.commit == session.ws.tip():
-            adopt_calibration(session, record)
-        if session.baseline is None and record.commit == session.base_commit:
-            session.baseline = session.best_median
 
     def copy_logs(self, exp_id: str, result: HostRun) -> Measured:
         """The host's log tails under the session's logs; what the record says of them."""

@@ -1,7 +1,7 @@
 """Before the first experiment sent to bench hosts, as before the serial loop's
-(loop/driver.get_ready): a new session's pre-flight on the driver (where the checks run), the
+(loop/stages.get_ready): a new session's pre-flight on the driver (where the checks run), the
 best calibrated on a host, and a bench too noisy for the effect asked for measured once more
-there, then refused (loop/driver.refuse_noise, the one verdict the serial loop and `check`
+there, then refused (loop/stages.refuse_noise, the one verdict the serial loop and `check`
 give). Without it a cluster would spend the night on experiments no rule could keep, or whose
 every keep the checks refuse, and `--accept-noise` would mean nothing on bench hosts."""
 
@@ -12,8 +12,8 @@ from concurrent.futures import CancelledError
 from typing import TYPE_CHECKING
 
 from ..loop.best_profile import profile_best_aside
-from ..loop.driver import MAX_BASELINE_FAILURES, preflight_new_session, refuse_noise
 from ..loop.session import harness_env
+from ..loop.stages import MAX_BASELINE_FAILURES, preflight_new_session, refuse_noise
 from .hostrun import HostRun
 from .landing import MAX_WORKER_LOSSES
 

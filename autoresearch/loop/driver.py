@@ -1,75 +1,32 @@
-"""The driver. One experiment at a time, resumable, until a budget, a stop rule or a signal.
+"""The serial driver: one experiment at a time, resumable, until a budget, a stop rule or a signal.
 
-lock the session -> open the worktrees -> recover a crashed experiment -> calibrate the best
-repeat: next hypothesis -> run the experiment (lifecycle.py) -> append the record
-        -> after a keep, calibrate the new best
+lock the session -> open the worktrees -> recover a crashed experiment -> get ready (stages.py)
+repeat: next hypothesis -> one experiment step (stages.py: the lifecycle, then the record)
 at the end: confirm the session's baseline against its final tip
+
+Bench hosts (cluster/) and `try` (agents/) drive the same stages and the same lifecycle; they
+differ from this loop only in who supplies the hypotheses and how many are in flight.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
-
 from ..config import Config
-from ..decide.calibration import Calibration
-from ..decide.design import NOISE_CALIBRATIONS, noise_verdict
-from ..errors import PreflightError
-from ..journal.digest import SessionDigest
-from ..journal.records import CalibrationRecord, ExperimentRecord
-from ..progress import Progress, format_value
-from ..proposers import Hypothesis
-from ..statuses import Status
-from .best_profile import profile_best
-from .calibrate import CalibrationFailed, calibrate
+from ..progress import Progress
 from .confirm import confirm_session
-from .lifecycle import run_experiment
-from .preflight import run_preflight
-from .retention import enforce_log_budget, prune_session_logs
-from .second_look import forget_request, second_look
-from .session import (
-    RunOptions,
-    Session,
-    StopRequested,
-    log_label,
-    marker,
-    open_session,
-    prepare_best,
-    proposal_context,
+from .session import RunOptions, Session, StopRequested, open_session, proposal_context
+from .stages import (
+    SessionOutcome,
+    calibrate_best,
+    confirm_wanted,
+    experiment_step,
+    get_ready,
+    refuse_noise,
+    second_look_hypothesis,
+    session_outcome,
+    stop_reason,
 )
-from .testref import remember_tests
 
-__all__ = [
-    "SessionOutcome",
-    "account",
-    "adopt_calibration",
-    "confirm_wanted",
-    "experiment_step",
-    "get_ready",
-    "preflight_new_session",
-    "refuse_noise",
-    "run_session",
-    "second_look_hypothesis",
-    "session_outcome",
-    "stop_reason",
-]
-
-MAX_BASELINE_FAILURES = 3  # in a row: no candidate can be judged against a best that fails
-
-
-@dataclass(frozen=True)
-class SessionOutcome:
-    session: str
-    stop_reason: str
-    ran: int
-    kept: int
-    baseline: float | None
-    best: float | None
-    interrupted: bool = False
-    confirmed_change_pct: float | None = None
-    # Where the session stands at the end, as the night folded it (what its journal says).
-    standing: SessionDigest | None = None
+__all__ = ["run_session"]
 
 
 def run_session(
@@ -87,22 +44,6 @@ def run_session(
             session.proposer.close()
         session.progress.info(f"stopped: {reason}")
         return session_outcome(session, reason, _confirm_at_end(session))
-
-
-def session_outcome(session: Session, reason: str, confirmed: float | None) -> SessionOutcome:
-    """The end of a run: its logs pruned, what it did and why it stopped."""
-    prune_session_logs(session)
-    return SessionOutcome(
-        session=session.config.session.name,
-        stop_reason=reason,
-        ran=session.tally.ran,
-        kept=session.tally.kept,
-        baseline=session.baseline,
-        best=session.best_median,
-        interrupted=session.stop.is_set() or session.stop_error is not None,
-        confirmed_change_pct=confirmed,
-        standing=session.tally.standing,
-    )
 
 
 def _loop(session: Session) -> str:
@@ -124,267 +65,9 @@ def _loop(session: Session) -> str:
     return reason
 
 
-def get_ready(session: Session, reuse: bool = False) -> str | None:
-    """Before the first experiment of a run (`run`, or one `try`): the pre-flight on the base of
-    a new session, and the best's calibration (with `reuse`, the journal's last stands when it
-    measured the tip). Why a signal stopped it, or None."""
-    if stopped := preflight_new_session(session):
-        return stopped
-    if reuse and restore_calibration(session):
-        return None
-    return None if calibrate_best(session) else "interrupted by a signal during calibration"
-
-
-def experiment_step(
-    session: Session, hypothesis: Hypothesis
-) -> tuple[ExperimentRecord, str | None]:
-    """One experiment measured here, start to end (`run`, `try`): run, journaled, the logs kept
-    within budget, and a kept commit calibrated as the new best. Its record, and why a signal
-    stopped the calibration after it, or None."""
-    record = run_experiment(session, hypothesis)
-    account(session, record)
-    enforce_log_budget(session)
-    # The kept commit is the new best: measure it afresh for the noise and threshold.
-    if record.status == Status.KEEP and not session.stop.is_set() and not calibrate_best(session):
-        return record, "interrupted by a signal during calibration"
-    return record, None
-
-
-def preflight_new_session(session: Session) -> str | None:
-    """A new session's pre-flight (unless `session.preflight` is off), serial or on bench
-    hosts: why a signal stopped it, or None."""
-    if (
-        session.baseline is None
-        and session.config.session.preflight
-        and not preflight_base(session)
-    ):
-        return "interrupted by a signal during the pre-flight"
-    return None
-
-
-def preflight_base(session: Session) -> bool:
-    """Build, bench once and run the checks on the base: refuse a night they say is wasted."""
-    tip = session.ws.tip()
-    session.progress.info(f"pre-flight on {tip[:10]}: build, one bench run, the checks")
-    log_dir = session.paths.log(log_label(session, "preflight"), "x").parent
-    harness = session.harness(marker(session, "preflight"))
-    try:
-        result = run_preflight(session.config, session.ws.path, tip, log_dir, harness)
-    finally:
-        session.ws.revert()
-        session.paths.inflight.unlink(missing_ok=True)
-    if result.interrupted:
-        return False
-    if result.checks is not None and result.checks.ok:
-        remember_tests(session, tip, result.checks.tests)
-    for line in result.lines(session.config):
-        session.progress.info(line)
-    if not result.ok:
-        raise PreflightError("pre-flight: " + "; ".join(result.problems))
-    return True
-
-
-def refuse_noise(session: Session, calibrate_again: Callable[[], bool]) -> str | None:
-    """Stop before the night only when the bench cannot see several times the effect asked
-    for (decide/design.noise_verdict: the one verdict `check` gives too), in a calibration
-    measured once more first (NOISE_CALIBRATIONS) by `calibrate_again` (here, or on a bench
-    host; False when a signal stopped it). Why a signal stopped it, or None."""
-    for attempt in range(1, NOISE_CALIBRATIONS + 1):
-        calibration = session.calibration
-        if calibration is None or not calibration.noise_pct:
-            return None
-        verdict = noise_verdict(session.config, calibration.noise_pct, calibration.run_s)
-        if not verdict.refuse:
-            return None
-        if attempt < NOISE_CALIBRATIONS:
-            session.progress.warn(verdict.again)
-            if not calibrate_again():
-                return "interrupted by a signal during calibration"
-            if session.stop_error is not None:
-                return None  # the best's bench failed: stop_reason says so
-    raise PreflightError(verdict.refusal)
-
-
-def calibrate_best(session: Session) -> bool:
-    """Measure the current best repeatedly: its samples and noise set the threshold. A failed
-    run of the best is a baseline failure like any other: said, counted and measured again;
-    MAX_BASELINE_FAILURES in a row stop the night (`stop_error`). False: a signal stopped it."""
-    while True:
-        try:
-            record = _calibrate_once(session)
-        except CalibrationFailed as exc:
-            session.tally.baseline_failures += 1
-            failures = session.tally.baseline_failures
-            session.progress.warn(
-                f"the calibration of the best failed ({failures} in a row): {exc}"
-            )
-            if failures < MAX_BASELINE_FAILURES:
-                continue
-            session.stop_error = (
-                f"the best's bench failed {failures} times in a row (the last in its "
-                f"calibration: {exc}): the bench or the machine is broken; fix it, and run "
-                "again to resume"
-            )
-            return True
-        if record is None:
-            return False
-        session.tally.baseline_failures = 0
-        session.journal.append(record)
-        _announce_calibration(session, record)
-        profile_best(session, record.commit)
-        return True
-
-
-def _calibrate_once(session: Session) -> CalibrationRecord | None:
-    """One calibration of the current best; None when a signal stopped it, CalibrationFailed
-    when a run of its bench failed."""
-    tip = session.ws.tip()
-    label = log_label(session, "calibration")
-    pairs = session.config.bench.calibration_runs // 2
-    session.progress.info(f"calibrating on {tip[:10]}: {pairs} runs in each arm, alternating")
-    prepare_best(session, tip, label)
-    # The worktree is clean at the tip here: recovery and keep both end with a revert.
-    try:
-        record = calibrate(
-            session.config,
-            session.harness(marker(session, "calibration")),
-            arms=(session.baseline_tree.path, session.ws.path),
-            commit=tip,
-            logs=lambda name: session.paths.log(label, name),
-            on_run=lambda arm, i: (
-                session.progress.info(f"calibration pair {i}/{pairs}")
-                if arm == "baseline"
-                else None
-            ),
-        )
-    finally:
-        session.ws.revert()
-        session.paths.inflight.unlink(missing_ok=True)
-    if record is not None:  # the worktree was built at the best: its kept output is the best's
-        session.ws.mark_built()
-    return record
-
-
-def _announce_calibration(session: Session, record: CalibrationRecord) -> None:
-    """Adopt a fresh calibration and say what it found."""
-    first = session.baseline is None
-    moved = session.calibration is not None and session.calibration.commit != record.commit
-    adopt_calibration(session, record)
-    if first or record.commit == session.base_commit:  # the base measured again: the night goes on
-        session.baseline = session.best_median
-    primary = session.config.metric
-    calibration = session.calibration
-    assert calibration is not None
-    noise = calibration.noise_pct or 0.0
-    session.progress.info(
-        f"{'baseline' if first else 'new best' if moved else 'best (unchanged)'} {primary.name} = "
-        f"{format_value(session.best_median, primary.unit)}, noise {noise:.2f}%, "
-        f"threshold {calibration.threshold:.2f}%"
-    )
-    for warning in record.warnings:
-        session.progress.warn(warning)
-    if calibration.noise_pct:  # what the night can see, said when no warning said it
-        verdict = noise_verdict(session.config, calibration.noise_pct, calibration.run_s)
-        if verdict.warning is None:
-            session.progress.info(verdict.message)
-    aa = record.aa
-    if first and aa is not None and not aa.can_fail:
-        session.progress.info(
-            f"the A/A check cannot fail with {aa.n_per_arm} runs per arm (the smallest p "
-            f"it can reach is {aa.smallest_p:.2g}); bench.calibration_runs = 10 or more "
-            "lets it catch a harness that favours an arm"
-        )
-
-
-def restore_calibration(session: Session) -> bool:
-    """The best's last calibration, when it measured the current tip: a `try` in a new process
-    need not measure the same commit again (the experiment still runs both arms side by side)."""
-    last = session.calibration  # the journal's last, as the session opened
-    return (
-        last is not None
-        and last.commit == session.ws.tip()
-        and last.median(session.config.metric.name) is not None
-    )
-
-
-def adopt_calibration(session: Session, record: CalibrationRecord) -> None:
-    """A calibration of the current best stands for it (one just measured; a journaled one for
-    a `try` in a new process; on a cluster, a host's)."""
-    session.calibration = Calibration.from_record(record, session.config.metric.name)
-
-
-def account(session: Session, record: ExperimentRecord) -> None:
-    """Write the record, then forget the in-flight marker: in that order, so nothing is lost."""
-    span = session.journal.append(record)
-    session.paths.inflight.unlink(missing_ok=True)
-    session.add(record, span)
-    if record.retry_of:
-        forget_request(session.paths, record.retry_of)
-    # What ended it: the checks' failure rather than the bench verdict that came before it.
-    decided = record.decision.reason if record.decision is not None else ""
-    reason = record.asi.rollback_reason or decided
-    session.progress.outcome(record.status, reason, _best_text(session))
-
-
-def _best_text(session: Session) -> str:
-    """The best's median, and its change from the baseline as the keeps measured it: not the
-    ratio of two calibrations made at different times, which drifts with the machine's load."""
-    best = format_value(session.best_median, session.config.metric.unit)
-    compounded = session.compounded_pct()
-    return best if compounded is None else f"{best} ({compounded:+.2f}% vs baseline, kept changes)"
-
-
-def second_look_hypothesis(session: Session) -> Hypothesis | None:
-    """With the proposers done: an undecided hypothesis (or one `retry` asked for), again."""
-    found = second_look(
-        session.paths, session.attempts, session.config.budget.retries, session.journal.record
-    )
-    if found is None:
-        return None
-    hypothesis, earlier = found
-    session.progress.info(
-        f"second look at {earlier.id} {hypothesis.title!r} (was {earlier.status}): "
-        "measuring it again against the current best"
-    )
-    return hypothesis
-
-
 def _confirm_at_end(session: Session) -> float | None:
     """The honest headline: the session's baseline against its tip, when anything was kept."""
     if not confirm_wanted(session):
         return None
     record = confirm_session(session)
     return None if record is None else record.change_pct
-
-
-def confirm_wanted(session: Session) -> bool:
-    """A confirmation at the end: asked for, not stopped by a signal, and something kept."""
-    return (
-        bool(session.config.decision.confirm)
-        and not session.stop.is_set()
-        and session.ws.tip() != session.base_commit
-    )
-
-
-def stop_reason(session: Session) -> str | None:
-    budget, tally = session.config.budget, session.tally
-    if session.stop_error:
-        return session.stop_error
-    if session.stop.is_set():
-        return "interrupted by a signal"
-    if tally.done >= budget.max_experiments:
-        return (
-            f"budget reached: {tally.done} experiments (max_experiments = {budget.max_experiments})"
-        )
-    hours = (time.monotonic() - session.started) / 3600
-    if hours >= budget.max_hours:
-        return f"budget reached: {hours:.2f} h (max_hours = {budget.max_hours})"
-    if budget.stop_after_no_keep and tally.no_keep_streak >= budget.stop_after_no_keep:
-        return f"{tally.no_keep_streak} consecutive experiments without a keep"
-    if tally.baseline_failures >= MAX_BASELINE_FAILURES:
-        return (
-            f"the baseline (the current best, unmodified) failed in {tally.baseline_failures} "
-            "experiments in a row: the bench or the machine is broken; see the last records' "
-            "logs, fix it, and run again to resume"
-        )
-    return None

@@ -6,7 +6,7 @@ begin     the record's draft; the patch saved and checked against the scope
 measure   the candidate built and run against the best, alternating, under the tree guard
           (measure_guarded: here, or on a bench host with a guard of its own)
 conclude  the checks under the same guard and seal; keep (a commit) or revert
-account   the record journaled (loop/driver.py)
+account   the record journaled (stages.py)
 
 Every way it can end is a status in its record, never an exception that stops the night.
 """
