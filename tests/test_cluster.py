@@ -475,8 +475,16 @@ def test_a_bench_too_noisy_is_refused_before_any_experiment_is_sent(target, tmp_
         assert git(target.root, "status", "--porcelain", "--untracked-files=no") == ""
 
         quieter = {**noisy, "BENCH_FACTORS": "0.99,1.01,1.0,0.995,1.005,1.0"}
-        drive(target, local.scheduler_address, quieter, accept_noise=True)
+        resumed = io.StringIO()
+        drive(target, local.scheduler_address, quieter, Progress(resumed), accept_noise=True)
     assert [r.title for r in experiments(target)] == ["01-win"]
+    # Resumed, the night takes up the calibration the host holds, and says the best it stands for.
+    assert re.search(
+        rf"^autoresearch: best time_ms = .+, threshold {again.threshold_pct:.2f}% \(the "
+        r"calibration .+ holds, taken up again\)$",
+        resumed.getvalue(),
+        re.M,
+    ), resumed.getvalue()
     # The host's calibration is said as a serial night says its own: the best, its noise and
     # threshold, and the host that measured it.
     host = read_journal(target.journal).calibrations[0].host

@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING
 
 from ..loop.best_profile import profile_best_aside
 from ..loop.session import harness_env
-from ..loop.stages import MAX_BASELINE_FAILURES, preflight_new_session, refuse_noise
+from ..loop.stages import (
+    MAX_BASELINE_FAILURES,
+    preflight_new_session,
+    refuse_noise,
+    say_best,
+)
 from .hostrun import HostRun
 from .landing import MAX_WORKER_LOSSES
 
@@ -86,6 +91,8 @@ def calibrate_on_a_host(driver: Driver, fresh: bool) -> bool:
     # A fresh one always stands; one the host held, when this driver has not taken it up.
     if fresh or result.calibration_new or driver.unadopted(result.calibration):
         driver.journal_calibration(result.calibration, result.name)
+    else:  # the one this driver took up before (a resumed night): said, as one measured is
+        say_best(session, "best", f"the calibration {result.name} holds, taken up again")
     return True
 
 

@@ -35,9 +35,10 @@ def profile_best(session: Session, commit: str) -> None:
 
 def profile_best_aside(session: Session, commit: str, env: dict[str, str]) -> None:
     """A new best's profile on a night measured by bench hosts: taken by the driver in a
-    worktree of its own (profile_commit), since its own trees are not built at the best."""
+    worktree of its own (profile_commit, which keeps it), since its own trees are not built at
+    the best."""
     if _wanted(session, commit):
-        _said(session, commit, *profile_commit(session.config, commit, env))
+        _said(session, commit, *profile_commit(session.config, commit, env), saved=True)
 
 
 def _wanted(session: Session, commit: str) -> bool:
@@ -48,13 +49,16 @@ def _wanted(session: Session, commit: str) -> bool:
     return True
 
 
-def _said(session: Session, commit: str, folded: Folded | None, why: str) -> None:
-    """The profile kept with the session, and where its time goes said; or why there is none."""
-    path = session.paths.profile(commit)
+def _said(
+    session: Session, commit: str, folded: Folded | None, why: str, saved: bool = False
+) -> None:
+    """The profile kept with the session (unless already `saved`), and where its time goes
+    said; or why there is none."""
     if folded is None:
         session.progress.warn(f"no profile of {commit[:10]}: {why}")
         return
-    save_profile(path, folded)
+    if not saved:
+        save_profile(session.paths.profile(commit), folded)
     top = top_frames(folded, 1)
     session.progress.info(
         f"profile of {commit[:10]}: {sum(folded.values()):,} samples; the most time in "

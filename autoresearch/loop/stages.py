@@ -39,6 +39,7 @@ __all__ = [
     "get_ready",
     "preflight_new_session",
     "refuse_noise",
+    "say_best",
     "second_look_hypothesis",
     "session_outcome",
     "stop_reason",
@@ -228,15 +229,10 @@ def announce_calibration(
     adopt_calibration(session, record)
     if first or record.commit == session.base_commit:  # the base measured again: the night goes on
         session.baseline = session.best_median
-    primary = session.config.metric
+    label = "baseline" if first else "new best" if moved else "best (unchanged)"
+    say_best(session, label, f"calibrated on {host}" if host else None)
     calibration = session.calibration
     assert calibration is not None
-    noise = calibration.noise_pct or 0.0
-    session.progress.info(
-        f"{'baseline' if first else 'new best' if moved else 'best (unchanged)'} {primary.name} = "
-        f"{format_value(session.best_median, primary.unit)}, noise {noise:.2f}%, "
-        f"threshold {calibration.threshold:.2f}%" + (f" (calibrated on {host})" if host else "")
-    )
     for warning in record.warnings:
         session.progress.warn(f"{host}: {warning}" if host else warning)
     if calibration.noise_pct:  # what the night can see, said when no warning said it
@@ -250,6 +246,18 @@ def announce_calibration(
             f"it can reach is {aa.smallest_p:.2g}); bench.calibration_runs = 10 or more "
             "lets it catch a harness that favours an arm"
         )
+
+
+def say_best(session: Session, label: str, how: str | None = None) -> None:
+    """The best as its calibration stands: its median, noise and threshold (and `how` it was
+    had)."""
+    primary, calibration = session.config.metric, session.calibration
+    assert calibration is not None
+    session.progress.info(
+        f"{label} {primary.name} = {format_value(session.best_median, primary.unit)}, "
+        f"noise {calibration.noise_pct or 0.0:.2f}%, threshold {calibration.threshold:.2f}%"
+        + (f" ({how})" if how else "")
+    )
 
 
 def restore_calibration(session: Session) -> bool:
