@@ -138,7 +138,7 @@ def first_hour(name: str, spec: dict, parent: Path) -> dict:
     night = cli(repo, "run", "--quiet")
     minutes = (time.monotonic() - started) / 60
     journal = read_journal(repo / "experiments.jsonl")
-    statuses = {r.title: r.status for r in journal.experiments}
+    statuses = {r.title: str(r.status) for r in journal.experiments}
     confirmation = journal.confirmations[-1] if journal.confirmations else None
     return {
         "ecosystem": name,

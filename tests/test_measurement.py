@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -126,6 +127,24 @@ def test_too_noisy_a_bench_stops_before_the_night_unless_accepted(target, tmp_pa
     assert refused.medians["time_ms"] != accepted.medians["time_ms"]
     status = json.loads(run_cli("status", "--json", cwd=target.root).stdout)
     assert status["baseline"] == pytest.approx(accepted.medians["time_ms"])
+
+
+def test_a_drift_both_runs_of_a_pair_share_is_not_noise_to_the_paired_rule(target, tmp_path):
+    """A machine whose speed wanders from pair to pair (a shared VM's neighbours) but not
+    within one: the runs spread by a quarter, their pairs' ratios by well under 1%. The rule
+    judges the ratios, so the night is not refused on the runs' spread, and what it can see is
+    said with both noises."""
+    done, _ = _night_with_noise(target, tmp_path, "0.8,0.81,1.2,1.19,1.0,1.01")
+
+    assert done.returncode == 0, done.stderr
+    (calibration, *_) = read_journal(target.journal).calibrations
+    assert calibration.noise_pct["time_ms"] > 15  # the runs' own spread
+    assert calibration.detectable_effect_pct < 5.0  # as the pairs see it
+    assert not calibration.warnings
+    said = done.stdout + done.stderr
+    seen = r"noise 2\d.\d\d% a run, 0.\d\d% within a pair: 8 runs per arm detect"
+    assert re.search(seen, said), said
+    assert [r.status for r in experiments(target)] == ["keep"]
 
 
 def test_a_bench_that_misses_only_the_smaller_wins_runs_the_night_and_says_so(target, tmp_path):

@@ -13,13 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from .design import NoiseVerdict, noise_verdict, paired_noise_pct
 from .rule import Judge
 
 if TYPE_CHECKING:
     from ..config import Config
     from ..journal.records import CalibrationRecord
 
-__all__ = ["Calibration"]
+__all__ = ["Calibration", "pair_noise_of"]
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,14 @@ class Calibration:
         values = self.samples.get(metric)
         return statistics.median(values) if values else None
 
+    def verdict(self, config: Config) -> NoiseVerdict | None:
+        """What its noise lets the night see (design.noise_verdict); None when the noise could
+        not be measured."""
+        if self.noise_pct is None:
+            return None
+        pair_noise = paired_noise_pct(self.pair_ss, self.pair_df)
+        return noise_verdict(config, self.noise_pct, self.run_s, pair_noise)
+
     def judge(self, config: Config) -> Judge:
         """The decision rule for one experiment against this best."""
         prior = (self.pair_ss, self.pair_df) if self.pair_ss else None
@@ -79,6 +88,13 @@ def _aa_pairs(values: Sequence[float | None]) -> dict[str, Any]:
         return {}
     mean = sum(pairs) / len(pairs)
     return {"pair_ss": sum((x - mean) ** 2 for x in pairs), "pair_df": len(pairs) - 1}
+
+
+def pair_noise_of(values: Sequence[float | None]) -> float | None:
+    """One run's noise as the paired rule sees it, from a calibration's runs of the primary
+    (both arms, one after the other): design.paired_noise_pct of its A/A pairs."""
+    spread = _aa_pairs(values)
+    return paired_noise_pct(spread.get("pair_ss"), spread.get("pair_df", 0))
 
 
 def run_seconds(record: CalibrationRecord) -> float | None:

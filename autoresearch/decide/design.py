@@ -28,6 +28,7 @@ __all__ = [
     "detectable_effect_pct",
     "look_alphas",
     "noise_verdict",
+    "paired_noise_pct",
     "runs_needed",
     "sequential_design",
     "threshold_pct",
@@ -115,13 +116,14 @@ class NoiseVerdict:
     target_pct: float
     refuse: bool
     message: str
-    noise_pct: float
+    noise_pct: float  # one run's noise as the rule's design sees it
 
     @property
     def again(self) -> str:
         """Said when a first calibration would refuse the night: it is measured once more."""
         return (
-            f"the bench looks too noisy for the night (noise {self.noise_pct:.2f}% a run, "
+            f"the bench looks too noisy for the night (noise {self.noise_pct:.2f}% a run as the "
+            f"rule sees it, "
             f"{self.detectable_pct:.1f}% detectable): calibrating once more before refusing it"
         )
 
@@ -139,22 +141,38 @@ class NoiseVerdict:
         return self.message if self.detectable_pct > self.target_pct else None
 
 
-def noise_verdict(config: Config, noise_pct: float, run_s: float | None) -> NoiseVerdict:
+def paired_noise_pct(pair_ss: float | None, pair_df: int) -> float | None:
+    """One run's noise as the paired rule sees it: the sd of the calibration's A/A pairs' log
+    ratios (what rule.Judge designs its test with), as one run's (over sqrt 2). Load or a drift
+    that both runs of a pair share cancels in their ratio; None without a spread to go on."""
+    if not pair_ss or pair_df <= 0:
+        return None
+    return 100 * math.sqrt(pair_ss / pair_df / 2)
+
+
+def noise_verdict(
+    config: Config, noise_pct: float, run_s: float | None, pair_noise: float | None = None
+) -> NoiseVerdict:
     """One verdict for `check`, the calibration's warning and the night's refusal: the
-    detectable change at this noise within `max_runs` and `budget_s`; refused only beyond
-    REFUSE_FACTOR times `target_effect_pct`; the advice names every setting in the way."""
+    detectable change at the noise the rule's design sees (`pair_noise`, paired_noise_pct,
+    under the paired rule; the runs' own spread `noise_pct` otherwise, as the rule does) within
+    `max_runs` and `budget_s`; refused only beyond REFUSE_FACTOR times `target_effect_pct`;
+    the advice names every setting in the way."""
     d = config.decision
-    detectable = detectable_effect_pct(config, noise_pct, run_s)
+    seen_noise = pair_noise if d.paired and pair_noise else noise_pct
+    detectable = detectable_effect_pct(config, seen_noise, run_s)
     target = d.target_effect_pct
     most = _most_runs(d, run_s)
+    within = f", {seen_noise:.2f}% within a pair" if seen_noise != noise_pct else ""
     seen = (
-        f"noise {noise_pct:.2f}% a run: {most} runs per arm detect {detectable:.1f}% with 90% power"
+        f"noise {noise_pct:.2f}% a run{within}: {most} runs per arm detect {detectable:.1f}% "
+        "with 90% power"
     )
     if detectable <= target:
         return NoiseVerdict(
-            detectable, target, False, f"{seen}, within {target:g}% asked for", noise_pct
+            detectable, target, False, f"{seen}, within {target:g}% asked for", seen_noise
         )
-    needed = runs_needed(config, noise_pct, target)
+    needed = runs_needed(config, seen_noise, target)
     advice = [f"decision.max_runs to {needed}"] if needed > d.max_runs else []
     budget = budget_runs(d, run_s)
     if budget is not None and run_s and budget < needed:
@@ -175,7 +193,7 @@ def noise_verdict(config: Config, noise_pct: float, run_s: float | None) -> Nois
         f"{seen}, more than decision.target_effect_pct = {target:g}%: {consequence}; "
         + ", or ".join(remedies)
     )
-    return NoiseVerdict(detectable, target, refuse, message, noise_pct)
+    return NoiseVerdict(detectable, target, refuse, message, seen_noise)
 
 
 def budget_runs(d: DecisionConfig, run_s: float | None) -> int | None:

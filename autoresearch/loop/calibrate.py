@@ -16,6 +16,7 @@ from pathlib import Path
 from ..bench.fingerprint import toolchains
 from ..bench.measure import Harness, Measurement, PairMeasurement, measure_pair
 from ..config import Config
+from ..decide.calibration import pair_noise_of
 from ..decide.design import NoiseVerdict, noise_verdict, runs_needed, threshold_pct
 from ..decide.rule import CONFIDENCE
 from ..decide.stats import compare, robust_cv_pct
@@ -74,27 +75,28 @@ def _record(
     tools: dict[str, str],
 ) -> CalibrationRecord:
     """The calibration's record: the samples of both arms as one, the noise, the checks."""
-    samples_by_metric = {
+    samples = {
         name: values + pair.candidate.samples.get(name, [])
         for name, values in pair.baseline.samples.items()
     }
     primary = config.metric.name
-    noise = {name: robust_cv_pct(values) for name, values in samples_by_metric.items()}
+    noise = {name: robust_cv_pct(values) for name, values in samples.items()}
     aa = _aa_check(pair.baseline.samples[primary], pair.candidate.samples[primary])
     duration_s = pair.baseline.duration_s + pair.candidate.duration_s
     runs = len(pair.baseline.runs) + len(pair.candidate.runs)
     verdict = needed = None
     if noise[primary]:
-        verdict = noise_verdict(config, noise[primary], duration_s / runs if runs else None)
-        needed = runs_needed(config, noise[primary], config.decision.target_effect_pct)
+        run_s = duration_s / runs if runs else None
+        verdict = noise_verdict(config, noise[primary], run_s, pair_noise_of(samples[primary]))
+        needed = runs_needed(config, verdict.noise_pct, config.decision.target_effect_pct)
     return CalibrationRecord(
         session=config.session.name,
         at=now_iso(),
         commit=commit,
-        samples=samples_by_metric,
-        medians={name: statistics.median(v) for name, v in samples_by_metric.items()},
+        samples=samples,
+        medians={name: statistics.median(v) for name, v in samples.items()},
         noise_pct=noise,
-        threshold_pct=threshold_pct(config, noise[primary]),
+        threshold_pct=threshold_pct(config, verdict.noise_pct if verdict else None),
         bench_logs=pair.logs,
         duration_s=round(duration_s, 3),
         aa=aa,

@@ -21,8 +21,8 @@ from ..bench.measure import Harness
 from ..bench.metrics import read_run_metrics, run_output
 from ..bench.proc import RunResult
 from ..config import Config, script_path
-from ..decide.calibration import run_seconds
-from ..decide.design import NOISE_CALIBRATIONS, NoiseVerdict, noise_verdict
+from ..decide.calibration import Calibration
+from ..decide.design import NOISE_CALIBRATIONS, NoiseVerdict
 from ..errors import MetricParseError, PreflightError, UserError, WorkspaceError
 from ..repo.gitrepo import open_repo
 from ..repo.state_dir import session_paths
@@ -258,12 +258,9 @@ def _calibrate(
         if record is None:
             result.interrupted = True
             return
-        noise = record.noise_pct.get(config.metric.name)
         result.warnings = [w for w in record.warnings if w.startswith("A/A")]
-        if noise is None:
-            return
-        result.noise = noise_verdict(config, noise, run_seconds(record))
-        if not result.noise.refuse:
+        result.noise = Calibration.from_record(record, config.metric.name).verdict(config)
+        if result.noise is None or not result.noise.refuse:
             return
         if attempt < NOISE_CALIBRATIONS:
             say(result.noise.again)

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..decide.calibration import Calibration
-from ..decide.design import NOISE_CALIBRATIONS, noise_verdict
+from ..decide.design import NOISE_CALIBRATIONS
 from ..errors import PreflightError
 from ..journal.digest import SessionDigest
 from ..journal.records import CalibrationRecord, ExperimentRecord
@@ -145,10 +145,8 @@ def refuse_noise(session: Session, calibrate_again: Callable[[], bool]) -> str |
     host; False when a signal stopped it). Why a signal stopped it, or None."""
     for attempt in range(1, NOISE_CALIBRATIONS + 1):
         calibration = session.calibration
-        if calibration is None or not calibration.noise_pct:
-            return None
-        verdict = noise_verdict(session.config, calibration.noise_pct, calibration.run_s)
-        if not verdict.refuse:
+        verdict = calibration.verdict(session.config) if calibration is not None else None
+        if verdict is None or not verdict.refuse:
             return None
         if attempt < NOISE_CALIBRATIONS:
             session.progress.warn(verdict.again)
@@ -235,10 +233,9 @@ def announce_calibration(
     assert calibration is not None
     for warning in record.warnings:
         session.progress.warn(f"{host}: {warning}" if host else warning)
-    if calibration.noise_pct:  # what the night can see, said when no warning said it
-        verdict = noise_verdict(session.config, calibration.noise_pct, calibration.run_s)
-        if verdict.warning is None:
-            session.progress.info(verdict.message)
+    verdict = calibration.verdict(session.config)
+    if verdict is not None and verdict.warning is None:  # what the night can see, unless warned
+        session.progress.info(verdict.message)
     aa = record.aa
     if first and aa is not None and not aa.can_fail:
         session.progress.info(
