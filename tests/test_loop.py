@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import signal
-import statistics
 from pathlib import Path
 
 import pytest
@@ -255,20 +253,16 @@ def test_journal_holds_session_and_calibration_lines(target):
 def test_noise_raises_the_threshold(target, tmp_path):
     target.configure(calibration_runs=6)
     target.add_hypothesis("01-small-win", {"src/value.txt": "97\n"})
-    # Calibration sees 100, 96, 104: MAD 4, robust CV 5.93%. Its runs go B C C B B C, so its
-    # A/A pairs are (100, 96), (100, 104), (96, 104): the noise the paired rule sees is their
-    # log ratios' sd over sqrt 2, and the threshold 3 times that.
+    # Calibration sees 100, 96, 104: MAD 4, robust CV 5.93%, threshold 3 x 5.93%.
     factors = {"BENCH_FACTORS": "1.0,0.96,1.04", "BENCH_COUNTER": str(tmp_path / "n")}
 
     run(target, env=factors, accept_noise=True)
 
     (calibration,) = read_journal(target.journal).calibrations
     assert calibration.noise_pct["time_ms"] == pytest.approx(100 * 1.4826 * 0.04)
-    ratios = [math.log(0.96), math.log(1.04), math.log(1.04 / 0.96)]
-    within_a_pair = 100 * statistics.stdev(ratios) / math.sqrt(2)
-    assert calibration.threshold_pct == pytest.approx(3 * within_a_pair)
+    assert calibration.threshold_pct == pytest.approx(3 * 100 * 1.4826 * 0.04)
     (record,) = experiments(target)
-    # A true 3% win cannot be worth claiming against a 13% threshold.
+    # A true 3% win cannot be worth claiming against a 17.8% threshold.
     assert (record.status, record.decision.rule) == ("discard", "below_noise_threshold")
     assert "the threshold the noise set" in record.decision.reason
 

@@ -96,7 +96,7 @@ def _record(
         samples=samples,
         medians={name: statistics.median(v) for name, v in samples.items()},
         noise_pct=noise,
-        threshold_pct=threshold_pct(config, verdict.noise_pct if verdict else None),
+        threshold_pct=threshold_pct(config, noise[primary]),
         bench_logs=pair.logs,
         duration_s=round(duration_s, 3),
         aa=aa,
