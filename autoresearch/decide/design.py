@@ -159,11 +159,12 @@ def noise_verdict(
     `max_runs` and `budget_s`; refused only beyond REFUSE_FACTOR times `target_effect_pct`;
     the advice names every setting in the way."""
     d = config.decision
-    seen_noise = pair_noise if d.paired and pair_noise else noise_pct
+    pair = pair_noise if d.paired else None
+    seen_noise = pair or noise_pct
     detectable = detectable_effect_pct(config, seen_noise, run_s)
     target = d.target_effect_pct
     most = _most_runs(d, run_s)
-    within = f", {seen_noise:.2f}% within a pair" if seen_noise != noise_pct else ""
+    within = f", {pair:.2f}% within a pair" if pair else ""
     seen = (
         f"noise {noise_pct:.2f}% a run{within}: {most} runs per arm detect {detectable:.1f}% "
         "with 90% power"

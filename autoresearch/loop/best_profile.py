@@ -30,6 +30,8 @@ def profile_best(session: Session, commit: str) -> None:
         )
     finally:
         session.paths.inflight.unlink(missing_ok=True)
+    if folded is not None:
+        save_profile(session.paths.profile(commit), folded)
     _said(session, commit, folded, why)
 
 
@@ -38,7 +40,7 @@ def profile_best_aside(session: Session, commit: str, env: dict[str, str]) -> No
     worktree of its own (profile_commit, which keeps it), since its own trees are not built at
     the best."""
     if _wanted(session, commit):
-        _said(session, commit, *profile_commit(session.config, commit, env), saved=True)
+        _said(session, commit, *profile_commit(session.config, commit, env))
 
 
 def _wanted(session: Session, commit: str) -> bool:
@@ -49,16 +51,11 @@ def _wanted(session: Session, commit: str) -> bool:
     return True
 
 
-def _said(
-    session: Session, commit: str, folded: Folded | None, why: str, saved: bool = False
-) -> None:
-    """The profile kept with the session (unless already `saved`), and where its time goes
-    said; or why there is none."""
+def _said(session: Session, commit: str, folded: Folded | None, why: str) -> None:
+    """Where the kept profile's time goes, said; or why there is none."""
     if folded is None:
         session.progress.warn(f"no profile of {commit[:10]}: {why}")
         return
-    if not saved:
-        save_profile(session.paths.profile(commit), folded)
     top = top_frames(folded, 1)
     session.progress.info(
         f"profile of {commit[:10]}: {sum(folded.values()):,} samples; the most time in "
