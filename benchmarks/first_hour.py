@@ -1,23 +1,35 @@
 """A first hour per ecosystem, as the README says it, at `init`'s defaults.
 
-python benchmarks/first_hour.py [--ecosystem python,go,rust] [--busy]
+python benchmarks/first_hour.py [--ecosystem python,go,rust,javascript] [--busy]
 
 For each ecosystem, a small real project (the fixtures of its slow test: a Python package with
-pytest-benchmark, a Go module with `go test -bench`, a Rust crate with criterion) in a fresh
-git repository; `autoresearch init` with only the flags the README names; three hypotheses
-queued (the known win, a null change, a regression); then `check` and `run` with no edit of
-the config and no `--accept-noise`. A row per ecosystem: one bench run's seconds and what the
-calibration can detect (as `check` says them), whether the night was refused as too noisy,
-its minutes, each hypothesis' status, and the confirmed change. What #53 asks of a first
-hour: the win kept, neither the null nor the regression, no refusal on a quiet machine, a
+pytest-benchmark, a Go module with `go test -bench`, a Rust crate with criterion; and a real
+upstream win in JavaScript, below) in a fresh git repository; `autoresearch init` with only the
+flags the README names; three hypotheses queued (the known win, a null change, a
+regression); then `check` and `run` with no edit of the config and no `--accept-noise`. A row
+per ecosystem: one bench run's seconds and what the calibration can detect (as `check` says
+them), whether the night was refused as too noisy (and then, as a user would, the one edit the
+refusal advises made, `target_effect_pct` at what the bench can see, and `run` again), the
+minutes of both runs, each hypothesis' status, and the confirmed change. What #53 asks of a
+first hour: the win kept, neither the null nor the regression, no refusal on a quiet machine, a
 night of three hypotheses under 30 minutes. Figures go to docs/results/first_hour/.
+
+The JavaScript case is a real package and a real upstream change, both from the npm registry:
+uuid 8.0.0's ESM build (`dist/esm-node`, what `import { v4 } from 'uuid'` runs on Node) vendored
+in a package benched with Vitest, and the win is uuid 8.1.0's `bytesToUuid.js` (upstream
+uuidjs/uuid#434, "optimize V8 performance of bytesToUuid": string concatenation in place of an
+array join). The bench is `v4({ random })`, which runs bytesToUuid and not the random source
+(the other change of 8.1.0). Its truth is measured outside the tool: `vitest bench` run
+directly on the slow and the fast file, alternately, after the night.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -33,10 +45,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # the ecosystems' fixtures, as their slow tests have them
 
 import test_first_hour as go  # noqa: E402
+import test_js_bench as js  # noqa: E402
 import test_python_bench as py  # noqa: E402
 import test_rust_bench as rs  # noqa: E402
 from ecosystem_night import project  # noqa: E402
 from synthetic import unified_patch  # noqa: E402
+from test_js_bench import install as npm_install  # noqa: E402
 
 
 def _ecosystems() -> dict[str, dict]:
@@ -101,6 +115,98 @@ def _ecosystems() -> dict[str, dict]:
     }
 
 
+UUID_BENCH = """import { bench } from 'vitest';
+import { v4 } from './uuid/index.js';
+
+const random = Array.from({ length: 16 }, (_, i) => (i * 37) % 256);
+bench('v4 of given bytes', () => { v4({ random }); });
+"""
+# uuid's README example: v4 of these bytes.
+UUID_TEST = """import { expect, test } from 'vitest';
+import { v4 } from './uuid/index.js';
+
+test('v4 of given bytes', () => {
+  const random = [0x10, 0x91, 0x56, 0xbe, 0xc4, 0xfb, 0xc1, 0xea,
+                  0x71, 0xb4, 0xef, 0xe1, 0x67, 0x1c, 0x58, 0x36];
+  expect(v4({ random })).toBe('109156be-c4fb-41ea-b1b4-efe1671c5836');
+});
+"""
+
+
+def _uuid_build(version: str, scratch: Path) -> dict[str, str]:
+    """uuid `version`'s ESM build for Node, as published on the npm registry: file name to text."""
+    into = scratch / f"uuid-{version}"
+    into.mkdir(parents=True, exist_ok=True)
+    packed = subprocess.run(
+        ["npm", "pack", f"uuid@{version}", "--silent"],
+        cwd=into,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    subprocess.run(["tar", "xzf", packed.stdout.strip()], cwd=into, check=True)
+    build = into / "package" / "dist" / "esm-node"
+    return {f.name: f.read_text() for f in sorted(build.glob("*.js"))}
+
+
+def _javascript(scratch: Path) -> dict:
+    """uuid 8.0.0 vendored in a package benched with Vitest; the win is 8.1.0's bytesToUuid."""
+    before, after = _uuid_build("8.0.0", scratch), _uuid_build("8.1.0", scratch)
+    slow, v4 = before["bytesToUuid.js"], before["v4.js"]
+    check = "  rnds[8] = rnds[8] & 0x3f | 0x80;"
+    files = {f"src/uuid/{name}": text for name, text in before.items()}
+    files |= {
+        "package.json": json.dumps(js.PACKAGE, indent=2),
+        "package-lock.json": js.VITEST_LOCK,
+        "src/uuid.bench.js": UUID_BENCH,
+        "src/uuid.test.js": UUID_TEST,
+        ".gitignore": "node_modules/\n",
+    }
+    return {
+        "files": files,
+        "install": npm_install,  # the README's step: the dependencies fetched before the night
+        "init": ["--metric", "v4_of_given_bytes_ns"],
+        "path": "src/uuid/bytesToUuid.js",
+        "slow": slow,
+        "win": after["bytesToUuid.js"],
+        # The null and the regression change v4.js, which the win leaves alone: every line of
+        # bytesToUuid.js is within reach of the win's hunk, so neither would apply after it.
+        "edits": {
+            "null": ("src/uuid/v4.js", v4, v4.replace("{};\n", "{}; // the defaults\n", 1)),
+            # a leftover self-check that formats the id twice
+            "regression": (
+                "src/uuid/v4.js",
+                v4,
+                v4.replace(check, f"{check}\n  if (bytesToUuid(rnds).length !== 36) throw 0;", 1),
+            ),
+        },
+        "truth": _vitest_truth,
+    }
+
+
+def _vitest_truth(repo: Path, spec: dict, rounds: int = 5) -> float:
+    """The win's change of the metric measured outside the tool: `vitest bench` run directly
+    in `repo`'s checkout (the session's base), the slow and the fast file alternately; the
+    median of each side's medians."""
+    target = repo / spec["path"]
+    medians: dict[str, list[float]] = {"slow": [], "win": []}
+    try:
+        for _ in range(rounds):
+            for side in medians:
+                target.write_text(spec[side])
+                out = repo / ".truth.json"
+                argv = ["npx", "vitest", "bench", "--run", "--outputJson", str(out)]
+                subprocess.run(argv, cwd=repo, capture_output=True, check=True, timeout=600)
+                (group,) = json.loads(out.read_text())["files"][0]["groups"]
+                medians[side].append(group["benchmarks"][0]["median"])
+    finally:
+        target.write_text(spec["slow"])
+        (repo / ".truth.json").unlink(missing_ok=True)
+    slow, fast = statistics.median(medians["slow"]), statistics.median(medians["win"])
+    return round((fast / slow - 1) * 100, 1)
+
+
 def cli(repo: Path, *args: str, timeout: float = 7200) -> subprocess.CompletedProcess:
     """This tree's `autoresearch` in `repo`."""
     return subprocess.run(
@@ -119,14 +225,16 @@ def first_hour(name: str, spec: dict, parent: Path) -> dict:
     repo = project(parent, name, spec["files"])
     if "fetch" in spec:
         subprocess.run(spec["fetch"], cwd=repo, check=True, timeout=1200)
+    if "install" in spec:
+        spec["install"](repo)
     init = cli(repo, "init", *spec["init"])
     if init.returncode != 0:
         raise SystemExit(f"{name}: init failed:\n{init.stderr}")
     for number, (kind, title) in enumerate(
         (("win", "the known win"), ("null", "a null change"), ("regression", "a regression")), 1
     ):
-        patch = f"Title: {title}\nMechanism: {kind}\n\n"
-        patch += unified_patch(spec["path"], spec["slow"], spec[kind])
+        path, old, new = spec.get("edits", {}).get(kind) or (spec["path"], spec["slow"], spec[kind])
+        patch = f"Title: {title}\nMechanism: {kind}\n\n" + unified_patch(path, old, new)
         (repo / "hypotheses" / f"0{number}-{kind}.patch").write_text(patch)
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
     subprocess.run(["git", "commit", "-qm", "autoresearch session"], cwd=repo, check=True)
@@ -136,16 +244,28 @@ def first_hour(name: str, spec: dict, parent: Path) -> dict:
     detect = re.search(r"detect ([\d.]+)% with 90% power", said)
     started = time.monotonic()
     night = cli(repo, "run", "--quiet")
+    refused = "too noisy" in night.stderr
+    advised = re.search(r"\(target_effect_pct = ([\d.]+)\)", night.stderr) if refused else None
+    if advised:  # what a user does next: the one edit the refusal names, and run again
+        config = repo / "autoresearch.toml"
+        text = config.read_text()
+        config.write_text(
+            text.replace("target_effect_pct = 5.0", advised.expand(r"target_effect_pct = \1"), 1)
+        )
+        subprocess.run(["git", "commit", "-qam", "the refusal's advice"], cwd=repo, check=True)
+        night = cli(repo, "run", "--quiet")
     minutes = (time.monotonic() - started) / 60
     journal = read_journal(repo / "experiments.jsonl")
     statuses = {r.title: str(r.status) for r in journal.experiments}
     confirmation = journal.confirmations[-1] if journal.confirmations else None
+    truth = spec["truth"](repo, spec) if "truth" in spec else None
     return {
         "ecosystem": name,
         "check_exit": check.returncode,
         "run_s": float(run_s.group(1)) if run_s else None,
         "detectable_pct": float(detect.group(1)) if detect else None,
-        "refused": "too noisy" in night.stderr,
+        "refused": refused,
+        "advised_target_pct": float(advised.group(1)) if advised else None,
         "night_exit": night.returncode,
         "night_min": round(minutes, 1),
         "statuses": statuses,
@@ -154,15 +274,16 @@ def first_hour(name: str, spec: dict, parent: Path) -> dict:
             statuses.get(t) != "keep" for t in ("a null change", "a regression")
         ),
         "confirmed_pct": confirmation.change_pct if confirmation is not None else None,
+        "truth_pct": truth,
     }
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--ecosystem", default="python,go,rust", help="comma-separated")
+    parser.add_argument("--ecosystem", default="python,go,rust,javascript", help="comma-separated")
     parser.add_argument("--busy", action="store_true", help="another process keeps a core busy")
     args = parser.parse_args()
-    ecosystems = _ecosystems()
+    ecosystems = {**_ecosystems(), "javascript": _javascript}
     wanted = args.ecosystem.split(",")
     if unknown := sorted(set(wanted) - set(ecosystems)):
         parser.error(f"unknown ecosystem {unknown}; known: {sorted(ecosystems)}")
@@ -170,12 +291,15 @@ def main() -> int:
     rows = []
     with tempfile.TemporaryDirectory() as scratch, a_core_busy(args.busy):
         for name in wanted:
-            row = {**first_hour(name, ecosystems[name], Path(scratch)), "condition": condition}
+            spec = ecosystems[name]
+            spec = spec(Path(scratch)) if callable(spec) else spec
+            row = {**first_hour(name, spec, Path(scratch)), "condition": condition}
             rows.append(row)
             print(
                 f"{name:7} {condition:11} run {row['run_s']}s, detects {row['detectable_pct']}%, "
-                f"refused {row['refused']}, night {row['night_min']} min (exit "
-                f"{row['night_exit']}), {row['statuses']}, confirmed {row['confirmed_pct']}",
+                f"refused {row['refused']} (advised {row['advised_target_pct']}%), "
+                f"night {row['night_min']} min (exit {row['night_exit']}), {row['statuses']}, "
+                f"confirmed {row['confirmed_pct']}, truth {row['truth_pct']}",
                 flush=True,
             )
     record("first_hour", rows)

@@ -526,7 +526,9 @@ def unified_patch(path: str, old: str, new: str) -> str:
     header = f"diff --git a/{path} b/{path}\n"
     if not old:
         header += "new file mode 100644\n"
-    return header + "".join(diff)
+    # A last line without its newline (a file that ends without one) is marked as git marks it.
+    marked = (x if x.endswith("\n") else f"{x}\n\\ No newline at end of file\n" for x in diff)
+    return header + "".join(marked)
 
 
 class Target:
