@@ -191,18 +191,18 @@ def _vitest_truth(repo: Path, spec: dict, rounds: int = 5) -> float:
     median of each side's medians."""
     target = repo / spec["path"]
     medians: dict[str, list[float]] = {"slow": [], "win": []}
+    out = repo / ".truth.json"
+    argv = ["npx", "vitest", "bench", "--run", "--outputJson", str(out)]
     try:
         for _ in range(rounds):
             for side in medians:
                 target.write_text(spec[side])
-                out = repo / ".truth.json"
-                argv = ["npx", "vitest", "bench", "--run", "--outputJson", str(out)]
                 subprocess.run(argv, cwd=repo, capture_output=True, check=True, timeout=600)
                 (group,) = json.loads(out.read_text())["files"][0]["groups"]
                 medians[side].append(group["benchmarks"][0]["median"])
     finally:
         target.write_text(spec["slow"])
-        (repo / ".truth.json").unlink(missing_ok=True)
+        out.unlink(missing_ok=True)
     slow, fast = statistics.median(medians["slow"]), statistics.median(medians["win"])
     return round((fast / slow - 1) * 100, 1)
 
@@ -248,10 +248,11 @@ def first_hour(name: str, spec: dict, parent: Path) -> dict:
     advised = re.search(r"\(target_effect_pct = ([\d.]+)\)", night.stderr) if refused else None
     if advised:  # what a user does next: the one edit the refusal names, and run again
         config = repo / "autoresearch.toml"
-        text = config.read_text()
-        config.write_text(
-            text.replace("target_effect_pct = 5.0", advised.expand(r"target_effect_pct = \1"), 1)
-        )
+        said = advised.expand(r"target_effect_pct = \1")
+        text, edits = re.subn(r"(?m)^target_effect_pct = [\d.]+", said, config.read_text(), count=1)
+        if edits != 1:
+            raise SystemExit(f"{name}: no target_effect_pct line in {config} to set")
+        config.write_text(text)
         subprocess.run(["git", "commit", "-qam", "the refusal's advice"], cwd=repo, check=True)
         night = cli(repo, "run", "--quiet")
     minutes = (time.monotonic() - started) / 60
