@@ -130,6 +130,7 @@ def _short_night(tmp_path: Path):
     return repo, outcome, read_journal(repo / "experiments.jsonl").experiments
 
 
+@pytest.mark.slow(seconds=500)
 def test_loop_on_the_bundled_target(tmp_path):
     """A short real session: the big win, proposed by an agent, is kept after passing the
     checks; the queue's loser is reverted."""

@@ -21,7 +21,7 @@ HALVES = (
 )
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=360)
 def test_every_fault_is_survived(tmp_path):
     runs = []
     for i, half in enumerate(HALVES):

@@ -125,6 +125,7 @@ def _edit_config(path: Path) -> None:
     edit_file(path, edits)
 
 
+@pytest.mark.slow(seconds=280)
 def test_the_first_hour_on_a_go_module(tmp_path):
     repo = tmp_path / "hashy"
     git(tmp_path, "init", "-q", "-b", "main", str(repo))

@@ -66,6 +66,7 @@ def test_the_machine_has_node():
     assert shutil.which("node") and shutil.which("npm"), "node and npm on the PATH"
 
 
+@pytest.mark.slow(seconds=130)
 def test_a_night_on_a_javascript_package_benched_with_vitest(tmp_path):
     files = {
         "package.json": json.dumps(PACKAGE, indent=2),

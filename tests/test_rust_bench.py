@@ -83,6 +83,7 @@ def test_the_machine_has_cargo():
     assert shutil.which("cargo"), "cargo on the PATH"
 
 
+@pytest.mark.slow(seconds=300)
 def test_a_night_on_a_rust_crate_benched_with_criterion(tmp_path):
     files = {"Cargo.toml": CARGO, "src/lib.rs": SLOW, "benches/fib.rs": BENCH}
     # A library crate that ignores its Cargo.lock (cargo's old default): each worktree resolves
