@@ -8,6 +8,7 @@ import sys
 
 import pytest
 from conftest import experiments, git, run
+from synthetic import PYTEST_INI
 
 LIB = "def value():\n    return 100\n"
 TESTS = (
@@ -25,6 +26,7 @@ def with_pytest_checks(target) -> None:
     (target.root / "src" / "lib.py").write_text(LIB)
     (target.root / "tests").mkdir()
     (target.root / "tests" / "test_lib.py").write_text(TESTS)
+    (target.root / "pytest.ini").write_text(PYTEST_INI)
     text = target.config_path.read_text()
     text = text.replace(
         'command = "./checks.py"', f'command = "{sys.executable} -m pytest -q tests"'

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from conftest import git, run_cli
+from synthetic import PYTEST_INI
 
 from autoresearch.config import load_config
 from autoresearch.profiles import fold, top_frames
@@ -35,7 +36,11 @@ PROJECTS = {
         "fib.go": "package fibs\n",
         "fib_test.go": GO_TEST,
     },
-    "pytest-benchmark": {"fibs.py": "", "tests/test_fib_bench.py": PY_TEST},
+    "pytest-benchmark": {
+        "fibs.py": "",
+        "tests/test_fib_bench.py": PY_TEST,
+        "pytest.ini": PYTEST_INI,
+    },
 }
 
 
@@ -392,7 +397,8 @@ def test_the_metrics_are_listed_and_the_bench_runs_the_one_named(tmp_path):
     assert "-bench '^BenchmarkParse$'" in bench and "# BenchmarkParse alone" in bench
 
     tests = PY_TEST + "\n\ndef test_sort(benchmark):\n    benchmark(sorted, [2, 1])\n"
-    python = project(tmp_path / "py", {"fibs.py": "", "tests/test_fib_bench.py": tests})
+    files = {"fibs.py": "", "tests/test_fib_bench.py": tests, "pytest.ini": PYTEST_INI}
+    python = project(tmp_path / "py", files)
     listed = run_cli("init", "--list-metrics", cwd=python)
     assert re.search(r"^  test_sort_ns +tests/test_fib_bench.py::test_sort$", listed.stdout, re.M)
     done = run_cli("init", "--metric", "test_sort_ns", cwd=python)

@@ -11,6 +11,7 @@ import sys
 import pytest
 from conftest import run_cli
 from ecosystem_night import base_frames, measured_with, night, project, queue_win_and_null
+from synthetic import PYTEST_INI
 
 from autoresearch.profiles import in_tree
 
@@ -46,8 +47,9 @@ def test_the_first_numbers():
 @pytest.mark.slow(seconds=200)
 def test_a_night_on_a_python_package_benched_with_pytest_benchmark(tmp_path):
     files = {"fibmod.py": SLOW, "test_fib_bench.py": BENCH_TEST, "test_fibmod.py": TEST}
-    # The project's own pytest settings: short benchmark runs (the test's time, not a night's).
-    ini = "[pytest]\naddopts = --benchmark-max-time=0.02 --benchmark-min-rounds=10\n"
+    # The project's own pytest settings: short benchmark runs (the test's time, not a night's),
+    # without the plugins of autoresearch's own tests.
+    ini = PYTEST_INI.rstrip("\n") + " --benchmark-max-time=0.02 --benchmark-min-rounds=10\n"
     repo = project(tmp_path, "fibby", {**files, "pytest.ini": ini})
 
     init = run_cli(
