@@ -26,6 +26,11 @@ def test_inconclusive_is_looked_at_again_and_kept_when_the_machine_is_quiet(
     run(target, max_experiments=1)
     (first,) = experiments(target)
     assert (first.status, first.decision.rule) == ("inconclusive", "sentinel_unresolved")
+    # What it waits for is the sentinel, not more of the primary's runs: the morning's hint
+    # says so, and how to measure it again.
+    hint = first.asi.next_action_hint
+    assert "a sentinel was not shown within its budget" in hint and "below the noise" not in hint
+    assert "autoresearch retry" in hint
 
     monkeypatch.delenv("BENCH_SENTINEL_SPREAD")
     outcome = run(target)

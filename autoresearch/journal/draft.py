@@ -62,6 +62,14 @@ WORTH_ANOTHER_LOOK = {
     ),
 }
 
+# An inconclusive whose primary metric was shown a win: what it waits for is a sentinel, not
+# more of the primary's runs (the generic hint sent the reader after a noise the win was not).
+SENTINEL_UNRESOLVED = (
+    "the primary metric's win was shown; a sentinel was not shown within its budget (see the "
+    "reason): the second look measures it again, `autoresearch retry ID` on a quieter machine "
+    "does too, and a sentinel the change cannot touch may take a wider budget_pct"
+)
+
 
 def next_action(status: str, rule: str | None = None) -> str:
     """What to try next after an experiment that ended so (one vocabulary: the record's hint,
@@ -69,6 +77,8 @@ def next_action(status: str, rule: str | None = None) -> str:
     known = {r.value: r for r in Rule}
     if status == Status.DISCARD and rule in known and not known[rule].closes_axis:
         return WORTH_ANOTHER_LOOK.get(known[rule], WORTH_ANOTHER_LOOK[Rule.NOT_PROMISING])
+    if status == Status.INCONCLUSIVE and rule == Rule.SENTINEL_UNRESOLVED:
+        return SENTINEL_UNRESOLVED
     return NEXT_ACTION[status]
 
 
