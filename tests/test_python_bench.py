@@ -44,7 +44,7 @@ def test_the_first_numbers():
 """
 
 
-@pytest.mark.slow(seconds=200)
+@pytest.mark.slow(seconds=90)
 def test_a_night_on_a_python_package_benched_with_pytest_benchmark(tmp_path):
     files = {"fibmod.py": SLOW, "test_fib_bench.py": BENCH_TEST, "test_fibmod.py": TEST}
     # The project's own pytest settings: short benchmark runs (the test's time, not a night's),
