@@ -366,6 +366,14 @@ def experiment_record(n: int, status: str = "discard", **more) -> ExperimentReco
     )
 
 
+# What a bench host's worker imports before its first job: Dask's own preload, then the host's
+# code and the statistics its calibration calls.
+FORKSERVER_PRELOAD = [
+    "distributed", "dask", "msgpack", "cloudpickle", "tornado", "toolz", "numpy", "pandas",
+    "autoresearch.cluster", "autoresearch.cluster.host", "scipy.special",
+]  # fmt: skip
+
+
 def local_cluster(tmp_path: Path, workers: int = 2):
     """Bench hosts on this machine: Dask workers in processes of their own, one bench slot
     each (the `bench` resource the driver asks for)."""
@@ -373,11 +381,17 @@ def local_cluster(tmp_path: Path, workers: int = 2):
 
     import dask
     from distributed import LocalCluster
+    from distributed.utils import get_mp_context
 
     # Each worker forks from one server that imported Dask and the host's code once, instead of
     # starting a fresh interpreter that imports them again: two thirds of a cluster test's CPU.
-    multiprocessing.set_forkserver_preload(["distributed", "autoresearch.cluster.host"])
-    dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
+    # Dask names its own preload the first time it makes the context, replacing any named
+    # before: it is asked first, and the host's code (its statistics too) added after.
+    from autoresearch.cluster.host import QUIET_WORKER
+
+    dask.config.set({"distributed.worker.multiprocessing-method": "forkserver", **QUIET_WORKER})
+    get_mp_context()
+    multiprocessing.set_forkserver_preload(FORKSERVER_PRELOAD)
     return LocalCluster(
         n_workers=workers,
         threads_per_worker=1,

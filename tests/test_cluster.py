@@ -264,6 +264,38 @@ def test_a_session_without_bench_workers_is_refused_with_the_fix(target, tmp_pat
             drive(target, plain.scheduler_address, env)
 
 
+def test_a_host_whose_dask_profiler_samples_beside_the_bench_is_said_and_local_hosts_run_without(
+    target,
+):
+    """Dask's profiler wakes every 10 ms in a worker waiting on its bench: `local:N` starts its
+    workers without it, and a host started with it on is named at the start with the fix."""
+    import dask
+
+    from autoresearch.cluster.dispatch import connect
+    from autoresearch.cluster.host import QUIET_WORKER
+
+    config = target.load()
+
+    def said(scheduler: str) -> str:
+        out = io.StringIO()
+        with connect(config, scheduler, Progress(out)) as client:
+            assert client.scheduler_info()["workers"]
+        return out.getvalue()
+
+    with LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=False, resources={"bench": 1},
+        dashboard_address=":0",
+    ) as local:  # fmt: skip
+        with dask.config.set({"distributed.worker.profile.enabled": True}):
+            warned = said(local.scheduler_address)
+        with dask.config.set(QUIET_WORKER):
+            assert "profiler" not in said(local.scheduler_address)
+    assert "1 bench host(s) run Dask's profiler" in warned
+    assert "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False" in warned
+    spawned = said("local:1")
+    assert "1 bench host(s)" in spawned and "profiler" not in spawned
+
+
 def test_a_bad_scheduler_address_is_named_before_anything_runs(target):
     done = run_cli("run", "--cluster", "bench one", cwd=target.root)
     assert done.returncode != 0

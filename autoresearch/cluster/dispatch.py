@@ -46,7 +46,7 @@ from ..progress import Progress
 from ..proposers import Hypothesis
 from ..repo.state_dir import read_inflight
 from ..statuses import Status
-from .host import Job, run_job
+from .host import QUIET_WORKER, Job, profiler_on, run_job
 from .landing import Flight, Landing
 from .ready import get_ready
 
@@ -85,6 +85,7 @@ def connect(config: Config, scheduler: str, progress: Progress) -> Iterator[Any]
     """A Dask client: to the scheduler at the address, or to `local:N` workers started here
     (each with its own directory and one unit of the bench resource)."""
     try:
+        import dask
         from distributed import Client, LocalCluster
     except ImportError:
         raise UserError(
@@ -95,6 +96,7 @@ def connect(config: Config, scheduler: str, progress: Progress) -> Iterator[Any]
     with contextlib.ExitStack() as stack:
         if scheduler.startswith("local:"):
             workers = int(scheduler.removeprefix("local:"))
+            stack.enter_context(dask.config.set(QUIET_WORKER))  # handed to each worker
             cluster = stack.enter_context(
                 LocalCluster(
                     n_workers=workers,
@@ -126,6 +128,13 @@ def connect(config: Config, scheduler: str, progress: Progress) -> Iterator[Any]
                 f"host's worker with --resources {resource}=1 (cluster.resource)"
             )
         progress.info(f"cluster {address}: {len(hosts)} bench host(s)")
+        profiled = sorted(w for w, on in client.run(profiler_on, workers=hosts).items() if on)
+        if profiled:
+            progress.warn(
+                f"{len(profiled)} bench host(s) run Dask's profiler beside the bench (a sample "
+                "every 10 ms): start their workers with "
+                "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False"
+            )
         yield client
 
 

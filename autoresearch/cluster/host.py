@@ -59,9 +59,21 @@ from ..repo.workspace import BaselineTree, apply_patch, clean, put_back_output, 
 from ..statuses import Status
 from .hostrun import ArmRuns, HostRun
 
-__all__ = ["Job", "host_sessions", "run_job"]
+__all__ = ["QUIET_WORKER", "Job", "host_sessions", "profiler_on", "run_job"]
 
 LOG_TAIL_BYTES = 64 * 1024  # of each log sent back: the whole of a bench's METRIC output
+# The Dask configuration a bench host's worker runs with (`--cluster local:N` sets it; the
+# guide's `dask worker` line sets it by environment). Dask's statistical profiler samples the
+# worker's threads every 10 ms, beside the bench: a worker waiting 10 s on a command spends
+# about twice the CPU with it on (benchmarks/host_worker_cpu.py: 0.50-0.60 s against 0.27-0.32).
+QUIET_WORKER = {"distributed.worker.profile.enabled": False}
+
+
+def profiler_on() -> bool:
+    """Run on a worker: whether its Dask profiler samples beside the bench."""
+    import dask
+
+    return bool(dask.config.get("distributed.worker.profile.enabled", True))
 
 
 @dataclass(frozen=True)
