@@ -46,9 +46,9 @@ ROLE = r"""def role(root):
 """
 
 BENCH = r"""#!/usr/bin/env python3
-# os alone, no pathlib or subprocess (imported where a mode needs them): they were most of a
-# run's start-up, and the suite starts this script thousands of times.
-import os, random, sys, time
+# os alone, no pathlib, subprocess, json or random (imported where a mode needs them): they
+# were most of a run's start-up, and the suite starts this script thousands of times.
+import os, sys, time
 
 
 # Run as a script, or called in-process (tests/inprocess.py): its inputs and outputs are
@@ -60,7 +60,7 @@ def main(argv, environ, out, err):
         with open(path) as handle:
             return handle.read()
     #ROLE
-    tree = role(root)
+    tree = lambda: role(root)  # read where a mode asks: arms.json wants json
     def read(name, default):
         path = os.path.join(src, name)
         return read_file(path).strip() if os.path.exists(path) else default
@@ -103,7 +103,7 @@ def main(argv, environ, out, err):
         except OSError:
             mounts = []
         bound = [line.split()[3] for line in mounts if line.split()[4:5] == [root]]
-        best = tree == "baseline" or head == "HEAD" or any(b.endswith("/baseline") for b in bound)
+        best = tree() == "baseline" or head == "HEAD" or any(b.endswith("/baseline") for b in bound)
         def sources(directory):
             folder = os.path.join(directory, "src")
             return {n: read_file(os.path.join(folder, n)) for n in sorted(os.listdir(folder))}
@@ -122,17 +122,18 @@ def main(argv, environ, out, err):
     trace = environ.get("BENCH_TRACE")
     if trace:  # which tree ran: the baseline worktree or the candidate's
         with open(trace, "a") as handle:
-            handle.write(tree + "\n")
+            handle.write(tree() + "\n")
     if mode == "crash":
         print("bench: segmentation fault (simulated)", file=err)
         return 3
     fail_tree = environ.get("BENCH_FAIL_TREE")
-    if fail_tree == tree:  # "baseline": the best's own runs fail after BENCH_FAIL_AFTER runs
+    # "baseline": the best's own runs fail after BENCH_FAIL_AFTER runs
+    if fail_tree and fail_tree == tree():
         if count_run(environ["BENCH_FAIL_COUNTER"]) >= int(environ.get("BENCH_FAIL_AFTER", "0")):
             print("bench: the machine hiccuped (simulated)", file=err)
             return 7
     fail_value = environ.get("BENCH_FAIL_VALUE")
-    if tree == "baseline" and fail_value and float(fail_value) == value:
+    if fail_value and float(fail_value) == value and tree() == "baseline":
         times = environ.get("BENCH_FAIL_TIMES")
         if times is None or count_run(environ["BENCH_FAIL_COUNTER"]) < int(times):
             print("bench: the machine hiccuped (simulated)", file=err)
@@ -208,7 +209,12 @@ def main(argv, environ, out, err):
     override = read("override.txt", None)  # untracked: what a tampering candidate writes
     if override is not None:
         value = float(override)
-    factor = 1 + random.gauss(0, noise)
+    def gauss(sigma):  # no noise asked, no random imported
+        if not sigma:
+            return 0.0
+        import random
+        return random.gauss(0, sigma)
+    factor = 1 + gauss(noise)
     factors = environ.get("BENCH_FACTORS")
     if factors:  # a fixed sequence of noise factors, one per run, for exact expectations
         count = count_run(environ["BENCH_COUNTER"])
@@ -226,10 +232,11 @@ def main(argv, environ, out, err):
     if not sentinels_only:
         print(f"METRIC time_ms={value * factor:.6f}", file=out)
     sentinel_noise = float(environ.get("BENCH_SENTINEL_NOISE_PCT", noise * 100)) / 100
-    sentinel_factor = 1 + random.gauss(0, sentinel_noise)
+    sentinel_factor = 1 + gauss(sentinel_noise)
     spread = environ.get("BENCH_SENTINEL_SPREAD")
     if spread and not sentinels_only:  # the sentinel alone swings by up to +-spread, run by run
         count = count_run(environ["BENCH_SENTINEL_COUNTER"])
+        import random
         sentinel_factor = 1 + random.Random(count).uniform(-float(spread), float(spread))
     print(f"METRIC sentinel_ms={sentinel * sentinel_factor:.6f}", file=out)
     return 0

@@ -146,12 +146,11 @@ def test_second_ctrl_c_kills_a_term_ignoring_bench_and_still_records(target, tmp
     bench = target.root / "bench.py"
     ignore = "lambda *_: open(os.environ['BENCH_TERMED'], 'w').close()"
     bench.write_text(
-        bench.read_text()
-        .replace(
+        bench.read_text().replace(
             '    if mode == "slow":',
-            f'    if mode == "slow":\n        signal.signal(signal.SIGTERM, {ignore})',
+            '    if mode == "slow":\n        import signal\n'
+            f"        signal.signal(signal.SIGTERM, {ignore})",
         )
-        .replace("import os, random", "import os, random, signal")
     )
     git(target.root, "commit", "-qam", "bench ignores TERM when slow")
     termed = tmp_path / "termed"
