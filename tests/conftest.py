@@ -370,7 +370,7 @@ def experiment_record(n: int, status: str = "discard", **more) -> ExperimentReco
 # code and the statistics its calibration calls.
 FORKSERVER_PRELOAD = [
     "distributed", "dask", "msgpack", "cloudpickle", "tornado", "toolz", "numpy", "pandas",
-    "autoresearch.cluster", "autoresearch.cluster.host", "scipy.special",
+    "autoresearch.cluster.host", "scipy.special",
 ]  # fmt: skip
 
 

@@ -128,7 +128,7 @@ def connect(config: Config, scheduler: str, progress: Progress) -> Iterator[Any]
                 f"host's worker with --resources {resource}=1 (cluster.resource)"
             )
         progress.info(f"cluster {address}: {len(hosts)} bench host(s)")
-        profiled = sorted(w for w, on in client.run(profiler_on, workers=hosts).items() if on)
+        profiled = _profiled(client, hosts)
         if profiled:
             progress.warn(
                 f"{len(profiled)} bench host(s) run Dask's profiler beside the bench (a sample "
@@ -136,6 +136,16 @@ def connect(config: Config, scheduler: str, progress: Progress) -> Iterator[Any]
                 "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False"
             )
         yield client
+
+
+def _profiled(client, hosts: list[str]) -> list[str]:
+    """The hosts whose Dask profiler is on; none when they cannot say (a host that left, or
+    one whose autoresearch predates the question): a warning is not worth a night."""
+    try:
+        answers = client.run(profiler_on, workers=hosts)
+    except Exception:
+        return []
+    return sorted(worker for worker, on in answers.items() if on)
 
 
 def _reachable(address: str, timeout: float) -> None:
