@@ -29,6 +29,7 @@ from fault_night import Night, Tally
 
 from autoresearch.bench.bwrap import bwrap_problem
 from autoresearch.bench.proc import find_processes, process_token
+from autoresearch.cluster.host import QUIET_WORKER_ENV
 from autoresearch.journal.store import read_journal
 
 __all__ = ["HOST_CATEGORIES", "Hosts"]
@@ -110,9 +111,10 @@ class Hosts:
         if self.supervised:
             loop = f"while :; do {shlex.join(worker)}; sleep 1; done"
             worker = ["sh", "-c", loop]
+        quiet = {**os.environ, **QUIET_WORKER_ENV}  # the guide's environment
         for _ in range(self.workers):
             self.procs.append(
-                subprocess.Popen(worker, stdout=log, stderr=log, start_new_session=True)
+                subprocess.Popen(worker, stdout=log, stderr=log, start_new_session=True, env=quiet)
             )
         return self
 

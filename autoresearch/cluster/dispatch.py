@@ -46,7 +46,7 @@ from ..progress import Progress
 from ..proposers import Hypothesis
 from ..repo.state_dir import read_inflight
 from ..statuses import Status
-from .host import QUIET_WORKER, Job, profiler_on, run_job
+from .host import QUIET_WORKER, QUIET_WORKER_ENV, Job, profiler_on, run_job
 from .landing import Flight, Landing
 from .ready import get_ready
 
@@ -133,7 +133,7 @@ def connect(config: Config, scheduler: str, progress: Progress) -> Iterator[Any]
             progress.warn(
                 f"{len(profiled)} bench host(s) run Dask's profiler beside the bench (a sample "
                 "every 10 ms): start their workers with "
-                "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False"
+                + " ".join(f"{name}={value}" for name, value in QUIET_WORKER_ENV.items())
             )
         yield client
 

@@ -59,7 +59,7 @@ from ..repo.workspace import BaselineTree, apply_patch, clean, put_back_output, 
 from ..statuses import Status
 from .hostrun import ArmRuns, HostRun
 
-__all__ = ["QUIET_WORKER", "Job", "host_sessions", "profiler_on", "run_job"]
+__all__ = ["QUIET_WORKER", "QUIET_WORKER_ENV", "Job", "host_sessions", "profiler_on", "run_job"]
 
 LOG_TAIL_BYTES = 64 * 1024  # of each log sent back: the whole of a bench's METRIC output
 # The Dask configuration a bench host's worker runs with (`--cluster local:N` sets it; the
@@ -67,6 +67,7 @@ LOG_TAIL_BYTES = 64 * 1024  # of each log sent back: the whole of a bench's METR
 # worker's threads every 10 ms, beside the bench: a worker waiting 10 s on a command spends
 # about twice the CPU with it on (benchmarks/host_worker_cpu.py: 0.50-0.60 s against 0.27-0.32).
 QUIET_WORKER = {"distributed.worker.profile.enabled": False}
+QUIET_WORKER_ENV = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}  # the same, set outside
 
 
 def profiler_on() -> bool:
