@@ -420,3 +420,45 @@ def test_a_drifting_bimodal_night_is_drawn_counted_and_advised_consistently(targ
         if record.status in ("discard", "inconclusive"):
             hint_closed = (record.asi.next_action_hint or "").startswith("closed axis")
             assert hint_closed == (f"- #{n} " in closed), (n, record.rule, record.asi)
+
+
+def test_the_served_page_is_made_again_only_when_what_it_shows_changed(target):
+    """A browser left open on a night asks every few seconds; the page (a second of CPU beside
+    the bench) is made again when the journal, the config, the experiment in flight, a profile
+    or the night's running changed, and only then."""
+    from autoresearch.cli import build_parser
+    from autoresearch.cli.review import page_inputs
+    from autoresearch.repo.state_dir import SessionLock, session_paths
+    from autoresearch.report.serve import made_when_changed
+
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    run(target)
+    args = build_parser().parse_args(["serve", "--config", str(target.config_path)])
+    made: list[str] = []
+
+    def make() -> str:
+        made.append(f"page {len(made) + 1}")
+        return made[-1]
+
+    render = made_when_changed(make, lambda: page_inputs(args))
+    assert [render(), render(), render()] == ["page 1"] * 3
+    paths = session_paths(target.load())
+
+    def append(path: Path, text: str) -> None:
+        path.parent.mkdir(exist_ok=True)
+        with open(path, "a") as handle:
+            handle.write(text)
+
+    changes = {
+        "a record lands": lambda: append(target.journal, "\n"),
+        "an experiment starts": lambda: append(paths.inflight, '{"phase": "bench"}'),
+        "a profile is taken": lambda: append(paths.profile("c" * 40), "main 1\n"),
+        "the config is edited": lambda: append(target.config_path, "\n"),
+    }
+    for n, (what, change) in enumerate(changes.items(), start=2):
+        change()
+        assert [render(), render()] == [f"page {n}"] * 2, what
+    with SessionLock(paths.lock):  # a night starts: the page says it runs
+        assert render() == render() == f"page {len(changes) + 2}"
+    assert render() == f"page {len(changes) + 3}"  # and it ended
+    assert len(made) == len(changes) + 3

@@ -78,27 +78,53 @@ def cmd_pr(args: argparse.Namespace) -> int:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Serve the review page on localhost, made afresh for each request (while a night runs it
-    updates itself in place; started before the night, it waits for its journal)."""
-    from ..morning.status import session_status
-    from ..repo.state_dir import SessionLock, session_paths
+    """Serve the review page on localhost, made afresh when what it shows changed (while a
+    night runs it updates itself in place; started before the night, it waits for its
+    journal)."""
     from ..report.page import render_page, waiting_page
-    from ..report.serve import serve_page
+    from ..report.serve import made_when_changed, serve_page
 
-    def render() -> str:
-        config = config_of(args) if not args.journal else None
+    def make() -> str:
+        config = _reviewed_config(args)
         journal = Path(args.journal) if args.journal else config.journal_path
         if not journal.exists():
             return waiting_page(journal, args.refresh)
         history, summary, config, templates = _review(args, warn=False, listed=0)
-        running = config is not None and SessionLock(session_paths(config).lock).is_held_elsewhere()
-        inflight = session_status(config)["in_flight"] if running else None
+        running = page_inputs(args)[0]
+        inflight = _in_flight(config) if running else None
         live = args.refresh if running else None
         return render_page(history, summary, config, live, templates, inflight)
 
+    # A browser left open on a night asks every --refresh seconds, and a page is a second of
+    # CPU (its plots) taken beside the bench: made again only when what it shows changed.
+    render = made_when_changed(make, lambda: page_inputs(args))
     render()  # a journal that cannot be reviewed is said now, not at the first request
     serve_page(render, args.host, args.port, lambda line: print(line, flush=True))
     return 0
+
+
+def page_inputs(args: argparse.Namespace) -> tuple:
+    """What the review page is made of: whether a night runs (the session's lock held), and
+    the files it shows (the journal, the config, the templates, the experiment in flight, the
+    profiles), as the file system says them."""
+    from ..repo.state_dir import SessionLock, session_paths
+    from ..report.serve import files_signature
+
+    config = _reviewed_config(args)
+    journal = Path(args.journal) if args.journal else config.journal_path
+    made_of = [journal, _templates(args, config)]
+    running = False
+    if config is not None:
+        paths = session_paths(config)
+        running = SessionLock(paths.lock).is_held_elsewhere()
+        made_of += [config.path, paths.inflight, paths.profiles]
+    return running, files_signature(made_of)
+
+
+def _in_flight(config):
+    from ..morning.status import session_status
+
+    return session_status(config)["in_flight"]
 
 
 def cmd_ideas(args: argparse.Namespace) -> int:
@@ -162,30 +188,43 @@ def _review(
     group's experiments it names, summarize's) and the config when there is one (pi logs come
     without). Lines skipped as damaged or repeated are said on stderr unless the output says
     them."""
-    from ..errors import ConfigError
     from ..report import load_history, summarize
 
-    config = None
-    try:
-        config = config_of(args)
-    except ConfigError:
-        if args.config or not args.journal:
-            raise
+    config = _reviewed_config(args)
     journal = Path(args.journal) if args.journal else config.journal_path
     history = load_history(journal, args.session or (config.session.name if config else None))
     for warning in history.warnings if warn else []:
         print(f"warning: {warning}", file=sys.stderr)
     comparison = args.compare or (config.report.comparison if config else "") or None
     label = args.compare_label or (config.report.comparison_label if config else "") or None
-    templates = args.templates or (
-        str(config.resolve(config.report.templates)) if config and config.report.templates else None
-    )
+    templates = _templates(args, config)
     summary = summarize(history, comparison, label, listed) if summarized else None
     if summary is not None:
         from ..report.profiled import with_profile_moves
 
         summary = with_profile_moves(summary, config)
-    return history, summary, config, Path(templates) if templates else None
+    return history, summary, config, templates
+
+
+def _reviewed_config(args: argparse.Namespace):
+    """The session's config; None for a journal named alone without one (a pi log)."""
+    from ..errors import ConfigError
+
+    try:
+        return config_of(args)
+    except ConfigError:
+        if args.config or not args.journal:
+            raise
+        return None
+
+
+def _templates(args: argparse.Namespace, config) -> Path | None:
+    """The templates overriding the built-in ones: --templates, else the config's."""
+    if args.templates:
+        return Path(args.templates)
+    if config is not None and config.report.templates:
+        return Path(config.resolve(config.report.templates))
+    return None
 
 
 def _add_review(parser: argparse.ArgumentParser) -> None:

@@ -85,9 +85,13 @@ class SessionPaths:
     def lock(self) -> Path:
         return self.root / "lock"
 
+    @property
+    def profiles(self) -> Path:
+        return self.root / "profiles"
+
     def profile(self, commit: str) -> Path:
         """The folded stacks of `commit`'s profile (profiles.py), taken at its calibration."""
-        return self.root / "profiles" / f"{commit}.folded"
+        return self.profiles / f"{commit}.folded"
 
     def log(self, experiment: str, name: str) -> Path:
         return self.logs / experiment / f"{name}.log"

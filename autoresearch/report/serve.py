@@ -1,15 +1,18 @@
-"""`autoresearch serve`: the review page on localhost, rendered afresh for each request, so that
-a browser left open on it follows a night (the page asks to be reloaded while one runs)."""
+"""`autoresearch serve`: the review page on localhost, made afresh whenever what it shows
+changed, so that a browser left open on it follows a night (the page asks to be reloaded while
+one runs) without a page's plots drawn again beside the bench at every reload."""
 
 from __future__ import annotations
 
 import contextlib
 import http.server
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
 from ..errors import UserError
 
-__all__ = ["serve_page"]
+__all__ = ["files_signature", "made_when_changed", "serve_page"]
 
 
 def serve_page(render: Callable[[], str], host: str, port: int, say: Callable[[str], None]) -> None:
@@ -47,6 +50,43 @@ def serve_page(render: Callable[[], str], host: str, port: int, say: Callable[[s
         say(f"serving the review at http://{name}:{bound}/ (Ctrl-C stops)")
         with contextlib.suppress(KeyboardInterrupt):
             server.serve_forever()
+
+
+def made_when_changed(make: Callable[[], str], inputs: Callable[[], tuple]) -> Callable[[], str]:
+    """`make`, called again only when `inputs()` (what its page is made of) changed since the
+    page it made last; that page otherwise."""
+    made: dict[tuple, str] = {}
+
+    def render() -> str:
+        key = inputs()
+        if key not in made:
+            page = make()  # raises before the old page is forgotten: the next request tries again
+            made.clear()
+            made[key] = page
+        return made[key]
+
+    return render
+
+
+def files_signature(paths: Iterable[Path | None]) -> tuple:
+    """What the file system says of `paths` (a file's size, time and inode, a directory's by its
+    entries', None for one absent): equal signatures, the same page to serve."""
+    return tuple(_stat(path) for path in paths)
+
+
+def _stat(path: Path | None) -> tuple | None:
+    try:
+        found = os.stat(path) if path is not None else None
+    except OSError:
+        return None
+    if found is None:
+        return None
+    mine = (found.st_size, found.st_mtime_ns, found.st_ino)
+    if not os.path.isdir(path):
+        return mine
+    with os.scandir(path) as entries:
+        inside = sorted((entry.name, _stat(Path(entry.path))) for entry in entries)
+    return (mine, tuple(inside))
 
 
 def _escape(text: str) -> str:
