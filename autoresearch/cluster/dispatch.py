@@ -46,7 +46,7 @@ from ..progress import Progress
 from ..proposers import Hypothesis
 from ..repo.state_dir import read_inflight
 from ..statuses import Status
-from .host import QUIET_WORKER, QUIET_WORKER_ENV, Job, profiler_on, run_job
+from .host import QUIET_WORKER, QUIET_WORKER_ENV, Job, profiled_hosts, run_job
 from .landing import Flight, Landing
 from .ready import get_ready
 
@@ -128,7 +128,7 @@ def connect(config: Config, scheduler: str, progress: Progress) -> Iterator[Any]
                 f"host's worker with --resources {resource}=1 (cluster.resource)"
             )
         progress.info(f"cluster {address}: {len(hosts)} bench host(s)")
-        profiled = _profiled(client, hosts)
+        profiled = profiled_hosts(client, hosts)
         if profiled:
             progress.warn(
                 f"{len(profiled)} bench host(s) run Dask's profiler beside the bench (a sample "
@@ -136,16 +136,6 @@ def connect(config: Config, scheduler: str, progress: Progress) -> Iterator[Any]
                 + " ".join(f"{name}={value}" for name, value in QUIET_WORKER_ENV.items())
             )
         yield client
-
-
-def _profiled(client, hosts: list[str]) -> list[str]:
-    """The hosts whose Dask profiler is on; none when they cannot say (a host that left, or
-    one whose autoresearch predates the question): a warning is not worth a night."""
-    try:
-        answers = client.run(profiler_on, workers=hosts)
-    except Exception:
-        return []
-    return sorted(worker for worker, on in answers.items() if on)
 
 
 def _reachable(address: str, timeout: float) -> None:

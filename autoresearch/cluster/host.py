@@ -59,7 +59,15 @@ from ..repo.workspace import BaselineTree, apply_patch, clean, put_back_output, 
 from ..statuses import Status
 from .hostrun import ArmRuns, HostRun
 
-__all__ = ["QUIET_WORKER", "QUIET_WORKER_ENV", "Job", "host_sessions", "profiler_on", "run_job"]
+__all__ = [
+    "QUIET_WORKER",
+    "QUIET_WORKER_ENV",
+    "Job",
+    "host_sessions",
+    "profiled_hosts",
+    "profiler_on",
+    "run_job",
+]
 
 LOG_TAIL_BYTES = 64 * 1024  # of each log sent back: the whole of a bench's METRIC output
 # The Dask configuration a bench host's worker runs with (`--cluster local:N` sets it; the
@@ -75,6 +83,16 @@ def profiler_on() -> bool:
     import dask
 
     return bool(dask.config.get("distributed.worker.profile.enabled", True))
+
+
+def profiled_hosts(client: Any, hosts: list[str]) -> list[str]:
+    """The hosts whose Dask profiler is on; none when they cannot say (a host that left, or
+    one whose autoresearch predates the question): a warning is not worth a night."""
+    try:
+        answers = client.run(profiler_on, workers=hosts)
+    except Exception:
+        return []
+    return sorted(worker for worker, on in answers.items() if on)
 
 
 @dataclass(frozen=True)
