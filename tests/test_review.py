@@ -424,8 +424,8 @@ def test_a_drifting_bimodal_night_is_drawn_counted_and_advised_consistently(targ
 
 def test_the_served_page_is_made_again_only_when_what_it_shows_changed(target):
     """A browser left open on a night asks every few seconds; the page (a second of CPU beside
-    the bench) is made again when the journal, the config, the experiment in flight, a profile
-    or the night's running changed, and only then."""
+    the bench) is made again when the journal, the config, the experiment in flight, a profile,
+    the branches or the night's running changed, and only then."""
     from autoresearch.cli import build_parser
     from autoresearch.cli.review import page_inputs
     from autoresearch.repo.state_dir import SessionLock, session_paths
@@ -454,6 +454,7 @@ def test_the_served_page_is_made_again_only_when_what_it_shows_changed(target):
         "an experiment starts": lambda: append(paths.inflight, '{"phase": "bench"}'),
         "a profile is taken": lambda: append(paths.profile("c" * 40), "main 1\n"),
         "the config is edited": lambda: append(target.config_path, "\n"),
+        "finalize cuts a branch": lambda: git(target.root, "branch", "autoresearch/t-cut"),
     }
     for n, (what, change) in enumerate(changes.items(), start=2):
         change()

@@ -104,21 +104,34 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def page_inputs(args: argparse.Namespace) -> tuple:
-    """What the review page is made of: whether a night runs (the session's lock held), and
-    the files it shows (the journal, the config, the templates, the experiment in flight, the
-    profiles), as the file system says them."""
+    """What the review page is made of: whether a night runs (the session's lock held), the
+    repository's branches (which of the branches `finalize` would cut exist), and the files it
+    shows (the journal, the config, the templates, the experiment in flight, the profiles), as
+    the file system says them."""
     from ..repo.state_dir import SessionLock, session_paths
     from ..report.serve import files_signature
 
     config = _reviewed_config(args)
     journal = Path(args.journal) if args.journal else config.journal_path
     made_of = [journal, _templates(args, config)]
-    running = False
+    running, branches = False, None
     if config is not None:
         paths = session_paths(config)
         running = SessionLock(paths.lock).is_held_elsewhere()
         made_of += [config.path, paths.inflight, paths.profiles]
-    return running, files_signature(made_of)
+        branches = _branches(config)
+    return running, branches, files_signature(made_of)
+
+
+def _branches(config) -> str | None:
+    """Each branch of the session's repository and its tip; None without a repository."""
+    from ..repo.gitrepo import open_repo
+
+    try:
+        repo = open_repo(config.repo_path)
+    except UserError:
+        return None
+    return repo.run("for-each-ref", "--format=%(refname) %(objectname)", "refs/heads/").out
 
 
 def _in_flight(config):
