@@ -436,7 +436,7 @@ def test_the_served_page_is_made_again_only_when_what_it_shows_changed(target):
     args = build_parser().parse_args(["serve", "--config", str(target.config_path)])
     made: list[str] = []
 
-    def make() -> str:
+    def make(inputs: tuple) -> str:
         made.append(f"page {len(made) + 1}")
         return made[-1]
 

@@ -84,13 +84,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from ..report.page import render_page, waiting_page
     from ..report.serve import made_when_changed, serve_page
 
-    def make() -> str:
+    def make(inputs: tuple) -> str:
         config = _reviewed_config(args)
         journal = Path(args.journal) if args.journal else config.journal_path
         if not journal.exists():
             return waiting_page(journal, args.refresh)
         history, summary, config, templates = _review(args, warn=False, listed=0)
-        running = page_inputs(args)[0]
+        running = inputs[0]  # page_inputs' first: the lock, as the key was taken
         inflight = _in_flight(config) if running else None
         live = args.refresh if running else None
         return render_page(history, summary, config, live, templates, inflight)

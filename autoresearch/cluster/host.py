@@ -73,7 +73,7 @@ LOG_TAIL_BYTES = 64 * 1024  # of each log sent back: the whole of a bench's METR
 # The Dask configuration a bench host's worker runs with (`--cluster local:N` sets it; the
 # guide's `dask worker` line sets it by environment). Dask's statistical profiler samples the
 # worker's threads every 10 ms, beside the bench: a worker waiting 10 s on a command spends
-# about twice the CPU with it on (benchmarks/host_worker_cpu.py: 0.50-0.60 s against 0.27-0.32).
+# about twice the CPU with it on (benchmarks/host_worker_cpu.py: 0.47-0.55 s against 0.28-0.35).
 QUIET_WORKER = {"distributed.worker.profile.enabled": False}
 QUIET_WORKER_ENV = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}  # the same, set outside
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import http.server
 import os
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -52,15 +53,17 @@ def serve_page(render: Callable[[], str], host: str, port: int, say: Callable[[s
             server.serve_forever()
 
 
-def made_when_changed(make: Callable[[], str], inputs: Callable[[], tuple]) -> Callable[[], str]:
-    """`make`, called again only when `inputs()` (what its page is made of) changed since the
-    page it made last; that page otherwise."""
+def made_when_changed(
+    make: Callable[[tuple], str], inputs: Callable[[], tuple]
+) -> Callable[[], str]:
+    """`make(inputs())`, called again only when `inputs()` (what its page is made of) changed
+    since the page it made last; that page otherwise."""
     made: dict[tuple, str] = {}
 
     def render() -> str:
         key = inputs()
         if key not in made:
-            page = make()  # raises before the old page is forgotten: the next request tries again
+            page = make(key)  # raises before the old page is forgotten: the next request tries
             made.clear()
             made[key] = page
         return made[key]
@@ -77,16 +80,13 @@ def files_signature(paths: Iterable[Path | None]) -> tuple:
 def _stat(path: Path | None) -> tuple | None:
     try:
         found = os.stat(path) if path is not None else None
-    except OSError:
+        if found is None or not stat.S_ISDIR(found.st_mode):
+            return found and (found.st_size, found.st_mtime_ns, found.st_ino)
+        with os.scandir(path) as entries:
+            inside = sorted((entry.name, _stat(Path(entry.path))) for entry in entries)
+    except OSError:  # gone between the look and the read: as absent
         return None
-    if found is None:
-        return None
-    mine = (found.st_size, found.st_mtime_ns, found.st_ino)
-    if not os.path.isdir(path):
-        return mine
-    with os.scandir(path) as entries:
-        inside = sorted((entry.name, _stat(Path(entry.path))) for entry in entries)
-    return (mine, tuple(inside))
+    return (found.st_size, found.st_mtime_ns, found.st_ino), tuple(inside)
 
 
 def _escape(text: str) -> str:
