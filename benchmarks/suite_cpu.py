@@ -9,7 +9,7 @@ time come to more than 70% of its wall time. Under xdist (the suite's default) e
 writes its rows to SUITE_CPU_OUT and the summary is read from there, by test module:
 
     rm -f tests.tsv; SUITE_CPU_OUT=tests.tsv PYTHONPATH=benchmarks python -m pytest -p suite_cpu
-    python benchmarks/suite_cpu.py tests.tsv [--top 25]
+    python benchmarks/suite_cpu.py tests.tsv [--top 25] [--over 1]
 
 "off CPU" is a module's wall time that neither it nor its children spent on a CPU: sleeps,
 timeouts and waits for another process, and, with more workers than cores, time ready to run
@@ -110,6 +110,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description="Where the suite's time goes, by test module.")
     parser.add_argument("tsv", help="the SUITE_CPU_OUT file of a run")
     parser.add_argument("--top", type=int, default=25, help="modules shown (by wall time)")
+    parser.add_argument(
+        "--over",
+        type=float,
+        metavar="SECONDS",
+        help="also list the tests whose own and children's CPU came to more than SECONDS "
+        "(run on the fast suite: the ones to make cheaper or to mark e2e)",
+    )
     args = parser.parse_args()
     rows = _read(args.tsv)
     if not rows:
@@ -125,7 +132,16 @@ def main() -> int:
         f"{children:.1f} s children's CPU; on 2 cores the CPU alone takes "
         f"{(own + children) / 2:.1f} s"
     )
+    if args.over is not None:
+        _list_over(rows, args.over)
     return 0
+
+
+def _list_over(rows: list[tuple[str, float, float, float]], seconds: float) -> None:
+    costly = sorted((r for r in rows if r[2] + r[3] > seconds), key=lambda r: -(r[2] + r[3]))
+    print(f"{len(costly)} tests over {seconds:g} s of CPU:")
+    for test, _wall, own, children in costly:
+        print(f"{own + children:7.2f} s  {test}")
 
 
 if __name__ == "__main__":

@@ -76,6 +76,7 @@ def prompts(transcript: Path) -> list[str]:
     return [p.read_text() for p in found]
 
 
+@pytest.mark.e2e
 def test_a_night_of_every_kind_of_proposal_ends_with_the_right_records(target, tmp_path):
     steps = [
         edit("80\n", "Halve the inner loop"),  # 1 a real win
@@ -162,6 +163,7 @@ def test_prompt_holds_objective_scope_kept_and_hand_back(target, tmp_path):
     assert "src/value.txt" in second and "1 file changed" in second
 
 
+@pytest.mark.e2e
 def test_prompt_fits_its_budget_by_summarising_older_history(target, tmp_path):
     steps = [
         edit(f"{100 + i}\n", f"Try number {i} with a long title " + "x" * 60) for i in range(14)
@@ -174,6 +176,7 @@ def test_prompt_fits_its_budget_by_summarising_older_history(target, tmp_path):
     assert "Try number 12" in last  # the newest in full
 
 
+@pytest.mark.e2e
 def test_budgets_stop_the_agent_and_say_why(target, tmp_path):
     steps = [edit(f"{110 + i}\n", f"Loss {i}", family=f"f{i}", cost_usd=0.4) for i in range(10)]
     use_agent(target, tmp_path, steps, preset="claude", max_cost_usd=1.0)
@@ -185,6 +188,7 @@ def test_budgets_stop_the_agent_and_say_why(target, tmp_path):
     assert "no hypotheses left" in outcome.stop_reason
 
 
+@pytest.mark.e2e
 def test_pivots_then_stops_after_experiments_without_a_keep(target, tmp_path):
     steps = [edit(f"{110 + i}\n", f"Loss {i}", family=f"f{i}") for i in range(10)]
     transcript = use_agent(target, tmp_path, steps, pivot_after=2, max_pivots=1)
@@ -236,6 +240,7 @@ def test_an_agent_moving_the_session_branch_is_put_back_and_refused(target, tmp_
     assert git(target.root, "show", "autoresearch/t:src/value.txt") == "100\n"
 
 
+@pytest.mark.e2e
 def test_spend_survives_a_restart(target, tmp_path):
     steps = [edit(f"{110 + i}\n", f"Loss {i}", family=f"f{i}", cost_usd=0.3) for i in range(6)]
     use_agent(target, tmp_path, steps, preset="claude", max_cost_usd=1.0)
@@ -245,6 +250,7 @@ def test_spend_survives_a_restart(target, tmp_path):
     assert len(records) == 4  # 0.3 x 4 = 1.2: the budget counted the first run's spend too
 
 
+@pytest.mark.e2e
 def test_prepare_ahead_proposes_while_the_bench_runs(target, tmp_path):
     steps = [
         edit("120\n", "A loss", family="a"),  # discarded: the best stays, the next one applies
@@ -296,6 +302,7 @@ def _fake_clis(tmp_path: Path) -> Path:
     return bin_dir
 
 
+@pytest.mark.e2e
 def test_status_report_and_pr_show_the_proposer_its_cost_and_the_refusals(target, tmp_path):
     from conftest import run_cli
 
@@ -344,6 +351,7 @@ def test_a_user_template_replaces_the_prompt(target, tmp_path):
     assert text == "Make time_ms lower; best 100 ms; kept 0\n"
 
 
+@pytest.mark.e2e
 def test_a_keep_made_while_an_agent_prepares_ahead_stays_on_the_branch(target, tmp_path):
     """The agent takes longer than the measurement beside it: the loop keeps "A win" while
     the agent still runs, and the agent's branch check must not take that keep for its own
@@ -411,6 +419,7 @@ def test_what_claude_code_refused_and_why_it_stopped_are_said(target, tmp_path):
     assert "it reached its turn limit (max_turns) before finishing" in stopped.error
 
 
+@pytest.mark.e2e
 def test_a_cli_outside_the_tested_series_is_said_and_recorded(target, tmp_path):
     """Asked once, at the first proposal: an older Claude Code than the preset was tested with
     is named in the warning and in each record; the tested one is recorded without a note."""

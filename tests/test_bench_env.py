@@ -26,6 +26,7 @@ def _files_holding(root, needle: bytes) -> list[str]:
     ]
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("sandbox", ["off", "auto"])
 def test_a_candidate_that_prints_its_environment_finds_no_secret_of_the_loop(
     target, monkeypatch, sandbox

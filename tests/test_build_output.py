@@ -73,6 +73,7 @@ def test_the_baseline_moved_to_a_new_best_keeps_its_build_output(repo, tmp_path)
     assert not (tree.path / "junk").exists()
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("keep", [True, False])
 def test_each_arm_builds_on_its_own_earlier_output_through_a_night(
     target, tmp_path, keep, monkeypatch

@@ -51,6 +51,7 @@ def test_every_patch_stays_in_scope(path, tmp_path):
     assert problem is None, problem
 
 
+@pytest.mark.e2e
 def test_patches_apply_in_queue_order_on_any_kept_subset(tmp_path):
     """What the loop meets: each patch on top of whichever earlier ones were kept."""
     repo = tmp_path / "repo"

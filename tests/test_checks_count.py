@@ -37,6 +37,7 @@ def with_pytest_checks(target) -> None:
     git(target.root, "commit", "-qm", "pytest checks")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize(
     ("code", "expected"),
     [
@@ -76,6 +77,7 @@ GO_TESTS = (
 )
 
 
+@pytest.mark.e2e
 def test_go_checks_that_end_before_any_test_are_counted_from_their_json_report(target):
     """Go's checks write `go test -json` to the report the loop names: a candidate whose
     package exits in its init (go test says ok, having run nothing) is `checks_failed`; a
@@ -122,6 +124,7 @@ mod tests {
 """
 
 
+@pytest.mark.e2e
 def test_cargo_checks_that_exit_before_their_summary_are_counted_from_libtest_s(target):
     """Cargo's checks tee `cargo test`'s output to the report the loop names: a candidate
     whose test exits the test binary, successfully, before libtest's summary is

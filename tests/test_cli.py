@@ -46,6 +46,7 @@ def test_the_command_list_says_each_command_in_a_whole_sentence(capsys):
         assert sentence.endswith("."), (here.group(1), sentence)
 
 
+@pytest.mark.e2e
 def test_loop_py_is_autoresearch_run(tmp_path):
     import subprocess
     import sys

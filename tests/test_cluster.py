@@ -83,6 +83,7 @@ def spans(tmp_path: Path) -> dict[str, list[tuple[float, float]]]:
     return found
 
 
+@pytest.mark.e2e
 def test_two_hosts_measure_side_by_side_and_a_stale_win_is_measured_again(
     target, tmp_path, cluster
 ):
@@ -196,6 +197,7 @@ def test_a_killed_host_s_experiment_runs_again_and_is_recorded_once(target, tmp_
     assert f"warning: bench host {busy[0]} left" in said.getvalue()
 
 
+@pytest.mark.e2e
 def test_a_killed_driver_sends_its_experiments_again_on_restart(target, tmp_path, cluster):
     env = sleepy(target, tmp_path, sleep_s=0.5)
     env["BENCH_STARTED"] = str(tmp_path / "started")
@@ -377,6 +379,7 @@ def test_a_killed_host_process_takes_its_unconfined_bench_with_it(tmp_path):
                 os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.e2e
 def test_a_restarted_worker_takes_back_the_clone_its_killed_predecessor_left(tmp_path):
     """Slots: each worker process holds one locked while it lives, so two live workers never
     share a clone, and the one started after a kill finds the dead one's clone again."""
@@ -410,6 +413,7 @@ def test_a_restarted_worker_takes_back_the_clone_its_killed_predecessor_left(tmp
     assert restarted_slot == first_slot
 
 
+@pytest.mark.e2e
 def test_a_best_is_calibrated_once_and_hosts_of_its_kind_take_it_up(target, tmp_path):
     """One job measures the new best's calibration; a host of the same kind adopts it (no
     calibration run of its own), and while it is being measured another judges by the latest
@@ -597,6 +601,7 @@ def test_the_best_s_profile_is_taken_on_a_night_on_bench_hosts_too(target, tmp_p
     assert "where the time moved: `get` 40.0% → 0.0%" in report
 
 
+@pytest.mark.e2e
 def test_a_host_confines_the_candidate_and_the_record_says_how(target, tmp_path):
     """`[sandbox] mode = "bwrap"` holds on bench hosts: the candidate's runs there are
     confined as they are here, and its record says so (the review shows it)."""

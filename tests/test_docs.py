@@ -7,7 +7,10 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
+
+import pytest
 
 from autoresearch.cli import build_parser
 from autoresearch.reference import PAGES, config_keys, main
@@ -51,6 +54,23 @@ def test_every_command_option_and_config_key_is_in_the_reference():
         assert f"| `{key}` |" in config, key
 
 
+def test_ci_runs_the_readme_s_tests_and_every_tier_the_fast_suite_leaves_out():
+    """A marker the fast suite deselects (pyproject's addopts) is a tier CI must run by name,
+    or its tests would run nowhere."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]
+    options = pyproject["ini_options"]
+    tiers = [line.split(":")[0].split("(")[0] for line in options["markers"]]
+    assert sorted(tiers) == ["e2e", "slow"]
+    for tier in tiers:
+        assert f"not {tier}" in options["addopts"], tier
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    readme = (ROOT / "README.md").read_text().split("```sh\n", 1)[1].splitlines()[1]
+    assert readme.endswith("&& python -m pytest") and "python3 -m pytest" in ci
+    for tier in tiers:
+        assert any(line.startswith(f"python3 -m pytest -m {tier}") for line in ci), tier
+
+
+@pytest.mark.e2e
 def test_the_site_builds_with_warnings_as_errors(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(tmp_path / "site")],

@@ -34,6 +34,7 @@ def _show(target, rev: str, path: str) -> str | None:
     return git(target.root, "show", f"{rev}:{path}") if shown else None
 
 
+@pytest.mark.e2e
 def test_finalize_splits_the_keeps_that_share_no_file_and_their_union_is_the_tip(target):
     _three_keeps(target)
     head = git(target.root, "rev-parse", "HEAD").strip()
@@ -160,6 +161,7 @@ def test_a_branch_that_gains_only_on_top_of_another_is_said_not_to_stand_alone(t
     )
 
 
+@pytest.mark.e2e
 def test_each_keep_s_contribution_to_the_tip_flags_dead_weight_and_drop_leaves_it_out(target):
     """Three wins in files of their own (a, b, c), one that helps only on top of a (d), and one
     that does what c did and more (e), kept after it: c is dead weight in the final tip. Each
@@ -247,6 +249,7 @@ print("https://github.com/example/repo/pull/" + str(sum(1 for _ in open(os.envir
 """
 
 
+@pytest.mark.e2e
 def test_open_prs_pushes_each_branch_and_opens_its_pull_request_with_gh(target, tmp_path):
     _three_keeps(target)
     remote = tmp_path / "remote.git"

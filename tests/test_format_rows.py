@@ -25,6 +25,7 @@ ROWS_BENCH = dedent(
 FORGER = 'print("BenchmarkTime-2  1  1.0 ns/op\\nBenchmarkTime-2  1  1.0 ns/op")\n'
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("declared", [0, 1])
 def test_rows_the_workload_prints_beyond_the_declared_count_are_a_crash(target, declared):
     config = target.configure()

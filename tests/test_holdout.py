@@ -60,6 +60,7 @@ def with_holdout(
     return held
 
 
+@pytest.mark.e2e
 def test_a_change_tuned_to_the_bench_s_inputs_is_not_kept(target, tmp_path):
     """Fast only for the bench's seed: a win on the bench, none on the holdout (required):
     discarded, said why; an honest win beside it is kept with the holdout's evidence."""
@@ -129,6 +130,7 @@ def test_on_bench_hosts_too_a_tuned_change_is_not_kept_and_the_confirmation_hold
     assert len(confirmation.holdout.tip_samples) == confirmation.runs_per_arm
 
 
+@pytest.mark.e2e
 def test_a_change_fast_only_for_the_bench_s_inputs_is_refused_by_default(target, tmp_path):
     """Without require_win: a change the holdout shows to gain less than the floor there (fast
     only for the bench's seed) does not generalize; an honest win beside it stands."""
@@ -143,6 +145,7 @@ def test_a_change_fast_only_for_the_bench_s_inputs_is_refused_by_default(target,
     assert honest.status == "keep" and honest.decision.holdout.verdict == "win"
 
 
+@pytest.mark.e2e
 def test_an_undecided_holdout_runs_more_pairs_and_a_small_real_win_stands(target, tmp_path):
     """A -3% win everywhere, the holdout's runs noisy (a fixed sequence of noise factors, +-10%):
     after 6 pairs neither a win nor a gain short of the floor is shown, so 6 more run, twice;
@@ -161,6 +164,7 @@ def test_an_undecided_holdout_runs_more_pairs_and_a_small_real_win_stands(target
     assert held.ci_low_pct < -1 < held.ci_high_pct
 
 
+@pytest.mark.e2e
 def test_the_confirmation_measures_the_holdout_too_and_the_report_says_both(target, tmp_path):
     with_holdout(target, tmp_path)
     config = target.config_path
@@ -232,6 +236,7 @@ def test_a_confined_agent_cannot_read_the_holdout(target, tmp_path):
     assert "No such file or directory" in log.read_text()
 
 
+@pytest.mark.e2e
 @needs_bwrap
 def test_a_confined_agent_cannot_read_the_holdout_s_logs(target, tmp_path):
     """After a keep the holdout ran: its logs (its METRIC lines) sit in the session's state,
@@ -258,6 +263,7 @@ def test_a_confined_agent_cannot_read_the_holdout_s_logs(target, tmp_path):
     assert held[0].parent.name not in said.splitlines()  # nothing listed: an empty directory
 
 
+@pytest.mark.e2e
 @needs_bwrap
 def test_a_confined_agent_cannot_read_the_holdout_s_figures_in_the_journal(target, tmp_path):
     """The journal (in your checkout) holds each keep's holdout samples and verdict: a confined
@@ -409,6 +415,7 @@ def test_init_offers_both_and_they_load_uncommented(tmp_path):
     assert loaded.holdout_files == [Path.home() / "holdout" / "main"]
 
 
+@pytest.mark.e2e
 @needs_bwrap
 def test_a_confined_stand_in_agent_that_reads_the_holdout_finds_nothing(target, tmp_path):
     """The agent CLI tries to read the holdout and writes what it found into its change: the

@@ -84,6 +84,7 @@ def test_a_gitlink_in_a_patch_is_refused_unmeasured_and_the_night_goes_on(target
     assert second.status == "keep"
 
 
+@pytest.mark.e2e
 def test_a_change_its_run_made_uncommittable_is_a_failure_and_the_night_goes_on(target):
     """The candidate's build makes a repository of the directory its patch adds a file to
     (what its bench runs do there is undone after each run; its build's output stays): git's
@@ -124,6 +125,7 @@ def test_a_20_mb_title_is_cut_and_the_keep_commits(target):
     assert git(session_paths(target.load()).worktree, "status", "--porcelain") == ""
 
 
+@pytest.mark.e2e
 def test_a_bench_that_prints_without_end_keeps_a_capped_log(target):
     text = target.config_path.read_text()
     target.config_path.write_text(
@@ -326,6 +328,7 @@ def test_an_agent_reporting_infinite_tokens_and_a_huge_title(target, tmp_path):
     assert usage.cost_usd == 0.01
 
 
+@pytest.mark.e2e
 def test_a_session_s_logs_past_their_budget_are_pruned_between_experiments(target):
     loud_losses_past_a_small_log_budget(target, 3)
 

@@ -313,6 +313,7 @@ def test_a_package_benched_with_tinybench_or_mitata_gets_its_results_as_metric_l
     assert matches_any("bench/m.js", load_config(repo / "autoresearch.toml").protected_globs())
 
 
+@pytest.mark.e2e
 def test_a_go_benchmark_named_runs_from_its_package_and_go_profiles_it(tmp_path):
     """`init --metric` on a Go module of two packages: the bench runs the one benchmark from
     its own package, and the profile is Go's own CPU profile of it (perf around `go test`
@@ -378,6 +379,7 @@ def _go_profile_top(command: str, go: Path, out: Path) -> dict[str, dict]:
     return {t["frame"]: t for t in top_frames(fold(traces.stdout, "pprof", (str(go),)), 10)}
 
 
+@pytest.mark.e2e
 def test_the_metrics_are_listed_and_the_bench_runs_the_one_named(tmp_path):
     """`init --list-metrics`: the benchmarks the harness lists (`go test -list`, `pytest
     --collect-only`), each with the metric to name, and nothing written; `init --metric` then

@@ -338,6 +338,7 @@ while not stop.exists():
 """
 
 
+@pytest.mark.e2e
 def test_readers_folding_while_the_loop_appends_agree_with_a_whole_read(journal, tmp_path):
     """Three readers bring the index, the summary and the review's columns up to date over and
     over while records are appended: however they interleave, each new line is indexed once

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from conftest import eventually, experiments, git, run_cli, unified_patch
 
 from autoresearch.journal.records import EXIT_CODES
@@ -69,6 +70,7 @@ def test_a_try_that_edits_the_bench_is_refused_without_benching(target, tmp_path
     assert record.bench_logs == []
 
 
+@pytest.mark.e2e
 def test_two_tries_at_once_and_a_try_during_run_refuse_and_what_is_measured_is_a_copy(
     target, tmp_path
 ):
@@ -134,6 +136,7 @@ def test_ideas_add_and_list_leave_the_journal_section_alone(target):
     )
 
 
+@pytest.mark.e2e
 def test_a_detached_try_returns_an_id_at_once_and_result_reads_it(target, tmp_path):
     patch = tmp_path / "faster.patch"
     patch.write_text(unified_patch("src/value.txt", "100\n", "80\n"))

@@ -267,6 +267,7 @@ def test_noise_raises_the_threshold(target, tmp_path):
     assert "the threshold the noise set" in record.decision.reason
 
 
+@pytest.mark.e2e
 def test_sigterm_stops_bench_reverts_and_records(target, tmp_path):
     target.add_hypothesis("01-slow", {"src/mode.txt": "slow\n", "src/value.txt": "80\n"})
     target.add_hypothesis("02-never", {"src/value.txt": "70\n"})

@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import experiments, git, unified_patch
 
 
@@ -39,6 +40,7 @@ def _client(server, timeout_s: float):
     return Client(server, read_timeout_seconds=timeout_s)
 
 
+@pytest.mark.e2e
 def test_a_small_session_driven_over_mcp(target):
     server = _server(target, {**os.environ, "BENCH_NOISE_PCT": "0"})
     win = unified_patch("src/value.txt", "100\n", "80\n")
@@ -90,6 +92,7 @@ def _with_log(outcome: dict) -> str:
     return f"{outcome}\n{text[-4000:]}"
 
 
+@pytest.mark.e2e
 def test_odd_tool_arguments_get_a_one_line_error(target):
     """What a confused agent sends: each answer is an error result naming the problem (the
     SDK's generic "Error executing tool" alone would mean a crash, its traceback on stderr)."""

@@ -208,6 +208,7 @@ print(f"METRIC cpus={len(os.sched_getaffinity(0))}")
 """
 
 
+@pytest.mark.e2e
 def test_warmup_runs_are_dropped_repeats_make_one_sample_and_cpus_pin(tmp_path):
     (tmp_path / "bench.py").write_text(QUIET_BENCH)
     (tmp_path / "autoresearch.toml").write_text(
@@ -238,6 +239,7 @@ def test_warmup_runs_are_dropped_repeats_make_one_sample_and_cpus_pin(tmp_path):
     assert again.baseline.samples["t_ms"] == [108]  # runs 7, 8, 9: the median
 
 
+@pytest.mark.e2e
 def test_a_win_waiting_for_its_sentinel_runs_only_the_sentinel_command(
     target, monkeypatch, tmp_path
 ):

@@ -45,6 +45,7 @@ FORGER = dedent(
 )
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("sandbox", ["off", "auto"])
 def test_what_the_workload_prints_is_not_a_measurement(target, sandbox):
     target.configure(sandbox=sandbox)

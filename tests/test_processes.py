@@ -131,6 +131,7 @@ def _slow_candidate(target, tmp_path, env: dict[str, str] | None = None):
     return proc, int(started.read_text())
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_sighup_stops_like_sigterm(target, tmp_path, sig):
     proc, bench = _slow_candidate(target, tmp_path)
@@ -141,6 +142,7 @@ def test_sighup_stops_like_sigterm(target, tmp_path, sig):
     assert not alive(bench)
 
 
+@pytest.mark.e2e
 def test_second_ctrl_c_kills_a_term_ignoring_bench_and_still_records(target, tmp_path):
     # The candidate's bench ignores SIGTERM (noting it came): only SIGKILL ends it.
     bench = target.root / "bench.py"
@@ -168,6 +170,7 @@ def test_second_ctrl_c_kills_a_term_ignoring_bench_and_still_records(target, tmp
     assert not session_paths(target.load()).inflight.exists()
 
 
+@pytest.mark.e2e
 def test_kill9_leaves_a_daemon_that_left_the_tree_and_the_next_run_stops_it(target, tmp_path):
     """The bench starts a daemon in another directory and exits; the loop is then killed."""
     daemon_pid = tmp_path / "daemon.pid"
@@ -202,6 +205,7 @@ def _token(target) -> str:
     return process_token(session_paths(target.load()).root)
 
 
+@pytest.mark.e2e
 def test_a_signal_during_the_build_of_the_best_is_a_clean_stop(target, tmp_path):
     target.configure(build="./build.py")
     git(target.root, "commit", "-qam", "a build step")

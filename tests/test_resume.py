@@ -22,6 +22,7 @@ def _kill9(proc):
     proc.communicate(timeout=30)
 
 
+@pytest.mark.e2e
 def test_kill9_during_bench_then_resume(target, tmp_path, monkeypatch):
     target.add_hypothesis("01-slow", {"src/mode.txt": "slow\n", "src/value.txt": "80\n"})
     target.add_hypothesis("02-win", {"src/sentinel.txt": "45\n"})
@@ -55,6 +56,7 @@ def test_kill9_during_bench_then_resume(target, tmp_path, monkeypatch):
     assert sessions == ["start", "resume"]
 
 
+@pytest.mark.e2e
 def test_kill9_during_checks_then_resume(target, tmp_path):
     target.add_hypothesis("01-win", {"src/value.txt": "80\n", "src/checks_sleep.txt": "60\n"})
     started = tmp_path / "checks-started"
@@ -191,6 +193,7 @@ time.sleep(0.5)
 """
 
 
+@pytest.mark.e2e
 def test_lock_held_by_a_killed_process_is_free(target, tmp_path):
     target.add_hypothesis("01-slow", {"src/mode.txt": "slow\n"})
     started = tmp_path / "started"

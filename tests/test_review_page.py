@@ -74,6 +74,7 @@ def open_page(browser, url: str):
     return page, problems
 
 
+@pytest.mark.e2e
 def test_the_page_shows_the_journal_s_numbers_and_its_filters_work(night, browser, tmp_path):
     out = tmp_path / "review.html"
     done = run_cli("report", "--html", str(out), cwd=night.root)
@@ -136,6 +137,7 @@ def _visible(page) -> list[int]:
     )
 
 
+@pytest.mark.e2e
 def test_serve_renders_the_page_afresh_and_asks_for_reloads_while_a_night_runs(night, browser):
     server = subprocess.Popen(
         [sys.executable, "-m", "autoresearch.cli", "serve", "--port", "0", "--refresh", "7"],
@@ -181,6 +183,7 @@ def _serve(root, *args: str) -> tuple[subprocess.Popen, str]:
     return server, re.search(r"http://\S+/", line).group(0)
 
 
+@pytest.mark.e2e
 def test_served_before_the_night_it_waits_and_then_becomes_the_review(target, browser):
     target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
     server, url = _serve(target.root, "--refresh", "1")
@@ -196,6 +199,7 @@ def test_served_before_the_night_it_waits_and_then_becomes_the_review(target, br
         server.communicate(timeout=30)
 
 
+@pytest.mark.e2e
 def test_the_live_page_keeps_the_reader_s_place_and_shows_the_experiment_in_flight(night, browser):
     """While a night runs: a new experiment lands in place, the filter, the open row and the
     scroll stay; the experiment in flight is shown with its phase; no request but the page's
@@ -243,6 +247,7 @@ def test_the_live_page_keeps_the_reader_s_place_and_shows_the_experiment_in_flig
         server.communicate(timeout=30)
 
 
+@pytest.mark.e2e
 def test_the_page_at_390_px_by_keyboard_with_permalinks_and_sorting(night, browser, tmp_path):
     out = tmp_path / "review.html"
     assert run_cli("report", "--html", str(out), cwd=night.root).returncode == 0

@@ -50,6 +50,7 @@ def with_make_like_build(target) -> None:
     git(target.root, "commit", "-qm", "a make-like build")
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("sandbox", ["off", "auto"])
 def test_a_candidate_that_memoizes_in_its_tree_is_slow_every_run(target, sandbox):
     """Slow the first time, fast once it finds the file it left in its tree: each run finds

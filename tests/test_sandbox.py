@@ -54,6 +54,7 @@ def confine(target, mode: str = "auto", **options: str) -> str:
     return text
 
 
+@pytest.mark.e2e
 def test_a_candidate_cannot_write_into_the_baseline_tree_and_is_never_kept(target):
     """The candidate's bench writes `v=1000` into the baseline's tree (so that the best would
     measure slow): confined, the baseline's tree is not even in its sight (the directory both
@@ -76,6 +77,7 @@ def test_a_candidate_cannot_write_into_the_baseline_tree_and_is_never_kept(targe
     assert second.decision.metrics["time_ms"].baseline_median == pytest.approx(100)
 
 
+@pytest.mark.e2e
 def test_the_repository_and_the_journal_are_read_only_to_a_run(target, tmp_path):
     """A build step that writes a hook, the repository's config and the journal (it knows
     where they are): the git directory's writes fail inside the sandbox; the journal's fails
@@ -193,6 +195,7 @@ def test_a_confined_run_reaches_no_network_unless_allowed(tmp_path):
     assert outcomes == {False: False, True: True}
 
 
+@pytest.mark.e2e
 def test_unconfined_runs_are_said_once_and_recorded(target):
     # The synthetic target's own setting: [sandbox] mode = "off".
     target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
@@ -237,6 +240,7 @@ def _marked(mark: str) -> list[int]:
     return found
 
 
+@pytest.mark.e2e
 def test_a_confined_agent_edits_its_tree_reaches_its_model_and_has_a_home_of_its_own(
     target, tmp_path, request
 ):
@@ -361,6 +365,7 @@ def test_a_confined_run_has_no_capability_even_as_root(tmp_path):
     assert after == "as it was\n"
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("what", ["bench", "bench-restored"])
 def test_a_confined_run_cannot_rewrite_its_bench_script(target, what):
     """The bench script (and the checks') is read-only to a confined run: rewriting it while
@@ -408,6 +413,7 @@ def test_a_confined_run_cannot_reach_a_unix_socket_on_the_host(tmp_path):
     assert "connected" in Path(unconfined.log_path).read_text()
 
 
+@pytest.mark.e2e
 def test_an_interpreter_named_under_tmp_runs_confined(target):
     """`init --python /tmp/venv/bin/python3` writes a bench naming an interpreter under /tmp,
     which the run's private /tmp would hide (exit 127): what a command names there is shown
@@ -432,6 +438,7 @@ def test_an_interpreter_named_under_tmp_runs_confined(target):
     assert record.confinement.tool == "bwrap"
 
 
+@pytest.mark.e2e
 def test_nothing_tells_a_run_which_arm_it_is_in(target):
     """A defeat device kept with a real win: in the best's tree (told by the tree's name, its
     detached HEAD, the mount table's sources) it runs slower whenever a changed tree runs

@@ -120,6 +120,7 @@ def test_an_untracked_file_written_into_the_baseline_never_gets_a_loss_kept(targ
     assert second.decision.metrics["time_ms"].baseline_median == pytest.approx(100)
 
 
+@pytest.mark.e2e
 def test_another_session_writing_beside_the_run_is_not_tampering(target):
     """Sessions share the journal and the repository: another one's record and its branch,
     appearing while this session's candidate runs, are neither flagged nor taken back."""
@@ -180,6 +181,7 @@ def test_refs_rewritten_in_place_are_seen_without_asking_git_after_every_run(tmp
 # -- what is yours, not the candidate's --------------------------------------------------------
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("how", ["redirect", "tee"])
 @pytest.mark.parametrize("mode", ["off", "auto"])
 def test_the_loops_own_log_in_your_checkout_is_not_tampering(target, how, mode):
@@ -209,6 +211,7 @@ def test_the_loops_own_log_in_your_checkout_is_not_tampering(target, how, mode):
     assert "keep" in log
 
 
+@pytest.mark.e2e
 def test_what_you_do_in_your_checkout_during_a_confined_night_is_yours(target, tmp_path):
     """Confined, a candidate cannot write your checkout or the repository at all: a file you
     write there and a commit you make on your branch while it is measured are yours. The win
@@ -242,6 +245,7 @@ def _phase(marker: Path) -> str | None:
         return None
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("mode", ["off", "auto"])
 def test_a_worktree_s_git_file_pointed_at_your_repository_moves_nothing_of_yours(target, mode):
     """The candidate's bench rewrites its tree's `.git` to `gitdir: <your repository>/.git`:
@@ -305,6 +309,7 @@ def test_an_earlier_record_edited_far_back_in_the_journal_is_caught_and_put_back
     assert [r.status for r in records[:4]].count("keep") == 0
 
 
+@pytest.mark.e2e
 @pytest.mark.parametrize("sandbox", ["off", "auto"])
 def test_a_filter_your_git_config_defines_never_runs_on_a_candidate_s_tree(
     target, tmp_path, monkeypatch, sandbox

@@ -27,6 +27,11 @@ def test_the_rows_of_every_worker_are_summed_by_module(tmp_path):
     assert lines[1].split() == ["tests/test_b.py", "1", "9.0", "0.2", "0.2", "8.5"]
     assert lines[2].split() == ["tests/test_a.py", "2", "6.0", "1.5", "1.5", "3.0"]
     assert "3 tests: 15.0 s wall" in lines[-1] and "the CPU alone takes 1.8 s" in lines[-1]
+    over = summary(str(rows), "--over", "1").stdout.split("s of CPU:\n")[1].splitlines()
+    assert [line.split() for line in over] == [
+        ["1.50", "s", "tests/test_a.py::one"],
+        ["1.50", "s", "tests/test_a.py::two"],
+    ]
 
 
 def test_a_file_that_is_not_its_rows_is_named_with_its_line(tmp_path):

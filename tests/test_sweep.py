@@ -286,6 +286,7 @@ THIRD_PARTY = '''
 '''
 
 
+@pytest.mark.e2e
 def test_a_third_party_proposer_registered_by_entry_point_runs(target, tmp_path):
     site = tmp_path / "site"
     (site / "fixed_proposer-1.0.dist-info").mkdir(parents=True)
