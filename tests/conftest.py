@@ -17,6 +17,13 @@ import time
 import traceback
 from pathlib import Path
 
+# The package's and the tests' bytecode is written as an install writes it, even where
+# PYTHONDONTWRITEBYTECODE is set: each worker and each command the tests start would otherwise
+# compile every module again, and rewrite the asserts of every test module and helper. Set
+# before the helpers and the package below are imported: each worker imports them first. The
+# children keep the variable: nothing is written into the trees they run in.
+sys.dont_write_bytecode = False
+
 import pytest
 from hypothesis import settings
 from inprocess import InProcess
@@ -91,11 +98,6 @@ def pytest_configure(config):
     """Hermetic git: no user or system config, hooks or signing reach the tests or the loop
     they drive; the identity the helpers commit with comes from here."""
     _commands_run_this_checkout(config)
-    # The package's and the tests' bytecode is written as an install writes it, even where
-    # PYTHONDONTWRITEBYTECODE is set: each worker and each command the tests start would
-    # otherwise compile every module again (4 s of every worker's collection). The children
-    # keep the variable: nothing is written into the trees they run in.
-    sys.dont_write_bytecode = False
     home = Path(tempfile.mkdtemp(prefix="autoresearch-tests-git-"))
     config.stash[_HOME] = home
     gitconfig = home / "gitconfig"

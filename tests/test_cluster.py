@@ -134,6 +134,7 @@ def test_two_hosts_measure_side_by_side_and_a_stale_win_is_measured_again(
     assert not list(session_paths(target.load()).flights.glob("*.json"))
 
 
+@pytest.mark.e2e
 def test_a_stale_win_that_no_longer_applies_to_the_new_best_is_apply_failed(
     target, tmp_path, cluster
 ):
@@ -162,6 +163,7 @@ def test_a_stale_win_that_no_longer_applies_to_the_new_best_is_apply_failed(
     assert git(target.root, "show", "autoresearch/t:src/value.txt") == f"{kept.title[-2:]}\n"
 
 
+@pytest.mark.e2e
 def test_a_killed_host_s_experiment_runs_again_and_is_recorded_once(target, tmp_path, cluster):
     env = sleepy(target, tmp_path, sleep_s=0.6)
     env["BENCH_STARTED"] = str(tmp_path / "started")
@@ -457,6 +459,7 @@ def test_a_best_is_calibrated_once_and_hosts_of_its_kind_take_it_up(target, tmp_
     assert own.calibration_new and runs == 4 + 6
 
 
+@pytest.mark.e2e
 def test_a_win_whose_files_the_keeps_since_did_not_touch_is_kept_on_its_measurement(
     target, tmp_path, cluster
 ):
@@ -485,6 +488,7 @@ def test_a_win_whose_files_the_keeps_since_did_not_touch_is_kept_on_its_measurem
     assert git(target.root, "show", "autoresearch/t:src/knobs.txt") == "k = 0.9\n"
 
 
+@pytest.mark.e2e
 def test_a_bench_too_noisy_is_refused_before_any_experiment_is_sent(target, tmp_path):
     """On bench hosts as here (loop/stages.py): the best is calibrated on a host before the
     first experiment, a bench far too noisy for the effect asked for (5%) is measured once more
@@ -532,6 +536,7 @@ def test_a_bench_too_noisy_is_refused_before_any_experiment_is_sent(target, tmp_
     ), said_lines
 
 
+@pytest.mark.e2e
 def test_checks_failing_on_the_unmodified_code_refuse_the_night_before_a_host_measures(
     target, tmp_path
 ):
@@ -555,6 +560,7 @@ def test_checks_failing_on_the_unmodified_code_refuse_the_night_before_a_host_me
     assert git(target.root, "status", "--porcelain", "--untracked-files=no") == ""
 
 
+@pytest.mark.e2e
 def test_logs_past_their_budget_are_pruned_on_the_driver_and_on_the_host(target, tmp_path):
     """`session.max_logs_mb` holds on bench hosts too: the driver prunes the session's logs
     between landings as a serial night does between experiments, and a host keeps its own log
@@ -576,6 +582,7 @@ def test_logs_past_their_budget_are_pruned_on_the_driver_and_on_the_host(target,
     assert (host_logs / "t-0006").exists() and not (host_logs / "t-0001").exists()
 
 
+@pytest.mark.e2e
 def test_the_best_s_profile_is_taken_on_a_night_on_bench_hosts_too(target, tmp_path):
     """With a `[profile]`, the base and each keep are profiled (by the driver, in a worktree of
     its own) as a serial night profiles them: `state`, the agent's prompt and the review say

@@ -100,6 +100,7 @@ def test_a_change_tuned_to_the_bench_s_inputs_is_not_kept(target, tmp_path):
     assert any("holdout-candidate-" in log for log in honest.bench_logs)
 
 
+@pytest.mark.e2e
 def test_on_bench_hosts_too_a_tuned_change_is_not_kept_and_the_confirmation_holds_both(
     target, tmp_path
 ):

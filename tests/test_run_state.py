@@ -111,6 +111,7 @@ def test_a_planted_build_output_does_not_reach_the_next_try(target, tmp_path):
     assert [r.status for r in experiments(target)] == ["checks_failed", "discard"]
 
 
+@pytest.mark.e2e
 def test_a_planted_build_output_does_not_reach_the_next_job_on_a_bench_host(target, tmp_path):
     """The same on a bench host (one, so that both jobs land on it): the next job's candidate
     tree is put back to the output of its last unpatched build (its calibration)."""
