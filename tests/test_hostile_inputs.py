@@ -204,17 +204,23 @@ def test_result_answers_every_state_of_a_try_file(target, pid, outcome, expected
 def test_result_is_not_fooled_by_a_reused_pid(target):
     """A try's pid file names its process by pid, start time and the try id it carries in its
     environment: a pid the system gave to another process since (another start time, or the
-    same start time but not this try, as init's own pid 1 is) is a try that ended."""
+    same start time but not this try, as init's own pid 1 is) is a try that ended. A process
+    whose environment reads as nothing, as a try's does while exec lays it out, is named by
+    its start time: it runs on (with no start time to name it, it is not the try)."""
     name = "try-20260101T000001"
     tries = _try_files(target, name)
     env = {**os.environ, TRY_ENV: name}
     sleeper = subprocess.Popen(["sleep", "60"], env=env)
     stranger = subprocess.Popen(["sleep", "60"])
+    # What a try in exec's first steps reads as: no environment yet, its own start time.
+    unread = subprocess.Popen(["sleep", "60"], env={})
     answers = {}
     try:
         started = process_started(sleeper.pid)
         cases = {
             "alive": f"{sleeper.pid} {started}",
+            "unread": f"{unread.pid} {process_started(unread.pid)}",
+            "unread, no start time": f"{unread.pid}",
             "reused": f"{sleeper.pid} {started - 1}",  # the same pid, another start time
             "init": "1",  # no start time: pid 1 is alive, and not a try
             "stranger": f"{stranger.pid} {process_started(stranger.pid)}",
@@ -223,11 +229,11 @@ def test_result_is_not_fooled_by_a_reused_pid(target):
             (tries / f"{name}.pid").write_text(text)
             answers[case] = json.loads(run_cli("result", name, cwd=target.root).stdout)
     finally:
-        for proc in (sleeper, stranger):
+        for proc in (sleeper, stranger, unread):
             proc.kill()
             proc.wait()
-    assert answers["alive"]["status"] == "running"
-    for case in ("reused", "init", "stranger"):
+    assert answers["alive"]["status"] == answers["unread"]["status"] == "running"
+    for case in ("reused", "init", "stranger", "unread, no start time"):
         assert answers[case]["status"] == "error", (case, answers[case])
 
 

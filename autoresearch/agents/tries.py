@@ -191,10 +191,16 @@ def read_result(config: Config, try_id: str, wait_s: float = 0.0) -> dict[str, A
 
 def _is_try(pid: int, started: int | None, try_id: str) -> bool:
     """Whether `pid` is the live process of try `try_id`: started when its pid file says, and
-    carrying the try's id in its environment (a reused pid carries neither)."""
+    carrying the try's id in its environment (a reused pid carries neither). An environment
+    that reads as nothing is no answer: a process exec has woken its parent from reads so until
+    exec has laid its environment out, which a busy machine can take longer than an agent takes
+    to ask; the start time its pid file names is then what names it (with none, it is not)."""
     if not running(pid, started):
         return False
-    return f"{TRY_ENV}={try_id}".encode() in environ_of(pid).split(b"\0")
+    environ = environ_of(pid)
+    if not environ:
+        return started is not None
+    return f"{TRY_ENV}={try_id}".encode() in environ.split(b"\0")
 
 
 def _try_pid(path: Path) -> tuple[int | None, int | None]:
