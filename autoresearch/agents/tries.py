@@ -192,9 +192,10 @@ def read_result(config: Config, try_id: str, wait_s: float = 0.0) -> dict[str, A
 def _is_try(pid: int, started: int | None, try_id: str) -> bool:
     """Whether `pid` is the live process of try `try_id`: started when its pid file says, and
     carrying the try's id in its environment (a reused pid carries neither). An environment
-    that reads as nothing is no answer: a process exec has woken its parent from reads so until
-    exec has laid its environment out, which a busy machine can take longer than an agent takes
-    to ask; the start time its pid file names is then what names it (with none, it is not)."""
+    that reads as nothing is no answer: a new process reads so from the moment exec wakes its
+    parent to the moment exec lays the environment out, a window a busy machine stretches past
+    the time an agent takes to ask; the start time in its pid file names it then (with none,
+    it is not the try)."""
     if not running(pid, started):
         return False
     environ = environ_of(pid)
