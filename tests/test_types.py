@@ -1,11 +1,14 @@
-"""The type checker holds the modules it has been grown over: strict mypy, in the suite and so
-in CI. A module joins the list once it checks clean; it never leaves it."""
+"""The type checker holds the modules it has been grown over: strict mypy, in the e2e tier and
+so in CI (a fresh clone's mypy run, with no cache yet, takes 12 s of CPU; 0.3 s once it has one).
+A module joins the list once it checks clean; it never leaves it."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 STRICT = [
@@ -55,6 +58,7 @@ STRICT = [
 ]
 
 
+@pytest.mark.e2e
 def test_the_strict_modules_type_check():
     done = subprocess.run(
         [
