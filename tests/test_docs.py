@@ -63,7 +63,7 @@ def test_ci_runs_the_readme_s_tests_and_every_tier_the_fast_suite_leaves_out():
     assert sorted(tiers) == ["e2e", "slow"]
     for tier in tiers:
         assert f"not {tier}" in options["addopts"], tier
-    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
     readme = (ROOT / "README.md").read_text().split("```sh\n", 1)[1].splitlines()[1]
     assert readme.endswith("&& python -m pytest") and "python3 -m pytest" in ci
     for tier in tiers:
