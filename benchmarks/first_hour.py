@@ -8,8 +8,9 @@ upstream win in JavaScript, below) in a fresh git repository; `autoresearch init
 flags the README names; three hypotheses queued (a null change, a regression, then the
 known win); then `check` and `run` with no edit of the config and no `--accept-noise`. A row
 per ecosystem: one bench run's seconds and what the calibration can detect (as `check` says
-them), whether the night was refused as too noisy (and then, as a user would, the one edit the
-refusal advises made, `target_effect_pct` at what the bench can see, and `run` again), the
+them), whether the night was refused as too noisy (and then, as a user would, the first edit
+the refusal names made, and `run` again: the same benchmark's fastest round as the metric when it
+names that, else `target_effect_pct` at what the bench can see), the
 minutes of both runs, each hypothesis' status, and the confirmed change. What #53 asks of a
 first hour: the win kept, neither the null nor the regression, no refusal on a quiet machine, a
 night of three hypotheses under 30 minutes. Figures go to docs/results/first_hour/.
@@ -26,6 +27,7 @@ directly on the slow and the fast file, alternately, after the night.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import re
@@ -39,6 +41,9 @@ from pathlib import Path
 from machine_load import a_core_busy
 from results import record
 
+from autoresearch.config import load_config
+from autoresearch.decide.calibration import Calibration, minimum_noise
+from autoresearch.decide.design import detectable_effect_pct
 from autoresearch.journal.store import read_journal
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -250,20 +255,24 @@ def first_hour(name: str, spec: dict, parent: Path) -> dict:
     started = time.monotonic()
     night = cli(repo, "run", "--quiet")
     refused = "too noisy" in night.stderr
-    advised = re.search(r"\(target_effect_pct = ([\d.]+)\)", night.stderr) if refused else None
-    if advised:  # what a user does next: the one edit the refusal names, and run again
+    advice = _advice(night.stderr) if refused else None
+    if advice:  # what a user does next: the first edit the refusal names, and run again
         config = repo / "autoresearch.toml"
-        said = advised.expand(r"target_effect_pct = \1")
-        text, edits = re.subn(r"(?m)^target_effect_pct = [\d.]+", said, config.read_text(), count=1)
+        pattern, replacement, said = advice
+        text, edits = re.subn(pattern, replacement, config.read_text(), count=1)
         if edits != 1:
-            raise SystemExit(f"{name}: no target_effect_pct line in {config} to set")
+            raise SystemExit(f"{name}: no line for {said!r} in {config} to set")
         config.write_text(text)
         subprocess.run(["git", "commit", "-qam", "the refusal's advice"], cwd=repo, check=True)
         night = cli(repo, "run", "--quiet")
     minutes = (time.monotonic() - started) / 60
     journal = read_journal(repo / "experiments.jsonl")
-    statuses = {r.title: str(r.status) for r in journal.experiments}
+    statuses: dict[str, list[str]] = {}  # a second look may measure a title again
+    for r in journal.experiments:
+        statuses.setdefault(r.title, []).append(str(r.status))
     confirmation = journal.confirmations[-1] if journal.confirmations else None
+    primary = spec["init"][spec["init"].index("--metric") + 1]
+    calibrations = [_seen(repo, primary, record) for record in journal.calibrations]
     truth = spec["truth"](repo, spec) if "truth" in spec else None
     return {
         "ecosystem": name,
@@ -271,17 +280,52 @@ def first_hour(name: str, spec: dict, parent: Path) -> dict:
         "run_s": float(run_s.group(1)) if run_s else None,
         "detectable_pct": float(detect.group(1)) if detect else None,
         "refused": refused,
-        "advised_target_pct": float(advised.group(1)) if advised else None,
+        "advice_followed": advice[2] if advice else None,
         "night_exit": night.returncode,
         "night_min": round(minutes, 1),
         "statuses": statuses,
-        "win_kept": statuses.get("the known win") == "keep",
-        "nothing_else_kept": all(statuses.get(t) != "keep" for t in CONTROLS),
+        "win_kept": "keep" in statuses.get("the known win", []),
+        "nothing_else_kept": all("keep" not in statuses.get(t, []) for t in CONTROLS),
         # Measured and not kept: a control that did not apply or crashed tells nothing.
-        "controls_measured": all(statuses.get(t) in ("discard", "inconclusive") for t in CONTROLS),
+        "controls_measured": all(
+            {"discard", "inconclusive"} & set(statuses.get(t, [])) for t in CONTROLS
+        ),
+        "calibrations": calibrations,
         "confirmed_pct": confirmation.change_pct if confirmation is not None else None,
         "truth_pct": truth,
     }
+
+
+def _seen(repo: Path, primary: str, record) -> dict:
+    """What one calibration let the night see, as the rule designs it: the detectable change of
+    the metric `init` was given and, where the harness reports it, of its fastest round's, at
+    the night's decision settings (the config committed last)."""
+    config = load_config(repo / "autoresearch.toml")
+    config = dataclasses.replace(config, metric=dataclasses.replace(config.metric, name=primary))
+    calibration = Calibration.from_record(record, primary)
+    verdict = calibration.verdict(config)
+    fastest = minimum_noise(config, calibration.samples)
+    return {
+        "detectable_pct": verdict.detectable_pct if verdict else None,
+        "fastest_detectable_pct": (
+            detectable_effect_pct(config, fastest[1], calibration.run_s) if fastest else None
+        ),
+    }
+
+
+def _advice(refusal: str) -> tuple[str, str, str] | None:
+    """The edit a refusal names first, as (the config text it replaces, the replacement, the
+    line it sets): the same
+    benchmark's quieter fastest round when it names one, else the target it can see."""
+    metric = re.search(r'\(\[metric\] name = "(\w+)"', refusal)
+    if metric:
+        said = f'name = "{metric.group(1)}"'
+        return r'(?ms)^(\[metric\][^\[]*?^)name = "\w+"', rf"\g<1>{said}", said
+    target = re.search(r"\(target_effect_pct = ([\d.]+)\)", refusal)
+    if target:
+        said = f"target_effect_pct = {target.group(1)}"
+        return r"(?m)^target_effect_pct = [\d.]+", said, said
+    return None
 
 
 def main() -> int:
@@ -303,7 +347,7 @@ def main() -> int:
             rows.append(row)
             print(
                 f"{name:7} {condition:11} run {row['run_s']}s, detects {row['detectable_pct']}%, "
-                f"refused {row['refused']} (advised {row['advised_target_pct']}%), "
+                f"refused {row['refused']} (then {row['advice_followed']}), "
                 f"night {row['night_min']} min (exit {row['night_exit']}), {row['statuses']}, "
                 f"confirmed {row['confirmed_pct']}, truth {row['truth_pct']}",
                 flush=True,

@@ -4,6 +4,7 @@ import dataclasses
 import json
 import math
 import random
+import re
 
 import pytest
 
@@ -335,6 +336,54 @@ def test_a_calibration_gives_the_judge_its_aa_pairs_spread(config):
     # A keep's own runs stand for the new best; the spread stays the calibration's.
     kept = calibration.kept({"t_ms": [90.0, 91.0]})
     assert (kept.pair_ss, kept.pair_df) == (calibration.pair_ss, 3)
+
+
+# pytest-benchmark's median and fastest round of fib(18), in microseconds, sixteen runs of a
+# calibration on a shared VM whose speed came and went in phases of a second or two: each run's
+# median fell in one phase or the other, its fastest round in the quick one nearly always.
+PHASED_MEDIANS = [494, 623, 352, 571, 598, 542, 359, 366, 544, 575, 593, 349, 514, 537, 376, 518]
+PHASED_FASTEST = [317, 347, 308, 333, 378, 317, 311, 314, 354, 315, 369, 311, 328, 314, 326, 307]
+
+
+def test_a_bench_too_noisy_in_its_medians_is_pointed_at_its_fastest_round(config):
+    """The night is refused on the medians' noise, and the advice names the same benchmark's
+    fastest round, measured by the same runs, with what it would detect; that edit makes a
+    night that runs. A metric with no quieter minimum beside it gets no such advice."""
+    metric = dataclasses.replace(config.metric, name="test_fib_ns")
+    named = dataclasses.replace(config, metric=metric)
+    record = CalibrationRecord(
+        session="s",
+        at="now",
+        commit="0" * 40,
+        samples={"test_fib_ns": PHASED_MEDIANS, "test_fib_min_ns": PHASED_FASTEST},
+        medians={},
+        noise_pct={"test_fib_ns": 20.0, "test_fib_min_ns": 5.0},
+        threshold_pct=1.0,
+        bench_logs=["a"] * 16,
+        duration_s=80.0,
+    )
+    verdict = Calibration.from_record(record, "test_fib_ns").verdict(named)
+    assert verdict is not None and verdict.refuse
+    said = re.search(
+        r"decide on test_fib_min_ns, the fastest round of the same benchmark, whose noise here "
+        r'lets 20 runs per arm detect ([\d.]+)% \(\[metric\] name = "test_fib_min_ns"',
+        verdict.refusal,
+    )
+    assert said, verdict.refusal
+    assert float(said.group(1)) < verdict.detectable_pct / 2
+
+    fastest = dataclasses.replace(named, metric=dataclasses.replace(metric, name="test_fib_min_ns"))
+    followed = Calibration.from_record(record, "test_fib_min_ns").verdict(fastest)
+    assert followed is not None and not followed.refuse
+    assert f"{followed.detectable_pct:.1f}" == said.group(1)
+    assert "decide on" not in followed.message  # a minimum has no minimum of its own
+
+    # Its fastest round as phased as its medians: nothing better to point at.
+    alike = dataclasses.replace(
+        record, samples={**record.samples, "test_fib_min_ns": PHASED_MEDIANS}
+    )
+    loud = Calibration.from_record(alike, "test_fib_ns").verdict(named)
+    assert loud is not None and loud.refuse and "decide on" not in loud.message
 
 
 @pytest.mark.parametrize("factor", [0.9, 1.0, 1.06])

@@ -169,6 +169,35 @@ def test_check_and_run_give_one_noise_verdict(target, tmp_path):
     assert experiments(target) == []
 
 
+def test_a_refusal_points_at_the_quieter_fastest_round_and_that_edit_makes_a_night(
+    target, tmp_path
+):
+    """A bench whose medians swing run to run but whose fastest round does not (a VM whose
+    speed comes and goes): `check` refuses on the medians and names the fastest round with what
+    it detects; the one edit it names (the metric) makes `check` ready and the night keep."""
+    loud = {
+        "BENCH_FACTORS": "0.5,1.5",
+        "BENCH_COUNTER": str(tmp_path / "runs"),
+        "BENCH_FASTEST": "1",
+    }
+    check = run_cli("check", cwd=target.root, env=loud)
+    assert check.returncode == 1
+    (problem,) = [x for x in check.stdout.splitlines() if x.startswith("problem: ")]
+    assert "decide on time_min_ms, the fastest round of the same benchmark" in problem
+    assert '([metric] name = "time_min_ms";' in problem
+
+    config = target.config_path.read_text()
+    target.config_path.write_text(config.replace('name = "time_ms"', 'name = "time_min_ms"', 1))
+    git(target.root, "commit", "-qam", "decide on the fastest round, as check advised")
+    ready = run_cli("check", cwd=target.root, env=loud)
+    assert ready.returncode == 0, ready.stdout + ready.stderr
+    assert "decide on" not in ready.stdout
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    night = run_cli("run", cwd=target.root, env=loud)
+    assert night.returncode == 0, night.stderr
+    assert [r.status for r in experiments(target)] == ["keep"]
+
+
 def test_a_noisy_minute_at_the_start_does_not_cost_the_night(target, tmp_path):
     """The first calibration falls in a busy minute (its runs half and one and a half times
     the value, as in the test above), the rest of the night is quiet: `check` and `run`

@@ -9,18 +9,20 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ..readers.rows import minimum_of
 from .design import NoiseVerdict, noise_verdict, paired_noise_pct
 from .rule import Judge
+from .stats import robust_cv_pct
 
 if TYPE_CHECKING:
     from ..config import Config
     from ..journal.records import CalibrationRecord
 
-__all__ = ["Calibration", "pair_noise_of"]
+__all__ = ["Calibration", "minimum_noise", "pair_noise_of"]
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,8 @@ class Calibration:
         if self.noise_pct is None:
             return None
         pair_noise = paired_noise_pct(self.pair_ss, self.pair_df)
-        return noise_verdict(config, self.noise_pct, self.run_s, pair_noise)
+        quieter = minimum_noise(config, self.samples)
+        return noise_verdict(config, self.noise_pct, self.run_s, pair_noise, quieter)
 
     def judge(self, config: Config) -> Judge:
         """The decision rule for one experiment against this best."""
@@ -88,6 +91,26 @@ def _aa_pairs(values: Sequence[float | None]) -> dict[str, Any]:
         return {}
     mean = sum(pairs) / len(pairs)
     return {"pair_ss": sum((x - mean) ** 2 for x in pairs), "pair_df": len(pairs) - 1}
+
+
+def minimum_noise(
+    config: Config, samples: Mapping[str, Sequence[float | None]]
+) -> tuple[str, float] | None:
+    """The primary's least disturbed value (readers.rows.minimum_of), when the runs measured
+    it: its name and its noise as the rule's design sees it (the A/A pairs' under the paired
+    rule, the runs' own spread otherwise)."""
+    name = minimum_of(config.metric.name)
+    runs = samples.get(name or "", [])
+    values = [v for v in runs if v is not None]
+    if name is None or len(values) < 4:
+        return None
+    if not config.decision.paired:
+        noise = robust_cv_pct(values)
+        return None if noise is None else (name, noise)
+    spread = _aa_pairs(runs)  # a fastest round alike in every run is no spread to refuse
+    if not spread:
+        return None
+    return name, 100 * math.sqrt(spread["pair_ss"] / spread["pair_df"] / 2)
 
 
 def pair_noise_of(values: Sequence[float | None]) -> float | None:

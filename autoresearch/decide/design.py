@@ -151,13 +151,18 @@ def paired_noise_pct(pair_ss: float | None, pair_df: int) -> float | None:
 
 
 def noise_verdict(
-    config: Config, noise_pct: float, run_s: float | None, pair_noise: float | None = None
+    config: Config,
+    noise_pct: float,
+    run_s: float | None,
+    pair_noise: float | None = None,
+    quieter: tuple[str, float] | None = None,
 ) -> NoiseVerdict:
     """One verdict for `check`, the calibration's warning and the night's refusal: the
     detectable change at the noise the rule's design sees (`pair_noise`, paired_noise_pct,
     under the paired rule; the runs' own spread `noise_pct` otherwise, as the rule does) within
     `max_runs` and `budget_s`; refused only beyond REFUSE_FACTOR times `target_effect_pct`;
-    the advice names every setting in the way."""
+    the advice names every setting in the way, and `quieter` (the same benchmark's least
+    disturbed value and its noise as the design sees it) when it would see more."""
     d = config.decision
     pair = pair_noise if d.paired else None
     seen_noise = pair or noise_pct
@@ -179,12 +184,14 @@ def noise_verdict(
     if budget is not None and run_s and budget < needed:
         advice.append(f"decision.budget_s to {math.ceil(2 * needed * run_s)}")
     remedies = [f"to see {target:g}%, raise {' and '.join(advice)}"] if advice else []
+    refuse = detectable > REFUSE_FACTOR * target
+    if quieter is not None:
+        remedies[:0] = _fastest_round(config, quieter, run_s, REFUSE_FACTOR if refuse else 1)
     remedies.append("make the bench quieter (longer runs, fewer other jobs)")
     # On a machine noisy at heart (a shared VM), a project whose wins are large can say so
     # instead of running the night with --accept-noise: smaller wins then end inconclusive.
     larger = math.ceil(detectable)
     remedies.append(f"look only for wins of {larger}% or more (target_effect_pct = {larger})")
-    refuse = detectable > REFUSE_FACTOR * target
     consequence = (
         f"over {REFUSE_FACTOR:g} times it, the night would keep little"
         if refuse
@@ -195,6 +202,24 @@ def noise_verdict(
         + ", or ".join(remedies)
     )
     return NoiseVerdict(detectable, target, refuse, message, seen_noise)
+
+
+def _fastest_round(
+    config: Config, quieter: tuple[str, float], run_s: float | None, factor: float
+) -> list[str]:
+    """Deciding on the primary's fastest round, when that alone lifts the refusal (or the
+    warning): within `factor` times the target. The runs have measured it already, and the
+    night keeps its target and its length."""
+    name, noise = quieter
+    sees = detectable_effect_pct(config, noise, run_s)
+    if sees > factor * config.decision.target_effect_pct:
+        return []
+    most = _most_runs(config.decision, run_s)
+    return [
+        f"decide on {name}, the fastest round of the same benchmark, whose noise here lets "
+        f'{most} runs per arm detect {sees:.1f}% ([metric] name = "{name}"; it misses what '
+        "only slower rounds show)"
+    ]
 
 
 def budget_runs(d: DecisionConfig, run_s: float | None) -> int | None:

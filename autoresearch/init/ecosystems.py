@@ -94,7 +94,8 @@ def vitest_ecosystem(directory: Path, files: list[Path] | None = None) -> Ecosys
         output=".autoresearch-bench.json",
         keep=("node_modules/",),
         scope=_JS_SCOPE,
-        metrics="describe_name_ns: each benchmark's median, in nanoseconds",
+        metrics="describe_name_ns: each benchmark's median, in nanoseconds (describe_name_min_ns, "
+        "its fastest sample, beside it)",
     )
 
 
@@ -139,8 +140,10 @@ cat "$out" >&"$metrics"
 # The benchmark libraries with no report of their own that node runs with a module of init's
 # loaded first: what init says of them, and how their metrics read.
 NODE_LIBRARIES = {
-    "tinybench": "bench_task_ns: each task's median latency, in nanoseconds",
-    "mitata": "group_name_ns: each benchmark's median (p50), in nanoseconds",
+    "tinybench": "bench_task_ns: each task's median latency, in nanoseconds "
+    "(bench_task_min_ns, its fastest sample, beside it)",
+    "mitata": "group_name_ns: each benchmark's median (p50), in nanoseconds "
+    "(group_name_min_ns, its fastest sample, beside it)",
 }
 _RUNNABLE = (".js", ".mjs", ".cjs")
 
@@ -284,7 +287,8 @@ def python_ecosystem(python: str) -> Ecosystem:
         format="pytest-benchmark",
         output=".autoresearch-bench.json",
         scope=("**/*.py",),
-        metrics="test_name_ns: each test's median, in nanoseconds (its group first)",
+        metrics="test_name_ns: each test's median, in nanoseconds (its group first; "
+        "test_name_min_ns, its fastest round, beside it)",
     )
 
 

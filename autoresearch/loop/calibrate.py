@@ -16,7 +16,7 @@ from pathlib import Path
 from ..bench.fingerprint import toolchains
 from ..bench.measure import Harness, Measurement, PairMeasurement, measure_pair
 from ..config import Config
-from ..decide.calibration import pair_noise_of
+from ..decide.calibration import minimum_noise, pair_noise_of
 from ..decide.design import NoiseVerdict, noise_verdict, runs_needed, threshold_pct
 from ..decide.rule import CONFIDENCE
 from ..decide.stats import compare, robust_cv_pct
@@ -87,7 +87,9 @@ def _record(
     verdict = needed = None
     if noise[primary]:
         run_s = duration_s / runs if runs else None
-        verdict = noise_verdict(config, noise[primary], run_s, pair_noise_of(samples[primary]))
+        paired = pair_noise_of(samples[primary])
+        quieter = minimum_noise(config, samples)
+        verdict = noise_verdict(config, noise[primary], run_s, paired, quieter)
         needed = runs_needed(config, verdict.noise_pct, config.decision.target_effect_pct)
     return CalibrationRecord(
         session=config.session.name,

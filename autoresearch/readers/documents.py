@@ -11,18 +11,22 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
-from .rows import NS_PER, medians, metric_name
+from .rows import NS_PER, medians, metric_name, with_minimums
 
 __all__ = ["DOCUMENTS", "document_formats"]
 
 
 def _pytest_benchmark(text: str) -> dict[str, float]:
-    """`pytest --benchmark-json=FILE`: each test's median, in seconds there."""
+    """`pytest --benchmark-json=FILE`: each test's median, in seconds there, and its fastest
+    round (rows.minimum_of)."""
     rows: dict[str, list[float]] = {}
+    fastest: dict[str, list[float]] = {}
     for bench in json.loads(text)["benchmarks"]:
         name = metric_name(bench.get("group") or "", bench["name"], "ns")
         rows.setdefault(name, []).append(float(bench["stats"]["median"]) * 1e9)
-    return medians(rows)
+        if isinstance(bench["stats"].get("min"), int | float):
+            fastest.setdefault(name, []).append(float(bench["stats"]["min"]) * 1e9)
+    return with_minimums(medians(rows), medians(fastest))
 
 
 def _google_benchmark(text: str) -> dict[str, float]:
@@ -63,16 +67,19 @@ def _google_benchmark(text: str) -> dict[str, float]:
 
 
 def _hyperfine(text: str) -> dict[str, float]:
-    """`hyperfine --export-json FILE`: each command's median, in seconds there; named by its
-    `--command-name` or its command line, its parameters appended where two share a name."""
+    """`hyperfine --export-json FILE`: each command's median, in seconds there, and its fastest
+    run; named by its `--command-name` or its command line, its parameters appended where two
+    share a name."""
     results = json.loads(text)["results"]
     names = [metric_name(r["command"]) for r in results]
-    found = {}
+    found, fastest = {}, {}
     for result, name in zip(results, names, strict=True):
         if names.count(name) > 1:
             name = metric_name(name, *(result.get("parameters") or {}).values())
         found[f"{name}_ns"] = float(result["median"]) * 1e9
-    return found
+        if isinstance(result.get("min"), int | float):
+            fastest[f"{name}_ns"] = float(result["min"]) * 1e9
+    return with_minimums(found, fastest)
 
 
 def _jmh(text: str) -> dict[str, float]:
@@ -120,36 +127,45 @@ def _bmf(text: str) -> dict[str, float]:
 
 
 def _vitest(text: str) -> dict[str, float]:
-    """`vitest bench --outputJson FILE`: each benchmark's median (milliseconds there), named by
-    its `describe` groups and its name; by its file too where two files share a name."""
-    named: dict[str, list[tuple[str, float]]] = {}
+    """`vitest bench --outputJson FILE`: each benchmark's median (milliseconds there) and its
+    fastest sample, named by its `describe` groups and its name; by its file too where two
+    files share a name."""
+    named: dict[str, list[tuple[str, float, float | None]]] = {}
     for file in json.loads(text)["files"]:
         stem = PurePosixPath(file["filepath"]).name.split(".")[0]
         for group in file["groups"]:
             path = group["fullName"].split(" > ")[1:]  # the file first, then the describes
             for bench in group["benchmarks"]:
-                value = bench.get("median", bench.get("mean"))
+                value = float(bench.get("median", bench.get("mean"))) * NS_PER["ms"]
+                low = bench.get("min")
+                low = float(low) * NS_PER["ms"] if isinstance(low, int | float) else None
                 name = metric_name(*path, bench["name"], "ns")
-                named.setdefault(name, []).append((stem, float(value) * NS_PER["ms"]))
-    found = {}
+                named.setdefault(name, []).append((stem, value, low))
+    found, fastest = {}, {}
     for name, rows in named.items():
-        for stem, value in rows:
-            found[metric_name(stem, name) if len(rows) > 1 else name] = value
-    return found
+        for stem, value, low in rows:
+            full = metric_name(stem, name) if len(rows) > 1 else name
+            found[full] = value
+            if low is not None:
+                fastest[full] = low
+    return with_minimums(found, fastest)
 
 
 def _mitata(text: str) -> dict[str, float]:
-    """mitata's `run({ format: "json" })`: each run's median (`p50`, nanoseconds), named by
-    its group and its name."""
+    """mitata's `run({ format: "json" })`: each run's median (`p50`, nanoseconds) and its
+    fastest sample, named by its group and its name."""
     document = json.loads(text)
     groups = [g.get("name") or "" for g in document.get("layout") or []]
-    found = {}
+    found, fastest = {}, {}
     for bench in document["benchmarks"]:
         group = groups[bench["group"]] if isinstance(bench.get("group"), int) else ""
         for run in bench["runs"]:
             if run.get("stats"):  # a run that threw has an error instead
-                found[metric_name(group, run["name"], "ns")] = float(run["stats"]["p50"])
-    return found
+                name = metric_name(group, run["name"], "ns")
+                found[name] = float(run["stats"]["p50"])
+                if isinstance(run["stats"].get("min"), int | float):
+                    fastest[name] = float(run["stats"]["min"])
+    return with_minimums(found, fastest)
 
 
 def _asv(text: str) -> dict[str, float]:

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from ..errors import MetricParseError
 
-__all__ = ["NS_PER", "medians", "metric_name", "rows_declared"]
+__all__ = ["NS_PER", "medians", "metric_name", "minimum_of", "rows_declared", "with_minimums"]
 
 # How many rows of one benchmark a run may report (`[bench] rows`; 0: any), while it is read.
 _DECLARED = contextvars.ContextVar("declared_rows", default=0)
@@ -25,6 +25,29 @@ def metric_name(*parts: str) -> str:
     """`fib/20`, `ns` -> `fib_20_ns`: lowercased, `_` for any run of other characters."""
     text = "_".join(str(p) for p in parts if p not in (None, ""))
     return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def minimum_of(metric: str) -> str | None:
+    """The name of a timing's least disturbed value, beside its median: `fib_20_ns` ->
+    `fib_20_min_ns` (None for a name without a unit, or one that is a minimum already). A
+    harness that reports each benchmark's fastest round gets it read under this name: on a
+    machine whose speed comes and goes (a shared VM), it moves far less than the median, at
+    the price of what only the slower rounds show (allocation, collection, cache misses)."""
+    stem, _, unit = metric.rpartition("_")
+    if not stem or stem.endswith("_min"):
+        return None
+    return f"{stem}_min_{unit}"
+
+
+def with_minimums(found: dict[str, float], minimums: dict[str, float]) -> dict[str, float]:
+    """`found` with each of `minimums` (by its median's name) under `minimum_of` that name,
+    where no benchmark of the run bears that name itself."""
+    merged = dict(found)
+    for name, value in minimums.items():
+        fastest = minimum_of(name)
+        if fastest is not None and fastest not in found:
+            merged[fastest] = value
+    return merged
 
 
 @contextlib.contextmanager

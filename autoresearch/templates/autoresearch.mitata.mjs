@@ -2,8 +2,8 @@
 // before the package's own bench (NODE_OPTIONS=--import, in autoresearch.sh). Where the bench
 // imports 'mitata', it gets mitata whole but for `run`, which runs mitata's own and then
 // prints one METRIC line per benchmark run: its median (p50) in nanoseconds, named
-// `<group>_<name>_ns` in lower case (`fib 20` -> `fib_20_ns`), as `format: "json"` output is
-// read. The lines go to the file AUTORESEARCH_METRICS_OUT names, which autoresearch.sh hands on
+// `<group>_<name>_ns` in lower case (`fib 20` -> `fib_20_ns`), and its fastest sample beside it
+// (`fib_20_min_ns`), as `format: "json"` output is read. The lines go to the file AUTORESEARCH_METRICS_OUT names, which autoresearch.sh hands on
 // to the loop's METRIC channel once the bench has exited; to stdout when it is not set.
 // mitata 1, as an ES module (it ships no other). A run that threw fails the bench, naming it.
 import { appendFileSync } from 'node:fs';
@@ -32,7 +32,10 @@ globalThis[Symbol.for('autoresearch.mitata')] = (results) => {
         continue;
       }
       if (!run.stats) continue;
-      const line = `METRIC ${metricName(group, run.name, 'ns')}=${run.stats.p50}\n`;
+      let line = `METRIC ${metricName(group, run.name, 'ns')}=${run.stats.p50}\n`;
+      if (Number.isFinite(run.stats.min)) {
+        line += `METRIC ${metricName(group, run.name, 'min', 'ns')}=${run.stats.min}\n`;
+      }
       if (out) appendFileSync(out, line);
       else process.stdout.write(line);
     }

@@ -1,7 +1,9 @@
 // Written by `autoresearch init` for a package benched with tinybench: node loads this module
 // before the package's own bench (NODE_OPTIONS=--import, in autoresearch.sh), and each
 // `bench.run()` then prints one METRIC line per task: its median latency in nanoseconds, named
-// `<bench name>_<task name>_ns` in lower case (`fib 20` -> `fib_20_ns`). The lines go to the
+// `<bench name>_<task name>_ns` in lower case (`fib 20` -> `fib_20_ns`), and its fastest
+// sample beside it (`fib_20_min_ns`: a machine whose speed comes and goes moves it far less
+// than the median; the loop's refusal of a noisy bench names it). The lines go to the
 // file AUTORESEARCH_METRICS_OUT names, which autoresearch.sh hands on to the loop's METRIC
 // channel once the bench has exited (npm and other launchers pass a child no descriptor but
 // the standard three, and the environment whole); to stdout when it is not set.
@@ -28,6 +30,14 @@ function medianMs(result) {
   return result.mean;
 }
 
+// Milliseconds: the fastest sample (tinybench 3 and later keep it in the latency, 2 beside
+// the mean); undefined when neither says.
+function fastestMs(result) {
+  const latency = result.latency;
+  if (latency && Number.isFinite(latency.min)) return latency.min;
+  return Number.isFinite(result.min) ? result.min : undefined;
+}
+
 function metricName(...parts) {
   const name = parts
     .filter((part) => part)
@@ -47,8 +57,11 @@ function report(bench) {
       process.exitCode = 1;
       continue;
     }
-    const ns = medianMs(result) * 1e6;
-    const line = `METRIC ${metricName(bench.name, task.name, 'ns')}=${ns}\n`;
+    let line = `METRIC ${metricName(bench.name, task.name, 'ns')}=${medianMs(result) * 1e6}\n`;
+    const fastest = fastestMs(result);
+    if (fastest !== undefined) {
+      line += `METRIC ${metricName(bench.name, task.name, 'min', 'ns')}=${fastest * 1e6}\n`;
+    }
     if (out) appendFileSync(out, line);
     else process.stdout.write(line);
   }
