@@ -196,6 +196,10 @@ def test_a_refusal_points_at_the_quieter_fastest_round_and_that_edit_makes_a_nig
     night = run_cli("run", cwd=target.root, env=loud)
     assert night.returncode == 0, night.stderr
     assert [r.status for r in experiments(target)] == ["keep"]
+    # The pull request and the report say what the metric is: not the median.
+    said = "time_min_ms is each run's fastest round as its harness reported it, not its median"
+    assert f"- The metric: {said}" in run_cli("pr", cwd=target.root).stdout
+    assert f"the metric: {said}" in run_cli("report", cwd=target.root).stdout
 
 
 def test_a_noisy_minute_at_the_start_does_not_cost_the_night(target, tmp_path):

@@ -12,7 +12,15 @@ from collections.abc import Iterator
 
 from ..errors import MetricParseError
 
-__all__ = ["NS_PER", "medians", "metric_name", "minimum_of", "rows_declared", "with_minimums"]
+__all__ = [
+    "NS_PER",
+    "is_minimum",
+    "medians",
+    "metric_name",
+    "minimum_of",
+    "rows_declared",
+    "with_minimums",
+]
 
 # How many rows of one benchmark a run may report (`[bench] rows`; 0: any), while it is read.
 _DECLARED = contextvars.ContextVar("declared_rows", default=0)
@@ -37,6 +45,11 @@ def minimum_of(metric: str) -> str | None:
     if not stem or stem.endswith("_min"):
         return None
     return f"{stem}_min_{unit}"
+
+
+def is_minimum(metric: str) -> bool:
+    """Whether `metric` is named as a least disturbed value (minimum_of's names)."""
+    return metric.rpartition("_")[0].endswith("_min")
 
 
 def with_minimums(found: dict[str, float], minimums: dict[str, float]) -> dict[str, float]:

@@ -287,6 +287,8 @@ def _text_runs(s: dict) -> list[str]:
         runs += f", {_duration(r['checks_s'])} in checks"
     out = ["", runs]
     method = s.get("methodology") or {}
+    if method.get("statistic"):
+        out.append(f"the metric: {method['statistic']}")
     if method.get("noise_pct"):
         line = f"noise (the last calibration): {method['noise_pct'][-1]:.1f}% a run"
         if method.get("detectable_pct"):

@@ -13,6 +13,7 @@ from ..decide.design import DESIGN_BETA, TARGET_BETA
 from ..decide.percent import CONTRIBUTION, change_pct, interval_side
 from ..journal.digest import counts_said, in_status_order
 from ..journal.records import FAILED_STATUSES
+from ..readers.rows import is_minimum
 from ..repo.globs import matches_any
 from ..statuses import Status
 from .history import History, frame_rows
@@ -354,6 +355,13 @@ def _methodology(history: History, df: pd.DataFrame) -> dict:
             )
         ),
         "calibrations": len(history.calibrations),
+        "statistic": (
+            f"{history.metric} is each run's fastest round as its harness reported it, not its "
+            "median: steadier where the machine's speed comes and goes, blind to what only "
+            "the slower rounds show"
+            if is_minimum(history.metric)
+            else None
+        ),
         "toolchains": _toolchains(history.calibrations),
         "noise_pct": [n for n in noise if n is not None],
         # What each calibration said the night could detect with 90% power (decide/design.py).
