@@ -405,6 +405,11 @@ def test_the_metrics_are_listed_and_the_bench_runs_the_one_named(tmp_path):
     assert re.search(r"^  test_sort_ns +tests/test_fib_bench.py::test_sort$", listed.stdout, re.M)
     done = run_cli("init", "--metric", "test_sort_ns", cwd=python)
     assert "tests/test_fib_bench.py::test_sort'" in (python / "autoresearch.sh").read_text()
+    # Its fastest round comes from the same benchmark, run alone the same way.
+    done = run_cli("init", "--force", "--metric", "test_sort_min_ns", cwd=python)
+    assert done.returncode == 0, done.stderr
+    assert "tests/test_fib_bench.py::test_sort'" in (python / "autoresearch.sh").read_text()
+    assert 'name = "test_sort_min_ns"' in (python / "autoresearch.toml").read_text()
     # A reader who stops reading is not an error.
     cut = subprocess.run(
         f"{sys.executable} -m autoresearch.cli init --list-metrics | head -1",
