@@ -384,6 +384,10 @@ def test_a_bench_too_noisy_in_its_medians_is_pointed_at_its_fastest_round(config
     )
     loud = Calibration.from_record(alike, "test_fib_ns").verdict(named)
     assert loud is not None and loud.refuse and "decide on" not in loud.message
+    # A metric where higher is better: its least disturbed run is no minimum.
+    higher = dataclasses.replace(named, metric=dataclasses.replace(metric, direction="higher"))
+    rate = Calibration.from_record(record, "test_fib_ns").verdict(higher)
+    assert rate is not None and rate.refuse and "decide on" not in rate.message
 
 
 @pytest.mark.parametrize("factor", [0.9, 1.0, 1.06])

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..readers.rows import minimum_of
+from ..statuses import Direction
 from .design import NoiseVerdict, noise_verdict, paired_noise_pct
 from .rule import Judge
 from .stats import robust_cv_pct
@@ -98,7 +99,10 @@ def minimum_noise(
 ) -> tuple[str, float] | None:
     """The primary's least disturbed value (readers.rows.minimum_of), when the runs measured
     it: its name and its noise as the rule's design sees it (the A/A pairs' under the paired
-    rule, the runs' own spread otherwise)."""
+    rule, the runs' own spread otherwise). A timing's: for a metric where higher is better
+    (a throughput) the least disturbed run is the largest, and no harness reports it so."""
+    if config.metric.direction != Direction.LOWER:
+        return None
     name = minimum_of(config.metric.name)
     runs = samples.get(name or "", [])
     values = [v for v in runs if v is not None]
