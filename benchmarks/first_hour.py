@@ -272,7 +272,9 @@ def first_hour(name: str, spec: dict, parent: Path) -> dict:
         statuses.setdefault(r.title, []).append(str(r.status))
     confirmation = journal.confirmations[-1] if journal.confirmations else None
     primary = spec["init"][spec["init"].index("--metric") + 1]
-    calibrations = [_seen(repo, primary, record) for record in journal.calibrations]
+    config = load_config(repo / "autoresearch.toml")
+    config = dataclasses.replace(config, metric=dataclasses.replace(config.metric, name=primary))
+    calibrations = [_seen(config, record) for record in journal.calibrations]
     truth = spec["truth"](repo, spec) if "truth" in spec else None
     return {
         "ecosystem": name,
@@ -296,13 +298,11 @@ def first_hour(name: str, spec: dict, parent: Path) -> dict:
     }
 
 
-def _seen(repo: Path, primary: str, record) -> dict:
+def _seen(config, record) -> dict:
     """What one calibration let the night see, as the rule designs it: the detectable change of
-    the metric `init` was given and, where the harness reports it, of its fastest round's, at
-    the night's decision settings (the config committed last)."""
-    config = load_config(repo / "autoresearch.toml")
-    config = dataclasses.replace(config, metric=dataclasses.replace(config.metric, name=primary))
-    calibration = Calibration.from_record(record, primary)
+    `config`'s metric (the one `init` was given) and, where the harness reports it, of its
+    fastest round's, at the night's decision settings (the config committed last)."""
+    calibration = Calibration.from_record(record, config.metric.name)
     verdict = calibration.verdict(config)
     fastest = minimum_noise(config, calibration.samples)
     return {
@@ -315,8 +315,8 @@ def _seen(repo: Path, primary: str, record) -> dict:
 
 def _advice(refusal: str) -> tuple[str, str, str] | None:
     """The edit a refusal names first, as (the config text it replaces, the replacement, the
-    line it sets): the same
-    benchmark's quieter fastest round when it names one, else the target it can see."""
+    line it sets): the same benchmark's quieter fastest round when it names one, else the
+    target it can see."""
     metric = re.search(r'\(\[metric\] name = "(\w+)"', refusal)
     if metric:
         said = f'name = "{metric.group(1)}"'

@@ -111,10 +111,11 @@ def minimum_noise(
     if not config.decision.paired:
         noise = robust_cv_pct(values)
         return None if noise is None else (name, noise)
-    spread = _aa_pairs(runs)  # a fastest round alike in every run is no spread to refuse
+    spread = _aa_pairs(runs)
     if not spread:
         return None
-    return name, 100 * math.sqrt(spread["pair_ss"] / spread["pair_df"] / 2)
+    # A fastest round alike in every run has no spread at all: nothing to refuse.
+    return name, paired_noise_pct(spread["pair_ss"], spread["pair_df"]) or 0.0
 
 
 def pair_noise_of(values: Sequence[float | None]) -> float | None:
