@@ -65,6 +65,7 @@ class Night:
         )
         git(self.target.root, "commit", "-qam", "night config")
         self.stderr: list[str] = []
+        self.left: list[str] = []  # what the last check found still running
         self.pid_dir = root / "daemons"
         self.pid_dir.mkdir()
         self.checkout = self._checkout_state()
@@ -186,6 +187,7 @@ class Night:
         alive = find_processes(process_token(paths.root))
         alive += [int(p.name) for p in self.pid_dir.iterdir() if _alive(int(p.name))]
         problems["processes_left"] = len(set(alive))
+        self.left = [_described(pid, self.pid_dir) for pid in sorted(set(alive))]
         return problems
 
     def _checkout_state(self) -> tuple[str, str]:
@@ -197,6 +199,19 @@ class Night:
         lines = [line for line in err.splitlines() if not line.startswith("warning: ")]
         if code not in EXIT_CODES or (code == 1 and not (lines and lines[-1].startswith("error:"))):
             self.stderr.append(f"Traceback-like: exit {code}: {err[-500:]}")
+
+
+def _described(pid: int, pid_dir: Path) -> str:
+    """What a process left behind is, for the report: its pid, state, parent and command, and
+    how the bench that noted it meant it to escape."""
+    noted = pid_dir / str(pid)
+    how = f" ({noted.read_text()})" if noted.exists() else ""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return f"{pid}{how} (gone)"
+    return f"{pid}{how} {stat[0]} ppid {stat[1]}: {argv.strip()[:80]}"
 
 
 def _alive(pid: int) -> bool:

@@ -127,8 +127,10 @@ def runaway_benches(tally: Tally, trials: int) -> None:
             night.queue(f"{i:02d}-{mode}", {"src/mode.txt": f"{mode}\n", "src/value.txt": "90\n"})
         night.finish({"BENCH_CHILD_PID": str(Path(tmp) / "child.pid")})
         problems = night.check()
+        left = f" (left: {'; '.join(night.left)})" if night.left else ""
         for i in range(trials):
-            tally.add(problems if i == 0 else dict.fromkeys(problems, 0), modes[i % len(modes)])
+            note = modes[i % len(modes)] + (left if i == 0 else "")
+            tally.add(problems if i == 0 else dict.fromkeys(problems, 0), note)
 
 
 def fuzzed_bench_output(tally: Tally, trials: int) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -60,6 +62,65 @@ def test_escaped_children_die_with_the_command(tmp_path, how, ending):
     assert result.timed_out == (ending == "times out")
     escaped = _pid(pid_file)
     assert gone(escaped), f"{how}: {escaped} survived"
+    assert find_processes(token) == []
+
+
+# Starts a child and ends the moment it is told to: `setsid` does this when it forks away from
+# its group, and under load a sweep's look fell between the two (the fault suite's night left
+# the child running). The test tells it to in that gap (see below), every time.
+FORKER = """import os, sys, time
+go, ready, child = sys.argv[1:4]
+with open(ready, "w") as handle:
+    handle.write(str(os.getpid()))
+while not os.path.exists(go):
+    time.sleep(0.001)
+pid = os.fork()
+if pid == 0:
+    os.execvp("sleep", ["sleep", "300"])
+with open(child, "w") as handle:
+    handle.write(str(pid))
+os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("sweep", ["a run's clean-up", "a sweep by token"])
+def test_a_process_that_forks_and_ends_while_a_sweep_reads_proc_leaves_nothing(
+    tmp_path, monkeypatch, sweep
+):
+    """A sweep lists /proc, then reads each process listed. One that starts a child and ends
+    in between is a zombie when read, and its child is in no list: a sweep that stopped at that
+    empty look left the child running."""
+    become_subreaper()
+    token = f"test-token-{tmp_path.name}-{os.getpid()}"
+    go, ready, child = tmp_path / "go", tmp_path / "ready", tmp_path / "child"
+    (tmp_path / "forker.py").write_text(FORKER)
+    forker = f"{sys.executable} {tmp_path / 'forker.py'} {go} {ready} {child}"
+    listing = proc.pids
+
+    def listed_then_forked() -> list[int]:
+        listed = listing()
+        if ready.exists() and not go.exists():  # the first look of the sweep: now, in the gap
+            go.touch()
+            wait_for(child)
+            eventually(lambda: not alive(int(ready.read_text())), what="the forker to end")
+        return listed
+
+    monkeypatch.setattr(proc, "pids", listed_then_forked)
+    if sweep == "a run's clean-up":  # out of the run's group and session, as setsid leaves it
+        command = f"setsid {forker} & while [ ! -e {ready} ]; do sleep 0.01; done"
+        result = run_command(
+            command, cwd=tmp_path, log_path=tmp_path / "x.log", timeout_s=60, token=token
+        )
+        assert result.exit_code == 0
+    else:  # what the next run's recovery does after a dead loop, and a bench host's watchdog
+        started = subprocess.Popen(
+            forker.split(), env={**os.environ, proc.TOKEN_ENV: token}, start_new_session=True
+        )
+        wait_for(ready)
+        proc.kill_processes(token)
+        started.wait(timeout=60)
+    assert go.exists(), "the sweep never looked"
+    assert gone(int(child.read_text()))
     assert find_processes(token) == []
 
 

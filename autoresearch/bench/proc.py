@@ -27,6 +27,7 @@ from ..process.children import forget, named, start_named
 from ..process.procfs import (
     children_of,
     environ_of,
+    pids,
     process_started,
     reap,
     running,
@@ -295,12 +296,6 @@ def _kill_tree(
     send_signal(leader, signal.SIGKILL, group=True)
     proc.wait()
     kill_processes(token, leader, exclude=before)
-    # Orphans that ended by themselves after they were reparented to us; not a child another
-    # thread started meanwhile, whose exit status is its caller's to collect.
-    if before is not None:
-        with named() as own:
-            ended = {p for p in children_of(os.getpid()) - before - own if _zombie(p)}
-            reap(ended)
 
 
 def find_processes(
@@ -308,48 +303,65 @@ def find_processes(
 ) -> list[int]:
     """Live processes that belong to a command: in the leader's group or session, carrying the
     token, or reparented to this process since `exclude` (its children before the command)."""
+    return _scan(token, leader, exclude)[0]
+
+
+def _scan(
+    token: str | None, leader: int | None, exclude: set[int] | None
+) -> tuple[list[int], set[int]]:
+    """The command's live processes (`find_processes`), and those of its processes that have
+    ended as this process's children (zombies, reparented here) since `exclude`: not another
+    thread's named child, whose exit status is its caller's to collect."""
     me = os.getpid()
     needle = f"{TOKEN_ENV}={token}".encode() if token else None
     with _CONCURRENT_LOCK:
         spared = {pid: t for pid, t in _CONCURRENT.items() if pid != leader}
-    found = []
+    found, ended = [], set()
     # No child of this process starts unnamed while the scan runs (process/children.py).
     with named() as own:
-        for entry in os.scandir("/proc"):
-            if not entry.name.isdigit():
-                continue
-            pid = int(entry.name)
+        for pid in pids():
             if pid == me or (pid in own and pid != leader):
                 continue
             stat = stat_of(pid)
-            if stat is None or stat[0] == "Z":
+            if stat is None:
                 continue
-            _state, ppid, pgrp, sid = stat
+            state, ppid, pgrp, sid = stat
             if spared and _spared(pid, pgrp, sid, spared, token):
                 continue
             ours = leader is not None and leader in (pgrp, sid)
             ours = ours or (exclude is not None and ppid == me and pid not in exclude)
+            if state == "Z":
+                if ours and ppid == me:
+                    ended.add(pid)
+                continue
             if not ours and needle is not None:
                 ours = needle in environ_of(pid)
             if ours:
                 found.append(pid)
-    return found
-
-
-def _zombie(pid: int) -> bool:
-    return (stat_of(pid) or "Z")[0] == "Z"
+    return found, ended
 
 
 def kill_processes(
     token: str | None, leader: int | None = None, exclude: set[int] | None = None
 ) -> int:
-    """SIGKILL every process `find_processes` names, until none is left; how many were killed."""
+    """SIGKILL every process `find_processes` names, until none is left; how many were killed.
+
+    A scan lists /proc, then reads each process it listed: a process that starts a child and
+    ends in between (`setsid` does, when it forks away from its group) is a zombie by the time
+    it is read, and its child was never listed. So a scan that finds nothing only ends the
+    sweep when none of the command's processes ended since the last one (a zombie reparented
+    here says one did; it is reaped, and the next scan's list holds the child). Without
+    `exclude` (a sweep by token, or a run beside others) not every such end leaves a zombie
+    here: the sweep ends at the second scan in a row that finds nothing."""
     killed: set[int] = set()
+    quiet, enough = 0, 1 if exclude is not None else 2
     for _ in range(KILL_ROUNDS):
-        pids = find_processes(token, leader, exclude)
-        if not pids:
+        live, ended = _scan(token, leader, exclude)
+        reap(ended)
+        quiet = 0 if live or ended else quiet + 1
+        if quiet >= enough:
             break
-        for pid in pids:
+        for pid in live:
             send_signal(pid, signal.SIGKILL)
             killed.add(pid)
         reap(killed)

@@ -12,6 +12,7 @@ __all__ = [
     "children_of",
     "environ_of",
     "files_of_session",
+    "pids",
     "process_started",
     "reap",
     "running",
@@ -67,13 +68,18 @@ def environ_of(pid: int) -> bytes:
         return b""
 
 
+def pids() -> list[int]:
+    """The processes /proc lists now. A list, not a view: one that starts after it was taken
+    is not in it, and one in it may have ended by the time its files are read."""
+    return [int(entry.name) for entry in os.scandir("/proc") if entry.name.isdigit()]
+
+
 def children_of(me: int) -> set[int]:
     found = set()
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            stat = stat_of(int(entry.name))
-            if stat is not None and stat[1] == me:
-                found.add(int(entry.name))
+    for pid in pids():
+        stat = stat_of(pid)
+        if stat is not None and stat[1] == me:
+            found.add(pid)
     return found
 
 
@@ -84,14 +90,12 @@ def files_of_session(under: Path, session: int | None = None) -> set[Path]:
     is in a session of its own and cannot join another, so none of its files are here."""
     session = os.getsid(0) if session is None else session
     found: set[Path] = set()
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        stat = stat_of(int(entry.name))
+    for pid in pids():
+        stat = stat_of(pid)
         if stat is None or stat[3] != session:
             continue
         with contextlib.suppress(OSError):
-            for fd in os.scandir(f"/proc/{entry.name}/fd"):
+            for fd in os.scandir(f"/proc/{pid}/fd"):
                 with contextlib.suppress(OSError):
                     target = Path(os.readlink(fd.path))
                     if target.is_relative_to(under):
