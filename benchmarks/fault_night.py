@@ -190,6 +190,14 @@ class Night:
         self.left = [_described(pid, self.pid_dir) for pid in sorted(set(alive))]
         return problems
 
+    def held_runs(self, longest_s: float) -> int:
+        """Bench runs that lasted past `longest_s` (a run's timeout and the grace its kill
+        gives): a process of the run held its output open after the run's sweep, and the run
+        waited for that output's end. The next run's sweep stops such a process, so only this
+        says one outlived its run in the middle of a night."""
+        experiments = read_journal(self.target.journal).experiments
+        return sum(1 for r in experiments for d in r.bench_durations_s if d > longest_s)
+
     def _checkout_state(self) -> tuple[str, str]:
         status = git(self.root, "status", "--porcelain", "--untracked-files=no")
         return git(self.root, "rev-parse", "HEAD"), status

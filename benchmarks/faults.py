@@ -46,6 +46,7 @@ from hypothesis import strategies as st  # noqa: E402
 from results import record  # noqa: E402
 from synthetic import git, unified_patch  # noqa: E402
 
+from autoresearch.bench.proc import TERM_GRACE_S  # noqa: E402
 from autoresearch.journal.store import read_journal  # noqa: E402
 
 # -- categories --------------------------------------------------------------------------------
@@ -127,7 +128,10 @@ def runaway_benches(tally: Tally, trials: int) -> None:
             night.queue(f"{i:02d}-{mode}", {"src/mode.txt": f"{mode}\n", "src/value.txt": "90\n"})
         night.finish({"BENCH_CHILD_PID": str(Path(tmp) / "child.pid")})
         problems = night.check()
+        held = night.held_runs(longest_s=2 + TERM_GRACE_S + 2)
+        problems["processes_left"] += held
         left = f" (left: {'; '.join(night.left)})" if night.left else ""
+        left += f" ({held} run(s) waited for a process that outlived the run)" if held else ""
         for i in range(trials):
             note = modes[i % len(modes)] + (left if i == 0 else "")
             tally.add(problems if i == 0 else dict.fromkeys(problems, 0), note)
