@@ -194,9 +194,13 @@ class Night:
         """Bench runs that lasted past `longest_s` (a run's timeout and the grace its kill
         gives): a process of the run held its output open after the run's sweep, and the run
         waited for that output's end. The next run's sweep stops such a process, so only this
-        says one outlived its run in the middle of a night."""
-        experiments = read_journal(self.target.journal).experiments
-        return sum(1 for r in experiments for d in r.bench_durations_s if d > longest_s)
+        says one outlived its run in the middle of a night. A calibration records its runs'
+        total alone: one over `longest_s` counts (the best of these nights never hangs, and
+        its runs take well under a second)."""
+        contents = read_journal(self.target.journal)
+        runs = [d for r in contents.experiments for d in r.bench_durations_s]
+        runs += [c.duration_s for c in contents.calibrations]
+        return sum(1 for d in runs if d > longest_s)
 
     def _checkout_state(self) -> tuple[str, str]:
         status = git(self.root, "status", "--porcelain", "--untracked-files=no")
