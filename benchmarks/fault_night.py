@@ -20,6 +20,7 @@ from autoresearch.bench.proc import find_processes, process_token  # noqa: E402
 from autoresearch.journal.store import read_journal  # noqa: E402
 from autoresearch.loop.recovery import kept_commits  # noqa: E402
 from autoresearch.loop.session import open_session, session_paths  # noqa: E402
+from autoresearch.process.procfs import stat_of  # noqa: E402
 from autoresearch.progress import Progress  # noqa: E402
 from autoresearch.proposers.queue import read_hypothesis  # noqa: E402
 from autoresearch.repo.workspace import open_workspace  # noqa: E402
@@ -218,10 +219,12 @@ def _described(pid: int, pid_dir: Path) -> str:
     how the bench that noted it meant it to escape."""
     noted = pid_dir / str(pid)
     how = f" ({noted.read_text()})" if noted.exists() else ""
+    stat = stat_of(pid)
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
     except OSError:
+        stat = None
+    if stat is None:
         return f"{pid}{how} (gone)"
     return f"{pid}{how} {stat[0]} ppid {stat[1]}: {argv.strip()[:80]}"
 
