@@ -296,6 +296,15 @@ def _kill_tree(
     send_signal(leader, signal.SIGKILL, group=True)
     proc.wait()
     kill_processes(token, leader, exclude=before)
+    # What ended after the sweep's last look (a sandbox's inner process dies with its outer one,
+    # in its own time) and was reparented here; not another thread's named child.
+    if before is not None:
+        with named() as own:
+            reap({p for p in children_of(os.getpid()) - before - own if _zombie(p)})
+
+
+def _zombie(pid: int) -> bool:
+    return (stat_of(pid) or "Z")[0] == "Z"
 
 
 def find_processes(
