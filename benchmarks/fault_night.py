@@ -187,8 +187,8 @@ class Night:
         time.sleep(0.1)
         alive = find_processes(process_token(paths.root))
         alive += [int(p.name) for p in self.pid_dir.iterdir() if _alive(int(p.name))]
-        problems["processes_left"] = len(set(alive))
         self.left = [_described(pid, self.pid_dir) for pid in sorted(set(alive))]
+        problems["processes_left"] = len(self.left)
         return problems
 
     def held_runs(self, longest_s: float) -> int:
@@ -230,11 +230,8 @@ def _described(pid: int, pid_dir: Path) -> str:
 
 
 def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    stat = stat_of(pid)
+    return stat is not None and stat[0] != "Z"
 
 
 def standard_queue(night: Night) -> None:
