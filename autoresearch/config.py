@@ -25,6 +25,7 @@ __all__ = [
     "Config",
     "DecisionConfig",
     "MetricSpec",
+    "PrimarySpec",
     "ReportConfig",
     "SandboxConfig",
     "ScopeConfig",
@@ -138,6 +139,14 @@ class MetricSpec:
     name: str
     direction: Direction = Direction.LOWER
     unit: str = ""
+
+
+@dataclass(frozen=True)
+class PrimarySpec(MetricSpec):
+    # A metric the night decides on instead when a calibration finds `name` too noisy to see
+    # the effect asked for and this one not (`init` writes the fastest round of a harness
+    # that reports one): the session then decides on it from that calibration on.
+    fallback: str = ""
 
 
 @dataclass(frozen=True)
@@ -303,7 +312,7 @@ class Config:
     """A validated session config; paths are absolute."""
 
     path: Path
-    metric: MetricSpec
+    metric: PrimarySpec
     session: SessionConfig = field(default_factory=SessionConfig)
     target: TargetConfig = field(default_factory=TargetConfig)
     bench: BenchConfig = field(default_factory=BenchConfig)
@@ -371,6 +380,15 @@ class Config:
         m = self.metric
         name = self.holdout.metric or m.name
         return SentinelSpec(name, self.holdout.budget_pct, m.direction, m.unit)
+
+    def deciding_on_fallback(self) -> Config:
+        """This config with its fallback as the primary metric (decide/calibration.py,
+        fallback_switch): the primary's direction and unit, no fallback of its own, and the
+        primary a secondary metric, still reported in every record."""
+        m = self.metric
+        primary = PrimarySpec(m.fallback, m.direction, m.unit)
+        secondary = [MetricSpec(m.name, m.direction, m.unit), *self.secondary]
+        return dataclasses.replace(self, metric=primary, secondary=secondary)
 
     def all_metrics(self) -> list[MetricSpec | SentinelSpec]:
         return [self.metric, *self.secondary, *self.sentinel]

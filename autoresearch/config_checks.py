@@ -93,6 +93,12 @@ def _check_metrics(config: Config) -> None:
     for key, spec in specs:
         if not spec.name:
             raise ConfigError(f"{path}: '{key}.name' is empty")
+    fallback = config.metric.fallback
+    if fallback and fallback == config.metric.name:
+        raise ConfigError(
+            f"{path}: 'metric.fallback' is the primary metric itself ('{fallback}'); name "
+            "another metric the bench prints (its fastest round: the primary's _min_ name)"
+        )
     for i, sentinel in enumerate(config.sentinel):
         if sentinel.budget_pct < 0:
             raise ConfigError(f"{path}: 'sentinel[{i}].budget_pct' must be >= 0")

@@ -91,6 +91,11 @@ MEANINGS: dict[str, str] = {
     "metric.name": "the primary metric",
     "metric.direction": "`lower` or `higher` is better",
     "metric.unit": "for display",
+    "metric.fallback": (
+        "a metric the night decides on instead when a calibration finds `name` too noisy for "
+        "the effect asked for and it is not (the fastest round, which `init` writes for a "
+        "harness that reports one); from then on, for the whole session"
+    ),
     "[[secondary]]": "`name`, `direction`, `unit`: reported in every record",
     "[[sentinel]]": (
         "`name`, `budget_pct`, `direction`, `unit`: may not worsen by more than the budget"

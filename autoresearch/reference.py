@@ -63,10 +63,10 @@ def _cell(text: str) -> str:
 
 def config_keys() -> dict[str, tuple[str, str]]:
     """Every key of the config's dataclasses: key -> (type, default as TOML says it)."""
-    from .config import Config, MetricSpec
+    from .config import Config
 
     found: dict[str, tuple[str, str]] = {}
-    sections: dict[str, type] = {"metric": MetricSpec}
+    sections: dict[str, type] = {}
     hints = typing.get_type_hints(Config)
     for field in dataclasses.fields(Config):
         kind = hints[field.name]

@@ -366,7 +366,7 @@ def test_a_bench_too_noisy_in_its_medians_is_pointed_at_its_fastest_round(config
     assert verdict is not None and verdict.refuse
     said = re.search(
         r"decide on test_fib_min_ns, the fastest round of the same benchmark, whose noise here "
-        r'lets 20 runs per arm detect ([\d.]+)% \(\[metric\] name = "test_fib_min_ns"',
+        r'lets 20 runs per arm detect ([\d.]+)% \(\[metric\] fallback = "test_fib_min_ns"',
         verdict.refusal,
     )
     assert said, verdict.refusal

@@ -87,6 +87,9 @@ def test_init_recognises_the_project_and_writes_its_bench(tmp_path, name):
     assert checks_run in checks and "\ntrue\n" not in checks
     assert config.scope.include == [scope]
     assert config.metric.unit == "ns"
+    # A harness that reports each benchmark's fastest round: the night's fallback when the
+    # medians are too noisy (decide/calibration.fallback_switch).
+    assert config.metric.fallback == ("fib_min_ns" if name == "pytest-benchmark" else "")
     # A profile after each calibration: perf around the bench for native code; py-spy's
     # folded stacks for Python (installed with the tests: on); Go's own of the one benchmark.
     if name == "pytest-benchmark":
@@ -243,6 +246,7 @@ def test_a_package_with_vitest_benchmarks_is_benched_with_vitest(tmp_path):
     assert "found a JavaScript/TypeScript package with Vitest benchmarks" in done.stdout
     config = load_config(repo / "autoresearch.toml")
     assert (config.bench.format, config.bench.output) == ("vitest", ".autoresearch-bench.json")
+    assert config.metric.fallback == "fib_20_min_ns"
     assert config.bench.build.startswith("test -d node_modules || npm ci ")
     assert config.bench.keep == ["node_modules/"]
     assert (
@@ -284,6 +288,7 @@ def test_a_package_benched_with_tinybench_or_mitata_gets_its_results_as_metric_l
     assert "Bench.prototype.run" in (repo / "autoresearch.tinybench.mjs").read_text()
     config = load_config(repo / "autoresearch.toml")
     assert config.metric.name == "fibs_fib_20_ns" and config.bench.format in ("", "auto")
+    assert config.metric.fallback == "fibs_fib_20_min_ns"
     assert (
         config.bench.build
         == "test -d node_modules || npm install --no-audit --no-fund --loglevel=error"
@@ -405,11 +410,13 @@ def test_the_metrics_are_listed_and_the_bench_runs_the_one_named(tmp_path):
     assert re.search(r"^  test_sort_ns +tests/test_fib_bench.py::test_sort$", listed.stdout, re.M)
     done = run_cli("init", "--metric", "test_sort_ns", cwd=python)
     assert "tests/test_fib_bench.py::test_sort'" in (python / "autoresearch.sh").read_text()
+    assert load_config(python / "autoresearch.toml").metric.fallback == "test_sort_min_ns"
     # Its fastest round comes from the same benchmark, run alone the same way.
     done = run_cli("init", "--force", "--metric", "test_sort_min_ns", cwd=python)
     assert done.returncode == 0, done.stderr
     assert "tests/test_fib_bench.py::test_sort'" in (python / "autoresearch.sh").read_text()
     assert 'name = "test_sort_min_ns"' in (python / "autoresearch.toml").read_text()
+    assert load_config(python / "autoresearch.toml").metric.fallback == ""  # a minimum already
     # A reader who stops reading is not an error.
     cut = subprocess.run(
         f"{sys.executable} -m autoresearch.cli init --list-metrics | head -1",

@@ -14,7 +14,8 @@ from autoresearch.journal.agent_run import AgentRun, Usage
 from autoresearch.journal.columns import REWRITE_LEAST, columns_path, review_table
 from autoresearch.journal.index import index_path, refresh_index
 from autoresearch.journal.store import Journal
-from autoresearch.report.history import COLUMNS, _session_frame
+from autoresearch.report.frame import COLUMNS
+from autoresearch.report.history import _session_frame
 
 
 def record(n: int, status: str = "discard", session: str = "s", **more):

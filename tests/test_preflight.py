@@ -169,12 +169,10 @@ def test_check_and_run_give_one_noise_verdict(target, tmp_path):
     assert experiments(target) == []
 
 
-def test_a_refusal_points_at_the_quieter_fastest_round_and_that_edit_makes_a_night(
-    target, tmp_path
-):
+def test_a_refusal_points_at_the_quieter_fastest_round_as_the_fallback(target, tmp_path):
     """A bench whose medians swing run to run but whose fastest round does not (a VM whose
-    speed comes and goes): `check` refuses on the medians and names the fastest round with what
-    it detects; the one edit it names (the metric) makes `check` ready and the night keep."""
+    speed comes and goes): `check` refuses on the medians and names the fastest round, with
+    what it detects, as the `[metric] fallback` to set."""
     loud = {
         "BENCH_FACTORS": "0.5,1.5",
         "BENCH_COUNTER": str(tmp_path / "runs"),
@@ -184,22 +182,58 @@ def test_a_refusal_points_at_the_quieter_fastest_round_and_that_edit_makes_a_nig
     assert check.returncode == 1
     (problem,) = [x for x in check.stdout.splitlines() if x.startswith("problem: ")]
     assert "decide on time_min_ms, the fastest round of the same benchmark" in problem
-    assert '([metric] name = "time_min_ms";' in problem
+    assert '([metric] fallback = "time_min_ms": the night decides on it when' in problem
 
+
+def _fallback_on(target) -> None:
     config = target.config_path.read_text()
-    target.config_path.write_text(config.replace('name = "time_ms"', 'name = "time_min_ms"', 1))
-    git(target.root, "commit", "-qam", "decide on the fastest round, as check advised")
+    fallback = 'unit = "ms"\nfallback = "time_min_ms"\n'
+    target.config_path.write_text(config.replace('unit = "ms"\n', fallback, 1))
+    git(target.root, "commit", "-qam", "the fastest round when the medians are too noisy")
+
+
+def test_a_night_too_noisy_on_the_median_decides_on_its_fallback_and_says_so(target, tmp_path):
+    """With `[metric] fallback` (what `init` writes for a harness that reports a fastest
+    round), the night the medians would refuse decides on the fallback instead, with no hand
+    edit: `check` is ready and says so, `run` keeps the win on it, every record names it, a
+    resumed night goes on deciding on it when the medians have calmed down, and the report
+    and the PR say why."""
+    _fallback_on(target)
+    loud = {
+        "BENCH_FACTORS": "0.5,1.5",
+        "BENCH_COUNTER": str(tmp_path / "runs"),
+        "BENCH_FASTEST": "1",
+    }
     ready = run_cli("check", cwd=target.root, env=loud)
     assert ready.returncode == 0, ready.stdout + ready.stderr
-    assert "decide on" not in ready.stdout
+    said = "the night decides on time_min_ms ([metric] fallback): time_ms is too noisy"
+    assert said in ready.stdout
+    assert "calibrating once more" not in ready.stderr  # the first calibration said enough
+
     target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
     night = run_cli("run", cwd=target.root, env=loud)
     assert night.returncode == 0, night.stderr
-    assert [r.status for r in experiments(target)] == ["keep"]
-    # The pull request and the report say what the metric is: not the median.
-    said = "time_min_ms is each run's fastest round as its harness reported it, not its median"
-    assert f"- The metric: {said}" in run_cli("pr", cwd=target.root).stdout
-    assert f"the metric: {said}" in run_cli("report", cwd=target.root).stdout
+    assert said in night.stderr
+    (calibration, *_) = read_journal(target.journal).calibrations
+    assert calibration.decides_on == "time_min_ms"
+    (win,) = experiments(target)
+    assert win.status == "keep" and win.decision.primary == "time_min_ms"
+    assert win.evidence().threshold_pct is not None  # the floor went on the fallback
+    assert "time_ms" in win.decision.metrics  # the median is still measured and kept
+
+    # Resumed on a quiet machine, with the config as it was: the session's metric does not
+    # change under its records.
+    target.add_hypothesis("02-win", {"src/speedup-a.txt": "0.8\n"})
+    quiet = {"BENCH_FASTEST": "1"}
+    again = run_cli("run", cwd=target.root, env=quiet)
+    assert again.returncode == 0, again.stderr
+    assert [r.decision.primary for r in experiments(target)] == ["time_min_ms"] * 2
+
+    why = "the night decided on it ([metric] fallback) because time_ms was too noisy"
+    pr = run_cli("pr", cwd=target.root).stdout
+    report = run_cli("report", cwd=target.root).stdout
+    assert "time_min_ms is each run's fastest round" in pr and why in pr
+    assert "time_min_ms is each run's fastest round" in report and why in report
 
 
 def test_a_noisy_minute_at_the_start_does_not_cost_the_night(target, tmp_path):

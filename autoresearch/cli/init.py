@@ -40,6 +40,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         scope=args.scope or (list(ecosystem.scope) if ecosystem else ["src/**"]),
         force=args.force,
         ecosystem=ecosystem,
+        fallback=_fallback(ecosystem, args.metric, args.direction or "lower"),
     )
     for path in written:
         print(f"wrote {path.relative_to(directory)}")
@@ -60,6 +61,16 @@ def cmd_init(args: argparse.Namespace) -> int:
         "then `autoresearch run`"
     )
     return 0
+
+
+def _fallback(ecosystem, metric: str | None, direction: str) -> str:
+    """The [metric] fallback init writes: the named metric's fastest round, where its harness
+    reports one (a timing: lower is better); empty otherwise."""
+    from ..readers.rows import minimum_of
+
+    if ecosystem is None or not ecosystem.fastest or not metric or direction != "lower":
+        return ""
+    return minimum_of(metric) or ""
 
 
 def _ecosystem(directory: Path, name: str, python: str):

@@ -34,7 +34,8 @@ from ..journal.draft import Draft
 from ..journal.records import CalibrationRecord
 from ..loop.confirm import announce, confirmation_record, with_holdout
 from ..loop.lifecycle import Candidate, begin, new_draft
-from ..loop.session import RunOptions, Session, harness_env, open_session, proposal_context
+from ..loop.proposing import proposal_context
+from ..loop.session import RunOptions, Session, harness_env, open_session
 from ..loop.stages import (
     SessionOutcome,
     confirm_wanted,

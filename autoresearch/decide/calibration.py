@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..readers.rows import minimum_of
 from ..statuses import Direction
-from .design import NoiseVerdict, noise_verdict, paired_noise_pct
+from .design import REFUSE_FACTOR, NoiseVerdict, noise_verdict, paired_noise_pct
 from .rule import Judge
 from .stats import robust_cv_pct
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..journal.records import CalibrationRecord
 
-__all__ = ["Calibration", "minimum_noise", "pair_noise_of"]
+__all__ = ["Calibration", "fallback_switch", "minimum_noise", "noise_verdict_of", "pair_noise_of"]
 
 
 @dataclass(frozen=True)
@@ -116,6 +116,51 @@ def minimum_noise(
         return None
     # A fastest round alike in every run has no spread at all: nothing to refuse.
     return name, paired_noise_pct(spread["pair_ss"], spread["pair_df"]) or 0.0
+
+
+def noise_verdict_of(
+    config: Config, samples: Mapping[str, Sequence[float | None]], run_s: float | None
+) -> NoiseVerdict | None:
+    """design.noise_verdict of a calibration's runs (both arms, one after the other) of the
+    config's primary; None when they show no noise to go on."""
+    runs = samples.get(config.metric.name) or []
+    noise = robust_cv_pct([v for v in runs if v is not None])
+    if noise is None:
+        return None
+    quieter = minimum_noise(config, samples)
+    return noise_verdict(config, noise, run_s, pair_noise_of(runs), quieter)
+
+
+def fallback_switch(
+    config: Config, samples: Mapping[str, Sequence[float | None]], run_s: float | None
+) -> str | None:
+    """Why the night decides on `[metric] fallback` from this calibration on, when it does:
+    the primary's runs here would refuse the night (design.noise_verdict), the fallback's
+    would not. The session decides on it from then on (loop/stages.adopt_calibration); the
+    primary is still measured in every run, and reported."""
+    if not config.metric.fallback:
+        return None
+    primary = noise_verdict_of(config, samples, run_s)
+    if primary is None or not primary.refuse:
+        return None
+    fallback = config.deciding_on_fallback()
+    instead = noise_verdict_of(fallback, samples, run_s)
+    if instead is None or instead.refuse:
+        return None
+    return (
+        f"the night decides on {fallback.metric.name} ([metric] fallback): "
+        f"{config.metric.name} is too noisy (noise {primary.noise_pct:.2f}% a run as the rule "
+        f"sees it: {primary.detectable_pct:.1f}% detectable, over {REFUSE_FACTOR:g} times the "
+        f"{primary.target_pct:g}% asked for), {fallback.metric.name} is not (noise "
+        f"{instead.noise_pct:.2f}%: {instead.detectable_pct:.1f}% detectable)"
+    )
+
+
+def decides_on_fallback(fallback: str | None, switched: Iterable[str | None]) -> bool:
+    """Whether a session decides on its `[metric] fallback`: once one of its calibrations
+    switched to it (`switched`: their `decides_on`), for the rest of the session, whatever
+    later calibrations find; its records never change metric under it."""
+    return bool(fallback) and fallback in set(switched)
 
 
 def pair_noise_of(values: Sequence[float | None]) -> float | None:

@@ -215,10 +215,16 @@ def _fastest_round(
     if sees > factor * config.decision.target_effect_pct:
         return []
     most = _most_runs(config.decision, run_s)
+    # Refused: the fallback decides only such nights; a warning is lifted by the name alone.
+    how = (
+        f'[metric] fallback = "{name}": the night decides on it when the medians are too noisy'
+        if factor > 1
+        else f'[metric] name = "{name}"'
+    )
     return [
         f"decide on {name}, the fastest round of the same benchmark, whose noise here lets "
-        f'{most} runs per arm detect {sees:.1f}% ([metric] name = "{name}"; it misses what '
-        "only slower rounds show)"
+        f"{most} runs per arm detect {sees:.1f}% ({how}; it misses what only slower rounds "
+        "show)"
     ]
 
 

@@ -47,11 +47,12 @@ def scaffold(
     only: tuple[str, ...] | None = None,
     ideas: str = "",
     ecosystem: Ecosystem | None = None,
+    fallback: str = "",
 ) -> list[Path]:
     """Write the session files into `directory`; refuses to overwrite unless `force`.
     `only` names the templates to write (all by default); `ideas` is appended to the open
     ideas of ideas.md; `ecosystem` (ecosystems.py) writes the bench, checks and build it
-    runs, and how its output is read."""
+    runs, and how its output is read; `fallback` the [metric] fallback it writes, if any."""
     if not directory.is_dir():
         raise UserError(f"{directory}: not a directory")
     choices = [d.value for d in Direction]  # a pi session's bestDirection may name anything
@@ -72,6 +73,7 @@ def scaffold(
         "metric": metric,
         "direction": direction,
         "unit": unit,
+        "fallback": fallback,
         "ns_per_unit": TIME_UNITS.get(unit),
         "scope": _strings(scope),
         "bench": bench,

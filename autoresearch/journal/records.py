@@ -151,10 +151,16 @@ class CalibrationRecord(_Record):
     sentinel_run_s: float | None = None  # one run of bench.sentinel_command, when set
     # The toolchains on the bench's PATH and their versions (bench/fingerprint.py): what measured.
     toolchains: dict[str, str] = field(default_factory=dict)
+    # `[metric] fallback`, when this calibration found the primary too noisy for the night and
+    # the fallback not (decide/calibration.fallback_switch): the session decides on it from
+    # here on, and the noise, threshold and A/A check above are the fallback's.
+    decides_on: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         found = dataclasses.replace(self, aa=None).base_dict()
         found["aa"] = None if self.aa is None else self.aa.to_dict()
+        if self.decides_on is None:  # a calibration on the primary, as lines before it read
+            del found["decides_on"]
         return found
 
     @classmethod

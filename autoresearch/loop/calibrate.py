@@ -16,8 +16,8 @@ from pathlib import Path
 from ..bench.fingerprint import toolchains
 from ..bench.measure import Harness, Measurement, PairMeasurement, measure_pair
 from ..config import Config
-from ..decide.calibration import minimum_noise, pair_noise_of
-from ..decide.design import NoiseVerdict, noise_verdict, runs_needed, threshold_pct
+from ..decide.calibration import fallback_switch, noise_verdict_of
+from ..decide.design import NoiseVerdict, runs_needed, threshold_pct
 from ..decide.rule import CONFIDENCE
 from ..decide.stats import compare, robust_cv_pct
 from ..errors import UserError
@@ -74,23 +74,27 @@ def _record(
     timed: Measurement | None,
     tools: dict[str, str],
 ) -> CalibrationRecord:
-    """The calibration's record: the samples of both arms as one, the noise, the checks."""
+    """The calibration's record: the samples of both arms as one, the noise, the checks; of
+    `[metric] fallback` when these runs find the primary too noisy and it not."""
     samples = {
         name: values + pair.candidate.samples.get(name, [])
         for name, values in pair.baseline.samples.items()
     }
+    duration_s = pair.baseline.duration_s + pair.candidate.duration_s
+    runs = len(pair.baseline.runs) + len(pair.candidate.runs)
+    run_s = duration_s / runs if runs else None
+    switch = fallback_switch(config, samples, run_s)
+    if switch is not None:
+        config = config.deciding_on_fallback()
     primary = config.metric.name
     noise = {name: robust_cv_pct(values) for name, values in samples.items()}
     aa = _aa_check(pair.baseline.samples[primary], pair.candidate.samples[primary])
-    duration_s = pair.baseline.duration_s + pair.candidate.duration_s
-    runs = len(pair.baseline.runs) + len(pair.candidate.runs)
     verdict = needed = None
     if noise[primary]:
-        run_s = duration_s / runs if runs else None
-        paired = pair_noise_of(samples[primary])
-        quieter = minimum_noise(config, samples)
-        verdict = noise_verdict(config, noise[primary], run_s, paired, quieter)
-        needed = runs_needed(config, verdict.noise_pct, config.decision.target_effect_pct)
+        verdict = noise_verdict_of(config, samples, run_s)
+        if verdict is not None:
+            target = config.decision.target_effect_pct
+            needed = runs_needed(config, verdict.noise_pct, target)
     return CalibrationRecord(
         session=config.session.name,
         at=now_iso(),
@@ -104,9 +108,10 @@ def _record(
         aa=aa,
         detectable_effect_pct=verdict.detectable_pct if verdict else None,
         runs_needed_for_target=needed,
-        warnings=_warnings(aa, verdict),
+        warnings=[*([switch] if switch else []), *_warnings(aa, verdict)],
         sentinel_run_s=round(timed.duration_s / len(timed.runs), 3) if timed else None,
         toolchains=tools,
+        decides_on=primary if switch else None,
     )
 
 

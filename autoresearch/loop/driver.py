@@ -13,7 +13,8 @@ from __future__ import annotations
 from ..config import Config
 from ..progress import Progress
 from .confirm import confirm_session
-from .session import RunOptions, Session, StopRequested, open_session, proposal_context
+from .proposing import proposal_context
+from .session import RunOptions, Session, StopRequested, open_session
 from .stages import (
     SessionOutcome,
     calibrate_best,

@@ -35,8 +35,9 @@ from ..repo.patchcheck import PatchProblem, check_paths, patch_paths
 from ..repo.seal import RepoSeal
 from ..repo.workspace import BaselineTree, UncommittableError
 from ..statuses import ChecksWhen, Status
+from .proposing import proposal_context
 from .second_look import second_look_count
-from .session import Session, StopRequested, prepare_best, proposal_context
+from .session import Session, StopRequested, prepare_best
 from .testref import best_tests, remember_tests
 
 __all__ = [

@@ -42,6 +42,7 @@ class Preflight:
     checks: RunResult | None = None
     interrupted: bool = False
     noise: NoiseVerdict | None = None  # `check`'s calibration: what a night could detect
+    fallback: str | None = None  # why that night decides on [metric] fallback, when it would
     warnings: list[str] = field(default_factory=list)
 
     @property
@@ -50,7 +51,7 @@ class Preflight:
 
     def lines(self, config: Config) -> list[str]:
         """What the bench printed, one metric a line, with its role and family."""
-        roles = {config.metric.name: "primary"}
+        roles = {config.metric.name: "primary", config.metric.fallback: "fallback"}
         roles.update({s.name: "secondary" for s in config.secondary})
         roles.update({s.name: "sentinel" for s in config.sentinel})
         count = f"{len(self.metrics)} metric{'s' if len(self.metrics) != 1 else ''}"
@@ -72,6 +73,8 @@ class Preflight:
             out.append(
                 f"  checks on the unmodified code: {verdict} ({self.checks.duration_s:.1f}s)"
             )
+        if self.fallback is not None:
+            out.append(f"  calibration: {self.fallback}")
         if self.noise is not None:
             out.append(f"  calibration: {self.noise.message}")
         out += [f"  warning: {w}" for w in self.warnings]
@@ -187,6 +190,8 @@ def _hint(run: RunResult) -> str:
 
 def _missing(config: Config, printed: dict[str, float]) -> list[str]:
     wanted = [("[metric] name", config.metric.name)]
+    if config.metric.fallback:
+        wanted.append(("[metric] fallback", config.metric.fallback))
     wanted += [("[[secondary]] name", s.name) for s in config.secondary]
     wanted += [("[[sentinel]] name", s.name) for s in config.sentinel]
     problems = []
@@ -259,7 +264,10 @@ def _calibrate(
             result.interrupted = True
             return
         result.warnings = [w for w in record.warnings if w.startswith("A/A")]
-        result.noise = Calibration.from_record(record, config.metric.name).verdict(config)
+        deciding = config.deciding_on_fallback() if record.decides_on else config
+        if record.decides_on:
+            result.fallback = record.warnings[0]  # calibrate.py says why first
+        result.noise = Calibration.from_record(record, deciding.metric.name).verdict(deciding)
         if result.noise is None or not result.noise.refuse:
             return
         if attempt < NOISE_CALIBRATIONS:

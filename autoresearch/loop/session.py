@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import json
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..atomic import fresh_name, write_json_atomic
@@ -15,10 +14,10 @@ from ..bench.armstate import ArmStates
 from ..bench.fingerprint import environment
 from ..bench.measure import Harness, prepare_baseline
 from ..bench.proc import StopFlag, process_token
-from ..bench.runners import LocalRunner, Runner
+from ..bench.runners import Runner
 from ..bench.sandbox import sandbox_for, unconfined_warning
 from ..config import Config
-from ..decide.calibration import Calibration
+from ..decide.calibration import Calibration, decides_on_fallback
 from ..decide.headline import baseline_calibration
 from ..errors import UserError
 from ..journal.attempts import Attempt, attempts_by_patch, may_run_again, tried_patches
@@ -27,7 +26,7 @@ from ..journal.draft import now_iso
 from ..journal.records import CalibrationRecord, ExperimentRecord, SessionRecord
 from ..journal.store import Journal
 from ..progress import Plan, Progress
-from ..proposers import ProposalContext, Proposer, make_proposer
+from ..proposers import Proposer, make_proposer
 from ..proposers.chain import ProposerChain
 from ..repo.state_dir import SessionLock, SessionPaths, read_inflight, session_paths
 from ..repo.watch import Watches
@@ -47,7 +46,6 @@ __all__ = [
     "marker",
     "open_session",
     "prepare_best",
-    "proposal_context",
 ]
 
 
@@ -280,7 +278,10 @@ def _no_phase_marker_left(paths: SessionPaths) -> Iterator[None]:
 
 
 def _session(config, options, progress, paths, ws, journal, stop, base, history, commits, proposer):
-    """The Session value of a run opening with this history."""
+    """The Session value of a run opening with this history: deciding on `[metric] fallback`
+    when a calibration of the session switched to it."""
+    if decides_on_fallback(config.metric.fallback, [c.decides_on for c in history.calibrations]):
+        config = config.deciding_on_fallback()
     attempts = attempts_by_patch(history.attempts)
     watches = Watches(quiet=journal.owns)
     ws.watches = watches
@@ -362,56 +363,6 @@ def prepare_best(session: Session, commit: str, label: str) -> None:
         raise StopRequested(f"the build of {commit[:10]} was stopped by a signal")
     if failed is not None:
         raise UserError(failed.detail)
-
-
-def proposal_context(session: Session) -> ProposalContext:
-    """What the proposers see: the session so far and the current best, checked out."""
-    calibration = session.calibration
-    return ProposalContext(
-        tried=session.tried,
-        records=SessionRecords(session),
-        tip=session.ws.tip(),
-        worktree=session.ws.path,
-        metric=session.config.metric.name,
-        direction=session.config.metric.direction,
-        base=session.base_commit,
-        baseline=session.baseline,
-        best=session.best_median,
-        noise_pct=calibration.noise_pct if calibration else None,
-        threshold_pct=calibration.threshold if calibration else 0.0,
-        state_dir=session.paths.root,
-        branch=session.ws.branch,
-        stop=session.stop,
-        token=session.token,
-        say=session.progress.info,
-        runner=LocalRunner(),
-        measured=(session.ws.path, session.baseline_tree.path),
-        scrub_measured=functools.partial(scrub_measurement_trees, session),
-        no_keep_streak=session.tally.no_keep_streak,
-    )
-
-
-def scrub_measurement_trees(session: Session) -> None:
-    """Both measurement trees back as the loop leaves them, with nothing of anyone else's in
-    them, kept build output included: the best is built again before it is measured."""
-    session.ws.scrub()
-    session.baseline_tree.scrub()
-
-
-class SessionRecords(Sequence):
-    """The session's records as a proposer sees them, read only when it looks at them."""
-
-    def __init__(self, session: Session):
-        self._session = session
-
-    def __len__(self) -> int:
-        return len(self._session.records())
-
-    def __getitem__(self, index):
-        return self._session.records()[index]
-
-    def __iter__(self):
-        return iter(self._session.records())
 
 
 class StopRequested(Exception):

@@ -7,96 +7,24 @@ came from, the final state, the confirmation, the config) sits beside the frame.
 
 from __future__ import annotations
 
-import collections
 import json
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from ..decide.calibration import decides_on_fallback
 from ..decide.headline import baseline_calibration, headline
 from ..errors import JournalError
 from ..journal.columns import review_table
 from ..journal.records import is_headline
 from ..statuses import Status
+from .frame import COLUMNS, typed
 
-__all__ = ["COLUMNS", "History", "frame_rows", "load_history"]
+__all__ = ["History", "load_history"]
 
-COLUMNS = [
-    "n",
-    "id",
-    "retry_of",
-    "earlier",  # "retry of #3 (inconclusive)": the attempt a retry followed
-    "superseded",  # True for an attempt a later retry of the same hypothesis replaced
-    "proposal",  # what the proposer noted (a sweep's knob and value), or None
-    "proposer",  # queue, sweep, agent, or a plug-in's name
-    "family",  # the axis the hypothesis explores, when its proposer named one
-    "agent",  # True for a coding agent's proposal
-    "agent_cost_usd",  # what that agent reported it cost; None: unknown, never zero
-    "refusal",  # why the agent's proposal was refused before any run (empty, scope, ...)
-    "parent",  # the best the experiment was measured against
-    "segment",
-    "status",
-    "title",
-    "description",
-    "value",
-    "change_pct",
-    "ci_low_pct",
-    "ci_high_pct",
-    "p_value",
-    "designed_for_pct",  # the win the decision's futility stops were built for
-    "designed_power",  # how often they let such a win through
-    "rule",
-    "reason",
-    "hypothesis",
-    "mechanism",
-    "rollback_reason",
-    "next_action_hint",
-    "commit",
-    "started_at",
-    "duration_s",
-    "bench_runs",
-    "bench_s",
-    "checks_s",
-    "checks_exit",
-    "touched_files",
-    "sentinels_ok",
-    "holdout_change_pct",  # the hidden holdout's verdict before a keep (decide/holdout_verdict.py)
-    "holdout_verdict",
-    "metrics",
-]
-NUMERIC = [
-    "agent_cost_usd",
-    "holdout_change_pct",
-    "value",
-    "change_pct",
-    "ci_low_pct",
-    "ci_high_pct",
-    "p_value",
-    "designed_for_pct",
-    "designed_power",
-    "duration_s",
-    "bench_s",
-    "checks_s",
-]
-TEXT = [
-    "retry_of",
-    "proposer",
-    "family",
-    "refusal",
-    "title",
-    "description",
-    "rule",
-    "reason",
-    "hypothesis",
-    "mechanism",
-    "rollback_reason",
-    "next_action_hint",
-    "commit",
-]
 _ESCAPE = re.compile(r"\\u([0-9a-fA-F]{4})")
 
 
@@ -114,6 +42,7 @@ class History:
     baseline: dict[str, Any]  # value, metrics, label, why
     final: dict[str, Any]  # value, metrics, label
     confirmation: dict[str, Any] | None = None
+    fallback_from: str | None = None  # the primary, when the session decided on its fallback
     config: dict[str, Any] = field(default_factory=dict)
     calibrations: list[dict[str, Any]] = field(default_factory=list)
     confirmations: list[dict[str, Any]] = field(default_factory=list)
@@ -179,8 +108,12 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
     )
     config = sessions[0]["config"]
     metric = config["metric"]
+    switched = decides_on_fallback(
+        metric.get("fallback"), [c.get("decides_on") for c in calibrations]
+    )
+    metric = {**metric, "name": metric["fallback"]} if switched else metric
     spec_of = {m["name"]: m for m in [metric, *config["secondary"], *config["sentinel"]]}
-    frame = _typed(_session_frame(index.experiments, session))
+    frame = typed(_session_frame(index.experiments, session))
     kept = frame["commit"][(frame["status"] == Status.KEEP) & frame["commit"].astype(bool)]
     tip = kept.iloc[-1] if len(kept) else sessions[0]["base_commit"]
     head = headline(calibrations, confirmations, tip, metric["name"], sessions[0]["base_commit"])
@@ -198,6 +131,7 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
         baseline=baseline,
         final=final,
         confirmation=confirmation,
+        fallback_from=config["metric"]["name"] if switched else None,
         config={**config, "units": {k: v.get("unit", "") for k, v in spec_of.items()}},
         calibrations=calibrations,
         confirmations=confirmations,
@@ -366,7 +300,7 @@ def pi_history(objects: list[dict[str, Any]], source: str, warnings: list[str]) 
         raise JournalError(f"{source}: no run lines; nothing to report")
     metric = config.get("metricName") or "metric"
     direction = config.get("bestDirection", "lower")
-    frame = _typed(pd.DataFrame([_pi_row(r, metric) for r in runs], columns=COLUMNS))
+    frame = typed(pd.DataFrame([_pi_row(r, metric) for r in runs], columns=COLUMNS))
     frame = _pi_changes(frame, direction)
     kept = frame[frame["status"] == Status.KEEP]
     base = kept.iloc[0] if len(kept) else frame.iloc[0]
@@ -463,33 +397,6 @@ def _pi_changes(frame: pd.DataFrame, direction: str) -> pd.DataFrame:
     )
     frame["change_pct"] = 100.0 * (frame["value"] - best) / best
     return frame
-
-
-def _typed(frame: pd.DataFrame) -> pd.DataFrame:
-    """Numbers as floats, a missing one as NaN (never 0), whatever the journal held; retries
-    linked to the attempts they followed."""
-    for column in NUMERIC:
-        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
-    # pandas reads a missing text (None) as NaN: a reason left out must not print as "nan".
-    for column in TEXT:
-        frame[column] = frame[column].astype(object).where(frame[column].notna(), None)
-    retried = set(frame["retry_of"].dropna())
-    linked = frame[frame["id"].isin(retried)] if retried else frame.iloc[:0]
-    earlier = {row.id: (int(row.n), row.status) for row in frame_rows(linked, "id", "n", "status")}
-    frame["earlier"] = [
-        f"retry of #{earlier[r][0]} ({earlier[r][1]})" if r in earlier else None
-        for r in frame["retry_of"]
-    ]
-    frame["superseded"] = frame["id"].isin(retried)
-    return frame
-
-
-def frame_rows(frame: pd.DataFrame, *columns: str) -> Iterator[Any]:
-    """The frame's rows as named tuples of `columns`, each value the Python one `itertuples`
-    gives: `itertuples` over every column fetches string cells one at a time, seconds for a
-    100,000-experiment session."""
-    row = collections.namedtuple("Row", columns)
-    return map(row._make, zip(*(frame[c].tolist() for c in columns), strict=True))
 
 
 def _unescape(text: str) -> str:

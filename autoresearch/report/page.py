@@ -30,7 +30,8 @@ from ..journal.tail import last_experiments
 from ..profiles import load_profile
 from ..repo.state_dir import session_paths
 from .flame import icicle_svg
-from .history import History, frame_rows
+from .frame import frame_rows
+from .history import History
 from .merge import merge_facts
 from .render import render_template
 

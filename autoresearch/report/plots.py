@@ -21,7 +21,8 @@ from matplotlib.ticker import MaxNLocator
 
 from ..journal.records import FAILED_STATUSES
 from ..statuses import Status
-from .history import History, frame_rows
+from .frame import frame_rows
+from .history import History
 
 __all__ = [
     "FIGSIZE",

@@ -16,7 +16,8 @@ from ..journal.records import FAILED_STATUSES
 from ..readers.rows import is_minimum
 from ..repo.globs import matches_any
 from ..statuses import Status
-from .history import History, frame_rows
+from .frame import frame_rows
+from .history import History
 from .outcomes import (
     clean,
     first_sentence,
@@ -323,6 +324,25 @@ def _safety(history: History, kept: pd.DataFrame) -> dict:
     }
 
 
+def _statistic(history: History) -> str | None:
+    """What the metric decided on is, when it is not a plain median: a fastest round, or the
+    fallback a calibration found the configured primary too noisy for."""
+    said = []
+    if is_minimum(history.metric):
+        said.append(
+            f"{history.metric} is each run's fastest round as its harness reported it, not its "
+            "median: steadier where the machine's speed comes and goes, blind to what only "
+            "the slower rounds show"
+        )
+    if history.fallback_from:
+        said.append(
+            f"the night decided on {'it' if said else history.metric} ([metric] fallback) "
+            f"because {history.fallback_from} was too noisy for the effect asked for in a "
+            "calibration; each record keeps both"
+        )
+    return "; ".join(said) or None
+
+
 def _methodology(history: History, df: pd.DataFrame) -> dict:
     info: dict[str, Any] = {"experiments": len(df)}
     if history.format != "autoresearch":
@@ -355,13 +375,7 @@ def _methodology(history: History, df: pd.DataFrame) -> dict:
             )
         ),
         "calibrations": len(history.calibrations),
-        "statistic": (
-            f"{history.metric} is each run's fastest round as its harness reported it, not its "
-            "median: steadier where the machine's speed comes and goes, blind to what only "
-            "the slower rounds show"
-            if is_minimum(history.metric)
-            else None
-        ),
+        "statistic": _statistic(history),
         "toolchains": _toolchains(history.calibrations),
         "noise_pct": [n for n in noise if n is not None],
         # What each calibration said the night could detect with 90% power (decide/design.py).

@@ -9,7 +9,7 @@ from typing import Any
 import pandas as pd
 
 from ..statuses import Status
-from .history import frame_rows
+from .frame import frame_rows
 
 __all__ = ["joint_summaries", "show_value", "sweep_summaries"]
 
