@@ -9,8 +9,9 @@ flags the README names; three hypotheses queued (a null change, a regression, th
 known win); then `check` and `run` with no edit of the config and no `--accept-noise`. A row
 per ecosystem: one bench run's seconds and what the calibration can detect (as `check` says
 them), whether the night was refused as too noisy (and then, as a user would, the first edit
-the refusal names made, and `run` again: the same benchmark's fastest round as the metric when it
-names that, else `target_effect_pct` at what the bench can see), the
+the refusal names made, and `run` again: `target_effect_pct` at what the bench can see, or the
+fastest round when init wrote no fallback), the metric the night decided on (the primary, or
+the `[metric] fallback` init writes for a harness that reports a fastest round), the
 minutes of both runs, each hypothesis' status, and the confirmed change. What #53 asks of a
 first hour: the win kept, neither the null nor the regression, no refusal on a quiet machine, a
 night of three hypotheses under 30 minutes. Figures go to docs/results/first_hour/.
@@ -283,6 +284,12 @@ def first_hour(name: str, spec: dict, parent: Path) -> dict:
         "detectable_pct": float(detect.group(1)) if detect else None,
         "refused": refused,
         "advice_followed": advice[2] if advice else None,
+        # The metric the night decided on: init's [metric] fallback when a calibration
+        # found the primary too noisy, else the primary.
+        "decided_on": next(
+            (c.decides_on for c in journal.calibrations if c.decides_on),
+            load_config(repo / "autoresearch.toml").metric.name,
+        ),
         "night_exit": night.returncode,
         "night_min": round(minutes, 1),
         "statuses": statuses,
@@ -321,6 +328,10 @@ def _advice(refusal: str) -> tuple[str, str, str] | None:
     if metric:
         said = f'name = "{metric.group(1)}"'
         return r'(?ms)^(\[metric\][^\[]*?^)name = "\w+"', rf"\g<1>{said}", said
+    fallback = re.search(r'\(\[metric\] fallback = "(\w+)"', refusal)
+    if fallback:  # a config without one: set beside the primary's unit
+        said = f'fallback = "{fallback.group(1)}"'
+        return r'(?ms)^(\[metric\][^\[]*?^unit = "\w*"\n)', rf"\g<1>{said}\n", said
     target = re.search(r"\(target_effect_pct = ([\d.]+)\)", refusal)
     if target:
         said = f"target_effect_pct = {target.group(1)}"
@@ -348,6 +359,7 @@ def main() -> int:
             print(
                 f"{name:7} {condition:11} run {row['run_s']}s, detects {row['detectable_pct']}%, "
                 f"refused {row['refused']} (then {row['advice_followed']}), "
+                f"decided on {row['decided_on']}, "
                 f"night {row['night_min']} min (exit {row['night_exit']}), {row['statuses']}, "
                 f"confirmed {row['confirmed_pct']}, truth {row['truth_pct']}",
                 flush=True,

@@ -475,6 +475,7 @@ when = "{checks_when}"
 name = "time_ms"
 direction = "lower"
 unit = "ms"
+fallback = "{fallback}"
 
 [[sentinel]]
 name = "sentinel_ms"
@@ -575,6 +576,7 @@ class Target:
             "max_experiments": 50,
             "stop_after_no_keep": 0,
             "sandbox": "off",
+            "fallback": "",
             **overrides,
         }
         self.config_path.write_text(CONFIG.format(**values))

@@ -489,6 +489,30 @@ def test_a_win_whose_files_the_keeps_since_did_not_touch_is_kept_on_its_measurem
 
 
 @pytest.mark.e2e
+def test_on_bench_hosts_a_night_too_noisy_on_its_medians_decides_on_the_fallback(target, tmp_path):
+    """As serially (tests/test_preflight.py): the host's calibration finds the medians too
+    noisy and `[metric] fallback` not, and the night decides on the fallback, on the host that
+    measures and in the driver that replays its runs alike."""
+    target.configure(fallback="time_min_ms", min_runs=2, looks=3)
+    git(target.root, "commit", "-qam", "the fastest round when the medians are too noisy")
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    counter = str(tmp_path / "n")
+    loud = {"BENCH_FACTORS": "0.5,1.5", "BENCH_COUNTER": counter, "BENCH_FASTEST": "1"}
+    heard = io.StringIO()
+    with local_cluster(tmp_path, workers=1) as local:
+        drive(target, local.scheduler_address, loud, Progress(heard))
+    (calibration, *_) = read_journal(target.journal).calibrations
+    assert calibration.host and calibration.decides_on == "time_min_ms"
+    assert "the night decides on time_min_ms ([metric] fallback)" in heard.getvalue()
+    (win,) = experiments(target)
+    assert win.status == "keep" and win.decision.primary == "time_min_ms", win.reason
+    assert win.cluster is not None and "time_ms" in win.decision.metrics
+    # The experiment's job carries the session's switch: its host stops at the first look (2
+    # pairs after the calibration's 4 runs), where on the medians it would run on to the cap.
+    assert (tmp_path / "n").read_text().strip() == "8"
+
+
+@pytest.mark.e2e
 def test_a_bench_too_noisy_is_refused_before_any_experiment_is_sent(target, tmp_path):
     """On bench hosts as here (loop/stages.py): the best is calibrated on a host before the
     first experiment, a bench far too noisy for the effect asked for (5%) is measured once more

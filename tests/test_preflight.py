@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -185,20 +186,14 @@ def test_a_refusal_points_at_the_quieter_fastest_round_as_the_fallback(target, t
     assert '([metric] fallback = "time_min_ms": the night decides on it when' in problem
 
 
-def _fallback_on(target) -> None:
-    config = target.config_path.read_text()
-    fallback = 'unit = "ms"\nfallback = "time_min_ms"\n'
-    target.config_path.write_text(config.replace('unit = "ms"\n', fallback, 1))
-    git(target.root, "commit", "-qam", "the fastest round when the medians are too noisy")
-
-
 def test_a_night_too_noisy_on_the_median_decides_on_its_fallback_and_says_so(target, tmp_path):
     """With `[metric] fallback` (what `init` writes for a harness that reports a fastest
     round), the night the medians would refuse decides on the fallback instead, with no hand
     edit: `check` is ready and says so, `run` keeps the win on it, every record names it, a
     resumed night goes on deciding on it when the medians have calmed down, and the report
     and the PR say why."""
-    _fallback_on(target)
+    target.configure(fallback="time_min_ms")
+    git(target.root, "commit", "-qam", "the fastest round when the medians are too noisy")
     loud = {
         "BENCH_FACTORS": "0.5,1.5",
         "BENCH_COUNTER": str(tmp_path / "runs"),
@@ -229,6 +224,8 @@ def test_a_night_too_noisy_on_the_median_decides_on_its_fallback_and_says_so(tar
     assert again.returncode == 0, again.stderr
     assert [r.decision.primary for r in experiments(target)] == ["time_min_ms"] * 2
 
+    status = json.loads(run_cli("status", "--json", cwd=target.root).stdout)
+    assert status["metric"] == "time_min_ms"
     why = "the night decided on it ([metric] fallback) because time_ms was too noisy"
     pr = run_cli("pr", cwd=target.root).stdout
     report = run_cli("report", cwd=target.root).stdout

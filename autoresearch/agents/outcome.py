@@ -21,7 +21,10 @@ __all__ = ["history_rows", "outcome"]
 
 def outcome(record: ExperimentRecord, config: Config) -> dict[str, Any]:
     """What an agent needs of a try: one JSON object."""
-    evidence = record.evidence(config.metric.name)
+    # The metric that decided it: the session's [metric] fallback when a calibration chose it.
+    decided = record.decision.primary if record.decision is not None else None
+    metric = decided or config.metric.name
+    evidence = record.evidence(metric)
     refused = record.status in (
         Status.SCOPE_VIOLATION,
         Status.APPLY_FAILED,
@@ -34,7 +37,7 @@ def outcome(record: ExperimentRecord, config: Config) -> dict[str, Any]:
         "status": record.status,
         "exit_code": EXIT_CODES.get(record.status, 1),
         "title": record.title,
-        "metric": config.metric.name,
+        "metric": metric,
         "change_pct": evidence.change_pct,
         "ci_low_pct": evidence.ci_low_pct,
         "ci_high_pct": evidence.ci_high_pct,

@@ -41,7 +41,7 @@ from ..bench.orphans import stop_orphans_at_exit
 from ..bench.proc import RunResult, kill_processes, process_token, read_log
 from ..bench.runners import Runner
 from ..config import Config
-from ..decide.calibration import Calibration
+from ..decide.calibration import Calibration, calibrated_config
 from ..decide.rule import Judge
 from ..errors import UserError
 from ..journal.draft import now_iso
@@ -153,9 +153,10 @@ def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -
         elif pair is None:
             calibration, calibration_new = host.calibration(job, harness)
             if job.kind == "experiment":
-                judge = Calibration.from_record(calibration, job.config.metric.name)
+                config = calibrated_config(job.config, calibration)
+                judge = Calibration.from_record(calibration, config.metric.name)
                 facts = replace(facts, confinement=harness.confinement(host.trees[CANDIDATE].path))
-                pair = host.experiment(job, harness, judge.judge(job.config))
+                pair = host.experiment(job, harness, judge.judge(config))
     except _Failed as failed:
         done = replace(facts, failure=failed.status, failed_arm=failed.arm, detail=failed.detail)
     else:

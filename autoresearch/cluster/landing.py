@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..bench.holdout_runs import holdout_verdict
-from ..decide.calibration import Calibration
+from ..decide.calibration import Calibration, calibrated_config
 from ..errors import UserError
 from ..journal.decision import Decision
 from ..journal.draft import Draft
@@ -159,9 +159,9 @@ class Landing:
     def replay(self, result: HostRun) -> Decision:
         """The decision rule on the host's samples, with the host's own calibration: the
         decision is the driver's."""
-        config = self.session.config
         if result.calibration is None:  # a host measures an experiment by one: only with a bug
             raise UserError("the host's result holds no calibration to judge it by")
+        config = calibrated_config(self.session.config, result.calibration)
         judge = Calibration.from_record(result.calibration, config.metric.name).judge(config)
         decision = judge.replay(*result.samples)
         if decision is None:  # the host stopped before a look: only with a bug; say so

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -156,11 +156,13 @@ def fallback_switch(
     )
 
 
-def decides_on_fallback(fallback: str | None, switched: Iterable[str | None]) -> bool:
-    """Whether a session decides on its `[metric] fallback`: once one of its calibrations
-    switched to it (`switched`: their `decides_on`), for the rest of the session, whatever
-    later calibrations find; its records never change metric under it."""
-    return bool(fallback) and fallback in set(switched)
+def calibrated_config(config: Config, record: CalibrationRecord) -> Config:
+    """The config an experiment measured against this calibration is judged with: deciding on
+    `[metric] fallback` when this calibration switched to it (a bench host's, before the
+    driver's session did)."""
+    if record.decides_on and record.decides_on == config.metric.fallback:
+        return config.deciding_on_fallback()
+    return config
 
 
 def pair_noise_of(values: Sequence[float | None]) -> float | None:

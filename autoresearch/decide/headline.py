@@ -10,11 +10,12 @@ usual is flagged rather than quietly promoted to "best".
 from __future__ import annotations
 
 import statistics
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .percent import change_pct
 
-__all__ = ["NOISY_FACTOR", "baseline_calibration", "headline"]
+__all__ = ["NOISY_FACTOR", "baseline_calibration", "headline", "session_metric"]
 
 NOISY_FACTOR = 2.0  # a calibration this many times noisier than the session's median is flagged
 
@@ -29,6 +30,21 @@ def baseline_calibration(calibrations: list, base: str | None):
 
     at_base = [c for c in calibrations if commit(c) == base]
     return at_base[-1] if at_base else (calibrations[0] if calibrations else None)
+
+
+def session_metric(metric: Any, calibrations: Iterable[Any]) -> str:
+    """The metric a session decides on: `[metric] fallback` once one of its calibrations
+    switched to it (their `decides_on`), for the rest of the session whatever later ones find,
+    so that its records never change metric under it; else the primary. `metric` is the
+    config's [metric], a spec or the journal's dict of it; `calibrations` records or dicts."""
+
+    def get(item: Any, key: str) -> Any:
+        return item.get(key) if isinstance(item, Mapping) else getattr(item, key, None)
+
+    fallback = get(metric, "fallback")
+    if fallback and any(get(c, "decides_on") == fallback for c in calibrations):
+        return str(fallback)
+    return str(get(metric, "name"))
 
 
 def headline(

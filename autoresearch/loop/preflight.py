@@ -21,7 +21,7 @@ from ..bench.measure import Harness
 from ..bench.metrics import read_run_metrics, run_output
 from ..bench.proc import RunResult
 from ..config import Config, script_path
-from ..decide.calibration import Calibration
+from ..decide.calibration import Calibration, calibrated_config
 from ..decide.design import NOISE_CALIBRATIONS, NoiseVerdict
 from ..errors import MetricParseError, PreflightError, UserError, WorkspaceError
 from ..repo.gitrepo import open_repo
@@ -264,7 +264,7 @@ def _calibrate(
             result.interrupted = True
             return
         result.warnings = [w for w in record.warnings if w.startswith("A/A")]
-        deciding = config.deciding_on_fallback() if record.decides_on else config
+        deciding = calibrated_config(config, record)
         if record.decides_on:
             result.fallback = record.warnings[0]  # calibrate.py says why first
         result.noise = Calibration.from_record(record, deciding.metric.name).verdict(deciding)

@@ -17,8 +17,8 @@ from ..bench.proc import StopFlag, process_token
 from ..bench.runners import Runner
 from ..bench.sandbox import sandbox_for, unconfined_warning
 from ..config import Config
-from ..decide.calibration import Calibration, decides_on_fallback
-from ..decide.headline import baseline_calibration
+from ..decide.calibration import Calibration
+from ..decide.headline import baseline_calibration, session_metric
 from ..errors import UserError
 from ..journal.attempts import Attempt, attempts_by_patch, may_run_again, tried_patches
 from ..journal.digest import SessionDigest
@@ -280,7 +280,7 @@ def _no_phase_marker_left(paths: SessionPaths) -> Iterator[None]:
 def _session(config, options, progress, paths, ws, journal, stop, base, history, commits, proposer):
     """The Session value of a run opening with this history: deciding on `[metric] fallback`
     when a calibration of the session switched to it."""
-    if decides_on_fallback(config.metric.fallback, [c.decides_on for c in history.calibrations]):
+    if session_metric(config.metric, history.calibrations) != config.metric.name:
         config = config.deciding_on_fallback()
     attempts = attempts_by_patch(history.attempts)
     watches = Watches(quiet=journal.owns)

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..decide.calibration import Calibration
+from ..decide.calibration import Calibration, calibrated_config
 from ..decide.design import NOISE_CALIBRATIONS
 from ..decide.headline import baseline_calibration
 from ..errors import PreflightError
@@ -273,8 +273,8 @@ def adopt_calibration(session: Session, record: CalibrationRecord) -> None:
     """A calibration of the current best stands for it (one just measured; a journaled one for
     a `try` in a new process; on a cluster, a host's); one that found the primary too noisy
     and `[metric] fallback` not makes the session decide on the fallback from here on."""
-    if record.decides_on and record.decides_on == session.config.metric.fallback:
-        session.config = session.config.deciding_on_fallback()
+    if (config := calibrated_config(session.config, record)) is not session.config:
+        session.config = config
         # What the night is measured from: the base's calibrated median of the fallback.
         base = baseline_calibration(session.journal.digest().calibrations, session.base_commit)
         session.baseline = base["medians"].get(record.decides_on) if base else None

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 from ..config import Config
-from ..decide.headline import headline
+from ..decide.headline import headline, session_metric
 from ..decide.percent import change_pct
 from ..journal.digest import counts_said, session_digest
 from ..journal.records import is_headline
@@ -24,7 +24,7 @@ def session_status(config: Config) -> dict[str, Any]:
     state dir."""
     paths = session_paths(config)
     history = session_digest(config.journal_path, config.session.name)
-    primary = config.metric.name
+    primary = session_metric(config.metric, history.calibrations)  # its fallback, if chosen
     by_status, retried = history.outcomes()
     kept = history.last_kept
     base_commit = history.sessions[0]["base_commit"] if history.sessions else None

@@ -15,8 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..decide.calibration import decides_on_fallback
-from ..decide.headline import baseline_calibration, headline
+from ..decide.headline import baseline_calibration, headline, session_metric
 from ..errors import JournalError
 from ..journal.columns import review_table
 from ..journal.records import is_headline
@@ -108,9 +107,7 @@ def _from_autoresearch(path: Path, session: str | None) -> History:
     )
     config = sessions[0]["config"]
     metric = config["metric"]
-    switched = decides_on_fallback(
-        metric.get("fallback"), [c.get("decides_on") for c in calibrations]
-    )
+    switched = session_metric(metric, calibrations) != metric["name"]
     metric = {**metric, "name": metric["fallback"]} if switched else metric
     spec_of = {m["name"]: m for m in [metric, *config["secondary"], *config["sentinel"]]}
     frame = typed(_session_frame(index.experiments, session))

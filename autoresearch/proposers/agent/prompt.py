@@ -103,7 +103,7 @@ def _data(
     older, recent = records[: len(records) - shown], records[len(records) - shown :]
     best_change = change_pct(context.baseline, context.best)
     return {
-        "metric": metric.name,
+        "metric": context.metric,  # the session's: its fallback once a calibration chose it
         "direction": str(metric.direction),
         "better": str(metric.direction),
         "unit": unit,
