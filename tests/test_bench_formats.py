@@ -192,6 +192,10 @@ def test_google_benchmark_repetitions_keep_their_median(benches):
         assert close(got[metric_name(name, "ns")], statistics.median(times) * NS_PER[unit])
         assert close(got[metric_name(name, "cpu_ns")], statistics.median(times) / 2 * NS_PER[unit])
         assert got[metric_name(name, "items_per_second")] == 5.0
+        # Repeated, each timing's fastest repetition beside it; one run has no fastest of its own.
+        fastest = got.get(metric_name(name, "min_ns"))
+        assert fastest is None if len(times) == 1 else close(fastest, min(times) * NS_PER[unit])
+        assert metric_name(name, "items_per_second_min") not in got
 
 
 @given(st.lists(st.tuples(names, values), min_size=1, max_size=5), st.booleans())

@@ -158,6 +158,9 @@ def test_a_cmake_project_s_benchmark_executable_is_found_where_it_is_built(tmp_p
     assert config.bench.keep == ["build/"] and "cmake --build build" in config.bench.build
     assert "./build/perf/speed --benchmark_out=" in (repo / "autoresearch.sh").read_text()
     assert "cmake --build build" in (repo / "autoresearch.checks.sh").read_text()
+    # Five repetitions: the metric their median, its fallback their fastest.
+    assert "--benchmark_repetitions=5" in (repo / "autoresearch.sh").read_text()
+    assert config.metric.fallback == "bm_x_min_ns"
     assert "**/*.cc" in config.scope.include
 
 
