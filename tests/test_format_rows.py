@@ -48,6 +48,6 @@ def test_a_declared_count_lets_the_tool_s_own_repeats_through():
     rows = "".join(f"BenchmarkWork-2  1  {v} ns/op\n" for v in (10, 12, 11))
     bench = BenchConfig(format="go", rows=3)
 
-    assert read_run_metrics(bench, rows, None, "log") == {"work_ns_op": 11}
+    assert read_run_metrics(bench, rows, None, "log") == {"work_ns_op": 11, "work_min_ns_op": 10}
     with pytest.raises(MetricParseError, match=r"log: work_ns_op: 4 rows .* declares 3"):
         read_run_metrics(bench, rows + "BenchmarkWork-2  1  1 ns/op\n", None, "log")

@@ -89,7 +89,7 @@ def test_init_recognises_the_project_and_writes_its_bench(tmp_path, name):
     assert config.metric.unit == "ns"
     # A harness that reports each benchmark's fastest round: the night's fallback when the
     # medians are too noisy (decide/calibration.fallback_switch).
-    assert config.metric.fallback == ("fib_min_ns" if name == "pytest-benchmark" else "")
+    assert config.metric.fallback == ("fib_min_ns" if name in ("pytest-benchmark", "go") else "")
     # A profile after each calibration: perf around the bench for native code; py-spy's
     # folded stacks for Python (installed with the tests: on); Go's own of the one benchmark.
     if name == "pytest-benchmark":
@@ -160,6 +160,7 @@ def test_a_cmake_project_s_benchmark_executable_is_found_where_it_is_built(tmp_p
     assert "cmake --build build" in (repo / "autoresearch.checks.sh").read_text()
     # Five repetitions: the metric their median, its fallback their fastest.
     assert "--benchmark_repetitions=5" in (repo / "autoresearch.sh").read_text()
+    assert config.bench.rows == 5
     assert config.metric.fallback == "bm_x_min_ns"
     assert "**/*.cc" in config.scope.include
 
@@ -344,7 +345,9 @@ def test_a_go_benchmark_named_runs_from_its_package_and_go_profiles_it(tmp_path)
     done = run_cli("init", "--metric", "fib_ns_op", cwd=go)
     assert done.returncode == 0, done.stderr
     script = (go / "autoresearch.sh").read_text()
-    assert "-bench '^BenchmarkFib$' -count 1 example.com/fibs" in script, script
+    assert "-bench '^BenchmarkFib$' -count 5 -benchtime 200ms example.com/fibs" in script, script
+    # Five rows of it a run, declared: a sixth, printed by the code it times, is a crash.
+    assert load_config(go / "autoresearch.toml").bench.rows == 5
     profile = load_config(go / "autoresearch.toml").profile
     assert profile.format == "pprof" and "-cpuprofile" in profile.command, profile
 
@@ -358,6 +361,7 @@ def test_a_go_benchmark_named_runs_from_its_package_and_go_profiles_it(tmp_path)
     # so each is profiled in turn and the profiles merged, the frames of both named; a module
     # whose benchmarks are all in one package gets Go's own profile of them all at once.
     assert run_cli("init", "--force", cwd=go).returncode == 0
+    assert load_config(go / "autoresearch.toml").bench.rows == 0  # a name may be in both
     both = load_config(go / "autoresearch.toml").profile
     assert both.format == "pprof", both
     top = _go_profile_top(both.command, go, tmp_path / "both.pprof")
@@ -371,7 +375,9 @@ def test_a_go_benchmark_named_runs_from_its_package_and_go_profiles_it(tmp_path)
     assert run_cli("init", cwd=single).returncode == 0
     whole = load_config(single / "autoresearch.toml").profile
     assert whole.format == "pprof", whole
-    assert whole.command.startswith("go test -run '^$' -bench . -count 1 example.com/fibs -cpu")
+    assert whole.command.startswith(
+        "go test -run '^$' -bench . -count 5 -benchtime 200ms example.com/fibs -cpu"
+    )
 
 
 def _go_profile_top(command: str, go: Path, out: Path) -> dict[str, dict]:

@@ -15,6 +15,7 @@ from autoresearch.bench.metrics import (
 )
 from autoresearch.config import BenchConfig
 from autoresearch.errors import MetricParseError
+from autoresearch.readers.rows import is_minimum, minimum_of
 
 
 def test_metric_lines_among_other_output():
@@ -99,6 +100,12 @@ def test_go_bench_rows_become_metrics_with_medians():
     assert metrics["read_ns_op"] == 23456
     assert metrics["read_mb_s"] == 12.5
     assert metrics["read_pages_op"] == 4.0
+    # Printed three times (-count 3): each time per operation's fastest beside its median; a
+    # benchmark printed once has none, nor has what is not a time.
+    assert metrics["writepack_100k_min_ns_op"] == 812345000
+    assert "read_min_ns_op" not in metrics and "writepack_100k_min_bytes_op" not in metrics
+    assert minimum_of("writepack_100k_ns_op") == "writepack_100k_min_ns_op"
+    assert is_minimum("writepack_100k_min_ns_op") and not is_minimum("writepack_100k_ns_op")
 
 
 def parse_output(text: str, go_bench: bool) -> dict[str, float]:

@@ -251,3 +251,14 @@ def test_a_noisy_minute_at_the_start_does_not_cost_the_night(target, tmp_path):
     first, second, *_ = read_journal(target.journal).calibrations
     assert first.noise_pct["time_ms"] > 30 and second.noise_pct["time_ms"] < 1
     assert [r.status for r in experiments(target)] == ["keep"]
+
+
+def test_a_fallback_the_bench_does_not_print_is_a_warning_not_a_refusal(target):
+    """The fallback is a net: a bench that no longer prints it (its script edited after
+    `init`) is still ready, and `check` says the night cannot fall back."""
+    target.configure(fallback="time_min_ms")
+    git(target.root, "commit", "-qam", "a fallback the bench does not print")
+    done = run_cli("check", cwd=target.root)
+    assert done.returncode == 0, done.stdout + done.stderr
+    warning = "  warning: [metric] fallback 'time_min_ms': the bench printed no such metric"
+    assert warning in done.stdout

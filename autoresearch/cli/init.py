@@ -177,7 +177,13 @@ def _narrowed(ecosystem, directory: Path, metric: str | None):
                   f"reads as {metric} (`init --list-metrics` names them)")  # fmt: skip
         return ecosystem
     print(f"the bench runs {found.benchmark} alone, what {metric} comes from (`{how}`)")
-    return replace(ecosystem, bench=found.select, narrowed=found.benchmark, profile=found.profile)
+    return replace(
+        ecosystem,
+        bench=found.select,
+        narrowed=found.benchmark,
+        profile=found.profile,
+        rows=found.rows or ecosystem.rows,
+    )
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {"init": cmd_init}

@@ -21,7 +21,7 @@ from pathlib import Path
 from ..errors import UserError
 from ..process.capture import capture
 from ..readers.formats import metric_name
-from .ecosystems import Ecosystem
+from .ecosystems import REPETITIONS, Ecosystem
 
 __all__ = ["Listed", "go_package_profile", "list_benchmarks", "narrowed"]
 
@@ -42,6 +42,7 @@ class Listed:
     # test binary perf would sample is deleted before its frames could be named.
     profile: str = ""
     package: str = ""  # Go's import path of the package it is in
+    rows: int = 0  # rows of it one run of `select` prints ([bench] rows), where known
 
 
 def list_benchmarks(ecosystem: Ecosystem, directory: Path) -> tuple[list[Listed], str]:
@@ -100,7 +101,7 @@ def _go_listed(ecosystem: Ecosystem, lines: list[str]) -> list[Listed]:
 def _go(ecosystem: Ecosystem, name: str, package: str) -> Listed:
     select = _in(ecosystem, package).replace("-bench .", f"-bench '^{name}$'", 1)
     metric = metric_name(name.removeprefix("Benchmark"), "ns_op")
-    return Listed(name, metric, select, _cpu_profile(select), package)
+    return Listed(name, metric, select, _cpu_profile(select), package, REPETITIONS)
 
 
 def go_package_profile(ecosystem: Ecosystem, listed: list[Listed]) -> str:

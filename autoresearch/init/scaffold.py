@@ -117,6 +117,7 @@ def _ecosystem_values(ecosystem: Ecosystem | None) -> dict:
         "format": found.format if found else "",
         "output": found.output if found else "",
         "keep": _strings(found.keep) if found else "",
+        "rows": found.rows if found else 0,
         "equivalence_example": EQUIVALENCE.get(found.name if found else "", EQUIVALENCE[""]),
         "equivalence_hint": "a digest of what a run of your program produces from a corpus",
     }

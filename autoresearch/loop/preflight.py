@@ -113,6 +113,12 @@ def run_preflight(
         result.problems.append(str(exc))
         return result
     result.problems += _missing(config, result.metrics)
+    fallback = config.metric.fallback
+    if fallback and fallback not in result.metrics:  # optional: a net, never a refusal
+        result.warnings.append(
+            f"[metric] fallback '{fallback}': the bench printed no such metric, so a night "
+            "too noisy on the primary cannot decide on it instead"
+        )
     checks = harness.checks(cwd, log_dir / "checks.log")
     result.checks = checks
     if checks.interrupted:
@@ -190,8 +196,6 @@ def _hint(run: RunResult) -> str:
 
 def _missing(config: Config, printed: dict[str, float]) -> list[str]:
     wanted = [("[metric] name", config.metric.name)]
-    if config.metric.fallback:
-        wanted.append(("[metric] fallback", config.metric.fallback))
     wanted += [("[[secondary]] name", s.name) for s in config.secondary]
     wanted += [("[[sentinel]] name", s.name) for s in config.sentinel]
     problems = []
@@ -247,6 +251,7 @@ def _calibrate(
 
     pairs = config.bench.calibration_runs // 2
     logs.mkdir(parents=True, exist_ok=True)
+    before = list(result.warnings)  # the pre-flight's own; each calibration adds its A/A check
     for attempt in range(1, NOISE_CALIBRATIONS + 1):
         say(f"calibrating on {result.commit[:10]}: {pairs} runs in each arm, alternating")
         prefix = "calibration" if attempt == 1 else f"calibration{attempt}"
@@ -263,7 +268,7 @@ def _calibrate(
         if record is None:
             result.interrupted = True
             return
-        result.warnings = [w for w in record.warnings if w.startswith("A/A")]
+        result.warnings = before + [w for w in record.warnings if w.startswith("A/A")]
         deciding = calibrated_config(config, record)
         if record.decides_on:
             result.fallback = record.warnings[0]  # calibrate.py says why first

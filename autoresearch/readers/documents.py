@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
-from .rows import NS_PER, medians, metric_name, with_minimums
+from .rows import NS_PER, fastest_rows, medians, metric_name, with_minimums
 
 __all__ = ["DOCUMENTS", "document_formats"]
 
@@ -65,12 +65,7 @@ def _google_benchmark(text: str) -> dict[str, float]:
         for name, value in values.items():
             found.setdefault(name, value)
     # Repeated (--benchmark_repetitions): each timing's fastest repetition beside its median.
-    fastest = {
-        name: min(values)
-        for name, values in rows.items()
-        if len(values) > 1 and name.endswith("_ns")
-    }
-    return with_minimums(found, fastest)
+    return with_minimums(found, fastest_rows(rows, "_ns"))
 
 
 def _hyperfine(text: str) -> dict[str, float]:

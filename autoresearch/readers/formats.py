@@ -27,7 +27,15 @@ from pathlib import PurePosixPath
 
 from ..errors import MetricParseError
 from .documents import DOCUMENTS, document_formats
-from .rows import NS_PER, medians, metric_name, rows_declared
+from .rows import (
+    NS_PER,
+    PER_OPERATION,
+    fastest_rows,
+    medians,
+    metric_name,
+    rows_declared,
+    with_minimums,
+)
 
 __all__ = [
     "FORMATS",
@@ -178,7 +186,8 @@ def parse_go_bench(text: str) -> dict[str, float]:
 
     `BenchmarkWritePack/100k-2  1  81234567 ns/op  512 B/op  9 allocs/op` gives
     `writepack_100k_ns_op`, `writepack_100k_bytes_op`, `writepack_100k_allocs_op`.
-    A benchmark printed several times (-count) keeps its median.
+    A benchmark printed several times (-count) keeps its median, and its fastest time per
+    operation beside it (rows.minimum_of: `writepack_100k_min_ns_op`).
     """
     rows: dict[str, list[float]] = {}
     for raw in text.splitlines():
@@ -193,7 +202,7 @@ def parse_go_bench(text: str) -> dict[str, float]:
                 continue
             suffix = _GO_UNIT_SUFFIX.get(unit) or re.sub(r"[^A-Za-z0-9]+", "_", unit).strip("_")
             rows.setdefault(f"{bench}_{suffix}", []).append(value)
-    return medians(rows)
+    return with_minimums(medians(rows), fastest_rows(rows, PER_OPERATION))
 
 
 FORMATS: dict[str, Callable[[str], dict[str, float]]] = {

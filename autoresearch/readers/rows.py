@@ -14,6 +14,7 @@ from ..errors import MetricParseError
 
 __all__ = [
     "NS_PER",
+    "fastest_rows",
     "is_minimum",
     "medians",
     "metric_name",
@@ -27,6 +28,7 @@ _DECLARED = contextvars.ContextVar("declared_rows", default=0)
 
 # Nanoseconds per unit of time, as the tools spell them.
 NS_PER = {"ps": 1e-3, "ns": 1.0, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9}
+PER_OPERATION = "_ns_op"  # a per-operation time (go test -bench, JMH): its unit is two words
 
 
 def metric_name(*parts: str) -> str:
@@ -37,11 +39,12 @@ def metric_name(*parts: str) -> str:
 
 def minimum_of(metric: str) -> str | None:
     """The name of a timing's least disturbed value, beside its median: `fib_20_ns` ->
-    `fib_20_min_ns` (None for a name without a unit, or one that is a minimum already). A
-    harness that reports each benchmark's fastest round gets it read under this name: on a
-    machine whose speed comes and goes (a shared VM), it moves far less than the median, at
-    the price of what only the slower rounds show (allocation, collection, cache misses)."""
-    stem, _, unit = metric.rpartition("_")
+    `fib_20_min_ns`, `fib_ns_op` -> `fib_min_ns_op` (None for a name without a unit, or one
+    that is a minimum already). A harness that reports each benchmark's fastest round gets it
+    read under this name: on a machine whose speed comes and goes (a shared VM), it moves far
+    less than the median, at the price of what only the slower rounds show (allocation,
+    collection, cache misses)."""
+    stem, unit = _unit(metric)
     if not stem or stem.endswith("_min"):
         return None
     return f"{stem}_min_{unit}"
@@ -49,7 +52,21 @@ def minimum_of(metric: str) -> str | None:
 
 def is_minimum(metric: str) -> bool:
     """Whether `metric` is named as a least disturbed value (minimum_of's names)."""
-    return metric.rpartition("_")[0].endswith("_min")
+    return _unit(metric)[0].endswith("_min")
+
+
+def _unit(metric: str) -> tuple[str, str]:
+    """A metric's name and its unit: the last word, or a per-operation time's two (`ns_op`)."""
+    if metric.endswith(PER_OPERATION):
+        return metric.removesuffix(PER_OPERATION), PER_OPERATION[1:]
+    stem, _, unit = metric.rpartition("_")
+    return stem, unit
+
+
+def fastest_rows(rows: dict[str, list[float]], unit: str) -> dict[str, float]:
+    """Each timing (its name ending in `unit`) printed more than once (a harness's
+    repetitions): its fastest, by its median's name, for with_minimums."""
+    return {name: min(v) for name, v in rows.items() if len(v) > 1 and name.endswith(unit)}
 
 
 def with_minimums(found: dict[str, float], minimums: dict[str, float]) -> dict[str, float]:
