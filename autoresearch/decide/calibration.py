@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from ..readers.rows import minimum_of
 from ..statuses import Direction
 from .design import REFUSE_FACTOR, NoiseVerdict, noise_verdict, paired_noise_pct
+from .headline import session_metric
 from .rule import Judge
 from .stats import robust_cv_pct
 
@@ -23,7 +24,14 @@ if TYPE_CHECKING:
     from ..config import Config
     from ..journal.records import CalibrationRecord
 
-__all__ = ["Calibration", "fallback_switch", "minimum_noise", "noise_verdict_of", "pair_noise_of"]
+__all__ = [
+    "Calibration",
+    "calibrated_config",
+    "fallback_switch",
+    "minimum_noise",
+    "noise_verdict_of",
+    "pair_noise_of",
+]
 
 
 @dataclass(frozen=True)
@@ -160,7 +168,7 @@ def calibrated_config(config: Config, record: CalibrationRecord) -> Config:
     """The config an experiment measured against this calibration is judged with: deciding on
     `[metric] fallback` when this calibration switched to it (a bench host's, before the
     driver's session did)."""
-    if record.decides_on and record.decides_on == config.metric.fallback:
+    if session_metric(config.metric, [record]) != config.metric.name:
         return config.deciding_on_fallback()
     return config
 
