@@ -140,28 +140,29 @@ def noise_verdict_of(
 
 
 def fallback_switch(
-    config: Config, samples: Mapping[str, Sequence[float | None]], run_s: float | None
-) -> str | None:
-    """Why the night decides on `[metric] fallback` from this calibration on, when it does:
-    the primary's runs here would refuse the night (design.noise_verdict), the fallback's
-    would not. The session decides on it from then on (loop/stages.adopt_calibration); the
-    primary is still measured in every run, and reported."""
-    if not config.metric.fallback:
-        return None
-    primary = noise_verdict_of(config, samples, run_s)
-    if primary is None or not primary.refuse:
+    config: Config,
+    samples: Mapping[str, Sequence[float | None]],
+    run_s: float | None,
+    primary: NoiseVerdict | None,
+) -> tuple[str, NoiseVerdict] | None:
+    """Why the night decides on `[metric] fallback` from this calibration on, and the
+    fallback's verdict, when it does: the primary's runs here would refuse the night (its
+    verdict, `primary`), the fallback's would not. The session decides on it from then on
+    (loop/stages.adopt_calibration); the primary is still measured in every run, and reported."""
+    if not config.metric.fallback or primary is None or not primary.refuse:
         return None
     fallback = config.deciding_on_fallback()
     instead = noise_verdict_of(fallback, samples, run_s)
     if instead is None or instead.refuse:
         return None
-    return (
+    why = (
         f"the night decides on {fallback.metric.name} ([metric] fallback): "
         f"{config.metric.name} is too noisy (noise {primary.noise_pct:.2f}% a run as the rule "
         f"sees it: {primary.detectable_pct:.1f}% detectable, over {REFUSE_FACTOR:g} times the "
         f"{primary.target_pct:g}% asked for), {fallback.metric.name} is not (noise "
         f"{instead.noise_pct:.2f}%: {instead.detectable_pct:.1f}% detectable)"
     )
+    return why, instead
 
 
 def calibrated_config(config: Config, record: CalibrationRecord) -> Config:

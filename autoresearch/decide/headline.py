@@ -24,11 +24,7 @@ def baseline_calibration(calibrations: list, base: str | None):
     """The calibration that stands for the session's baseline: the last one of its base commit
     (a run stopped before the night, say for noise, and run again measures the base again: the
     night went on with the later figure), else the first. Records or dicts."""
-
-    def commit(c) -> str | None:
-        return c.get("commit") if isinstance(c, dict) else c.commit
-
-    at_base = [c for c in calibrations if commit(c) == base]
+    at_base = [c for c in calibrations if _field(c, "commit") == base]
     return at_base[-1] if at_base else (calibrations[0] if calibrations else None)
 
 
@@ -37,14 +33,15 @@ def session_metric(metric: Any, calibrations: Iterable[Any]) -> str:
     switched to it (their `decides_on`), for the rest of the session whatever later ones find,
     so that its records never change metric under it; else the primary. `metric` is the
     config's [metric], a spec or the journal's dict of it; `calibrations` records or dicts."""
-
-    def get(item: Any, key: str) -> Any:
-        return item.get(key) if isinstance(item, Mapping) else getattr(item, key, None)
-
-    fallback = get(metric, "fallback")
-    if fallback and any(get(c, "decides_on") == fallback for c in calibrations):
+    fallback = _field(metric, "fallback")
+    if fallback and any(_field(c, "decides_on") == fallback for c in calibrations):
         return str(fallback)
-    return str(get(metric, "name"))
+    return str(_field(metric, "name"))
+
+
+def _field(item: Any, key: str) -> Any:
+    """A field of a journal line, read whole (a dict) or as its record (a dataclass)."""
+    return item.get(key) if isinstance(item, Mapping) else getattr(item, key, None)
 
 
 def headline(

@@ -83,18 +83,18 @@ def _record(
     duration_s = pair.baseline.duration_s + pair.candidate.duration_s
     runs = len(pair.baseline.runs) + len(pair.candidate.runs)
     run_s = duration_s / runs if runs else None
-    switch = fallback_switch(config, samples, run_s)
+    verdict = noise_verdict_of(config, samples, run_s)
+    switch = fallback_switch(config, samples, run_s, verdict)
     if switch is not None:
         config = config.deciding_on_fallback()
+        verdict = switch[1]
     primary = config.metric.name
     noise = {name: robust_cv_pct(values) for name, values in samples.items()}
     aa = _aa_check(pair.baseline.samples[primary], pair.candidate.samples[primary])
-    verdict = needed = None
-    if noise[primary]:
-        verdict = noise_verdict_of(config, samples, run_s)
-        if verdict is not None:
-            target = config.decision.target_effect_pct
-            needed = runs_needed(config, verdict.noise_pct, target)
+    if not noise[primary]:  # identical runs: nothing to warn of, nothing to detect
+        verdict = None
+    target = config.decision.target_effect_pct
+    needed = runs_needed(config, verdict.noise_pct, target) if verdict is not None else None
     return CalibrationRecord(
         session=config.session.name,
         at=now_iso(),
@@ -108,7 +108,7 @@ def _record(
         aa=aa,
         detectable_effect_pct=verdict.detectable_pct if verdict else None,
         runs_needed_for_target=needed,
-        warnings=[*([switch] if switch else []), *_warnings(aa, verdict)],
+        warnings=[*([switch[0]] if switch else []), *_warnings(aa, verdict)],
         sentinel_run_s=round(timed.duration_s / len(timed.runs), 3) if timed else None,
         toolchains=tools,
         decides_on=primary if switch else None,

@@ -14,6 +14,7 @@ from ..errors import MetricParseError
 
 __all__ = [
     "NS_PER",
+    "PER_OPERATION",
     "fastest_rows",
     "is_minimum",
     "medians",
