@@ -16,6 +16,8 @@ from conftest import git, run_cli
 from synthetic import PYTEST_INI
 
 from autoresearch.config import load_config
+from autoresearch.init.ecosystems import detect_ecosystem
+from autoresearch.init.listing import cargo_benchmarks
 from autoresearch.profiles import fold, top_frames
 from autoresearch.repo.globs import matches_any
 
@@ -110,6 +112,44 @@ def test_init_recognises_the_project_and_writes_its_bench(tmp_path, name):
     assert config.bench.keep == (["target/"] if "cargo" in name else [])
 
 
+# How real manifests name criterion: crates.io's normalised form (what a crate downloaded
+# from the registry has), an inline table, a workspace's inheritance, a target-specific
+# table, a renamed compatible fork, and a workspace whose benches are in a member crate.
+CRITERION_MANIFESTS = {
+    "registry": '[package]\nname = "hex"\n\n[dev-dependencies.criterion]\nversion = "0.3"\n',
+    "inline": '[package]\nname = "a"\n\n[dev-dependencies]\ncriterion = { version = "0.5" }\n',
+    "workspace": '[package]\nname = "a"\n\n[dev-dependencies]\ncriterion.workspace = true\n',
+    "target": '[package]\nname = "a"\n\n[target."cfg(unix)".dev-dependencies]\ncriterion = "0.5"\n',
+    "renamed": '[package]\nname = "a"\n\n[dev-dependencies]\n'
+    'criterion = { package = "codspeed-criterion-compat", version = "2" }\n',
+}
+
+
+@pytest.mark.parametrize("form", list(CRITERION_MANIFESTS))
+def test_criterion_is_recognised_however_the_manifest_names_it(tmp_path, form):
+    repo = project(tmp_path, {"Cargo.toml": CRITERION_MANIFESTS[form], "benches/b.rs": ""})
+    found = detect_ecosystem(repo)
+    assert found is not None and found.name == "cargo-criterion"
+
+
+def test_criterion_in_a_workspace_member_is_recognised_and_a_dependency_of_another_name_is_not(
+    tmp_path,
+):
+    member = '[package]\nname = "core"\n\n[dev-dependencies]\ncriterion = "0.5"\n'
+    root = '[workspace]\nmembers = ["crates/*"]\n'
+    files = {"Cargo.toml": root, "crates/core/Cargo.toml": member}
+    found = detect_ecosystem(project(tmp_path / "ws", files))
+    assert found is not None and found.name == "cargo-criterion"
+    # A crate named like it, and a comment, are not criterion.
+    other = '[package]\nname = "a"\n# criterion = "0.5" once\n'
+    other += '[dependencies]\ncriterion-plot = "0.5"\n'
+    assert detect_ecosystem(project(tmp_path / "other", {"Cargo.toml": other})) is None
+    broken = '[package\ncriterion = "0.5"\n'  # not TOML: not read as criterion's either
+    assert detect_ecosystem(project(tmp_path / "broken", {"Cargo.toml": broken})) is None
+    odd = '[package]\nname = "a"\ntarget = 3\ndev-dependencies = "criterion"\n'  # cargo refuses it
+    assert detect_ecosystem(project(tmp_path / "odd", {"Cargo.toml": odd})) is None
+
+
 def test_a_repository_without_benchmarks_gets_the_metric_line_template(tmp_path):
     repo = project(tmp_path, {"main.c": "int main(void) { return 0; }\n"})
     done = run_cli("init", cwd=repo)
@@ -198,6 +238,40 @@ def test_a_python_project_s_interpreter_is_its_virtualenv_s(tmp_path):
     shutil.rmtree(repo / ".venv")
     done = run_cli("init", "--force", "--python", "/opt/py/bin/python3", cwd=repo, env=env)
     assert "the bench's interpreter: /opt/py/bin/python3 (--python)" in done.stdout
+
+
+def test_a_src_layout_s_bench_and_checks_import_the_tree_s_package_first(tmp_path):
+    """A package under src/ is imported by the tests from wherever the interpreter finds it:
+    with the project installed in its virtualenv (`pip install -e .`, what `uv sync` does),
+    that is your checkout, not the arm's tree, and every arm would measure and test the same
+    code. init puts the tree's src/ first on PYTHONPATH (before site-packages and an
+    editable install's path or finder), in the bench, the checks and the profile."""
+    files = {
+        "src/fibby/__init__.py": "",
+        "tests/test_fib_bench.py": PY_TEST,
+        "pytest.ini": PYTEST_INI,
+    }
+    repo = project(tmp_path, files)
+    done = run_cli("init", "--python", "/opt/py/bin/python3", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    first = 'env PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" /opt/py/bin/python3 -m pytest'
+    assert first in (repo / "autoresearch.sh").read_text()
+    assert first in (repo / "autoresearch.checks.sh").read_text()
+    profile = load_config(repo / "autoresearch.toml").profile.command
+    assert first in profile, profile
+    assert "the tests import src/ from the tree" in done.stdout, done.stdout
+    # Listed as the bench runs them: the package imports from src/ without being installed.
+    (repo / "src" / "fibby" / "__init__.py").write_text("def fib(n):\n    return n\n")
+    (repo / "tests" / "test_fib_bench.py").write_text(
+        "from fibby import fib\n\n\ndef test_fib(benchmark):\n    benchmark(fib, 3)\n"
+    )
+    listed = run_cli("init", "--list-metrics", "--python", sys.executable, cwd=repo)
+    assert listed.returncode == 0, listed.stderr
+    assert "test_fib_ns" in listed.stdout, listed.stdout
+    # A flat layout is imported from the tree already (`python -m pytest` puts it first).
+    flat = project(tmp_path / "flat", PROJECTS["pytest-benchmark"])
+    assert run_cli("init", cwd=flat).returncode == 0
+    assert "PYTHONPATH" not in (flat / "autoresearch.sh").read_text()
 
 
 def test_a_benchmark_folder_behind_the_project_s_option_is_built_with_it_on(tmp_path):
@@ -432,3 +506,13 @@ def test_the_metrics_are_listed_and_the_bench_runs_the_one_named(tmp_path):
         shell=True, cwd=python, capture_output=True, text=True, check=False,
     )  # fmt: skip
     assert cut.stdout.count("\n") == 1 and "Traceback" not in cut.stderr, cut.stderr
+
+
+def test_each_criterion_and_libtest_listing_names_its_benchmarks_and_not_its_tests():
+    # criterion 0.5's listing, then 0.3's (libtest's words, a blank line between), then libtest's.
+    lines = ["fib/20: benchmark", "fib 20: benchmark"]
+    lines += ["hex_encode: bench", "", "hex_decode: bench"]
+    lines += ["tests::it_works: test", "parse: the input: bench", "3 benchmarks"]
+    assert cargo_benchmarks(lines) == [
+        "fib/20", "fib 20", "hex_encode", "hex_decode", "parse: the input"
+    ]  # fmt: skip

@@ -6,10 +6,11 @@ night keeps the known win and not the null change; the PR names the metric and t
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import pytest
-from conftest import run_cli
+from conftest import edit_file, run_cli
 from ecosystem_night import base_frames, measured_with, night, project, queue_win_and_null
 from synthetic import PYTEST_INI
 
@@ -92,3 +93,43 @@ def test_a_night_on_a_python_package_benched_with_pytest_benchmark(tmp_path):
     assert after.get("fib (fibmod.py)", {"self_pct": 0.0})["self_pct"] < fib["self_pct"] / 2
     shown = run_cli("profile", cwd=repo)
     assert "in the repository's own code:" in shown.stdout, shown.stdout
+
+
+@pytest.mark.slow(seconds=60)
+def test_an_installed_src_layout_is_measured_from_the_arm_s_tree(tmp_path):
+    """The project installed in its virtualenv (`pip install -e .`: a path to your checkout's
+    src/ in site-packages), runs unconfined: imported from there, both arms would measure
+    your checkout's slow code and the win would never be kept, and the checks would test
+    your checkout, not the candidate. init's bench imports the tree's src/ first."""
+    files = {
+        "src/fibmod/__init__.py": SLOW,
+        "tests/test_fib_bench.py": BENCH_TEST,
+        "tests/test_fibmod.py": TEST,
+    }
+    ini = PYTEST_INI.rstrip("\n") + " --benchmark-max-time=0.02 --benchmark-min-rounds=10\n"
+    repo = project(tmp_path, "fibby", {**files, "pytest.ini": ini})
+    venv = tmp_path / "venv"
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", "--system-site-packages", venv],
+        check=True,
+    )
+    (site,) = venv.glob("lib/python3*/site-packages")
+    (site / "__editable__.fibby-0.1.0.pth").write_text(f"{repo / 'src'}\n")  # what pip writes
+    python = venv / "bin" / "python"
+    imported = subprocess.run(
+        [python, "-c", "import fibmod; print(fibmod.__file__)"],
+        cwd=tmp_path, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert imported.stdout.startswith(str(repo / "src")), imported.stdout
+
+    init = run_cli("init", "--metric", "test_fib_ns", "--python", str(python), cwd=repo)
+    assert init.returncode == 0, init.stderr
+    edit_file(repo / "autoresearch.toml", {'mode = "auto"': 'mode = "off"'})
+    queue_win_and_null(
+        repo,
+        "src/fibmod/__init__.py",
+        SLOW,
+        ("Cache fib", "each F(k) computed once", FAST),
+        ("Say F(n)", "none: a docstring", NULL),
+    )
+    night(repo, "test_fib_ns", "Cache fib", "Say F(n)")

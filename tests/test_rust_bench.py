@@ -104,7 +104,7 @@ def test_a_night_on_a_rust_crate_benched_with_criterion(tmp_path):
     assert init.returncode == 0, init.stderr
     assert "found a Cargo crate with criterion benches" in init.stdout
     assert (
-        "cargo bench --quiet --bench 'fib' -- --exact 'fib 20' --noplot"
+        "cargo bench --quiet --bench 'fib' -- '^fib 20$' --noplot"
         in (repo / "autoresearch.sh").read_text()
     )
     text = (repo / "autoresearch.toml").read_text()

@@ -414,19 +414,25 @@ def test_a_confined_run_cannot_reach_a_unix_socket_on_the_host(tmp_path):
 
 
 @pytest.mark.e2e
-def test_an_interpreter_named_under_tmp_runs_confined(target):
+@pytest.mark.parametrize("named_in", ["the command", "its script"])
+def test_an_interpreter_named_under_tmp_runs_confined(target, named_in):
     """`init --python /tmp/venv/bin/python3` writes a bench naming an interpreter under /tmp,
-    which the run's private /tmp would hide (exit 127): what a command names there is shown
-    again, read-only."""
+    which the run's private /tmp would hide (exit 127): what a command, or the script it runs
+    (init's autoresearch.sh), names there is shown again, read-only."""
     where = Path(f"/tmp/autoresearch-venv-{uuid.uuid4().hex[:8]}")
     (where / "bin").mkdir(parents=True)
     (where / "bin" / "python3").symlink_to(sys.executable)
     confine(target)
+    command = f"{where}/bin/python3 bench.py"
+    if named_in == "its script":
+        script = target.root / "bench.sh"
+        script.write_text(f'#!/usr/bin/env bash\nset -eu\ncd "$(dirname "$0")"\n{command}\n')
+        script.chmod(0o755)
+        command = "./bench.sh"
     text = target.config_path.read_text()
-    target.config_path.write_text(
-        text.replace('command = "./bench.py"', f'command = "{where}/bin/python3 bench.py"')
-    )
-    git(target.root, "commit", "-qam", "an interpreter under /tmp")
+    target.config_path.write_text(text.replace('command = "./bench.py"', f'command = "{command}"'))
+    git(target.root, "add", "-A")
+    git(target.root, "commit", "-qm", "an interpreter under /tmp")
     target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
     try:
         run(target)

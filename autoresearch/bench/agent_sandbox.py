@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 from ..files import gitdir_of
 from ..journal.fold import derived_paths
-from .sandbox import Sandbox, cache_dir, paths_in, sandbox_for
+from .private_tmp import paths_in
+from .sandbox import Sandbox, cache_dir, sandbox_for
 
 if TYPE_CHECKING:
     from ..config import Config

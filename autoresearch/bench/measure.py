@@ -33,10 +33,11 @@ from .environ import bench_environ
 from .equivalence import equivalence_failure, stdout_wrapped
 from .holdout_runs import measure_holdout
 from .metrics import METRIC_FD_ENV, metric_channel, read_run_metrics, run_output
+from .private_tmp import private_tmp
 from .proc import RunResult
 from .runners import LocalRunner, Runner
 from .samples import BASELINE, CANDIDATE, Measurement, PairMeasurement
-from .sandbox import private_tmp, sandbox_for
+from .sandbox import sandbox_for
 from .testcount import read_report, report_env
 
 __all__ = [

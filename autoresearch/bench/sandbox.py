@@ -17,7 +17,6 @@ build cannot leave an entry the baseline's build would pick up.
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +28,7 @@ from ..journal.placement import Confinement
 from ..statuses import SandboxMode
 from .bwrap import bwrap, bwrap_problem, privileges, socket_filter
 from .environ import offline_switches
+from .private_tmp import named_under_tmp, private_tmp, private_tmp_mounts, under
 from .seccomp import unix_filter_fd
 
 if TYPE_CHECKING:
@@ -38,7 +38,6 @@ __all__ = [
     "Confined",
     "Sandbox",
     "keeps_out",
-    "paths_in",
     "sandbox_for",
     "unconfined_warning",
 ]
@@ -133,11 +132,11 @@ class Sandbox:
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         common = _git_common_dir(cwd)  # one read of the tree's `.git` per run
         repository = _repository_paths(common)
-        argv += _private_tmp(cwd, [*repository, *self.shown], given.get("PATH", ""))
+        argv += private_tmp_mounts(cwd, [*repository, *self.shown], given.get("PATH", ""))
         binds, extra = self._writable(cwd, given)
         covers = self._around(cwd, common)
         argv += [arg for cover in covers for arg in ("--tmpfs", str(cover))]
-        if self.git and common is not None and covers and _under(common, cwd.parent):
+        if self.git and common is not None and covers and under(common, cwd.parent):
             argv += ["--ro-bind", str(common), str(common)]  # a bench host's clone, shown
         if self.hide:
             # Its /tmp's own directory stays too: Codex's sandbox binds /tmp again by the path
@@ -153,7 +152,7 @@ class Sandbox:
         # repository nor rewrite the script that reports its metrics.
         for rel in (".git", *self.harness):
             fixed = cwd / rel
-            if fixed.exists() and not fixed.is_symlink() and _under(fixed.resolve(), cwd):
+            if fixed.exists() and not fixed.is_symlink() and under(fixed.resolve(), cwd):
                 argv += ["--ro-bind", str(fixed), str(seen / rel)]
         argv += [arg for cover in covers for arg in ("--remount-ro", str(cover))]
         argv += _hidden(self.secret)
@@ -180,7 +179,7 @@ class Sandbox:
             return []
         found = [cwd.parent, *([common] if common is not None and not self.git else [])]
         # One cover each: the outer of two nested paths hides the inner already.
-        return [p for p in found if not any(o != p and _under(p, o) for o in found)]
+        return [p for p in found if not any(o != p and under(p, o) for o in found)]
 
     def _writable(self, cwd: Path, given: dict[str, str]) -> tuple[dict[Path, Path], dict]:
         """What a run in `cwd` may write (its tree, the shared paths, its arm's caches: each
@@ -225,7 +224,7 @@ class Sandbox:
         for name in PINNED_CACHES:
             value = env.get(name)
             path = Path(os.path.expanduser(value)).resolve() if value else None
-            if path is not None and not any(_under(path, root) for root in writable):
+            if path is not None and not any(under(path, root) for root in writable):
                 moved[name] = f"env-{name}"
         return moved
 
@@ -278,28 +277,6 @@ def _make_cache(path: Path, seed: Path | None) -> None:
         path.mkdir()
 
 
-def _private_tmp(cwd: Path, repository: list[Path], path: str) -> list[str]:
-    """A private /tmp on the same disk as before (a tmpfs would move a storage bench's files
-    into memory and change what it measures), emptied for each run; and what lived under /tmp
-    and the run needs, mounted again read-only over it: the `repository` the tree belongs to
-    (git works; the tree itself is bound later), and the tools on `path` there by their first
-    component (`/tmp/venv/bin` -> `/tmp/venv`: a virtualenv's interpreter needs its
-    site-packages; hidden, `python3` would be another one, or none)."""
-    private = private_tmp(cwd)
-    shutil.rmtree(private, ignore_errors=True)
-    private.mkdir(parents=True)
-    argv = ["--bind", str(private), "/tmp"]
-    tmp = Path("/tmp")
-    shown = [p for p in repository if _under(p, tmp)]
-    for entry in filter(None, path.split(os.pathsep)):
-        resolved = Path(entry).resolve()
-        if resolved != tmp and _under(resolved, tmp) and resolved.is_dir():
-            shown.append(tmp / resolved.relative_to(tmp).parts[0])
-    for again in dict.fromkeys(shown):
-        argv += ["--ro-bind", str(again), str(again)]
-    return argv
-
-
 def _tool_prefixes(path: str, reveal: tuple[Path, ...]) -> list[Path]:
     """Where the tools a run is given live: each PATH entry's install prefix (`~/.local/bin`
     -> `~/.local`, `<prefix>/node_modules/.bin` -> `<prefix>`), and each of `reveal` (a file
@@ -321,9 +298,9 @@ def _covered(hidden: Path, needed: list[Path]) -> list[str]:
     ancestor of one keeps its own entries covered in turn; a path that *is* `hidden` (a tool
     prefix at your home's top) does not uncover it."""
     hidden = hidden.resolve()
-    if hidden == Path("/") or _under(hidden, Path("/tmp")) or not hidden.is_dir():
+    if hidden == Path("/") or under(hidden, Path("/tmp")) or not hidden.is_dir():
         return []
-    ways = [n for n in needed if n != hidden and _under(n, hidden)]
+    ways = [n for n in needed if n != hidden and under(n, hidden)]
     argv: list[str] = []
     stack = [hidden]
     while stack:
@@ -334,7 +311,7 @@ def _covered(hidden: Path, needed: list[Path]) -> list[str]:
             continue
         for entry in entries:
             path = Path(entry.path)
-            if any(_under(n, path) for n in ways):  # needed, or on the way to a needed path
+            if any(under(n, path) for n in ways):  # needed, or on the way to a needed path
                 if path not in ways and entry.is_dir(follow_symlinks=False):
                     stack.append(path)
             elif entry.is_dir(follow_symlinks=False):
@@ -342,27 +319,6 @@ def _covered(hidden: Path, needed: list[Path]) -> list[str]:
             elif not entry.is_symlink():  # a link leads to what is covered or shown anyway
                 argv += ["--ro-bind", "/dev/null", str(path)]
     return argv
-
-
-def paths_in(command: str) -> tuple[Path, ...]:
-    """The files a command line names: its program (found on PATH) and absolute paths."""
-    try:
-        words = shlex.split(command)
-    except ValueError:  # an unclosed quote: bash will say so when it runs
-        words = command.split()
-    found = [shutil.which(words[0])] if words else []
-    found += [w for w in words if w.startswith("/")]
-    return tuple(Path(p) for p in found if p)
-
-
-def _under_tmp(commands: tuple[str, ...]) -> tuple[Path, ...]:
-    """What the commands name under /tmp (an interpreter of a virtualenv made there, `init
-    --python /tmp/venv/bin/python3`): its top directory there, which the run's private /tmp
-    would otherwise hide."""
-    tmp = Path("/tmp")
-    named = [p for command in commands if command for p in paths_in(command)]
-    found = [tmp / p.parts[2] for p in named if _under(p, tmp) and len(p.parts) > 2]
-    return tuple(dict.fromkeys(found))
 
 
 def _hidden(paths: tuple[Path, ...]) -> list[str]:
@@ -374,11 +330,6 @@ def _hidden(paths: tuple[Path, ...]) -> list[str]:
         elif path.exists():
             argv += ["--ro-bind", "/dev/null", str(path)]
     return argv
-
-
-def private_tmp(cwd: Path) -> Path:
-    """Where a run in `cwd` sees /tmp: beside its tree, its arm's own."""
-    return cwd.parent / "tmp" / cwd.name
 
 
 def arm_caches(cwd: Path) -> Path:
@@ -435,7 +386,7 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
         seeds=seeds,
         harness=harness,
         secret=tuple(config.holdout_files),
-        shown=_under_tmp(commands),
+        shown=named_under_tmp(commands, tuple(config.resolve(script) for script in harness)),
         one_path=True,
         git=s.git,
     )
@@ -450,7 +401,7 @@ def keeps_out(config: Config, path: Path) -> bool:
         return False
     path = path.resolve()
     shared = [p.resolve() for p in sandbox.writable]  # a path you gave the runs lets them in
-    return not any(_under(path, p) or _under(p, path) for p in shared)
+    return not any(under(path, p) or under(p, path) for p in shared)
 
 
 def _worktree_admin_dir(tree: Path) -> Path | None:
@@ -488,7 +439,3 @@ def _repository_paths(common: Path | None) -> list[Path]:
             if store.exists():
                 found.append(store.resolve())
     return found
-
-
-def _under(path: Path, root: Path) -> bool:
-    return path == root or root in path.parents

@@ -90,7 +90,7 @@ def _ecosystem(directory: Path, name: str, python: str):
     if name == "auto":
         return detect_ecosystem(directory, python)
     if name == "pytest-benchmark":
-        return python_ecosystem(python)
+        return python_ecosystem(python, directory)
     if name == "cmake-google-benchmark":
         found = cmake_ecosystem(directory)
         if found is None:

@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shlex
+import tomllib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -207,10 +208,9 @@ def detect_ecosystem(directory: Path, python: str = "python3") -> Ecosystem | No
         node = node or preloaded_ecosystem(directory, library, files)
     if node is not None:
         return node
-    cargo = directory / "Cargo.toml"
-    if cargo.is_file():
-        manifest = cargo.read_text(encoding="utf-8", errors="replace")
-        if re.search(r"^\s*criterion\s*=", manifest, re.M):
+    if (directory / "Cargo.toml").is_file():
+        manifests = [p for p in files if p.name == "Cargo.toml"]  # a workspace's members too
+        if any(_uses_criterion(_manifest(p)) for p in manifests):
             return ECOSYSTEMS["cargo-criterion"]
         if any(p.suffix == ".rs" and "#[bench]" in _text(p) for p in files):
             return ECOSYSTEMS["cargo-libtest"]
@@ -220,8 +220,37 @@ def detect_ecosystem(directory: Path, python: str = "python3") -> Ecosystem | No
         return ECOSYSTEMS["go"]
     tests = [p for p in files if p.suffix == ".py" and re.search(r"\bbenchmark\b", _text(p))]
     if any(re.search(r"def test\w*\([^)]*\bbenchmark\b", _text(p)) for p in tests):
-        return python_ecosystem(python)
+        return python_ecosystem(python, directory)
     return cmake_ecosystem(directory, files)
+
+
+# The crates a benchmark harness comes as: criterion, or a fork that stands in for it.
+CRITERION_CRATES = {"criterion", "codspeed-criterion-compat"}
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    """A Cargo manifest's tables; {} for one that is not TOML (cargo would refuse it too)."""
+    try:
+        return tomllib.loads(_text(path))
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def _uses_criterion(manifest: dict[str, Any]) -> bool:
+    """Whether a manifest depends on criterion in any of the ways Cargo takes: a plain or
+    inline table (`criterion = "0.5"`, `{ version = ... }`, `.workspace = true`), the
+    `[dev-dependencies.criterion]` table crates.io normalises it to, a target's own
+    dependencies, or another crate renamed to it (`package = ...`)."""
+    targets = manifest.get("target")
+    tables = [manifest, *(targets.values() if isinstance(targets, dict) else ())]
+    for table in tables:
+        for kind in ("dev-dependencies", "dependencies"):
+            deps = table.get(kind) if isinstance(table, dict) else None
+            for name, spec in (deps if isinstance(deps, dict) else {}).items():
+                renamed = spec.get("package") if isinstance(spec, dict) else None
+                if name in CRITERION_CRATES or renamed in CRITERION_CRATES:
+                    return True
+    return False
 
 
 # An executable linked with Google Benchmark: `target_link_libraries(name ... benchmark::...)`.
@@ -292,12 +321,20 @@ def project_python(directory: Path, environ: dict[str, str]) -> tuple[str, str]:
     return "python3", "python3 on the PATH"
 
 
-def python_ecosystem(python: str) -> Ecosystem:
-    """pytest-benchmark's, run with `python`."""
-    pytest = f"{python} -m pytest -q -p no:cacheprovider"
+def python_ecosystem(python: str, directory: Path | None = None) -> Ecosystem:
+    """pytest-benchmark's, run with `python`; with the project's package under src/ (in
+    `directory`), that src/ first on PYTHONPATH: a project installed in its interpreter (`pip
+    install -e .`, `uv sync`) is otherwise imported from your checkout, or from
+    site-packages, and every arm would measure and test that same code. Before
+    site-packages, an editable install's path and its import hook alike; `env`, so that the
+    profiler's command (py-spy ... -- COMMAND) takes it too."""
+    first = _source_root(directory) if directory is not None else ""
+    where = f'env PYTHONPATH="$PWD/{first}${{PYTHONPATH:+:$PYTHONPATH}}" ' if first else ""
+    pytest = f"{where}{python} -m pytest -q -p no:cacheprovider"
+    imports = f" (the tests import {first}/ from the tree: first on PYTHONPATH)" if first else ""
     return Ecosystem(
         name="pytest-benchmark",
-        says="a Python project whose tests use pytest-benchmark",
+        says=f"a Python project whose tests use pytest-benchmark{imports}",
         bench=(
             f"{pytest} --benchmark-only --benchmark-json=.autoresearch-bench.json "
             "--benchmark-warmup=on"
@@ -310,6 +347,17 @@ def python_ecosystem(python: str) -> Ecosystem:
         "test_name_min_ns, its fastest round, beside it)",
         fastest=True,
     )
+
+
+def _source_root(directory: Path) -> str:
+    """The folder a src layout keeps the project's code in ("src"), when there is one: a
+    package or module under it, and not a package itself (then `import src...` is meant,
+    from the root); "" for a flat layout, which `python -m pytest` imports from the tree."""
+    src = directory / "src"
+    if not src.is_dir() or (src / "__init__.py").exists():
+        return ""
+    code = [p for p in src.iterdir() if p.suffix == ".py" or (p.is_dir() and any(p.glob("*.py")))]
+    return "src" if code else ""
 
 
 ECOSYSTEMS = {

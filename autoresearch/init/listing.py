@@ -23,7 +23,7 @@ from ..process.capture import capture
 from ..readers.formats import metric_name
 from .ecosystems import REPETITIONS, Ecosystem
 
-__all__ = ["Listed", "go_package_profile", "list_benchmarks", "narrowed"]
+__all__ = ["Listed", "cargo_benchmarks", "go_package_profile", "list_benchmarks", "narrowed"]
 
 LIST_TIMEOUT_S = 900  # a first `cargo bench -- --list` compiles the benches
 # What a metric's name ends with beside its benchmark's: the readers' units.
@@ -57,10 +57,11 @@ def list_benchmarks(ecosystem: Ecosystem, directory: Path) -> tuple[list[Listed]
         listing = f"{ecosystem.build}, then --benchmark_list_tests"
         return _google_listed(ecosystem, directory), listing
     if ecosystem.name == "pytest-benchmark":
+        # The interpreter as the bench runs it (src/ first on PYTHONPATH, in a src layout).
         python = ecosystem.bench.split(" -m pytest", 1)[0]
-        argv = [python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
-        ids = [line for line in _lines(argv, directory) if "::" in line]
-        return [_pytest(ecosystem, i) for i in ids if _benchmarked(directory, i)], " ".join(argv)
+        command = f"{python} -m pytest --collect-only -q -p no:cacheprovider"
+        ids = [line for line in _lines(["bash", "-c", command], directory) if "::" in line]
+        return [_pytest(ecosystem, i) for i in ids if _benchmarked(directory, i)], command
     return [], (
         f"{ecosystem.says} lists its benchmarks only when built or run: `autoresearch check` "
         "runs the bench once and lists every metric it printed"
@@ -143,18 +144,28 @@ def _cargo_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:
         if "bench" in t["kind"]
     ]
     criterion = ecosystem.name == "cargo-criterion"
-    kind = ": benchmark" if criterion else ": bench"
     size = f" {CRITERION_SIZE}" if criterion else ""
     found = []
     for target in [*targets, *([] if criterion else [("--lib",)])]:
         chosen = " ".join(_quoted(part) if i else part for i, part in enumerate(target))
         listing = ["cargo", "bench", "--offline", "--quiet", *target, "--", "--list"]
-        for line in _lines(listing, directory):
-            if line.endswith(kind):
-                name = line[: -len(kind)]
-                select = f"cargo bench --quiet {chosen} -- --exact {_quoted(name)}{size}"
-                found.append(Listed(name, metric_name(name, "ns"), select))
+        for name in cargo_benchmarks(_lines(listing, directory)):
+            # criterion's filter is a regular expression in every version (its --exact came
+            # with 0.4: 0.3 refuses it); libtest's a substring, matched whole with --exact.
+            only = _quoted(_anchored(name)) if criterion else f"--exact {_quoted(name)}"
+            select = f"cargo bench --quiet {chosen} -- {only}{size}"
+            found.append(Listed(name, metric_name(name, "ns"), select))
     return found
+
+
+def cargo_benchmarks(lines: list[str]) -> list[str]:
+    """The benchmarks a bench target's `--list` names: `name: benchmark` from criterion 0.4
+    on, `name: bench` from criterion 0.3 and libtest (whose tests, `name: test`, are not)."""
+    return [
+        line.rsplit(": ", 1)[0]
+        for line in lines
+        if ": " in line and line.rsplit(": ", 1)[1] in ("benchmark", "bench")
+    ]
 
 
 def _google_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:
@@ -172,8 +183,7 @@ def _google_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:
         names = _lines([executable, "--benchmark_list_tests=true"], directory)
     found = []
     for name in names:
-        pattern = "^" + re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\1", name) + "$"
-        select = f"{ecosystem.bench} --benchmark_filter={_quoted(pattern)}"
+        select = f"{ecosystem.bench} --benchmark_filter={_quoted(_anchored(name))}"
         found.append(Listed(name, metric_name(name, "ns"), select))
     return found
 
@@ -199,6 +209,12 @@ def _lines(argv: list[str], directory: Path) -> list[str]:
     if not done.ok:
         raise UserError(f"{directory}: `{' '.join(argv)}` failed, listing nothing: {done.why()}")
     return [line.strip() for line in done.text().splitlines() if line.strip()]
+
+
+def _anchored(name: str) -> str:
+    """A regular expression matching `name` alone, in the syntax both std::regex (Google
+    Benchmark's) and Rust's regex crate (criterion's) read: their metacharacters escaped."""
+    return "^" + re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\1", name) + "$"
 
 
 def _quoted(text: str) -> str:

@@ -1,0 +1,77 @@
+"""A confined run's private /tmp, and what of the real /tmp it is shown again.
+
+Each run gets a /tmp of its own, beside its tree and emptied for each run, so that nothing one
+run leaves there is seen by the next. What lived under /tmp and the run needs is mounted again
+over it, read-only: the repository the tree belongs to, the tools on its PATH there, and what
+its commands and their scripts name there (an interpreter of a virtualenv made under /tmp).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+from pathlib import Path
+
+__all__ = ["named_under_tmp", "paths_in", "private_tmp", "private_tmp_mounts", "under"]
+
+
+def private_tmp(cwd: Path) -> Path:
+    """Where a run in `cwd` sees /tmp: beside its tree, its arm's own."""
+    return cwd.parent / "tmp" / cwd.name
+
+
+def private_tmp_mounts(cwd: Path, repository: list[Path], path: str) -> list[str]:
+    """A private /tmp on the same disk as before (a tmpfs would move a storage bench's files
+    into memory and change what it measures), emptied for each run; and what lived under /tmp
+    and the run needs, mounted again read-only over it: the `repository` the tree belongs to
+    (git works; the tree itself is bound later), and the tools on `path` there by their first
+    component (`/tmp/venv/bin` -> `/tmp/venv`: a virtualenv's interpreter needs its
+    site-packages; hidden, `python3` would be another one, or none)."""
+    private = private_tmp(cwd)
+    shutil.rmtree(private, ignore_errors=True)
+    private.mkdir(parents=True)
+    argv = ["--bind", str(private), "/tmp"]
+    tmp = Path("/tmp")
+    shown = [p for p in repository if under(p, tmp)]
+    for entry in filter(None, path.split(os.pathsep)):
+        resolved = Path(entry).resolve()
+        if resolved != tmp and under(resolved, tmp) and resolved.is_dir():
+            shown.append(tmp / resolved.relative_to(tmp).parts[0])
+    for again in dict.fromkeys(shown):
+        argv += ["--ro-bind", str(again), str(again)]
+    return argv
+
+
+def paths_in(command: str) -> tuple[Path, ...]:
+    """The files a command line names: its program (found on PATH) and absolute paths."""
+    try:
+        words = shlex.split(command)
+    except ValueError:  # an unclosed quote: bash will say so when it runs
+        words = command.split()
+    found = [shutil.which(words[0])] if words else []
+    found += [w for w in words if w.startswith("/")]
+    return tuple(Path(p) for p in found if p)
+
+
+def named_under_tmp(commands: tuple[str, ...], scripts: tuple[Path, ...] = ()) -> tuple[Path, ...]:
+    """What the commands, and the scripts they run, name under /tmp (an interpreter of a
+    virtualenv made there: `init --python /tmp/venv/bin/python3` writes it into
+    autoresearch.sh): its top directory there, which the run's private /tmp would otherwise
+    hide. A script is read as text: any absolute path under /tmp in it, quoted or not."""
+    tmp = Path("/tmp")
+    named = [p for command in commands if command for p in paths_in(command)]
+    for script in scripts:
+        try:
+            text = script.read_text(encoding="utf-8", errors="replace")
+        except OSError:  # not there yet: the run will say so
+            continue
+        named += [Path(m) for m in re.findall(r"(?<![\w.~-])/tmp/[^\s'\"`;:|&()<>$]+", text)]
+    found = [tmp / p.parts[2] for p in named if under(p, tmp) and len(p.parts) > 2]
+    return tuple(dict.fromkeys(p for p in found if p.exists()))
+
+
+def under(path: Path, root: Path) -> bool:
+    """Whether `path` is `root` or within it."""
+    return path == root or root in path.parents
