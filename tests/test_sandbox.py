@@ -8,11 +8,12 @@ import os
 import shutil
 import socket
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 
 import pytest
-from conftest import experiments, git, run, run_cli
+from conftest import experiments, git, make_target, run, run_cli
 
 from autoresearch.bench.bwrap import BWRAP_ENV, bwrap_problem
 from autoresearch.bench.runners import LocalRunner
@@ -465,6 +466,60 @@ def test_nothing_tells_a_run_which_arm_it_is_in(target):
     assert {paths.worktree.name, paths.baseline.name}.isdisjoint({"worktree", "baseline"})
     seen = {r.confinement.tree_seen_at for r in (first, second)}
     assert seen == {str(paths.root / "tree")}
+
+
+@pytest.mark.e2e
+def test_a_confined_run_does_not_see_your_checkout_but_what_its_scripts_name_there():
+    """Your checkout, where it usually is (not under /tmp, which a run's private /tmp hides
+    whole): what you keep there untracked (notes, data, the package an editable install
+    points the interpreter at), the journal and the queue are not a run's to read: a bench
+    that reads them would measure, or learn, what is not its tree. Only the ways to what the
+    run needs stay in sight: the interpreter its script names in the project's .venv."""
+    place = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="autoresearch-checkout-"))
+    try:
+        target = make_target(place / "repo")
+        root = target.root
+        (root / ".venv" / "bin").mkdir(parents=True)
+        (root / ".venv" / "bin" / "python3").symlink_to(sys.executable)
+        (root / "notes.txt").write_text("what you keep beside the code\n")
+        with open(root / ".git" / "info" / "exclude", "a") as ignored:
+            ignored.write(".venv/\nnotes.txt\n")
+        script = root / "peek.sh"
+        script.write_text(
+            "#!/usr/bin/env bash\nset -u\n"
+            f"if cat {root}/notes.txt; then echo 'read your checkout' >&2; exit 3; fi\n"
+            f"if cat {root}/experiments.jsonl; then echo 'read the journal' >&2; exit 3; fi\n"
+            f'exec {root}/.venv/bin/python3 ./bench.py "$@"\n'
+        )
+        script.chmod(0o755)
+        (root / "experiments.jsonl").write_text("")
+        text = target.config_path.read_text().replace('"./bench.py"', '"./peek.sh"', 1)
+        target.config_path.write_text(text)
+        git(root, "add", "peek.sh")
+        confine(target)
+
+        done = run_cli("check", cwd=root)
+
+        said = done.stdout + done.stderr
+        assert done.returncode == 0, said
+        assert "ready" in said
+
+        # A module imported from your checkout (an editable install's path) is not found, and
+        # check says what to do.
+        (root / "mine").mkdir()
+        (root / "mine" / "fastpath.py").write_text("VALUE = 1\n")
+        script.write_text(
+            "#!/usr/bin/env bash\nset -eu\n"
+            f"PYTHONPATH={root}/mine {root}/.venv/bin/python3 -c 'import fastpath'\n"
+            'exec ./bench.py "$@"\n'
+        )
+        git(root, "commit", "-qam", "a module from the checkout")
+        refused = run_cli("check", cwd=root)
+        said = refused.stdout + refused.stderr
+        assert refused.returncode != 0 and "the bench fails on the unmodified code" in said
+        assert "does not find a module of the project" in said and "PYTHONPATH" in said
+    finally:
+        shutil.rmtree(place)
 
 
 def test_checks_that_need_git_are_told_how_to_see_it(target):

@@ -14,7 +14,14 @@ import shlex
 import shutil
 from pathlib import Path
 
-__all__ = ["named_under_tmp", "paths_in", "private_tmp", "private_tmp_mounts", "under"]
+__all__ = [
+    "named_paths",
+    "named_under_tmp",
+    "paths_in",
+    "private_tmp",
+    "private_tmp_mounts",
+    "under",
+]
 
 
 def private_tmp(cwd: Path) -> Path:
@@ -55,19 +62,24 @@ def paths_in(command: str) -> tuple[Path, ...]:
     return tuple(Path(p) for p in found if p)
 
 
-def named_under_tmp(commands: tuple[str, ...], scripts: tuple[Path, ...] = ()) -> tuple[Path, ...]:
-    """What the commands, and the scripts they run, name under /tmp (an interpreter of a
-    virtualenv made there: `init --python /tmp/venv/bin/python3` writes it into
-    autoresearch.sh): its top directory there, which the run's private /tmp would otherwise
-    hide. A script is read as text: any absolute path under /tmp in it, quoted or not."""
-    tmp = Path("/tmp")
+def named_paths(commands: tuple[str, ...], scripts: tuple[Path, ...] = ()) -> tuple[Path, ...]:
+    """The files the commands, and the scripts they run, name by an absolute path (an
+    interpreter of a virtualenv: `init --python /tmp/venv/bin/python3` writes it into
+    autoresearch.sh). A script is read as text: any absolute path in it, quoted or not."""
     named = [p for command in commands if command for p in paths_in(command)]
     for script in scripts:
         try:
             text = script.read_text(encoding="utf-8", errors="replace")
         except OSError:  # not there yet: the run will say so
             continue
-        named += [Path(m) for m in re.findall(r"(?<![\w.~-])/tmp/[^\s'\"`;:|&()<>$]+", text)]
+        named += [Path(m) for m in re.findall(r"(?<![\w.~-])/[^\s'\"`;:|&()<>$]+", text)]
+    return tuple(dict.fromkeys(named))
+
+
+def named_under_tmp(named: tuple[Path, ...]) -> tuple[Path, ...]:
+    """The top directories under /tmp of what is `named`, which the run's private /tmp would
+    otherwise hide (the interpreter's virtualenv, its site-packages with it)."""
+    tmp = Path("/tmp")
     found = [tmp / p.parts[2] for p in named if under(p, tmp) and len(p.parts) > 2]
     return tuple(dict.fromkeys(p for p in found if p.exists()))
 

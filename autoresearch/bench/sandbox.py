@@ -28,7 +28,7 @@ from ..journal.placement import Confinement
 from ..statuses import SandboxMode
 from .bwrap import bwrap, bwrap_problem, privileges, socket_filter
 from .environ import offline_switches
-from .private_tmp import named_under_tmp, private_tmp, private_tmp_mounts, under
+from .private_tmp import named_paths, named_under_tmp, private_tmp, private_tmp_mounts, under
 from .seccomp import unix_filter_fd
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ class Sandbox:
             # Its /tmp's own directory stays too: Codex's sandbox binds /tmp again by the path
             # the mount table names, and a tmpfs there would be another, read-only, /tmp.
             tools = _tool_prefixes(given.get("PATH", ""), self.reveal)
-            needed = [*repository, *binds, *tools, private_tmp(cwd)]
+            needed = [*repository, *binds, *tools, private_tmp(cwd), *self.shown]
             for hidden in self.hide:
                 argv += _covered(hidden, needed)
         for source, dest in binds.items():
@@ -377,7 +377,14 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
         for command in (config.bench.command, config.bench.sentinel_command, config.checks.command)
         if (script := script_path(command))
     )
-    commands = (config.bench.command, config.bench.build, config.checks.command)
+    commands = (
+        config.bench.command,
+        config.bench.build,
+        config.bench.sentinel_command,
+        config.checks.command,
+        config.profile.command,
+    )
+    named = named_paths(commands, tuple(config.resolve(script) for script in harness))
     sandbox = Sandbox(
         network=s.network,
         unix_sockets=s.unix_sockets,
@@ -386,7 +393,13 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
         seeds=seeds,
         harness=harness,
         secret=tuple(config.holdout_files),
-        shown=named_under_tmp(commands, tuple(config.resolve(script) for script in harness)),
+        shown=named_under_tmp(named),
+        # Your checkout, beside the arms' trees: what you keep there (untracked files, the
+        # package an editable install points an interpreter at), the journal and the queue
+        # are not a run's to read; the ways to what it needs stay (the interpreter its script
+        # names in the project's .venv, the tools on its PATH, the repository).
+        hide=(config.repo_path,),
+        reveal=named,
         one_path=True,
         git=s.git,
     )

@@ -163,6 +163,13 @@ HINTS = (
         "pytest is not installed in the interpreter the bench runs (pip install pytest)",
     ),
     (
+        re.compile(r"No module named|Cannot find module|ERR_MODULE_NOT_FOUND"),
+        "the bench does not find a module of the project where it runs: a package installed "
+        "from your checkout (pip install -e ., uv sync, npm link) is out of a confined run's "
+        "sight, and was never the candidate's code; import the tree's own (a src layout: "
+        'env PYTHONPATH="$PWD/src" before the interpreter, as init writes it)',
+    ),
+    (
         re.compile(r"(?m)^.*: (?:line \d+: )?(\S+): (?:command )?not found$"),
         "a program the bench runs is not found where it runs (a path under /tmp, or not on "
         "the PATH the bench gets)",
