@@ -13,6 +13,7 @@ import pytest
 from conftest import run, run_cli
 
 from autoresearch.decide.design import DESIGN_BETA, TARGET_BETA
+from autoresearch.decide.headline import headline
 from autoresearch.journal.store import read_journal
 from autoresearch.report.summary import _futility_designs
 
@@ -88,3 +89,49 @@ def test_the_methodology_names_each_futility_design_the_night_had():
     # Decisions that did not record their design: the designs this code builds, said as such.
     assert _futility_designs(rows.iloc[3:], 5.0).endswith("smallest win a noisy bench can see")
     assert "smallest win a noisy bench" in _futility_designs(pd.DataFrame({"n": [1]}), 5.0)
+
+
+def test_a_best_not_calibrated_yet_is_not_given_the_base_s_figure():
+    """Between a keep and the calibration of the new best (a night in between, or stopped
+    there), the last calibration is the base's: shown as the best it would say the kept
+    commit measured +0.00%. The best is the tip's own calibration, or not measured yet."""
+    base = {"commit": "b" * 40, "medians": {"time_ms": 100.0}, "samples": {"time_ms": [100.0]}}
+    figure = headline([base], [], "t" * 40, "time_ms", "b" * 40)
+    assert figure["baseline"] == 100.0
+    assert figure["best"] is None and figure["change_pct"] is None
+    assert figure["best_label"].startswith("not measured yet")
+    tip = {**base, "commit": "t" * 40, "medians": {"time_ms": 80.0}}
+    figure = headline([base, tip], [], "t" * 40, "time_ms", "b" * 40)
+    assert (figure["best"], figure["change_pct"]) == (80.0, pytest.approx(-20.0))
+    # A session that kept nothing: its tip is its base, calibrated.
+    assert headline([base], [], "b" * 40, "time_ms", "b" * 40)["best"] == 100.0
+
+
+def test_status_and_report_of_a_night_stopped_right_after_a_keep(target):
+    """A night stopped on a keep, before the new best is calibrated (its journal as it was
+    then): status and report name the kept commit as not measured yet, not as the base's
+    figure."""
+    target.configure(max_experiments=1)
+    target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
+    run(target)
+    (kept,) = read_journal(target.journal).experiments
+    assert kept.status == "keep"
+    lines = target.journal.read_text().splitlines(keepends=True)
+    at_tip = [
+        i
+        for i, line in enumerate(lines)
+        if '"calibration"' in line and json.loads(line).get("commit") == kept.kept_commit
+    ]
+    assert at_tip, "the night calibrated its best"
+    target.journal.write_text("".join(line for i, line in enumerate(lines) if i not in at_tip))
+
+    status = run_cli("status", cwd=target.root)
+    assert status.returncode == 0, status.stderr
+    assert "best:     not measured yet at" in status.stdout, status.stdout
+    assert "is not measured yet: the night calibrates it" in status.stdout
+    report = json.loads(run_cli("report", "--format", "json", cwd=target.root).stdout)
+    assert report["final"]["value"] is None
+    for command in (["report"], ["report", "--html"], ["pr"]):
+        shown = run_cli(*command, cwd=target.root)
+        assert shown.returncode == 0, (command, shown.stderr)
+    assert "not measured yet" in run_cli("report", cwd=target.root).stdout

@@ -64,13 +64,20 @@ def headline(
     if confirmed is not None:
         return _from_confirmation(confirmed, metric)
     first = baseline_calibration(calibrations, base)
-    last = calibrations[-1] if calibrations else None
+    # The tip's own calibration: between a keep and the calibration of the new best, the last
+    # one is an older commit's, whose figure is not the best's.
+    last = next((c for c in reversed(calibrations) if c.get("commit") == tip), None)
     base = (first or {}).get("medians") or {}
     best = (last or {}).get("medians") or {}
     note = (
         "not confirmed: the base's calibration against the tip's last, measured at "
         "different times; run `autoresearch confirm` for a side-by-side figure"
     )
+    if last is None:
+        note = (
+            f"the best, {str(tip)[:10]}, is not measured yet: the night calibrates it before "
+            "its next experiment; `autoresearch confirm` measures it beside the base"
+        )
     noisy = _noisy(calibrations, metric)
     if noisy:
         note += f"; {noisy}"
@@ -85,7 +92,11 @@ def headline(
         "best_metrics": dict(best),
         "changes": {},  # no measurement of the change itself: each reader divides the medians
         "baseline_label": f"calibration of {first['commit'][:10]}" if first else "not measured",
-        "best_label": f"calibration of {last['commit'][:10]}" if last else "not measured",
+        "best_label": (
+            f"calibration of {last['commit'][:10]}"
+            if last
+            else f"not measured yet: {str(tip)[:10]} is calibrated before the next experiment"
+        ),
         "baseline_log": next(iter((first or {}).get("bench_logs") or []), None),
         "best_log": next(iter((last or {}).get("bench_logs") or []), None),
         "note": note,

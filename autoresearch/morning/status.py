@@ -137,8 +137,11 @@ def format_status(status: dict[str, Any]) -> str:
     best = status["best"]
     if best and best["id"]:
         change = status["change_pct"]
+        value = best["value"]
+        measured = "not measured yet" if value is None else format_value(value, unit)
+        said = f" ({change:+.2f}%)" if change is not None else ""
         lines.append(
-            f"best:     {format_value(best['value'], unit)} ({change:+.2f}%) "
+            f"best:     {measured}{said} "
             f"at {(best['commit'] or '')[:10]} by {best['id']} {best['title']!r}"
         )
     agent = status.get("agent")
