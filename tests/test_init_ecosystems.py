@@ -516,3 +516,20 @@ def test_each_criterion_and_libtest_listing_names_its_benchmarks_and_not_its_tes
     assert cargo_benchmarks(lines) == [
         "fib/20", "fib 20", "hex_encode", "hex_decode", "parse: the input"
     ]  # fmt: skip
+
+
+def test_a_test_module_pytest_cannot_import_is_named_and_the_rest_listed(tmp_path):
+    """A project's suite often needs more than its benchmarks do (a test dependency not
+    installed): the module pytest cannot collect is named, and the benchmarks are listed."""
+    files = {
+        "fibs.py": "def fib(n):\n    return n\n",
+        "tests/test_fib_bench.py": "from fibs import fib\n\n\n"
+        + PY_TEST.replace("sum, [1, 2]", "fib, 3"),
+        "tests/test_codecs.py": "import bson  # pymongo's\n\n\ndef test_it():\n    pass\n",
+        "pytest.ini": PYTEST_INI,
+    }
+    repo = project(tmp_path, files)
+    listed = run_cli("init", "--list-metrics", "--python", sys.executable, cwd=repo)
+    assert listed.returncode == 0, listed.stderr
+    assert "test_fib_ns" in listed.stdout, listed.stdout
+    assert "pytest could not collect tests/test_codecs.py" in listed.stderr, listed.stderr

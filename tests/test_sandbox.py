@@ -517,7 +517,7 @@ def test_a_confined_run_does_not_see_your_checkout_but_what_its_scripts_name_the
         refused = run_cli("check", cwd=root)
         said = refused.stdout + refused.stderr
         assert refused.returncode != 0 and "the bench fails on the unmodified code" in said
-        assert "does not find a module of the project" in said and "PYTHONPATH" in said
+        assert "a module is not found where the run imports it" in said and "PYTHONPATH" in said
     finally:
         shutil.rmtree(place)
 

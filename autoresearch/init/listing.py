@@ -57,11 +57,7 @@ def list_benchmarks(ecosystem: Ecosystem, directory: Path) -> tuple[list[Listed]
         listing = f"{ecosystem.build}, then --benchmark_list_tests"
         return _google_listed(ecosystem, directory), listing
     if ecosystem.name == "pytest-benchmark":
-        # The interpreter as the bench runs it (src/ first on PYTHONPATH, in a src layout).
-        python = ecosystem.bench.split(" -m pytest", 1)[0]
-        command = f"{python} -m pytest --collect-only -q -p no:cacheprovider"
-        ids = [line for line in _lines(["bash", "-c", command], directory) if "::" in line]
-        return [_pytest(ecosystem, i) for i in ids if _benchmarked(directory, i)], command
+        return _pytest_listed(ecosystem, directory)
     return [], (
         f"{ecosystem.says} lists its benchmarks only when built or run: `autoresearch check` "
         "runs the bench once and lists every metric it printed"
@@ -186,6 +182,33 @@ def _google_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:
         select = f"{ecosystem.bench} --benchmark_filter={_quoted(_anchored(name))}"
         found.append(Listed(name, metric_name(name, "ns"), select))
     return found
+
+
+def _pytest_listed(ecosystem: Ecosystem, directory: Path) -> tuple[list[Listed], str]:
+    """The tests that take the benchmark fixture, as pytest collects them with the bench's
+    interpreter (src/ first on PYTHONPATH, in a src layout). A test module pytest cannot
+    import (a test dependency not installed: a project's own suite often needs more than its
+    benchmarks) does not hide the rest: it is named, on stderr, and the listing goes on."""
+    python = ecosystem.bench.split(" -m pytest", 1)[0]
+    command = (
+        f"{python} -m pytest --collect-only -q -p no:cacheprovider --continue-on-collection-errors"
+    )
+    done = capture(["bash", "-c", command], cwd=directory, timeout_s=LIST_TIMEOUT_S)
+    lines = [line.strip() for line in done.text().splitlines()]
+    ids = [line for line in lines if "::" in line and not line.startswith("ERROR")]
+    if not ids and not done.ok:
+        raise UserError(f"{directory}: `{command}` failed, listing nothing: {done.why()}")
+    failed = [
+        line.removeprefix("ERROR ").split(" - ")[0] for line in lines if line.startswith("ERROR ")
+    ]
+    if failed:
+        print(
+            f"pytest could not collect {', '.join(failed)} (what benchmarks they hold are not "
+            f"listed; a test dependency not installed in {python.split()[-1]}?): `{command}` "
+            "says why",
+            file=sys.stderr,
+        )
+    return [_pytest(ecosystem, i) for i in ids if _benchmarked(directory, i)], command
 
 
 def _pytest(ecosystem: Ecosystem, node: str) -> Listed:

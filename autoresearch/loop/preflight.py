@@ -164,10 +164,11 @@ HINTS = (
     ),
     (
         re.compile(r"No module named|Cannot find module|ERR_MODULE_NOT_FOUND"),
-        "the bench does not find a module of the project where it runs: a package installed "
-        "from your checkout (pip install -e ., uv sync, npm link) is out of a confined run's "
-        "sight, and was never the candidate's code; import the tree's own (a src layout: "
-        'env PYTHONPATH="$PWD/src" before the interpreter, as init writes it)',
+        "a module is not found where the run imports it: a dependency not installed in the "
+        "interpreter it runs (the project's test extras), or a package of the project "
+        "installed from your checkout (pip install -e ., uv sync, npm link), which a confined "
+        "run does not see and which was never the candidate's code: import the tree's own (a "
+        'src layout: env PYTHONPATH="$PWD/src" before the interpreter, as init writes it)',
     ),
     (
         re.compile(r"(?m)^.*: (?:line \d+: )?(\S+): (?:command )?not found$"),
