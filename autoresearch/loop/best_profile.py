@@ -13,6 +13,7 @@ from ..config import Config
 from ..profiles import Folded, save_profile, top_frames
 from ..repo.gitrepo import open_repo
 from ..repo.state_dir import session_paths
+from ..repo.workspace import add_detached_tree
 from .session import Session, log_label, marker
 
 __all__ = ["profile_best", "profile_best_aside", "profile_commit"]
@@ -71,7 +72,7 @@ def profile_commit(config: Config, commit: str, env: dict[str, str]) -> tuple[Fo
     scratch = Path(tempfile.mkdtemp(prefix="autoresearch-profile-"))
     tree = scratch / "tree"
     try:
-        repo.must("worktree", "add", "--quiet", "--detach", str(tree), commit)
+        add_detached_tree(repo, tree, commit)
         harness = Harness(config, env=env, stop=None)
         built = harness.build(tree, scratch / "build.log")
         if built is not None and not built.ok:

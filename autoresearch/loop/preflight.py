@@ -26,7 +26,7 @@ from ..decide.design import NOISE_CALIBRATIONS, NoiseVerdict
 from ..errors import MetricParseError, PreflightError, UserError, WorkspaceError
 from ..repo.gitrepo import open_repo
 from ..repo.state_dir import session_paths
-from ..repo.workspace import Workspace
+from ..repo.workspace import Workspace, add_detached_tree
 from ..report.scales import scale_parts
 from ..statuses import ChecksWhen
 
@@ -233,12 +233,12 @@ def check_repository(
     logs = session_paths(config).root / "check-logs"
     shutil.rmtree(logs, ignore_errors=True)
     try:
-        repo.must("worktree", "add", "--quiet", "--detach", str(trees[0]), commit)
+        add_detached_tree(repo, trees[0], commit)
         say(f"pre-flight on {commit[:10]} ({rev}) in {trees[0]}: build, one bench run, the checks")
         harness = Harness(config, env=env, stop=None)
         result = run_preflight(config, trees[0], commit, logs, harness)
         if result.ok and calibrate_noise:
-            repo.must("worktree", "add", "--quiet", "--detach", str(trees[1]), commit)
+            add_detached_tree(repo, trees[1], commit)
             _calibrate(config, harness, trees, result, logs, say)
         return result
     finally:

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..errors import WorkspaceError
 from ..filestate import FileState
 from .gitrepo import COMMIT_ENV, Repo, open_repo
+from .submodules import check_out_submodules
 from .watch import Watches
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "BaselineTree",
     "UncommittableError",
     "Workspace",
+    "add_detached_tree",
     "apply_patch",
     "open_workspace",
 ]
@@ -230,7 +232,7 @@ class BaselineTree:
             if self.path.exists():
                 raise WorkspaceError(f"{self.path}: exists but is not the baseline worktree")
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.source.must("worktree", "add", "--quiet", "--detach", str(self.path), commit)
+            add_detached_tree(self.source, self.path, commit)
             return True
         tree = Repo.worktree(self.source, self.path)
         if tree.repair_dotgit():
@@ -247,6 +249,15 @@ class BaselineTree:
         if self.watches is None:
             return not tree.is_dirty()
         return self.watches.memo(self.path, ("clean", head), lambda: not tree.is_dirty())
+
+
+def add_detached_tree(source: Repo, path: Path, commit: str) -> Repo:
+    """A new worktree of `source` at `path`, detached at `commit`, its submodules checked
+    out: a tree the loop measures, builds or profiles in."""
+    source.must("worktree", "add", "--quiet", "--detach", str(path), commit)
+    tree = Repo.worktree(source, path)
+    check_out_submodules(tree)
+    return tree
 
 
 def save_output(tree: Repo, keep: tuple[str, ...]) -> None:
@@ -274,8 +285,10 @@ def _saved_output(tree: Path) -> Path:
 
 def clean(tree: Repo, keep: tuple[str, ...] = ()) -> None:
     """Remove every untracked and ignored file but the build output `keep` names: each tree
-    keeps its own (never one shared between the arms, which a toolchain may take for fresh)."""
+    keeps its own (never one shared between the arms, which a toolchain may take for fresh).
+    Its submodules are checked out as its commit records them, nothing a run left in them."""
     tree.must("clean", "-ffdxq", *(f"--exclude={pattern}" for pattern in keep))
+    check_out_submodules(tree)
 
 
 def apply_patch(tree: Repo, patch_file: Path) -> ApplyResult:
@@ -323,6 +336,7 @@ def open_workspace(
             raise WorkspaceError(f"{worktree_path}: exists but is not the session's worktree")
         worktree_path.parent.mkdir(parents=True, exist_ok=True)
         source.must("worktree", "add", "--quiet", str(worktree_path), branch)
+        check_out_submodules(Repo.worktree(source, worktree_path))
     workspace = Workspace(source, Repo.worktree(source, worktree_path), branch, keep)
     if workspace.tree.head() != workspace.tip():
         # HEAD left detached or moved by hand inside the worktree: go back to the branch.
