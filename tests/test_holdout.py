@@ -9,10 +9,11 @@ import json
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
-from conftest import experiments, git, local_cluster, run, run_cli
+from conftest import experiments, git, local_cluster, make_target, run, run_cli
 from test_cluster import drive, sleepy
 
 from autoresearch.agents.outcome import without_holdout_figures
@@ -215,6 +216,32 @@ def test_a_confined_candidate_cannot_read_the_holdout(target, tmp_path):
     (record,) = experiments(target)
     assert record.status == "discard", (record.status, record.error)
     assert record.decision.holdout is None  # no win on the bench: the holdout never ran
+
+
+@pytest.mark.e2e
+@needs_bwrap
+def test_a_checkout_outside_tmp_holds_the_holdout_for_its_own_runs_alone(tmp_path):
+    """Your checkout where it usually is, not under /tmp (whose private copy hides it whole):
+    the sandbox covers it for every run, the holdout's files in it (ignored, as `python
+    loop.py` makes them) shown to the holdout's own runs alone. A candidate that reads them is
+    not helped; an honest win is kept with the holdout's evidence."""
+    place = Path(tempfile.mkdtemp(dir="/var/tmp", prefix="autoresearch-checkout-"))
+    try:
+        target = make_target(place / "repo")
+        held = with_holdout(target, tmp_path, sandbox="bwrap", require_win="true")
+        target.add_hypothesis("01-peek", {"src/mode.txt": "peek\n"})
+        target.add_hypothesis("02-honest", {"src/value.txt": "60\n"})
+
+        run(target, env={"BENCH_PEEK": str(held / "secret.txt")})
+
+        peek, honest = experiments(target)
+        assert peek.status == "discard", (peek.status, peek.error)
+        assert peek.decision.holdout is None  # no win on the bench: the holdout never ran
+        assert honest.status == "keep", (honest.status, honest.error)
+        assert honest.decision.holdout.verdict == "win"
+        assert honest.confinement.tool == "bwrap"
+    finally:
+        shutil.rmtree(place)
 
 
 @needs_bwrap
