@@ -22,6 +22,7 @@ STRICT = [
     "autoresearch/bench/agent_sandbox.py",
     "autoresearch/bench/environ.py",
     "autoresearch/bench/orphans.py",
+    "autoresearch/bench/private_tmp.py",
     "autoresearch/bench/seccomp.py",
     "autoresearch/bench/testcount.py",
     "autoresearch/cluster/host.py",
@@ -55,6 +56,7 @@ STRICT = [
     "autoresearch/repo/globs.py",
     "autoresearch/repo/mirror.py",
     "autoresearch/repo/patchcheck.py",
+    "autoresearch/repo/submodules.py",
 ]
 
 
