@@ -127,3 +127,46 @@ def test_a_night_on_a_rust_crate_benched_with_criterion(tmp_path):
         assert (tree / "target" / "release").is_dir(), tree
     measured = measured_with(repo, "fib_20_ns")
     assert "rustc " in measured and "cargo " in measured, measured
+
+
+# A crate as crates.io serves it: its manifest normalised (`[dev-dependencies.criterion]`),
+# criterion 0.3 (whose listing says `name: bench`, and which has no --exact).
+REGISTRY_CARGO = """[package]
+edition = "2021"
+name = "fibs"
+version = "0.1.0"
+
+[[bench]]
+name = "fib"
+harness = false
+[dev-dependencies.criterion]
+version = "0.3"
+default-features = false
+features = ["cargo_bench_support"]
+"""
+
+
+@pytest.mark.slow(seconds=150)
+def test_a_registry_crate_on_criterion_0_3_is_listed_narrowed_and_measured(tmp_path):
+    files = {"Cargo.toml": REGISTRY_CARGO, "src/lib.rs": SLOW, "benches/fib.rs": BENCH}
+    repo = project(tmp_path, "fibs", {**files, ".gitignore": "target/\nCargo.lock\n"})
+    subprocess.run(["cargo", "fetch", "--quiet"], cwd=repo, check=True, timeout=600)
+
+    listed = run_cli("init", "--list-metrics", cwd=repo, timeout=600)
+    assert listed.returncode == 0, listed.stderr
+    assert "  fib_20_ns  fib 20" in listed.stdout and "  fib_25_ns  fib 25" in listed.stdout
+    init = run_cli("init", "--metric", "fib_25_ns", cwd=repo)
+    assert init.returncode == 0, init.stderr
+    assert (
+        "cargo bench --quiet --bench 'fib' -- '^fib 25$' --noplot"
+        in (repo / "autoresearch.sh").read_text()
+    )
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "autoresearch session")
+
+    checked = run_cli("check", "--no-calibrate", cwd=repo, timeout=900)
+    said = checked.stdout + checked.stderr
+    assert checked.returncode == 0, said
+    # The one benchmark named, and not the other: the filter matched it alone.
+    printed = [line.split()[0] for line in said.splitlines() if line.startswith("  fib_")]
+    assert printed == ["fib_25_ns"], said
