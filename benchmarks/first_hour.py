@@ -1,6 +1,7 @@
 """A first hour per ecosystem, as the README says it, at `init`'s defaults.
 
 python benchmarks/first_hour.py [--ecosystem python,go,rust,javascript] [--busy]
+python benchmarks/first_hour.py --ecosystem rust-crate,python-upstream  # real packages
 
 For each ecosystem, a small real project (the fixtures of its slow test: a Python package with
 pytest-benchmark, a Go module with `go test -bench`, a Rust crate with criterion; and a real
@@ -23,6 +24,11 @@ uuidjs/uuid#434, "optimize V8 performance of bytesToUuid": string concatenation 
 array join). The bench is `v4({ random })`, which runs bytesToUuid and not the random source
 (the other change of 8.1.0). Its truth is measured outside the tool: `vitest bench` run
 directly on the slow and the fast file, alternately, after the night.
+
+Two more are real packages as their registries serve them (benchmarks/real_packages.py): the
+hex crate 0.4.2 from crates.io (a manifest as the registry normalises it, criterion 0.3; a
+win written here), and cattrs 23.2.3 from PyPI, installed editable in a virtualenv of its own
+(a src layout; the win upstream's python-attrs/cattrs#388, its base 23.2.3 without it).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ import time
 from pathlib import Path
 
 from machine_load import a_core_busy
+from real_packages import PACKAGES
 from results import record
 
 from autoresearch.config import load_config
@@ -245,7 +252,10 @@ def first_hour(name: str, spec: dict, parent: Path) -> dict:
         (("null", "a null change"), ("regression", "a regression"), ("win", "the known win")), 1
     ):
         path, old, new = spec.get("edits", {}).get(kind) or (spec["path"], spec["slow"], spec[kind])
-        patch = f"Title: {title}\nMechanism: {kind}\n\n" + unified_patch(path, old, new)
+        diff = unified_patch(path, old, new)
+        if kind == "win":  # a change of several files (upstream's, whole)
+            diff += "".join(unified_patch(p, a, b) for p, (a, b) in spec.get("also", {}).items())
+        patch = f"Title: {title}\nMechanism: {kind}\n\n" + diff
         (repo / "hypotheses" / f"0{number}-{kind}.patch").write_text(patch)
     subprocess.run(["git", "add", "-A"], cwd=repo, check=True)
     subprocess.run(["git", "commit", "-qm", "autoresearch session"], cwd=repo, check=True)
@@ -344,7 +354,7 @@ def main() -> int:
     parser.add_argument("--ecosystem", default="python,go,rust,javascript", help="comma-separated")
     parser.add_argument("--busy", action="store_true", help="another process keeps a core busy")
     args = parser.parse_args()
-    ecosystems = {**_ecosystems(), "javascript": _javascript}
+    ecosystems = {**_ecosystems(), "javascript": _javascript, **PACKAGES}
     wanted = args.ecosystem.split(",")
     if unknown := sorted(set(wanted) - set(ecosystems)):
         parser.error(f"unknown ecosystem {unknown}; known: {sorted(ecosystems)}")
