@@ -128,7 +128,7 @@ def test_status_and_report_of_a_night_stopped_right_after_a_keep(target):
     status = run_cli("status", cwd=target.root)
     assert status.returncode == 0, status.stderr
     assert "best:     not measured yet at" in status.stdout, status.stdout
-    assert "is not measured yet: the night calibrates it" in status.stdout
+    assert "is not measured yet: no calibration or confirmation of it" in status.stdout
     report = json.loads(run_cli("report", "--format", "json", cwd=target.root).stdout)
     assert report["final"]["value"] is None
     for command in (["report"], ["report", "--html"], ["pr"]):

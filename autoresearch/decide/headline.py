@@ -75,8 +75,9 @@ def headline(
     )
     if last is None:
         note = (
-            f"the best, {str(tip)[:10]}, is not measured yet: the night calibrates it before "
-            "its next experiment; `autoresearch confirm` measures it beside the base"
+            f"{str(tip)[:10]} is not measured yet: no calibration or confirmation of it (a "
+            "night calibrates a new best before its next experiment; `autoresearch confirm` "
+            "measures it beside the base)"
         )
     noisy = _noisy(calibrations, metric)
     if noisy:
@@ -95,7 +96,7 @@ def headline(
         "best_label": (
             f"calibration of {last['commit'][:10]}"
             if last
-            else f"not measured yet: {str(tip)[:10]} is calibrated before the next experiment"
+            else f"not measured yet: no calibration of {str(tip)[:10]}"
         ),
         "baseline_log": next(iter((first or {}).get("bench_logs") or []), None),
         "best_log": next(iter((last or {}).get("bench_logs") or []), None),
