@@ -38,7 +38,6 @@ import dataclasses
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -46,7 +45,7 @@ import time
 from pathlib import Path
 
 from machine_load import a_core_busy
-from real_packages import PACKAGES
+from real_packages import PACKAGES, alternately
 from results import record
 
 from autoresearch.config import load_config
@@ -198,26 +197,21 @@ def _javascript(scratch: Path) -> dict:
     }
 
 
-def _vitest_truth(repo: Path, spec: dict, rounds: int = 5) -> float:
-    """The win's change of the metric measured outside the tool: `vitest bench` run directly
-    in `repo`'s checkout (the session's base), the slow and the fast file alternately; the
-    median of each side's medians."""
-    target = repo / spec["path"]
-    medians: dict[str, list[float]] = {"slow": [], "win": []}
+def _vitest_truth(repo: Path, spec: dict) -> float:
+    """The win's change measured with `vitest bench` run directly (real_packages.alternately):
+    each run's median, as its JSON report gives it."""
     out = repo / ".truth.json"
     argv = ["npx", "vitest", "bench", "--run", "--outputJson", str(out)]
+    metric = spec["init"][spec["init"].index("--metric") + 1]
+
+    def median(_: str) -> dict[str, float]:
+        (group,) = json.loads(out.read_text())["files"][0]["groups"]
+        return {metric: group["benchmarks"][0]["median"]}
+
     try:
-        for _ in range(rounds):
-            for side in medians:
-                target.write_text(spec[side])
-                subprocess.run(argv, cwd=repo, capture_output=True, check=True, timeout=600)
-                (group,) = json.loads(out.read_text())["files"][0]["groups"]
-                medians[side].append(group["benchmarks"][0]["median"])
+        return alternately(repo, spec, argv, median)
     finally:
-        target.write_text(spec["slow"])
         out.unlink(missing_ok=True)
-    slow, fast = statistics.median(medians["slow"]), statistics.median(medians["win"])
-    return round((fast / slow - 1) * 100, 1)
 
 
 def cli(repo: Path, *args: str, timeout: float = 7200) -> subprocess.CompletedProcess:
