@@ -46,15 +46,15 @@ HEX_FAST = """pub fn encode<T: AsRef<[u8]>>(data: T) -> String {
 """
 
 
-def _members(data: bytes, strip: int = 1) -> dict[str, str]:
-    """A gzipped tarball's text files, by path without its first `strip` components."""
+def _members(data: bytes) -> dict[str, str]:
+    """A gzipped tarball's text files, by path below its top folder (`hex-0.4.2/`)."""
     files = {}
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         for member in tar.getmembers():
             handle = tar.extractfile(member) if member.isfile() else None
             if handle is None:
                 continue
-            rel = "/".join(member.name.split("/")[strip:])
+            rel = member.name.partition("/")[2]
             try:
                 files[rel] = handle.read().decode("utf-8")
             except UnicodeDecodeError:
