@@ -92,6 +92,10 @@ class BenchConfig:
     command: str = "./autoresearch.sh"
     # Run once per arm before its bench runs, so that runs measure the code, not the compiler.
     build: str = ""
+    # Run before the night's first build, unconfined and with the network, in your checkout:
+    # fetches what the confined builds then read, offline, from $AUTORESEARCH_FETCHED
+    # (bench/fetched.py).
+    fetch: str = ""
     timeout_s: float = 600.0
     # 8 per arm: the A/A check can fail, and the A/A pairs' spread, pooled into each decision's
     # test, gives its early looks 7 degrees of freedom more

@@ -121,6 +121,12 @@ def _check_bench(config: Config) -> None:
         raise ConfigError(f"{path}: {problem}")
     if config.bench.cpus and shutil.which("taskset") is None:
         raise ConfigError(f"{path}: 'bench.cpus' needs taskset (util-linux), not found on PATH")
+    if config.bench.fetch and config.cluster.scheduler:
+        raise ConfigError(
+            f"{path}: 'bench.fetch' runs on this machine only, before the night, and bench hosts "
+            "([cluster] scheduler) would build without what it fetched: fetch on each host "
+            "by hand and name the place in 'bench.build', or set [sandbox] build_network = true"
+        )
 
 
 def _check_numbers(config: Config) -> None:

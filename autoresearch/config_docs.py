@@ -40,6 +40,13 @@ MEANINGS: dict[str, str] = {
     ),
     "bench.command": "run with bash in the worktree; prints METRIC lines",
     "bench.build": "run once per arm before its bench runs (optional)",
+    "bench.fetch": (
+        "run before the night's first build (`check` and `run`), unconfined and with the "
+        "network, in your checkout, with `AUTORESEARCH_FETCHED` set to a directory of the "
+        "session's: what it leaves there, every build, bench and checks run reads (read-only, "
+        "confined or not) through the same variable. init writes it for a CMake project that "
+        "fetches its dependencies with FetchContent (optional)"
+    ),
     "bench.timeout_s": "wall-clock limit per bench run and per build",
     "bench.calibration_runs": (
         "bench runs of the best, at the start and after each keep (>= 4; with 16, eight A/A "

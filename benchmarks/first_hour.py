@@ -1,7 +1,7 @@
 """A first hour per ecosystem, as the README says it, at `init`'s defaults.
 
 python benchmarks/first_hour.py [--ecosystem python,go,rust,javascript] [--busy]
-python benchmarks/first_hour.py --ecosystem rust-crate,python-upstream  # real packages
+python benchmarks/first_hour.py --ecosystem rust-crate,python-upstream,cmake-library  # real
 
 For each ecosystem, a small real project (the fixtures of its slow test: a Python package with
 pytest-benchmark, a Go module with `go test -bench`, a Rust crate with criterion; and a real
@@ -25,10 +25,13 @@ array join). The bench is `v4({ random })`, which runs bytesToUuid and not the r
 (the other change of 8.1.0). Its truth is measured outside the tool: `vitest bench` run
 directly on the slow and the fast file, alternately, after the night.
 
-Two more are real packages as their registries serve them (benchmarks/real_packages.py): the
-hex crate 0.4.2 from crates.io (a manifest as the registry normalises it, criterion 0.3; a
-win written here), and cattrs 23.2.3 from PyPI, installed editable in a virtualenv of its own
-(a src layout; the win upstream's python-attrs/cattrs#388, its base 23.2.3 without it).
+Three more are real packages as their registries serve them (benchmarks/real_packages.py):
+the hex crate 0.4.2 from crates.io (a manifest as the registry normalises it, criterion 0.3; a
+win written here); cattrs 23.2.3 from PyPI, installed editable in a virtualenv of its own
+(a src layout; the win upstream's python-attrs/cattrs#388, its base 23.2.3 without it); and
+zlib-ng 2.2.5, the C library, from python-zlib-ng's sdist on PyPI (CMake, Google Benchmark
+behind the project's WITH_BENCHMARKS option; the win upstream's zlib-ng/zlib-ng@34e18dbf, its
+base 2.2.5 without it).
 """
 
 from __future__ import annotations

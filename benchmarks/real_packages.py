@@ -12,6 +12,12 @@
   structuring functions take their converters as positional parameters with defaults, which
   CPython fills from a tuple, not keyword-only ones, filled from a dict). The base is 23.2.3
   with that one line put back as it was before #388, in both files it touched.
+- `cmake-library`: zlib-ng 2.2.5, whose whole tree python-zlib-ng's sdist on PyPI carries: a
+  CMake project with Google Benchmark, whose benchmark executable is built only under the
+  project's own option (`WITH_BENCHMARKS`, off by default), 71 ctest tests. The win is
+  upstream's: zlib-ng/zlib-ng@34e18dbf, "Speed up crc32_[v]pclmulqdq on small strings" (with
+  the 16-byte threshold the alignment work after it set). The base is 2.2.5 with CRC32()'s
+  small-string branch put back as it was before, and the declaration it needs.
 
 Each one's truth is measured outside the tool after the night: its harness run directly on
 the slow and the fast file alternately.
@@ -20,6 +26,7 @@ the slow and the fast file alternately.
 from __future__ import annotations
 
 import io
+import shutil
 import statistics
 import subprocess
 import sys
@@ -30,7 +37,7 @@ from pathlib import Path
 
 from autoresearch.readers.formats import read_format
 
-__all__ = ["PACKAGES", "alternately", "cattrs_package", "hex_crate"]
+__all__ = ["PACKAGES", "alternately", "cattrs_package", "hex_crate", "zlib_ng_library"]
 
 HEX = "https://static.crates.io/crates/hex/hex-0.4.2.crate"
 HEX_SLOW = "pub fn encode<T: AsRef<[u8]>>(data: T) -> String {\n    data.encode_hex()\n}\n"
@@ -46,19 +53,21 @@ HEX_FAST = """pub fn encode<T: AsRef<[u8]>>(data: T) -> String {
 """
 
 
-def _members(data: bytes) -> dict[str, str]:
-    """A gzipped tarball's text files, by path below its top folder (`hex-0.4.2/`)."""
-    files = {}
+def _members(data: bytes, under: str = "") -> dict[str, str | bytes]:
+    """A gzipped tarball's files, by path below its top folder (`hex-0.4.2/`) and `under`
+    within it: text as text, the rest (test data) as bytes."""
+    files: dict[str, str | bytes] = {}
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
         for member in tar.getmembers():
             handle = tar.extractfile(member) if member.isfile() else None
-            if handle is None:
-                continue
             rel = member.name.partition("/")[2]
+            if handle is None or not rel.startswith(under):
+                continue
+            content = handle.read()
             try:
-                files[rel] = handle.read().decode("utf-8")
+                files[rel.removeprefix(under)] = content.decode("utf-8")
             except UnicodeDecodeError:
-                continue  # a binary file: none of these packages' code or benchmarks
+                files[rel.removeprefix(under)] = content
     return files
 
 
@@ -208,5 +217,87 @@ def _pytest_truth(repo: Path, spec: dict, venv: Path) -> float:
         out.unlink(missing_ok=True)
 
 
+ZLIB_NG = "zlib-ng==1.0.0"  # python-zlib-ng, whose sdist carries zlib-ng 2.2.5's whole tree
+ZLIB_NG_TREE = "src/zlib_ng/zlib-ng/"
+ZLIB_NG_FILE = "arch/x86/crc32_pclmulqdq_tpl.h"
+ZLIB_NG_METRIC = "crc32_vpclmulqdq_16_ns"
+# What zlib-ng/zlib-ng@34e18dbf (and the alignment work after it) changed in CRC32(): strings
+# under 16 bytes take a byte-at-a-time loop inline, the rest the (v)pclmulqdq folding; before,
+# every string under 64 bytes went through the generic braided C function.
+CRC_SMALL = """    /* For lens smaller than ~12, crc32_small method is faster.
+     * But there are also minimum requirements for the pclmul functions due to alignment */
+    if (len < 16)
+        return crc32_small(crc32, buf, len);
+"""
+CRC_BRAID = """    /* For lens < 64, crc32_braid method is faster. The CRC32 instruction for
+     * these short lengths might also prove to be effective */
+    if (len < 64)
+        return PREFIX(crc32_braid)(crc32, buf, len);
+"""
+# The braid's declaration, which the file reached through headers 2.2.5 no longer has.
+BRAID_DECLARED = '#include "crc32_braid_tbl.h"\n#include "arch_functions.h"\n'
+
+
+def zlib_ng_library(scratch: Path) -> dict:
+    """zlib-ng 2.2.5 (from python-zlib-ng's sdist on PyPI) with CRC32()'s small-string path
+    put back as it was before upstream's win: a CMake project whose Google Benchmark
+    executable is built only under its own option, WITH_BENCHMARKS."""
+    into = scratch / "zlib-ng-sdist"
+    into.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+         "-d", str(into), ZLIB_NG],
+        check=True, timeout=600,
+    )  # fmt: skip
+    (sdist,) = into.glob("zlib_ng-*.tar.gz")
+    files = _members(sdist.read_bytes(), ZLIB_NG_TREE)
+    files.pop(".git", None)  # the submodule's link to python-zlib-ng's git directory
+    fast = files[ZLIB_NG_FILE]
+    assert isinstance(fast, str) and CRC_SMALL in fast, "zlib-ng 2.2.5's CRC32()"
+    slow = fast.replace(CRC_SMALL, CRC_BRAID).replace(
+        '#include "crc32_braid_tbl.h"\n', BRAID_DECLARED
+    )
+    return {
+        "files": {**files, ZLIB_NG_FILE: slow},
+        "init": ["--metric", ZLIB_NG_METRIC],
+        "path": ZLIB_NG_FILE,
+        "slow": slow,
+        "win": fast,
+        "null": slow.replace(
+            "/* For lens < 64, crc32_braid method is faster.",
+            "/* For lengths under 64, the braided method is faster.",
+        ),
+        # a leftover self-check: the braid computed twice
+        "regression": slow.replace(
+            CRC_BRAID.splitlines(keepends=True)[-1],
+            "        return crc32 == PREFIX(crc32_braid)(crc32, buf, len) ? "
+            "PREFIX(crc32_braid)(crc32, buf, len) : PREFIX(crc32_braid)(crc32, buf, len);\n",
+        ),
+        "truth": _google_benchmark_truth,
+    }
+
+
+def _google_benchmark_truth(repo: Path, spec: dict, rounds: int = 5) -> float:
+    """The win's change measured with the project's Google Benchmark executable run directly,
+    built in a folder of its own."""
+    build = "cmake --build .truth-build --parallel > /dev/null"
+    argv = [
+        "bash", "-c",
+        "cmake -S . -B .truth-build -DCMAKE_BUILD_TYPE=Release -DWITH_BENCHMARKS=ON > /dev/null"
+        f" && {build} && ./.truth-build/test/benchmarks/benchmark_zlib --benchmark_format=json"
+        " --benchmark_filter='^crc32/vpclmulqdq/16$' --benchmark_repetitions=5",
+    ]  # fmt: skip
+    try:
+        return alternately(
+            repo, spec, argv, lambda out: read_format("google-benchmark", out), rounds
+        )
+    finally:
+        shutil.rmtree(repo / ".truth-build", ignore_errors=True)
+
+
 # Names the first hour gives them.
-PACKAGES = {"rust-crate": hex_crate, "python-upstream": cattrs_package}
+PACKAGES = {
+    "rust-crate": hex_crate,
+    "python-upstream": cattrs_package,
+    "cmake-library": zlib_ng_library,
+}

@@ -22,13 +22,16 @@ SHORT_DECISION = {
 }
 
 
-def project(parent: Path, name: str, files: dict[str, str]) -> Path:
-    """A git repository of `files`, committed."""
+def project(parent: Path, name: str, files: dict[str, str | bytes]) -> Path:
+    """A git repository of `files` (text, or bytes where binary), committed."""
     repo = parent / name
     git(parent, "init", "-q", "-b", "main", str(repo))
     for rel, text in files.items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
-        (repo / rel).write_text(text)
+        if isinstance(text, bytes):
+            (repo / rel).write_bytes(text)
+        else:
+            (repo / rel).write_text(text)
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", name)
     return repo

@@ -305,6 +305,46 @@ def test_a_benchmark_folder_behind_the_project_s_option_is_built_with_it_on(tmp_
     assert "executable (speed), built under the project's option WITH_BENCHMARKS:" in done.stdout
 
 
+def test_a_cmake_project_s_fetchcontent_dependencies_are_fetched_before_the_night(tmp_path):
+    """FetchContent at configure time needs the network, which confined builds lack: init
+    writes a `[bench] fetch` that configures once into $AUTORESEARCH_FETCHED, and each arm's
+    configure reads every dependency declared (in a CMakeLists.txt or a *.cmake module, not in
+    a comment) from there; a project that declares none gets no fetch."""
+    bench = (
+        "add_executable(speed speed.cc)\n"
+        "target_link_libraries(speed PRIVATE benchmark::benchmark)\n"
+    )
+    repo = project(
+        tmp_path,
+        {
+            "CMakeLists.txt": (
+                "cmake_minimum_required(VERSION 3.16)\nproject(p CXX)\ninclude(FetchContent)\n"
+                "# FetchContent_Declare(old URL https://example.invalid/old.tar.gz)\n"
+                "FetchContent_Declare(\n  googletest\n  GIT_REPOSITORY https://github.com/x/y)\n"
+                "include(cmake/deps.cmake)\n" + bench
+            ),
+            "cmake/deps.cmake": "FetchContent_Declare(fmt URL https://example.invalid/fmt.zip)\n",
+        },
+    )
+    done = run_cli("init", cwd=repo)
+    assert done.returncode == 0, done.stderr
+    assert "its FetchContent dependencies (googletest, fmt) fetched before the night" in done.stdout
+    config = load_config(repo / "autoresearch.toml")
+    assert config.bench.fetch == (
+        'cmake -S . -B "$AUTORESEARCH_FETCHED/build" -DCMAKE_BUILD_TYPE=Release '
+        '-DFETCHCONTENT_BASE_DIR="$AUTORESEARCH_FETCHED/deps" > /dev/null'
+    )
+    assert config.bench.build == (
+        "cmake -S . -B build -DCMAKE_BUILD_TYPE=Release"
+        ' -DFETCHCONTENT_SOURCE_DIR_GOOGLETEST="$AUTORESEARCH_FETCHED/deps/googletest-src"'
+        ' -DFETCHCONTENT_SOURCE_DIR_FMT="$AUTORESEARCH_FETCHED/deps/fmt-src"'
+        " > /dev/null && cmake --build build --parallel"
+    )
+    plain = project(tmp_path / "plain", {"CMakeLists.txt": "project(p CXX)\n" + bench})
+    assert run_cli("init", cwd=plain).returncode == 0
+    assert load_config(plain / "autoresearch.toml").bench.fetch == ""
+
+
 def test_a_package_with_vitest_benchmarks_is_benched_with_vitest(tmp_path):
     """vitest among the dependencies and a *.bench.* file: `vitest bench` writing its JSON
     report where the loop reads it, the package's tests as checks, node_modules installed once

@@ -594,3 +594,40 @@ def test_confined_runs_are_told_the_toolchains_are_offline(tmp_path):
     assert offline.env["CARGO_NET_OFFLINE"] == "true" and offline.env["PIP_NO_INDEX"] == "1"
     assert offline.env["GOPROXY"] == "file:///srv/goproxy"
     assert "CARGO_NET_OFFLINE" not in online.env
+
+
+def test_what_the_fetch_left_is_read_only_to_every_run(tmp_path):
+    """A candidate that rewrote the dependency sources `[bench] fetch` left (in the session's
+    state, beside both arms' trees, which a run otherwise does not see) would build the other
+    arm from its own: every run reads them, none writes them."""
+    state = tmp_path / "state"
+    tree, fetched = state / "arm", state / "fetched"
+    tree.mkdir(parents=True)
+    fetched.mkdir()
+    (fetched / "dep.h").write_text("#define FAST 1\n")
+    sandbox = Sandbox(one_path=True, fetched=(fetched,))
+    poison = f"cat {fetched}/dep.h; echo '#define FAST 0' > {fetched}/dep.h; cat {fetched}/dep.h"
+    done = _run(sandbox, poison, tree, tmp_path / "run.log")
+    seen = (tmp_path / "run.log").read_text()
+    assert done.exit_code == 0 and seen.count("#define FAST 1") == 2, seen
+    assert "Read-only file system" in seen
+    assert (fetched / "dep.h").read_text() == "#define FAST 1\n"
+    # Without it among what the run is shown, the state around the tree is out of sight.
+    hidden = _run(Sandbox(one_path=True), f"cat {fetched}/dep.h", tree, tmp_path / "hidden.log")
+    assert hidden.exit_code != 0
+
+
+def test_the_fetch_runs_in_your_checkout_and_the_confined_build_reads_it(target):
+    """`[bench] fetch` runs before the night's first build in your checkout (your code, not a
+    candidate's: a confined run would be in the arm's tree, at `<state>/tree`); what it
+    leaves in $AUTORESEARCH_FETCHED the confined build reads through the same variable."""
+    text = target.config_path.read_text()
+    fetch = 'fetch = "pwd > \\"$AUTORESEARCH_FETCHED/where\\""\n'
+    text = text.replace('build = ""', 'build = "cp \\"$AUTORESEARCH_FETCHED/where\\" fetched-in"')
+    target.config_path.write_text(text.replace("[bench]\n", "[bench]\n" + fetch, 1))
+    git(target.root, "add", "-A")
+    confine(target)
+    done = run_cli("check", cwd=target.root)  # the build's copy failing would fail it
+    assert done.returncode == 0, done.stdout + done.stderr
+    fetched = session_paths(target.load()).root / "fetched" / "where"
+    assert fetched.read_text().strip() == str(target.root)

@@ -31,6 +31,7 @@ from ..statuses import Aggregate, Direction, Status
 from .armstate import ArmStates
 from .environ import bench_environ
 from .equivalence import equivalence_failure, stdout_wrapped
+from .fetched import fetch, fetched_env
 from .holdout_runs import measure_holdout
 from .metrics import METRIC_FD_ENV, metric_channel, read_run_metrics, run_output
 from .private_tmp import private_tmp
@@ -92,7 +93,7 @@ class Harness:
             self.holdout_runner = LocalRunner.of(config, own)
         # The metrics whose least disturbed run is the highest, for `aggregate = "best"`.
         self._higher = {m.name for m in config.all_metrics() if m.direction == Direction.HIGHER}
-        self.env = {**config.bench.env, **env}
+        self.env = {**config.bench.env, **env, **fetched_env(config)}
         # What the runs get of the user's environment (environ.py): never the loop's secrets.
         self.environ = bench_environ(config.bench.pass_env)
         self.stop = stop
@@ -106,6 +107,10 @@ class Harness:
         # next, or this harness's own.
         self.arm_states = arm_states or ArmStates()
         self._measuring: tuple[Path, ...] = ()  # the arms `_same_state` is measuring
+
+    def fetch(self, log: Path) -> RunResult | None:
+        """`[bench] fetch`, in your checkout, unconfined (fetched.py); None without one."""
+        return fetch(self.config, self.env, log, self.stop)
 
     def build(self, cwd: Path, log: Path) -> RunResult | None:
         """Run the build command once in `cwd`; None when the config has none."""

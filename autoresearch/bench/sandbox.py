@@ -28,6 +28,7 @@ from ..journal.placement import Confinement
 from ..statuses import SandboxMode
 from .bwrap import bwrap, bwrap_problem, privileges, socket_filter
 from .environ import offline_switches
+from .fetched import fetched_dir
 from .private_tmp import named_paths, named_under_tmp, private_tmp, private_tmp_mounts, under
 from .seccomp import unix_filter_fd
 
@@ -105,6 +106,9 @@ class Sandbox:
     # Paths under /tmp a run needs although its /tmp is private (the holdout's own files,
     # for its runs): mounted again, read-only.
     shown: tuple[Path, ...] = ()
+    # What every run reads although it lies where runs see nothing (what `[bench] fetch`
+    # left in the session's state): mounted again, read-only, over what covers it.
+    fetched: tuple[Path, ...] = ()
     # Whether both arms' runs see their tree at one path (`seen_at`), with what is around it
     # hidden (`_around`): nothing in a path, the mount table or git tells a run which arm it
     # is in. The target's runs; an agent edits its own scratch tree, with git.
@@ -147,6 +151,8 @@ class Sandbox:
                 argv += _covered(hidden, needed)
         for source, dest in binds.items():
             argv += ["--bind", str(source), str(dest)]
+        for path in self.fetched:
+            argv += ["--ro-bind", str(path), str(path)] if path.is_dir() else []
         # The tree's `.git` (a linked worktree's `gitdir:` file) and the harness's scripts
         # read-only over the writable tree: a run can neither point the tree at another
         # repository nor rewrite the script that reports its metrics.
@@ -385,6 +391,7 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
         config.profile.command,
     )
     named = named_paths(commands, tuple(config.resolve(script) for script in harness))
+    fetched = fetched_dir(config)
     sandbox = Sandbox(
         network=s.network,
         unix_sockets=s.unix_sockets,
@@ -394,6 +401,7 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
         harness=harness,
         secret=tuple(config.holdout_files),
         shown=named_under_tmp(named),
+        fetched=(fetched,) if fetched is not None else (),
         # Your checkout, beside the arms' trees: what you keep there (untracked files, the
         # package an editable install points an interpreter at), the journal and the queue
         # are not a run's to read; the ways to what it needs stay (the interpreter its script

@@ -12,18 +12,23 @@ the code, not the compiler), its usual tests as the checks, and its sources as t
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import tomllib
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from .cmake import cmake_ecosystem
+from .found import REPETITIONS, Ecosystem
+from .found import tree_files as _files
+from .found import tree_text as _text
 
 __all__ = [
     "ECOSYSTEMS",
     "NAMES",
     "NODE_LIBRARIES",
+    "REPETITIONS",
     "Ecosystem",
     "cmake_ecosystem",
     "detect_ecosystem",
@@ -48,38 +53,6 @@ CARGO_CHECKS = """if [ -n "${AUTORESEARCH_TEST_REPORT:-}" ]; then  # under the l
 else
   cargo test --quiet
 fi"""
-# Directories no ecosystem's sources are looked for in.
-SKIP = {".git", "target", "node_modules", ".venv", "venv", "__pycache__", "build", "vendor"}
-MAX_FILES = 5000  # a look at this many files is enough to tell
-# Runs of a benchmark within one bench run (Go's -count, Google Benchmark's repetitions): their
-# median is the metric and their fastest its fallback, and `[bench] rows` declares them.
-REPETITIONS = 5
-
-
-@dataclass(frozen=True)
-class Ecosystem:
-    name: str
-    says: str  # what init found, for the user
-    bench: str  # the bench script's commands, run from the repository's root
-    checks: str  # the checks script's commands
-    build: str = ""  # [bench] build
-    format: str = ""  # [bench] format ("" leaves it auto)
-    output: str = ""  # [bench] output
-    go_bench: bool = False
-    keep: tuple[str, ...] = ()  # [bench] keep: build output a revert leaves (each arm its own)
-    scope: tuple[str, ...] = ("src/**",)
-    metrics: str = ""  # how its metric names read, for the user
-    narrowed: str = ""  # the one benchmark the bench runs (init --metric), when it runs one
-    profile: str = ""  # a pprof profile its harness takes of that benchmark or its one package
-    files: tuple[str, ...] = ()  # templates written beside the bench, verbatim, and protected
-    runs: str = ""  # what the bench runs, said to the user (the bench itself when empty)
-    protect: tuple[str, ...] = ()  # the project's files that make up its bench
-    # Its harness reports each benchmark's fastest round beside its median (readers.rows,
-    # minimum_of): init makes it the primary's [metric] fallback.
-    fastest: bool = False
-    # [bench] rows: rows of each benchmark one run prints, where init can tell (Go's, once
-    # narrowed to one benchmark of one package: a name in two packages prints twice as many).
-    rows: int = 0
 
 
 def vitest_ecosystem(directory: Path, files: list[Path] | None = None) -> Ecosystem | None:
@@ -253,59 +226,6 @@ def _uses_criterion(manifest: dict[str, Any]) -> bool:
     return False
 
 
-# An executable linked with Google Benchmark: `target_link_libraries(name ... benchmark::...)`.
-_BENCH_TARGET = re.compile(
-    r"target_link_libraries\s*\(\s*([A-Za-z0-9_.+-]+)[^)]*\bbenchmark::benchmark", re.S
-)
-
-
-def cmake_ecosystem(directory: Path, files: list[Path] | None = None) -> Ecosystem | None:
-    """A CMake project with a Google Benchmark executable: configured and built in Release
-    into `build/` (kept across reverts, each arm its own), the executable run with its JSON
-    written to the file the loop reads, the project's ctest tests (or its build) as checks.
-    None when no CMakeLists.txt links an executable with benchmark::benchmark."""
-    if not (directory / "CMakeLists.txt").is_file():
-        return None
-    lists = [p for p in (files or _files(directory)) if p.name == "CMakeLists.txt"]
-    found = [(p, m.group(1)) for p in lists for m in _BENCH_TARGET.finditer(_text(p))]
-    if not found:
-        return None
-    where, target = found[0]
-    folder = where.parent.relative_to(directory).as_posix()
-    binary = f"build/{target}" if folder == "." else f"build/{folder}/{target}"
-    tested = any(re.search(r"^\s*add_test\s*\(", _text(p), re.M) for p in lists)
-    options = _switches(directory, where, target, lists)
-    switches = "".join(f" -D{name}=ON" for name in options)
-    under = f", built under the project's option{'s' * (len(options) > 1)} {', '.join(options)}"
-    under = under if options else ""
-    configure = f"cmake -S . -B build -DCMAKE_BUILD_TYPE=Release{switches} > /dev/null"
-    return Ecosystem(
-        name="cmake-google-benchmark",
-        says=f"a CMake project with a Google Benchmark executable ({target}){under}",
-        # Five repetitions: their median is the metric, their fastest its fallback; a phase of
-        # a second or two in which a shared machine runs slow takes one, not the run.
-        bench=(
-            f"./{binary} --benchmark_out=.autoresearch-bench.json --benchmark_out_format=json "
-            f"--benchmark_repetitions={REPETITIONS}"
-        ),
-        checks=(
-            "ctest --test-dir build --output-on-failure"
-            if tested
-            else "cmake --build build  # no ctest tests: the build is the check"
-        ),
-        build=f"{configure} && cmake --build build --parallel",
-        format="google-benchmark",
-        output=".autoresearch-bench.json",
-        rows=REPETITIONS,
-        keep=("build/",),
-        scope=("**/*.cpp", "**/*.cc", "**/*.cxx", "**/*.c", "**/*.h", "**/*.hpp"),
-        metrics="bm_name_arg_ns: Google Benchmark's real time per iteration, in nanoseconds, "
-        f"the median of {REPETITIONS} repetitions (bm_name_arg_min_ns, the fastest, and "
-        "bm_name_arg_cpu_ns, its CPU time, beside it)",
-        fastest=True,
-    )
-
-
 def project_python(directory: Path, environ: dict[str, str]) -> tuple[str, str]:
     """The interpreter a Python project's bench runs when `init --python` names none, and why:
     the active virtualenv's, else the project's own `.venv`, else `python3` on the PATH. By
@@ -401,69 +321,6 @@ ECOSYSTEMS["cargo-libtest"] = replace(
 )
 
 
-_COMMAND = re.compile(
-    r"\b(if|elseif|else|endif|add_subdirectory|add_executable)\s*\(([^)]*)\)", re.I
-)
-
-
-def _switches(directory: Path, where: Path, target: str, lists: list[Path]) -> list[str]:
-    """The project's options, off by default, that its benchmark executable is built only
-    under: each `if(NAME)` around the `add_subdirectory` on the way from the top
-    CMakeLists.txt to the executable's, or around the executable itself, whose NAME is an
-    `option(...)` that is not ON."""
-    options = {
-        m.group(1): (m.group(2) or "").upper() == "ON"
-        for p in lists
-        for m in re.finditer(r"\boption\s*\(\s*(\w+)\s+\"[^\"]*\"\s*(\w+)?\s*\)", _text(p), re.I)
-    }
-    folder = where.parent.relative_to(directory)
-    found: list[str] = []
-    for depth in range(len(folder.parts) + 1):
-        here = directory.joinpath(*folder.parts[:depth])
-        step = folder.parts[depth] if depth < len(folder.parts) else None
-        for name in _guards(_text(here / "CMakeLists.txt"), step, target):
-            if name in options and not options[name] and name not in found:
-                found.append(name)
-    return found
-
-
-def _guards(text: str, step: str | None, target: str) -> list[str]:
-    """The plain `if(NAME)` conditions around the first `add_subdirectory(step...)` (or, with
-    no step, `add_executable(target ...)`) in a CMakeLists.txt's text."""
-    stack: list[str | None] = []
-    for match in _COMMAND.finditer(re.sub(r"#[^\n]*", "", text)):
-        command, args = match.group(1).lower(), match.group(2).split()
-        if command == "if":
-            stack.append(args[0] if len(args) == 1 and re.fullmatch(r"\w+", args[0]) else None)
-        elif command in ("elseif", "else") and stack:
-            stack[-1] = None  # the branch taken when the first is not: nothing to switch on
-        elif command == "endif" and stack:
-            stack.pop()
-        elif args and (
-            (command == "add_subdirectory" and step and args[0].strip("/").split("/")[0] == step)
-            or (command == "add_executable" and step is None and args[0] == target)
-        ):
-            return [name for name in stack if name]
-    return []
-
-
 # What `init --ecosystem` takes: the fixed ones, and those read from the tree (CMake's
 # executable, a package's lock file).
 NAMES = (*ECOSYSTEMS, "cmake-google-benchmark", "vitest", *NODE_LIBRARIES)
-
-
-def _files(directory: Path) -> list[Path]:
-    found: list[Path] = []
-    for root, dirs, names in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if d not in SKIP)
-        found += (Path(root) / name for name in sorted(names))
-        if len(found) >= MAX_FILES:
-            break
-    return found
-
-
-def _text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8", errors="replace")[:200_000]
-    except OSError:
-        return ""

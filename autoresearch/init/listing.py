@@ -18,6 +18,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..bench.fetched import FETCHED_ENV
 from ..errors import UserError
 from ..process.capture import capture
 from ..readers.formats import metric_name
@@ -173,8 +174,13 @@ def _google_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:
         build = ecosystem.build.replace("-B build", f"-B {made}").replace(
             "--build build", f"--build {made}"
         )
+        # What the night's fetch would leave, here in the listing's own directory.
+        env = {FETCHED_ENV: f"{made}/fetched"}
+        if ecosystem.fetch:
+            print(f"fetching what the build needs: {ecosystem.fetch}", file=sys.stderr)
+            _lines(["bash", "-c", ecosystem.fetch], directory, env)
         print(f"building the project to list its benchmarks: {build}", file=sys.stderr)
-        _lines(["bash", "-c", build], directory)
+        _lines(["bash", "-c", build], directory, env)
         executable = made + ecosystem.bench.split()[0].removeprefix("./build")
         names = _lines([executable, "--benchmark_list_tests=true"], directory)
     found = []
@@ -227,8 +233,8 @@ def _benchmarked(directory: Path, node: str) -> bool:
     return bool(re.search(rf"def {re.escape(name)}\([^)]*\bbenchmark\b", text))
 
 
-def _lines(argv: list[str], directory: Path) -> list[str]:
-    done = capture(argv, cwd=directory, timeout_s=LIST_TIMEOUT_S)
+def _lines(argv: list[str], directory: Path, env: dict[str, str] | None = None) -> list[str]:
+    done = capture(argv, cwd=directory, timeout_s=LIST_TIMEOUT_S, env=env)
     if not done.ok:
         raise UserError(f"{directory}: `{' '.join(argv)}` failed, listing nothing: {done.why()}")
     return [line.strip() for line in done.text().splitlines() if line.strip()]

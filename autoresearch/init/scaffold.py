@@ -106,13 +106,19 @@ def _write(env: jinja2.Environment, name: str, path: Path, values: dict, ideas: 
     return path
 
 
+def _basic_string(text: str) -> str:
+    """`text` inside a TOML basic string ("..."): its backslashes and quotes escaped."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def _ecosystem_values(ecosystem: Ecosystem | None) -> dict:
     """What the templates say of the benchmarks `init` found (none: the plain templates)."""
     found = ecosystem
     return {
         "ecosystem": found,
         "reads": _reads(found) if found else "",
-        "build": found.build if found else "",
+        "build": _basic_string(found.build) if found else "",
+        "fetch": _basic_string(found.fetch) if found else "",
         "go_bench": found.go_bench if found else False,
         "format": found.format if found else "",
         "output": found.output if found else "",

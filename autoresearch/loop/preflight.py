@@ -87,6 +87,14 @@ def run_preflight(
     """Build, bench once and run the checks in `cwd` (a clean tree at `commit`)."""
     result = Preflight(commit=commit)
     result.problems += holdout_problems(config, cwd)
+    fetched = harness.fetch(log_dir / "fetch.log")
+    if fetched is not None and (fetched.interrupted or fetched.exit_code != 0 or fetched.timed_out):
+        result.interrupted = fetched.interrupted
+        result.problems.append(
+            f"[bench] fetch fails in {config.repo_path} ({fetched.describe()}); "
+            f"log: {fetched.log_path}"
+        )
+        return result
     build = harness.build(cwd, log_dir / "build.log")
     if build is not None and (build.interrupted or build.exit_code != 0 or build.timed_out):
         result.interrupted = build.interrupted
@@ -186,6 +194,12 @@ HINTS = (
         "dependencies before the night (cargo fetch, go mod download, npm ci, pip download) "
         "and commit the lock file; or let the build alone reach it, [sandbox] build_network = "
         "true",
+    ),
+    (
+        re.compile(r"Manually specified source directory is missing"),
+        "a dependency's sources are not where the build reads them: what [bench] fetch "
+        "fetched into $AUTORESEARCH_FETCHED (the pre-flight of `check` and of a new `run` "
+        "fetches them; a project whose FetchContent names changed since init: init again)",
     ),
     (
         re.compile(r"not a git repository"),
