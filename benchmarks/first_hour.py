@@ -115,7 +115,6 @@ def _ecosystems() -> dict[str, dict]:
                 ".gitignore": "target/\nCargo.lock\n",
             },
             "init": ["--metric", "fib_20_ns"],
-            "fetch": ["cargo", "fetch", "--quiet"],  # the README's step for a Cargo project
             "path": "src/lib.rs",
             "slow": rs.SLOW,
             "win": rs.FAST,
@@ -236,8 +235,6 @@ CONTROLS = ("a null change", "a regression")
 def first_hour(name: str, spec: dict, parent: Path) -> dict:
     """init, the three hypotheses, check, run: the ecosystem's row."""
     repo = project(parent, name, spec["files"])
-    if "fetch" in spec:
-        subprocess.run(spec["fetch"], cwd=repo, check=True, timeout=1200)
     if "install" in spec:
         spec["install"](repo)
     init = cli(repo, "init", *spec["init"])

@@ -80,7 +80,6 @@ def hex_crate(scratch: Path) -> dict:
     assert HEX_SLOW in lib, "hex 0.4.2's encode"
     return {
         "files": {**files, ".gitignore": "target/\nCargo.lock\n"},
-        "fetch": ["cargo", "fetch", "--quiet"],
         "init": ["--metric", "hex_encode_ns"],
         "path": "src/lib.rs",
         "slow": lib,

@@ -110,6 +110,10 @@ def test_init_recognises_the_project_and_writes_its_bench(tmp_path, name):
         "pytest-benchmark": "",
     }.get(name, "cargo bench --no-run --quiet")
     assert config.bench.keep == (["target/"] if "cargo" in name else [])
+    # What the confined, offline builds read from your home's caches, fetched before the night.
+    assert config.bench.fetch == {"go": "go mod download", "pytest-benchmark": ""}.get(
+        name, "cargo fetch --quiet"
+    )
 
 
 # How real manifests name criterion: crates.io's normalised form (what a crate downloaded

@@ -262,3 +262,31 @@ def test_a_fallback_the_bench_does_not_print_is_a_warning_not_a_refusal(target):
     assert done.returncode == 0, done.stdout + done.stderr
     warning = "  warning: [metric] fallback 'time_min_ms': the bench printed no such metric"
     assert warning in done.stdout
+
+
+def test_a_failing_fetch_refuses_the_night_and_names_its_log(target):
+    """`[bench] fetch` failing (the network down, a dependency gone) stops the pre-flight before
+    any build, with the log it wrote; a build reading sources that were never fetched names
+    the fetch."""
+    _preflight_on(target)
+    text = target.config_path.read_text()
+    fetched = 'build = "test -e \\"$AUTORESEARCH_FETCHED/dep-src\\" || echo Manually specified '
+    fetched += 'source directory is missing >&2 && test -e \\"$AUTORESEARCH_FETCHED/dep-src\\""'
+    text = text.replace('build = ""', fetched)
+    fetch = 'fetch = "echo no route to the registry >&2; exit 3"\n'
+    target.config_path.write_text(text.replace("[bench]\n", "[bench]\n" + fetch, 1))
+    git(target.root, "commit", "-qam", "a fetch that fails")
+
+    done = run_cli("run", cwd=target.root)
+    assert done.returncode != 0
+    found = re.search(r"\[bench\] fetch fails in (\S+) \(exit code 3\); log: (\S+)", done.stderr)
+    assert found and found.group(1) == str(target.root), done.stderr
+    assert "no route to the registry" in Path(found.group(2)).read_text()
+    assert experiments(target) == []
+
+    target.config_path.write_text(target.config_path.read_text().replace(fetch, 'fetch = "true"\n'))
+    git(target.root, "commit", "-qam", "a fetch that fetches nothing")
+    unfetched = run_cli("check", cwd=target.root)
+    said = unfetched.stdout + unfetched.stderr
+    assert unfetched.returncode != 0 and "the build fails on the unmodified code" in said, said
+    assert "what [bench] fetch fetched into $AUTORESEARCH_FETCHED" in said

@@ -9,7 +9,6 @@ toolchain.
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import pytest
 from conftest import git, run_cli
@@ -89,9 +88,9 @@ def test_a_night_on_a_rust_crate_benched_with_criterion(tmp_path):
     # A library crate that ignores its Cargo.lock (cargo's old default): each worktree resolves
     # its dependencies afresh, with no network when confined.
     repo = project(tmp_path, "fibs", {**files, ".gitignore": "target/\nCargo.lock\n"})
-    # The dependencies fetched before the night, as the repository guide says: a confined build
-    # is told to work offline (CARGO_NET_OFFLINE) and resolves from what the fetch left.
-    subprocess.run(["cargo", "fetch", "--quiet"], cwd=repo, check=True, timeout=600)
+    # Nothing fetched by hand: init's listing fetches the crates, and the night's pre-flight
+    # (`[bench] fetch`) before its confined builds, which are told to work offline
+    # (CARGO_NET_OFFLINE) and resolve from what the fetch left.
     assert not git(repo, "status", "--porcelain"), "Cargo.lock ignored"
 
     # The benchmarks as criterion lists them, and the bench narrowed to the one named: its
@@ -150,7 +149,6 @@ features = ["cargo_bench_support"]
 def test_a_registry_crate_on_criterion_0_3_is_listed_narrowed_and_measured(tmp_path):
     files = {"Cargo.toml": REGISTRY_CARGO, "src/lib.rs": SLOW, "benches/fib.rs": BENCH}
     repo = project(tmp_path, "fibs", {**files, ".gitignore": "target/\nCargo.lock\n"})
-    subprocess.run(["cargo", "fetch", "--quiet"], cwd=repo, check=True, timeout=600)
 
     listed = run_cli("init", "--list-metrics", cwd=repo, timeout=600)
     assert listed.returncode == 0, listed.stderr

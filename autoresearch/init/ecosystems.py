@@ -287,6 +287,9 @@ ECOSYSTEMS = {
         bench="cargo bench --quiet",
         checks=CARGO_CHECKS,
         build="cargo bench --no-run --quiet",
+        # The crates, into cargo's cache in your home, which confined builds read offline
+        # (CARGO_NET_OFFLINE): a Cargo.lock the crate ignores resolves from the index it left.
+        fetch="cargo fetch --quiet",
         format="criterion",
         keep=("target/",),
         scope=("src/**",),
@@ -302,6 +305,7 @@ ECOSYSTEMS = {
         # Every test binary compiled and run with nothing selected: the arm's build cache
         # then holds what the bench compiles, which each bench run starts from again.
         build="go test -run '^$' -bench '^$' -count 1 ./... > /dev/null",
+        fetch="go mod download",  # into the module cache, which confined builds read (GOPROXY=off)
         checks=GO_CHECKS,
         go_bench=True,
         scope=("**/*.go",),

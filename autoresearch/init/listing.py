@@ -130,8 +130,9 @@ def _cpu_profile(command: str, out: str = '"$AUTORESEARCH_PROFILE_OUT"') -> str:
 def _cargo_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:
     """Each bench target's benchmarks (and, for libtest, the library's `#[bench]` functions),
     listed target by target: a filter and criterion's options go to that target alone (the
-    library's own test harness refuses criterion's). Offline: init never fetches; the
-    dependencies are fetched before, as for the night."""
+    library's own test harness refuses criterion's). The crates fetched first, as the
+    night's pre-flight fetches them (`[bench] fetch`), then listed offline."""
+    _fetch(ecosystem, directory)
     argv = ["cargo", "metadata", "--offline", "--no-deps", "--format-version", "1"]
     metadata = json.loads("\n".join(_lines(argv, directory)))
     targets = [
@@ -176,9 +177,7 @@ def _google_listed(ecosystem: Ecosystem, directory: Path) -> list[Listed]:
         )
         # What the night's fetch would leave, here in the listing's own directory.
         env = {FETCHED_ENV: f"{made}/fetched"}
-        if ecosystem.fetch:
-            print(f"fetching what the build needs: {ecosystem.fetch}", file=sys.stderr)
-            _lines(["bash", "-c", ecosystem.fetch], directory, env)
+        _fetch(ecosystem, directory, env)
         print(f"building the project to list its benchmarks: {build}", file=sys.stderr)
         _lines(["bash", "-c", build], directory, env)
         executable = made + ecosystem.bench.split()[0].removeprefix("./build")
@@ -231,6 +230,14 @@ def _benchmarked(directory: Path, node: str) -> bool:
         return False
     name = node.rsplit("::", 1)[1].split("[", 1)[0]
     return bool(re.search(rf"def {re.escape(name)}\([^)]*\bbenchmark\b", text))
+
+
+def _fetch(ecosystem: Ecosystem, directory: Path, env: dict[str, str] | None = None) -> None:
+    """What the build needs from the network, fetched as the night's pre-flight fetches it
+    (`[bench] fetch`, bench/fetched.py), before the listing builds."""
+    if ecosystem.fetch:
+        print(f"fetching what the build needs: {ecosystem.fetch}", file=sys.stderr)
+        _lines(["bash", "-c", ecosystem.fetch], directory, env)
 
 
 def _lines(argv: list[str], directory: Path, env: dict[str, str] | None = None) -> list[str]:
