@@ -71,6 +71,19 @@ def _members(data: bytes, under: str = "") -> dict[str, str | bytes]:
     return files
 
 
+def _sdist(scratch: Path, requirement: str, under: str = "") -> dict[str, str | bytes]:
+    """The files of `requirement`'s source distribution on PyPI, below `under` in it."""
+    into = scratch / f"sdist-{requirement}"
+    into.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+         "-d", str(into), requirement],
+        check=True, timeout=600,
+    )  # fmt: skip
+    (sdist,) = into.glob("*.tar.gz")
+    return _members(sdist.read_bytes(), under)
+
+
 def hex_crate(scratch: Path) -> dict:
     """hex 0.4.2 from crates.io: its files, the README's steps and the three hypotheses."""
     with urllib.request.urlopen(HEX, timeout=120) as response:
@@ -143,15 +156,7 @@ CATTRS_TEST_DEPS = [
 
 def cattrs_package(scratch: Path) -> dict:
     """cattrs 23.2.3 from PyPI with #388 put back, installed editable in a virtualenv."""
-    into = scratch / "cattrs-sdist"
-    into.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-         "-d", str(into), CATTRS],
-        check=True, timeout=600,
-    )  # fmt: skip
-    (sdist,) = into.glob("cattrs-*.tar.gz")
-    files = _members(sdist.read_bytes())
+    files = _sdist(scratch, CATTRS)
     files.pop("PKG-INFO", None)
     paths = ("src/cattrs/gen/__init__.py", "src/cattrs/gen/typeddicts.py")
     fast = {path: files[path] for path in paths}
@@ -241,15 +246,7 @@ def zlib_ng_library(scratch: Path) -> dict:
     """zlib-ng 2.2.5 (from python-zlib-ng's sdist on PyPI) with CRC32()'s small-string path
     put back as it was before upstream's win: a CMake project whose Google Benchmark
     executable is built only under its own option, WITH_BENCHMARKS."""
-    into = scratch / "zlib-ng-sdist"
-    into.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
-         "-d", str(into), ZLIB_NG],
-        check=True, timeout=600,
-    )  # fmt: skip
-    (sdist,) = into.glob("zlib_ng-*.tar.gz")
-    files = _members(sdist.read_bytes(), ZLIB_NG_TREE)
+    files = _sdist(scratch, ZLIB_NG, ZLIB_NG_TREE)
     files.pop(".git", None)  # the submodule's link to python-zlib-ng's git directory
     fast = files[ZLIB_NG_FILE]
     assert isinstance(fast, str) and CRC_SMALL in fast, "zlib-ng 2.2.5's CRC32()"

@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeGuard
 
 from ..bench.measure import Harness
 from ..bench.metrics import read_run_metrics, run_output
@@ -88,7 +89,7 @@ def run_preflight(
     result = Preflight(commit=commit)
     result.problems += holdout_problems(config, cwd)
     fetched = harness.fetch(log_dir / "fetch.log")
-    if fetched is not None and (fetched.interrupted or fetched.exit_code != 0 or fetched.timed_out):
+    if _failed(fetched):
         result.interrupted = fetched.interrupted
         result.problems.append(
             f"[bench] fetch fails in {config.repo_path} ({fetched.describe()}); "
@@ -96,7 +97,7 @@ def run_preflight(
         )
         return result
     build = harness.build(cwd, log_dir / "build.log")
-    if build is not None and (build.interrupted or build.exit_code != 0 or build.timed_out):
+    if _failed(build):
         result.interrupted = build.interrupted
         result.problems.append(
             f"the build fails on the unmodified code ({build.describe()}){_hint(build)}; "
@@ -138,6 +139,11 @@ def run_preflight(
             f"every keep would end as checks_failed. Fix them first; log: {checks.log_path}"
         )
     return result
+
+
+def _failed(run: RunResult | None) -> TypeGuard[RunResult]:
+    """Whether a step the pre-flight ran (None: the config has none) failed or was stopped."""
+    return run is not None and (run.interrupted or run.exit_code != 0 or run.timed_out)
 
 
 def holdout_problems(config: Config, cwd: Path) -> list[str]:
