@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..repo.state_dir import session_paths
-from .environ import bench_environ
 from .proc import RunResult, run
 
 if TYPE_CHECKING:
@@ -40,20 +39,24 @@ def fetched_env(config: Config) -> dict[str, str]:
 
 
 def fetch(
-    config: Config, env: dict[str, str], log: Path, stop: threading.Event | None = None
+    config: Config,
+    env: dict[str, str],
+    environ: dict[str, str],
+    log: Path,
+    stop: threading.Event | None = None,
 ) -> RunResult | None:
-    """Run `[bench] fetch` in your checkout, unconfined, with the network; None without one."""
-    where = fetched_dir(config)
-    if where is None:
+    """Run `[bench] fetch` in your checkout, unconfined, with the network, with the runs' own
+    `env` (fetched_env's variable among it) added to `environ`; None without one."""
+    if not config.bench.fetch:
         return None
-    where.mkdir(parents=True, exist_ok=True)
+    Path(env[FETCHED_ENV]).mkdir(parents=True, exist_ok=True)
     return run(
         config.bench.fetch,
         cwd=config.repo_path,
         log_path=log,
         timeout_s=config.bench.timeout_s,
-        env={**config.bench.env, **env, FETCHED_ENV: str(where)},
-        environ=bench_environ(config.bench.pass_env),
+        env=env,
+        environ=environ,
         stop=stop,
         max_log_bytes=int(config.session.max_run_log_mb * 1024 * 1024),
     )

@@ -110,7 +110,7 @@ class Harness:
 
     def fetch(self, log: Path) -> RunResult | None:
         """`[bench] fetch`, in your checkout, unconfined (fetched.py); None without one."""
-        return fetch(self.config, self.env, log, self.stop)
+        return fetch(self.config, self.env, self.environ, log, self.stop)
 
     def build(self, cwd: Path, log: Path) -> RunResult | None:
         """Run the build command once in `cwd`; None when the config has none."""

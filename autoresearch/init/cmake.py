@@ -18,18 +18,15 @@ __all__ = ["cmake_ecosystem"]
 _DECLARED = re.compile(r"\bFetchContent_Declare\s*\(\s*([A-Za-z0-9_.+-]+)", re.I)
 
 
-def _declared_content(directory: Path, files: list[Path] | None) -> list[str]:
+def _declared_content(files: list[Path]) -> list[str]:
     """The names a project's CMake files (CMakeLists.txt, *.cmake) declare FetchContent
     content by, in their order; a name in a variable (`${...}`) is not one init can give."""
-    found = files or _files(directory)
-    texts = [_text(p) for p in found if p.name == "CMakeLists.txt" or p.suffix == ".cmake"]
+    texts = [_text(p) for p in files if p.name == "CMakeLists.txt" or p.suffix == ".cmake"]
     names = [m.group(1) for text in texts for m in _DECLARED.finditer(_cmake_code(text))]
     return list(dict.fromkeys(names))
 
 
-def _configure(
-    directory: Path, files: list[Path] | None, options: list[str]
-) -> tuple[str, str, str]:
+def _configure(files: list[Path], options: list[str]) -> tuple[str, str, str]:
     """The configure step of each arm's build, the fetch before the night (FetchContent's
     dependencies, fetched once into $AUTORESEARCH_FETCHED, bench/fetched.py: each arm's
     configure reads their sources there, offline; "" when none is declared), and what init
@@ -38,7 +35,7 @@ def _configure(
     said = f", built under the project's option{'s' * (len(options) > 1)} {', '.join(options)}"
     said = said if options else ""
     configure = f"cmake -S . -B build -DCMAKE_BUILD_TYPE=Release{switches}"
-    declared = _declared_content(directory, files)
+    declared = _declared_content(files)
     if not declared:
         return f"{configure} > /dev/null", "", said
     fetch = (
@@ -66,7 +63,8 @@ def cmake_ecosystem(directory: Path, files: list[Path] | None = None) -> Ecosyst
     None when no CMakeLists.txt links an executable with benchmark::benchmark."""
     if not (directory / "CMakeLists.txt").is_file():
         return None
-    lists = [p for p in (files or _files(directory)) if p.name == "CMakeLists.txt"]
+    files = files or _files(directory)
+    lists = [p for p in files if p.name == "CMakeLists.txt"]
     found = [(p, m.group(1)) for p in lists for m in _BENCH_TARGET.finditer(_text(p))]
     if not found:
         return None
@@ -75,7 +73,7 @@ def cmake_ecosystem(directory: Path, files: list[Path] | None = None) -> Ecosyst
     binary = f"build/{target}" if folder == "." else f"build/{folder}/{target}"
     tested = any(re.search(r"^\s*add_test\s*\(", _text(p), re.M) for p in lists)
     options = _switches(directory, where, target, lists)
-    configure, fetch, said = _configure(directory, files, options)
+    configure, fetch, said = _configure(files, options)
     return Ecosystem(
         name="cmake-google-benchmark",
         says=f"a CMake project with a Google Benchmark executable ({target}){said}",

@@ -136,12 +136,12 @@ def _profile_values(ecosystem: Ecosystem | None, bench: str) -> dict:
     each file and line); on where the profiler is installed, written but left commented
     otherwise."""
     if ecosystem is not None and ecosystem.profile:  # the harness's own (Go's -cpuprofile)
-        command = ecosystem.profile.replace('"', '\\"')
+        command = _basic_string(ecosystem.profile)
         return {"profile_on": True, "profile_command": command, "profile_format": "pprof"}
     if ecosystem is not None and ecosystem.name == "pytest-benchmark":
         command = (
             'py-spy record --full-filenames --format raw -o \\"$AUTORESEARCH_PROFILE_OUT\\" -- '
-            + ecosystem.bench.replace('"', '\\"')
+            + _basic_string(ecosystem.bench)
         )
         on = shutil.which("py-spy") is not None
         return {"profile_on": on, "profile_command": command, "profile_format": "folded"}

@@ -90,20 +90,10 @@ def run_preflight(
     result.problems += holdout_problems(config, cwd)
     fetched = harness.fetch(log_dir / "fetch.log")
     if _failed(fetched):
-        result.interrupted = fetched.interrupted
-        result.problems.append(
-            f"[bench] fetch fails in {config.repo_path} ({fetched.describe()}); "
-            f"log: {fetched.log_path}"
-        )
-        return result
+        return _stopped(result, fetched, f"[bench] fetch fails in {config.repo_path}", "")
     build = harness.build(cwd, log_dir / "build.log")
     if _failed(build):
-        result.interrupted = build.interrupted
-        result.problems.append(
-            f"the build fails on the unmodified code ({build.describe()}){_hint(build)}; "
-            f"log: {build.log_path}"
-        )
-        return result
+        return _stopped(result, build, "the build fails on the unmodified code", _hint(build))
     bench = harness.bench(cwd, log_dir / "bench.log")
     result.bench = bench
     if bench.interrupted:
@@ -144,6 +134,14 @@ def run_preflight(
 def _failed(run: RunResult | None) -> TypeGuard[RunResult]:
     """Whether a step the pre-flight ran (None: the config has none) failed or was stopped."""
     return run is not None and (run.interrupted or run.exit_code != 0 or run.timed_out)
+
+
+def _stopped(result: Preflight, run: RunResult, failed: str, hint: str) -> Preflight:
+    """The pre-flight stopped at a step that failed (or a signal stopped): what failed, how,
+    what the run's output says is missing, and its log."""
+    result.interrupted = run.interrupted
+    result.problems.append(f"{failed} ({run.describe()}){hint}; log: {run.log_path}")
+    return result
 
 
 def holdout_problems(config: Config, cwd: Path) -> list[str]:
