@@ -30,6 +30,7 @@ class Progress:
         self.quiet = quiet
         self._experiment_started = time.monotonic()
         self._label = ""
+        self._n: int | None = None  # the experiment the label names
 
     def _say(self, text: str) -> None:
         if not self.quiet:
@@ -45,12 +46,14 @@ class Progress:
         """Experiment n starts; `of` is its run's count (Plan.count), None when unknown."""
         self._experiment_started = time.monotonic()
         self._label = f"[{n}/{of}]" if of else f"[{n}]"
+        self._n = n
         self._say(f"{self._label} {title}")
 
     def about(self, n: int, started: float) -> None:
         """The lines that follow are experiment n's, started at `started` (time.monotonic):
-        on a cluster, results land in another order than they were sent."""
-        self._label, self._experiment_started = f"[{n}]", started
+        on several slots, results land in another order than they were sent."""
+        if n != self._n:
+            self._label, self._experiment_started, self._n = f"[{n}]", started, n
 
     def phase(self, text: str) -> None:
         elapsed = time.monotonic() - self._experiment_started

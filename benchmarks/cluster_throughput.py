@@ -39,7 +39,7 @@ from machine_load import a_core_busy  # noqa: E402
 from results import record  # noqa: E402
 from synthetic import git, make_target  # noqa: E402
 
-from autoresearch.cluster import run_cluster_session  # noqa: E402
+from autoresearch.cluster import bench_hosts  # noqa: E402
 from autoresearch.journal.store import read_journal  # noqa: E402
 from autoresearch.loop.driver import run_session  # noqa: E402
 from autoresearch.loop.session import RunOptions  # noqa: E402
@@ -163,6 +163,12 @@ def against_ideal(
     )
 
 
+def on_hosts(config, scheduler: str, options, progress):
+    """`run --cluster SCHEDULER`: the night with the bench hosts there as its executor."""
+    with bench_hosts(config, scheduler, progress) as hosts:
+        return run_session(config, options, progress, executor=hosts)
+
+
 def timed(run, target, sleep: float) -> float:
     options = RunOptions(env={"BENCH_SLEEP_S": str(sleep)}, confirm=False, accept_noise=True)
     started = time.monotonic()
@@ -224,7 +230,7 @@ def local_cluster(counts: list[int], n: int, sleep: float, load: str) -> list[di
                 local_directory=str(Path(tmp) / f"dask-{workers}"),
             ) as cluster:
                 took = timed(
-                    lambda config, options, c=cluster: run_cluster_session(
+                    lambda config, options, c=cluster: on_hosts(
                         config, c.scheduler_address, options, quiet
                     ),
                     target,

@@ -31,12 +31,12 @@ import numpy as np
 from results import record
 from scipy.stats import mannwhitneyu
 
+from autoresearch.bench.calibrate import calibrate
 from autoresearch.bench.measure import Harness, measure_pair
 from autoresearch.bench.runners import SimulatedRunner
 from autoresearch.config import load_config
 from autoresearch.decide.calibration import Calibration
 from autoresearch.decide.stats import robust_cv_pct
-from autoresearch.loop.calibrate import calibrate
 
 WINS = (0.02, 0.05, 0.10)
 LOSSES = (0.02, 0.05, 0.10)

@@ -270,8 +270,16 @@ def run(target, *, real: bool = False, **options):
     options.setdefault("accept_noise", True)
     config = target.load()
     if not real and config.sandbox.mode == "off":
-        options.setdefault("executor", InProcess(LocalRunner.of(config)))
+        options.setdefault("runner", InProcess(LocalRunner.of(config)))
     return run_session(config, RunOptions(**options), Progress(quiet=True))
+
+
+def run_on_hosts(config, scheduler: str, options, progress):
+    """`autoresearch run --cluster SCHEDULER`: the night with bench hosts as its executor."""
+    from autoresearch.cluster import bench_hosts
+
+    with bench_hosts(config, scheduler, progress) as hosts:
+        return run_session(config, options, progress, executor=hosts)
 
 
 def loud_losses_past_a_small_log_budget(target, count: int) -> None:

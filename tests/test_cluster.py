@@ -27,6 +27,7 @@ from conftest import (
     local_cluster,
     loud_losses_past_a_small_log_budget,
     run_cli,
+    run_on_hosts,
     unified_patch,
     wait_for,
 )
@@ -34,7 +35,6 @@ from distributed import Client, LocalCluster
 
 from autoresearch.bench.bwrap import bwrap_problem
 from autoresearch.bench.runners import SimulatedRunner
-from autoresearch.cluster import run_cluster_session
 from autoresearch.errors import PreflightError
 from autoresearch.journal.store import read_journal
 from autoresearch.loop.session import RunOptions
@@ -70,7 +70,7 @@ def remeasure(target, when: str) -> None:
 
 def drive(target, scheduler: str, env: dict[str, str], progress=None, **options):
     options.setdefault("confirm", False)
-    return run_cluster_session(
+    return run_on_hosts(
         target.load(), scheduler, RunOptions(env=env, **options), progress or Progress(quiet=True)
     )
 
@@ -250,7 +250,7 @@ def test_the_session_s_executor_measures_on_the_bench_hosts_too(target, tmp_path
         resources={"bench": 1},
         dashboard_address=":0",
     ) as local:
-        outcome = drive(target, local.scheduler_address, env, executor=SimulatedRunner(_simulated))
+        outcome = drive(target, local.scheduler_address, env, runner=SimulatedRunner(_simulated))
     records = {r.title: r for r in experiments(target)}
     assert records["value down"].status == "keep" and records["knob up"].status == "discard"
     assert outcome.kept == 1 and records["value down"].cluster.host
@@ -275,7 +275,7 @@ def test_a_host_whose_dask_profiler_samples_beside_the_bench_is_said_and_local_h
     workers without it, and a host started with it on is named at the start with the fix."""
     import dask
 
-    from autoresearch.cluster.dispatch import connect
+    from autoresearch.cluster.dask_executor import connect
     from autoresearch.cluster.host import QUIET_WORKER
 
     config = target.load()
@@ -315,8 +315,9 @@ def test_a_bad_scheduler_address_is_named_before_anything_runs(target):
 def test_a_host_stops_what_a_killed_worker_left_running_before_it_measures(target, tmp_path):
     """A worker killed mid-run leaves its bench running, orphaned; the next job on that host
     (its clone, its token) stops it before measuring, so the two never overlap."""
+    from autoresearch.bench.jobs import Job
     from autoresearch.bench.proc import TOKEN_ENV, process_token
-    from autoresearch.cluster.host import Job, host_sessions, run_job
+    from autoresearch.cluster.host import host_sessions, run_job
 
     config = target.load()
     job = Job("experiment", "t-0001", config, "autoresearch/t", "0" * 40)  # nothing to fetch
@@ -342,7 +343,8 @@ def test_sessions_of_one_name_in_two_repositories_never_share_a_host_clone(tmp_p
     benches as its own leftovers."""
     from conftest import make_target
 
-    from autoresearch.cluster.host import Job, host_sessions
+    from autoresearch.bench.jobs import Job
+    from autoresearch.cluster.host import host_sessions
 
     first, second = (make_target(tmp_path / name).load() for name in ("one", "two"))
     assert first.session.name == second.session.name
@@ -420,8 +422,8 @@ def test_a_best_is_calibrated_once_and_hosts_of_its_kind_take_it_up(target, tmp_
     """One job measures the new best's calibration; a host of the same kind adopts it (no
     calibration run of its own), and while it is being measured another judges by the latest
     calibration of an earlier best of its kind; a host of another kind measures its own."""
-    from autoresearch.cluster.host import Job, host_kind, run_job
-    from autoresearch.cluster.hostrun import HostRun
+    from autoresearch.bench.jobs import Job, JobResult
+    from autoresearch.cluster.host import host_kind, run_job
 
     target.configure(min_runs=3, max_runs=3, looks=1, calibration_runs=4)
     git(target.root, "commit", "-qam", "fixed pairs")
@@ -432,7 +434,7 @@ def test_a_best_is_calibrated_once_and_hosts_of_its_kind_take_it_up(target, tmp_
     parent = git(target.root, "rev-parse", "HEAD").strip()
     patch = unified_patch("src/value.txt", "100\n", "80\n").encode()
 
-    def job(host: str, **sharing) -> tuple[HostRun, int]:
+    def job(host: str, **sharing) -> tuple[JobResult, int]:
         trace = tmp_path / f"{host}.trace"
         env = {"BENCH_TRACE": str(trace)}
         one = Job("experiment", f"t-{host}", config, "autoresearch/t", parent, patch, env=env)
@@ -508,8 +510,10 @@ def test_on_bench_hosts_a_night_too_noisy_on_its_medians_decides_on_the_fallback
     assert win.status == "keep" and win.decision.primary == "time_min_ms", win.reason
     assert win.cluster is not None and "time_ms" in win.decision.metrics
     # The experiment's job carries the session's switch: its host stops at the first look (2
-    # pairs after the calibration's 4 runs), where on the medians it would run on to the cap.
-    assert (tmp_path / "n").read_text().strip() == "8"
+    # pairs between the base's calibration and the new best's, 4 runs each), where on the
+    # medians it would run on to the cap.
+    assert (tmp_path / "n").read_text().strip() == "12"
+    assert [c.commit for c in read_journal(target.journal).calibrations][1:] == [win.kept_commit]
 
 
 @pytest.mark.e2e

@@ -14,7 +14,7 @@ def test_a_night_runs_its_bench_and_checks_through_the_executor_it_is_given(targ
     target.add_hypothesis("01-win", {"src/value.txt": "80\n"})
     executor = InProcess()
 
-    outcome = run(target, executor=executor)
+    outcome = run(target, runner=executor)
 
     assert outcome.kept == 1
     (record,) = experiments(target)
@@ -28,7 +28,7 @@ def test_what_needs_a_process_gets_one(target):
     target.add_hypothesis("01-slow-win", {"src/value.txt": "80\n", "src/mode.txt": "slow\n"})
     executor = InProcess()
 
-    run(target, executor=executor, env={"BENCH_SLOW_S": "0"})
+    run(target, runner=executor, env={"BENCH_SLOW_S": "0"})
 
     (record,) = experiments(target)
     assert record.status == "keep"

@@ -95,25 +95,35 @@ def test_imports_run_only_down_a_floor():
     assert up == []
 
 
-def test_the_drivers_share_the_stages_and_none_reaches_into_another():
-    """`run`, `run --cluster` and `try` differ only in who supplies hypotheses and how many are
-    in flight: each drives loop/stages.py and loop/lifecycle.py, and none imports the serial
-    driver (loop/driver.py), which only the command line starts."""
-    importers = {
+def _names_from_loop(path: Path) -> set[str]:
+    """The names `path` takes from modules of loop/ (type-only imports included)."""
+    here = _module(path).split(".")[:-1]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = here[: len(here) - node.level + 1] if node.level else []
+        module = ".".join([*base, *(node.module or "").split(".")]).strip(".")
+        if module.startswith("autoresearch.loop"):
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def test_one_driver_and_the_faces_take_a_few_names_of_the_loop():
+    """The night is driven in one place (loop/dispatch.py), whatever measures it: the command
+    line, `try` and `confirm` start it through loop/driver.py; bench hosts are an executor of
+    it (cluster/), not a second driver. cluster/ and agents/ each take at most four names from
+    loop/, and none of them the dispatch itself."""
+    dispatchers = {
         str(path.relative_to(ROOT))
         for path in PACKAGE.rglob("*.py")
-        if "autoresearch.loop.driver" in _imports(path)
+        if "autoresearch.loop.dispatch" in _imports(path)
     }
-    assert importers == {"autoresearch/cli/night.py"}
+    assert dispatchers == {"autoresearch/loop/driver.py"}
     for face in ("cluster", "agents"):
-        used = {
-            name
-            for path in (PACKAGE / face).glob("*.py")
-            for name in _imports(path)
-            if name.startswith("autoresearch.loop.")
-        }
-        assert {"autoresearch.loop.stages", "autoresearch.loop.lifecycle"} & used, face
-        assert "autoresearch.loop.driver" not in used
+        names = set().union(*(_names_from_loop(p) for p in (PACKAGE / face).rglob("*.py")))
+        assert len(names) <= 4, (face, sorted(names))
+        assert not any(".dispatch." in name or ".landing." in name for name in names), names
 
 
 def test_each_module_name_says_one_role():

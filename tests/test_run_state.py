@@ -8,11 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-from conftest import dedent, experiments, git, local_cluster, run, run_cli
+from conftest import dedent, experiments, git, local_cluster, run, run_cli, run_on_hosts
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autoresearch.cluster import run_cluster_session
 from autoresearch.filestate import FileState
 from autoresearch.loop.session import RunOptions
 from autoresearch.progress import Progress
@@ -121,7 +120,7 @@ def test_a_planted_build_output_does_not_reach_the_next_job_on_a_bench_host(targ
 
     with local_cluster(tmp_path, workers=1) as cluster:
         options = RunOptions(confirm=False, accept_noise=True)
-        run_cluster_session(target.load(), cluster.scheduler_address, options, Progress(quiet=True))
+        run_on_hosts(target.load(), cluster.scheduler_address, options, Progress(quiet=True))
 
     assert [r.status for r in experiments(target)] == ["checks_failed", "discard"]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from conftest import run_cli
 
+from autoresearch.bench.calibrate import _aa_check
 from autoresearch.bench.fingerprint import toolchains
-from autoresearch.loop.calibrate import _aa_check
 from autoresearch.report.render import _shorten
 
 

@@ -27,9 +27,8 @@ from ..errors import UserError
 from ..files import read_bounded
 from ..journal.fold import derived_paths
 from ..journal.records import ExperimentRecord
-from ..loop.retention import prune_session_logs
-from ..loop.session import RunOptions, open_session
-from ..loop.stages import experiment_step, get_ready
+from ..loop.driver import try_hypothesis
+from ..loop.session import RunOptions
 from ..process.procfs import environ_of
 from ..progress import Progress
 from ..proposers import Hypothesis, parse_patch_file
@@ -72,46 +71,55 @@ def try_change(
     progress: Progress,
 ) -> ExperimentRecord:
     """One experiment of the session, for a change an agent made."""
-    with open_session(config, options, progress, proposers=False) as session:
-        if patch_file is not None:
-            found = parse_patch_file(patch_file)
-            patch = found.patch
-            given = {
-                "title": found.title,
-                "hypothesis": found.hypothesis,
-                "mechanism": found.mechanism,
-                "expected_effect": found.expected_effect,
-            }
-            source = str(patch_file)
-        else:
-            journal = config.journal_path
-            own = [journal, *derived_paths(journal), config.ideas_path, config.path]
-            patch = worktree_patch(worktree or Path.cwd(), session.ws.tip(), own)
-            given, source = {}, f"worktree:{worktree or Path.cwd()}"
-        given |= {k: v for k, v in fields.items() if v}
-        if not patch.strip():
-            raise UserError(
-                "nothing to try: the change is empty (edit the worktree, or give --patch FILE)"
-            )
-        if not given.get("title"):
-            raise UserError("a try needs a title: --title TEXT (or a Title: line in the patch)")
-        hypothesis = Hypothesis(
-            title=given["title"],
-            patch=patch,
-            hypothesis=given.get("hypothesis"),
-            mechanism=given.get("mechanism"),
-            expected_effect=given.get("expected_effect"),
-            family=given.get("family"),
-            source=source,
-            proposer="try",
+    return try_hypothesis(
+        config,
+        lambda tip: _hypothesis(config, tip, patch_file, worktree, fields),
+        options,
+        progress,
+    )
+
+
+def _hypothesis(
+    config: Config,
+    tip: str,
+    patch_file: Path | None,
+    worktree: Path | None,
+    fields: dict[str, str | None],
+) -> Hypothesis:
+    """The change as a hypothesis: a patch file (its header the reasoning), or the worktree's
+    state against the session's `tip`, read once, with the fields given on the command line."""
+    if patch_file is not None:
+        found = parse_patch_file(patch_file)
+        patch = found.patch
+        given = {
+            "title": found.title,
+            "hypothesis": found.hypothesis,
+            "mechanism": found.mechanism,
+            "expected_effect": found.expected_effect,
+        }
+        source = str(patch_file)
+    else:
+        journal = config.journal_path
+        own = [journal, *derived_paths(journal), config.ideas_path, config.path]
+        patch = worktree_patch(worktree or Path.cwd(), tip, own)
+        given, source = {}, f"worktree:{worktree or Path.cwd()}"
+    given |= {k: v for k, v in fields.items() if v}
+    if not patch.strip():
+        raise UserError(
+            "nothing to try: the change is empty (edit the worktree, or give --patch FILE)"
         )
-        stopped = get_ready(session, reuse=True) or session.stop_error
-        if stopped is not None:
-            raise UserError(stopped)
-        # The next try is measured against a kept change's own calibration.
-        record, _ = experiment_step(session, hypothesis)
-        prune_session_logs(session)
-        return record
+    if not given.get("title"):
+        raise UserError("a try needs a title: --title TEXT (or a Title: line in the patch)")
+    return Hypothesis(
+        title=given["title"],
+        patch=patch,
+        hypothesis=given.get("hypothesis"),
+        mechanism=given.get("mechanism"),
+        expected_effect=given.get("expected_effect"),
+        family=given.get("family"),
+        source=source,
+        proposer="try",
+    )
 
 
 def start_detached(

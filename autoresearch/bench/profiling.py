@@ -6,6 +6,8 @@ as folded stacks (profiles.py), converted by the profiler's own tool where it ne
 from __future__ import annotations
 
 import contextlib
+import shutil
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,12 +15,15 @@ from ..errors import UserError
 from ..files import read_bounded
 from ..process.capture import capture
 from ..profiles import Folded, fold
+from ..repo.gitrepo import open_repo
+from ..repo.workspace import add_detached_tree
+from .measure import Harness
 
 if TYPE_CHECKING:
-    from .measure import Harness
+    from ..config import Config
     from .sandbox import Sandbox
 
-__all__ = ["PROFILE_ENV", "take_profile"]
+__all__ = ["PROFILE_ENV", "profile_aside", "take_profile"]
 
 PROFILE_ENV = "AUTORESEARCH_PROFILE_OUT"
 OUT_NAME = ".autoresearch-profile"  # in the tree: the one place a confined run writes and keeps
@@ -84,3 +89,22 @@ def _as_text(format: str, path: Path, raw: bytes, cwd: Path, sandbox: Sandbox | 
 
 def _converter(format: str) -> str:
     return " ".join(CONVERTERS[format]("FILE")) + " failed" if format in CONVERTERS else "unread"
+
+
+def profile_aside(config: Config, commit: str, env: dict[str, str]) -> tuple[Folded | None, str]:
+    """A profile of `commit`, built and run in a worktree of its own (removed after), without a
+    bench run being timed: where the driver's own trees are not built at it (bench hosts)."""
+    repo = open_repo(config.repo_path, config.target.git_hooks)
+    scratch = Path(tempfile.mkdtemp(prefix="autoresearch-profile-"))
+    tree = scratch / "tree"
+    try:
+        add_detached_tree(repo, tree, commit)
+        harness = Harness(config, env=env, stop=None)
+        built = harness.build(tree, scratch / "build.log")
+        if built is not None and not built.ok:
+            return None, f"the build failed ({built.describe()})"
+        return take_profile(harness, tree, scratch / "profile.log")
+    finally:
+        repo.run("worktree", "remove", "--force", str(tree))
+        repo.run("worktree", "prune")
+        shutil.rmtree(scratch, ignore_errors=True)

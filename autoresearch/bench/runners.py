@@ -5,10 +5,10 @@ command itself; a runner does, and hands back what `proc.run` returns. `LocalRun
 here, as a subprocess with a timeout and a process group. `SimulatedRunner` prints what a
 model of the bench says instead, so that the calibration benchmark goes through the real
 measurement path (interleaving, parsing, looks) on known truth, unmoved by the machine's load.
-A session takes another runner as its executor (`RunOptions.executor`: the suite's one runs the
-synthetic target's scripts in-process, tests/inprocess.py). A bench host (cluster/host.py)
-runs the same measurement with a `LocalRunner` of its own, or with the session's executor when
-it has one (a job carries it).
+A session may be given another runner (`RunOptions.runner`: the suite's one runs the synthetic
+target's scripts in-process, tests/inprocess.py). A bench host (cluster/host.py) runs the same
+measurement with a `LocalRunner` of its own, or with the session's runner when it has one (a
+job carries it).
 """
 
 from __future__ import annotations

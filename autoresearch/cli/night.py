@@ -28,15 +28,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         accept_noise=args.accept_noise,
     )
     config = config_of(args)
+    progress = Progress(quiet=args.quiet)
     scheduler = args.cluster if args.cluster is not None else config.cluster.scheduler
     if scheduler:
-        from ..cluster import run_cluster_session
+        from ..cluster import bench_hosts
         from ..config_checks import check_scheduler
 
         check_scheduler(scheduler, "--cluster")
-        outcome = run_cluster_session(config, scheduler, options, Progress(quiet=args.quiet))
+        with bench_hosts(config, scheduler, progress) as hosts:
+            outcome = run_session(config, options, progress, executor=hosts)
     else:
-        outcome = run_session(config, options, Progress(quiet=args.quiet))
+        outcome = run_session(config, options, progress)
     print(
         f"session {outcome.session}: {counted(outcome.ran, 'experiment')} this run, "
         f"{outcome.kept} kept; "
@@ -193,7 +195,7 @@ def _confirm_branches(args: argparse.Namespace, config, done) -> int:
 
 def cmd_confirm(args: argparse.Namespace) -> int:
     """Measure the session's baseline against its final tip, alternating, and journal it."""
-    from ..loop.confirm import confirm
+    from ..loop.driver import confirm
     from ..loop.session import RunOptions
     from ..progress import Progress
 

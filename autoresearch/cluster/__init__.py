@@ -1,6 +1,6 @@
-"""Several bench hosts through Dask distributed: the driver (driver.py) keeps the loop's logic,
-each host (host.py) measures one experiment at a time in its own clone of the target."""
+"""Several bench hosts through Dask distributed: an executor of the one night (dask_executor.py),
+each host (host.py) measuring one job at a time in its own clone of the target."""
 
-from .dispatch import run_cluster_session
+from .dask_executor import DaskExecutor, bench_hosts
 
-__all__ = ["run_cluster_session"]
+__all__ = ["DaskExecutor", "bench_hosts"]

@@ -20,15 +20,18 @@ import json
 import os
 import platform
 import re
+import shutil
 import socket
 import tempfile
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from ..atomic import write_json_atomic
+from ..bench.calibrate import calibrate
 from ..bench.fingerprint import environment
+from ..bench.jobs import CONFIRM, EXPERIMENT, Job, JobResult
 from ..bench.measure import (
     BASELINE,
     CANDIDATE,
@@ -39,16 +42,11 @@ from ..bench.measure import (
 )
 from ..bench.orphans import stop_orphans_at_exit
 from ..bench.proc import RunResult, kill_processes, process_token, read_log
-from ..bench.runners import Runner
-from ..config import Config
 from ..decide.calibration import Calibration, calibrated_config
 from ..decide.rule import Judge
 from ..errors import UserError
 from ..journal.draft import now_iso
 from ..journal.records import CalibrationRecord
-from ..loop.calibrate import calibrate
-from ..loop.lifecycle import measure_guarded, put_back
-from ..loop.retention import prune_oldest
 from ..process.capture import capture
 from ..repo.arms import arm_dirs
 from ..repo.gitrepo import Repo
@@ -57,12 +55,10 @@ from ..repo.seal import RepoSeal
 from ..repo.watch import Watches
 from ..repo.workspace import BaselineTree, apply_patch, clean, put_back_output, save_output
 from ..statuses import Status
-from .hostrun import ArmRuns, HostRun
 
 __all__ = [
     "QUIET_WORKER",
     "QUIET_WORKER_ENV",
-    "Job",
     "host_sessions",
     "profiled_hosts",
     "profiler_on",
@@ -95,36 +91,7 @@ def profiled_hosts(client: Any, hosts: list[str]) -> list[str]:
     return sorted(worker for worker, on in answers.items() if on)
 
 
-@dataclass(frozen=True)
-class Job:
-    """One measurement for a bench host: an experiment's two arms, the confirmation, or the
-    best's calibration alone (before the night's first experiment)."""
-
-    kind: str  # "experiment", "confirm" or "calibrate"
-    exp_id: str  # names the logs
-    config: Config
-    branch: str  # the session branch, fetched from the bundle or `config.cluster.remote`
-    parent: str  # the baseline arm's commit: the best (a confirmation: the session's base)
-    patch: bytes = b""  # the candidate: parent + patch (an experiment)
-    paths: tuple[str, ...] = ()  # the files the patch touches: the candidate's to change
-    tip: str | None = None  # the candidate: this commit (a confirmation)
-    env: dict[str, str] = field(default_factory=dict)
-    runs: int = 0  # a confirmation's pairs
-    # Calibrations of `parent` other hosts measured: one of a host of this one's kind serves.
-    calibrations: tuple[CalibrationRecord, ...] = ()
-    # Whether this job may measure `parent`'s calibration when none serves: one job per best
-    # does (Driver.send), while the others judge by `fallbacks`, the latest calibration of an
-    # earlier best for each kind of host, until it lands.
-    calibrate: bool = True
-    fresh: bool = False  # measure `parent`'s calibration again, whatever the host holds
-    fallbacks: tuple[CalibrationRecord, ...] = ()
-    origin: str = ""  # the driver's machine: with the repository, whose session this is
-    # How the host runs the target's commands: None, a LocalRunner of its own (its sandbox,
-    # its machine); else the session's executor (bench/runners.py), a simulated bench's.
-    executor: Runner | None = None
-
-
-def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -> HostRun:
+def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -> JobResult:
     """Measure `job` on this host; everything the driver needs, as values."""
     started, started_at = time.time(), now_iso()
     host = Host(_host_root(job, workdir), tuple(job.config.bench.keep))
@@ -134,9 +101,9 @@ def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -
     stop_orphans_at_exit(token)  # a killed worker's bench stops with it, confined or not
     left = kill_processes(token)
     # This host's own logs within the session's budget: the driver keeps the tails that count.
-    prune_oldest(host.root / "logs", job.config.session.max_logs_mb * 1e6)
-    harness = Harness(job.config, env=job.env, stop=None, token=token, runner=job.executor)
-    facts = HostRun(
+    _prune_oldest(host.root / "logs", job.config.session.max_logs_mb * 1e6)
+    harness = Harness(job.config, env=job.env, stop=None, token=token, runner=job.runner)
+    facts = JobResult(
         host=socket.gethostname(),
         worker=_worker_address(),
         environment=_fingerprint(),
@@ -148,11 +115,11 @@ def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -
     try:
         host.fetch(job, bundle)
         pair = host.prepare_baseline(job, harness)
-        if pair is None and job.kind == "confirm":
+        if pair is None and job.kind == CONFIRM:
             pair = host.confirm(job, harness)
         elif pair is None:
             calibration, calibration_new = host.calibration(job, harness)
-            if job.kind == "experiment":
+            if job.kind == EXPERIMENT:
                 config = calibrated_config(job.config, calibration)
                 judge = Calibration.from_record(calibration, config.metric.name)
                 facts = replace(facts, confinement=harness.confinement(host.trees[CANDIDATE].path))
@@ -170,22 +137,23 @@ def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -
     )
 
 
-def _measured(facts: HostRun, pair: PairMeasurement | None) -> HostRun:
+def _measured(facts: JobResult, pair: PairMeasurement | None) -> JobResult:
     """What the job measured, as values: both arms' runs, the holdout's when it ran, and the
-    tails of their logs (nothing more for a calibration alone)."""
+    tails of their logs, for the driver's copies (nothing more for a calibration alone)."""
     if pair is None:
         return facts
     held = pair.holdout
     held_runs = [*held[0].runs, *held[1].runs] if held else []
+    runs = [*pair.baseline.runs, *pair.candidate.runs, *held_runs, *pair.builds]
+    measured = JobResult.of_pair(pair, tails=_tails(runs))
     return replace(
-        facts,
-        failure=pair.status,
-        failed_arm=pair.failed_arm,
-        detail=pair.detail,
-        logs=_tails([*pair.baseline.runs, *pair.candidate.runs, *held_runs, *pair.builds]),
-        baseline=ArmRuns.of(pair.baseline),
-        candidate=ArmRuns.of(pair.candidate),
-        holdout=(ArmRuns.of(held[0]), ArmRuns.of(held[1])) if held else None,
+        measured,
+        host=facts.host,
+        worker=facts.worker,
+        environment=facts.environment,
+        started_at=facts.started_at,
+        confinement=facts.confinement,
+        leftovers_stopped=facts.leftovers_stopped,
     )
 
 
@@ -330,9 +298,13 @@ class Host:
         )
         logs = lambda name: self.log(job.exp_id, name)  # noqa: E731
         try:
-            pair = measure_guarded(harness, arms, logs, guard, judge=judge)
+            harness.guard = guard
+            pair = measure_pair(harness, arms, logs, judge=judge)
             if pair.status == Status.TAMPERED:
-                left = put_back(guard, self.trees[BASELINE])
+                # What the guard covers, then the baseline's build, which is not the best's
+                # any more (its next `ensure` checks the tree out afresh and cleans it).
+                left = guard.restore()
+                self.trees[BASELINE].mark_built(None)
                 if left:
                     pair.detail = f"{pair.detail}; NOT put back on this host: {'; '.join(left)}"
         finally:
@@ -450,3 +422,23 @@ def _tails(runs: list[RunResult]) -> dict[str, str]:
         text = read_log(run.log_path)
         found[Path(run.log_path).name] = text[-LOG_TAIL_BYTES:]
     return found
+
+
+def _prune_oldest(directory: Path, budget_bytes: float) -> int:
+    """`directory`'s oldest subdirectories removed until what it holds fits `budget_bytes` (this
+    host's logs, whose tails the driver keeps under the retention rule); how many went."""
+    if not directory.is_dir():
+        return 0
+    sizes = {}
+    for entry in directory.iterdir():
+        with contextlib.suppress(OSError):
+            if entry.is_dir():
+                files = [f.stat().st_size for f in entry.rglob("*") if f.is_file()]
+                sizes[entry] = (entry.stat().st_mtime, sum(files))
+    total, removed = sum(size for _, size in sizes.values()), 0
+    for entry, (_, size) in sorted(sizes.items(), key=lambda item: item[1][0]):
+        if total <= budget_bytes:
+            break
+        shutil.rmtree(entry, ignore_errors=True)
+        total, removed = total - size, removed + 1
+    return removed

@@ -1,6 +1,6 @@
 """What a calibration of the best says: one frozen value, passed whole to the judge.
 
-The loop measures it (loop/calibrate.py), journals it as a `CalibrationRecord`, and reads it
+The loop measures it (bench/calibrate.py), journals it as a `CalibrationRecord`, and reads it
 back from there on a resume, in a `try` or from a bench host; wherever it comes from, the
 decision rule sees the same value.
 """

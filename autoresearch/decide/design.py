@@ -2,7 +2,7 @@
 bench can detect.
 
 Pure functions of the config and the calibrated noise; the rule (rule.py) uses them for one
-experiment, the calibration (loop/calibrate.py) to say before the night what it can detect.
+experiment, the calibration (bench/calibrate.py) to say before the night what it can detect.
 """
 
 from __future__ import annotations

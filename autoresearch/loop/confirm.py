@@ -8,9 +8,10 @@ interval), so that the title, the tables, the body, `status` and `report` quote 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
-from ..bench.measure import PairMeasurement, measure_pair
+from ..bench.jobs import CONFIRM, JobResult
 from ..config import Config
 from ..decide.rule import CONFIDENCE
 from ..decide.stats import compare, compare_paired
@@ -20,108 +21,66 @@ from ..journal.draft import now_iso
 from ..journal.records import ConfirmationRecord
 from ..progress import Progress, format_value
 from ..statuses import Direction, Status
-from .session import (
-    RunOptions,
-    Session,
-    StopRequested,
-    log_label,
-    marker,
-    open_session,
-    prepare_best,
-)
+from .executor import Flight, Lost
+from .session import Session
 
-__all__ = ["announce", "confirm", "confirm_session", "confirmation_record", "with_holdout"]
+__all__ = ["announce", "confirmation", "confirmation_record", "with_holdout"]
+
+# Sends a flight with nothing else out and waits for what comes back (night.Night.await_flight);
+# None when a signal stopped the wait.
+Await = Callable[[Flight], JobResult | Lost | None]
 
 
-def confirm(
-    config: Config,
-    options: RunOptions | None = None,
-    progress: Progress | None = None,
-    runs: int | None = None,
-) -> ConfirmationRecord | None:
-    """`autoresearch confirm`: open the session and confirm it; None if a signal stopped it."""
-    with open_session(config, options, progress, purpose="confirm", proposers=False) as session:
-        if session.ws.tip() == session.base_commit:
-            raise UserError(
-                f"session '{config.session.name}' has kept nothing yet: its tip is its baseline"
-            )
-        return confirm_session(session, runs)
-
-
-def confirm_session(
+def confirmation(
     session: Session,
+    wait: Await,
     runs: int | None = None,
     tip: str | None = None,
     branch: str | None = None,
     base: str | None = None,
     left_out: list[str] | None = None,
 ) -> ConfirmationRecord | None:
-    """Run the base commit against the tip, alternating, and journal the cumulative change.
-    `tip`: another commit than the session's, the tip of `branch` (one `finalize` cut), its
-    tree measured in the session worktree. `base`: another commit than the session's base, the
-    tip without the kept commits `left_out` (what they contribute to it)."""
+    """The base commit against the tip, alternating, measured by the night's executor
+    (through `wait`), and the cumulative change journaled. `tip`: another commit than the
+    session's, the tip of `branch` (one `finalize` cut). `base`: another commit than the
+    session's base, the tip without the kept commits `left_out` (what they contribute to it).
+    None when a signal stopped it or the slot measuring it was lost."""
     config, progress = session.config, session.progress
     runs = runs or config.decision.confirm_runs
     base, tip = base or session.base_commit, tip or session.ws.tip()
-    label = log_label(session, "confirmation")
     progress.info(
         f"confirming: baseline {base[:10]} against tip {tip[:10]}, {runs} runs each, alternating"
     )
-    try:
-        prepare_best(session, base, label)
-    except StopRequested:
-        session.paths.inflight.unlink(missing_ok=True)
+    result = wait(Flight(CONFIRM, parent=base, tip=tip, runs=runs))
+    if isinstance(result, Lost):  # the headline waits for `autoresearch confirm`
+        progress.warn(
+            f"confirmation lost with its bench host ({result.why}); run `autoresearch confirm` "
+            "for the headline"
+        )
         return None
-    pair = _measure(session, tip, runs, label)
-    if pair.failure == Status.INTERRUPTED:
+    if result is None or result.failure == Status.INTERRUPTED:
         return None
-    if pair.failure:
-        raise UserError(f"confirmation failed: {pair.detail}")
+    if result.failure is not None:
+        where = f" on {result.name}" if result.name else ""
+        raise UserError(f"confirmation failed{where}: {result.detail}")
     record = confirmation_record(
         config,
         base,
         tip,
         runs,
-        (pair.baseline.samples, pair.candidate.samples),
-        pair.logs,
+        result.samples,
+        result.log_paths,
+        host=result.name,
         branch=branch,
         left_out=left_out,
     )
-    if pair.holdout is not None:
-        held = (pair.holdout[0].samples, pair.holdout[1].samples)
-        spent = pair.holdout[0].duration_s + pair.holdout[1].duration_s
-        record = with_holdout(config, record, held, spent)
+    if result.holdout is not None:
+        held = (result.holdout[0].samples, result.holdout[1].samples)
+        record = with_holdout(config, record, held, result.holdout_seconds)
     session.journal.append(record)
     if not left_out:  # a contribution is said by its caller, as one
         announce(config, record, progress)
     return record
-
-
-def _measure(session: Session, tip: str, runs: int, label: str) -> PairMeasurement:
-    """The best's tree (at the base) against the worktree at `tip`, `runs` pairs."""
-    session.ws.revert()
-    if tip != session.ws.tip():
-        session.ws.show(tip)
-    harness = session.harness(marker(session, "confirmation"))
-    try:
-        pair = measure_pair(
-            harness,
-            (session.baseline_tree.path, session.ws.path),
-            lambda name: session.paths.log(label, name),
-            pairs=runs,
-            holdout_pairs=runs if session.config.holdout.command else 0,
-            on_run=lambda arm, i: (
-                session.progress.info(f"confirmation pair {i}/{runs}")
-                if arm == "baseline"
-                else None
-            ),
-        )
-        if pair.failure is None and tip == session.ws.tip():
-            session.ws.mark_built()  # the tip's own build: the reverts after it keep it
-    finally:
-        session.paths.inflight.unlink(missing_ok=True)
-        session.ws.revert()
-    return pair
 
 
 def confirmation_record(

@@ -13,7 +13,7 @@ from ..morning.finalize import Finalized, finalize
 from ..progress import Progress
 from ..repo.gitrepo import open_repo
 from ..repo.regroup import Kept, without
-from .confirm import confirm_session
+from .driver import confirm_session
 from .session import RunOptions, open_session
 
 __all__ = ["Contribution", "confirm_branches", "contributions"]
@@ -29,7 +29,7 @@ def confirm_branches(
         for group in done.groups:
             progress.info(f"{group.branch}: its tree against the base")
             done.confirmations[group.branch] = confirm_session(
-                session, runs, tip=group.tip, branch=group.branch
+                session, runs=runs, tip=group.tip, branch=group.branch
             )
             if done.confirmations[group.branch] is None:
                 return
@@ -74,7 +74,7 @@ def contributions(
                     continue
                 progress.info(f"#{kept.n} {kept.title}: the tip without it, against the tip")
                 found[-1].record = confirm_session(
-                    session, runs, base=commit, left_out=[kept.commit]
+                    session, runs=runs, base=commit, left_out=[kept.commit]
                 )
                 if found[-1].record is None:
                     return found

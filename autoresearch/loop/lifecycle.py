@@ -1,12 +1,11 @@
-"""One experiment's lifecycle, written once for every path: `run` (serial_experiment),
-`run --cluster` (cluster/) and `try` (agents/) differ only in who supplies the hypotheses and
-how many are in flight.
+"""One experiment's lifecycle, written once for every executor (dispatch.py drives it):
 
 begin     the record's draft; the patch saved and checked against the scope
 measure   the candidate built and run against the best, alternating, under the tree guard
-          (measure_guarded: here, or on a bench host with a guard of its own)
+          (measure_guarded: in the driver's worktrees, local.py, or on a bench host with a
+          guard of its own)
 conclude  the checks under the same guard and seal; keep (a commit) or revert
-account   the record journaled (stages.py)
+account   the record journaled (stages.py; landing.py lands every executor's results)
 
 Every way it can end is a status in its record, never an exception that stops the night.
 """
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import require_space
+from ..bench.jobs import JobResult
 from ..bench.measure import Harness, PairMeasurement, measure_pair
 from ..bench.proc import RunResult
 from ..bench.sandbox import keeps_out
@@ -35,9 +35,7 @@ from ..repo.patchcheck import PatchProblem, check_paths, patch_paths
 from ..repo.seal import RepoSeal
 from ..repo.workspace import BaselineTree, UncommittableError
 from ..statuses import ChecksWhen, Status
-from .proposing import proposal_context
-from .second_look import second_look_count
-from .session import Session, StopRequested, prepare_best
+from .session import Session
 from .testref import best_tests, remember_tests
 
 __all__ = [
@@ -49,8 +47,8 @@ __all__ = [
     "measure_guarded",
     "new_draft",
     "put_back",
-    "run_experiment",
     "session_guard",
+    "tampered",
 ]
 
 
@@ -81,10 +79,9 @@ class Measured:
     checks: RunResult | None = None
 
     @classmethod
-    def of(cls, pair: PairMeasurement) -> Measured:
-        return cls(
-            pair.logs, pair.baseline.durations + pair.candidate.durations, pair.candidate.tail
-        )
+    def of(cls, result: JobResult) -> Measured:
+        baseline, candidate = result.arms
+        return cls(result.log_paths, baseline.durations + candidate.durations, candidate.tail)
 
     def fields(self) -> dict[str, Any]:
         """The record's fields: the one place the lifecycle's values become the journal's."""
@@ -101,38 +98,6 @@ class Measured:
         return found
 
 
-def run_experiment(session: Session, hypothesis: Hypothesis) -> ExperimentRecord:
-    """One hypothesis against the current best, measured here (`run`, `try`)."""
-    n = session.tally.next_n
-    _announce(session, hypothesis, n)
-    draft = new_draft(session, hypothesis, n, session.paths.inflight)
-    started = begin(session, hypothesis, draft)
-    if isinstance(started, ExperimentRecord):
-        return started
-    applied = session.ws.apply(started.patch_file)
-    if not applied.ok:
-        why = applied.message
-        if session.attempts.get(hypothesis.sha256):
-            why = f"no longer applies to the current best {session.ws.tip()[:10]}: {why}"
-        return draft.finish(Status.APPLY_FAILED, why, error=why)
-    draft.phase("bench")
-    try:
-        prepare_best(session, session.ws.tip(), experiment_id(session, n))
-    except StopRequested as exc:
-        session.ws.revert()
-        return draft.finish(Status.INTERRUPTED, str(exc), error=str(exc))
-    guard = session_guard(session, started.paths)
-    pair = measure_candidate(session, draft, guard)
-    measured = Measured.of(pair)
-    if pair.status == Status.TAMPERED:
-        return _tampered(session, guard, draft, pair.detail, measured)
-    if pair.status is not None:
-        session.ws.revert()
-        return draft.finish(pair.status, pair.detail, error=pair.detail, **measured.fields())
-    assert pair.decision is not None  # the judge always decides at the last look
-    return conclude(session, started, pair.decision, measured, guard=guard)
-
-
 def begin(session: Session, hypothesis: Hypothesis, draft: Draft) -> Candidate | ExperimentRecord:
     """The experiment `draft` starts: its patch saved and checked against the scope; its
     record when it ends here."""
@@ -146,18 +111,6 @@ def begin(session: Session, hypothesis: Hypothesis, draft: Draft) -> Candidate |
     if problem:
         return draft.finish(problem.kind, problem.message, error=problem.message)
     return Candidate(hypothesis, draft, patch_file, paths)
-
-
-def _announce(session: Session, hypothesis: Hypothesis, n: int) -> None:
-    """Experiment n of N: N counted once, at the run's first experiment, from what the
-    proposers have and the second looks pending, within the budget (progress.Plan)."""
-    pending = session.proposer.pending(proposal_context(session))
-    looks = second_look_count(session.paths, session.attempts, session.config.budget.retries)
-    budget_left = session.config.budget.max_experiments - session.tally.done
-    of, grew = session.plan.count(n, pending, looks, budget_left)
-    if grew:
-        session.progress.info(grew)
-    session.progress.experiment(n, of, hypothesis.title)
 
 
 def session_guard(session: Session, paths: list[str], baseline: bool = True) -> TreeGuard:
@@ -218,9 +171,9 @@ def conclude(
         guard.before_run()
         result = run_checks(session, candidate.exp_id, draft)
         measured = replace(measured, checks=result)
-        tampered = guard.violation()
-        if tampered is not None:
-            return _tampered(session, guard, draft, f"checks: {tampered}", measured)
+        violation = guard.violation()
+        if violation is not None:
+            return tampered(session, guard, draft, f"checks: {violation}", measured)
         failed = checks_failure(session, result)
         if failed is not None:
             session.ws.revert()
@@ -244,28 +197,6 @@ def measure_guarded(
     anything outside its patch changed)."""
     harness.guard = guard
     return measure_pair(harness, arms, logs, **how)
-
-
-def measure_candidate(session: Session, draft: Draft, guard: TreeGuard) -> PairMeasurement:
-    """Build the candidate, then run it against the best, alternating, until the rule decides."""
-    exp_id = draft.fields["id"]
-    harness = session.harness(draft.running)
-    draft.note(confinement=harness.confinement(session.ws.path).to_dict())
-    assert session.calibration is not None  # calibrated before the first experiment
-    judge = session.calibration.judge(session.config)
-
-    def progress(arm: str, i: int) -> None:
-        if arm == "baseline":
-            session.progress.phase(f"bench pair {i} (decides by {judge.cap})")
-
-    return measure_guarded(
-        harness,
-        (session.baseline_tree.path, session.ws.path),
-        lambda name: session.paths.log(exp_id, name),
-        guard,
-        judge=judge,
-        on_run=progress,
-    )
 
 
 def new_draft(session: Session, hypothesis: Hypothesis, n: int, marker_path: Path) -> Draft:
@@ -417,7 +348,7 @@ def _commit_message(
     return "\n".join(lines) + "\n"
 
 
-def _tampered(
+def tampered(
     session: Session, guard: TreeGuard, draft: Draft, why: str, measured: Measured
 ) -> ExperimentRecord:
     """Never a keep: undo what the candidate did to the branch, both trees and the repository,

@@ -273,7 +273,7 @@ def _calibrate(
     """The calibration `run` starts with, and its verdict on the noise: a night `run` would
     refuse (in a second calibration, as `run` measures one too noisy once more) is a problem
     here too."""
-    from .calibrate import calibrate  # the measurement machinery, only when asked for
+    from ..bench.calibrate import calibrate  # the measurement machinery, only when asked for
 
     pairs = config.bench.calibration_runs // 2
     logs.mkdir(parents=True, exist_ok=True)

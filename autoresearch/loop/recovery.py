@@ -53,7 +53,7 @@ def recover(
             journal.append(record)
             progress.warn(f"recovered experiment {record.id} ({record.title!r}) as {record.status}")
     # A cluster's experiments in flight: one whose keep commit landed gets its record here;
-    # the others run again on the next cluster run (cluster/dispatch.py).
+    # the others are sent again by the next night (flights.py).
     for path in sorted(paths.flights.glob("*.json")):
         flight = read_inflight(path)
         record = landed_keep(flight, ws) if flight else None

@@ -24,7 +24,6 @@ __all__ = [
     "enforce_log_budget",
     "logs_bytes",
     "prune_logs",
-    "prune_oldest",
     "prune_session_logs",
 ]
 
@@ -82,26 +81,6 @@ def _in_flight(entry: Path, known: set[str]) -> bool:
     if entry.name.startswith("agent-"):  # a proposal being made now is at most an hour old
         return time.time() - entry.stat().st_mtime < RECENT_S
     return not entry.name.startswith(("calibration-", "confirmation-")) and entry.name not in known
-
-
-def prune_oldest(directory: Path, budget_bytes: float) -> int:
-    """`directory`'s oldest subdirectories removed until what it holds fits `budget_bytes` (a
-    bench host's logs, whose tails the driver keeps under the retention rule); how many went."""
-    if not directory.is_dir():
-        return 0
-    sizes = {}
-    for entry in directory.iterdir():
-        with contextlib.suppress(OSError):
-            if entry.is_dir():
-                files = [f.stat().st_size for f in entry.rglob("*") if f.is_file()]
-                sizes[entry] = (entry.stat().st_mtime, sum(files))
-    total, removed = sum(size for _, size in sizes.values()), 0
-    for entry, (_, size) in sorted(sizes.items(), key=lambda item: item[1][0]):
-        if total <= budget_bytes:
-            break
-        shutil.rmtree(entry, ignore_errors=True)
-        total, removed = total - size, removed + 1
-    return removed
 
 
 def prune_session_logs(session) -> None:  # run: an open session.Session

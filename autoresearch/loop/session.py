@@ -60,10 +60,10 @@ class RunOptions:
     env: dict[str, str] = field(default_factory=dict)
     # Spend the night even when the calibration says the bench is too noisy for the effect asked.
     accept_noise: bool = False
-    # Where the target's build, bench and checks run: this machine, as the config says (None),
-    # or another executor behind the same seam (bench/runners.py): a simulated one measures
-    # the same lifecycle without a process.
-    executor: Runner | None = None
+    # How the target's build, bench and checks run: this machine's processes, as the config
+    # says (None), or another runner behind the same seam (bench/runners.py): a simulated one
+    # measures the same lifecycle without a process, on this machine or a bench host.
+    runner: Runner | None = None
 
     def apply(self, config: Config) -> Config:
         """The config with these overrides merged in: the rest of the run reads only it."""
@@ -199,7 +199,7 @@ class Session:
             stop=self.stop,
             on_start=on_start,
             token=self.token,
-            runner=self.options.executor,
+            runner=self.options.runner,
             arm_states=self.arm_states,
         )
 

@@ -1,8 +1,7 @@
-"""The session's stages around its experiments, written once for the three drivers (the serial
-loop in driver.py, bench hosts in cluster/, `try` in agents/): getting ready (the pre-flight,
-the best's calibration, the refusal of a bench too noisy for the effect asked for), one
-experiment step (the lifecycle, then its record), the stop rule, the second look and the
-session's outcome. The experiment itself is lifecycle.py."""
+"""The session's stages around its experiments, for the one driver (dispatch.py) whatever its
+executor: the pre-flight, the refusal of a bench too noisy for the effect asked for, a
+calibration adopted and said, a record accounted, the stop rule, the second look and the
+session's outcome. The experiment itself is lifecycle.py; what comes back, landing.py."""
 
 from __future__ import annotations
 
@@ -18,14 +17,10 @@ from ..journal.digest import SessionDigest
 from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..progress import format_value
 from ..proposers import Hypothesis
-from ..statuses import Status
-from .best_profile import profile_best
-from .calibrate import CalibrationFailed, calibrate
-from .lifecycle import run_experiment
 from .preflight import run_preflight
-from .retention import enforce_log_budget, prune_session_logs
+from .retention import prune_session_logs
 from .second_look import forget_request, second_look
-from .session import Session, log_label, marker, prepare_best
+from .session import Session, log_label, marker
 from .testref import remember_tests
 
 __all__ = [
@@ -34,12 +29,10 @@ __all__ = [
     "account",
     "adopt_calibration",
     "announce_calibration",
-    "calibrate_best",
     "confirm_wanted",
-    "experiment_step",
-    "get_ready",
     "preflight_new_session",
     "refuse_noise",
+    "restore_calibration",
     "say_best",
     "second_look_hypothesis",
     "session_outcome",
@@ -77,32 +70,6 @@ def session_outcome(session: Session, reason: str, confirmed: float | None) -> S
         confirmed_change_pct=confirmed,
         standing=session.tally.standing,
     )
-
-
-def get_ready(session: Session, reuse: bool = False) -> str | None:
-    """Before the first experiment of a run (`run`, or one `try`): the pre-flight on the base of
-    a new session, and the best's calibration (with `reuse`, the journal's last stands when it
-    measured the tip). Why a signal stopped it, or None."""
-    if stopped := preflight_new_session(session):
-        return stopped
-    if reuse and restore_calibration(session):
-        return None
-    return None if calibrate_best(session) else "interrupted by a signal during calibration"
-
-
-def experiment_step(
-    session: Session, hypothesis: Hypothesis
-) -> tuple[ExperimentRecord, str | None]:
-    """One experiment measured here, start to end (`run`, `try`): run, journaled, the logs kept
-    within budget, and a kept commit calibrated as the new best. Its record, and why a signal
-    stopped the calibration after it, or None."""
-    record = run_experiment(session, hypothesis)
-    account(session, record)
-    enforce_log_budget(session)
-    # The kept commit is the new best: measure it afresh for the noise and threshold.
-    if record.status == Status.KEEP and not session.stop.is_set() and not calibrate_best(session):
-        return record, "interrupted by a signal during calibration"
-    return record, None
 
 
 def preflight_new_session(session: Session) -> str | None:
@@ -156,66 +123,6 @@ def refuse_noise(session: Session, calibrate_again: Callable[[], bool]) -> str |
             if session.stop_error is not None:
                 return None  # the best's bench failed: stop_reason says so
     raise PreflightError(verdict.refusal)
-
-
-def calibrate_best(session: Session) -> bool:
-    """Measure the current best repeatedly: its samples and noise set the threshold. A failed
-    run of the best is a baseline failure like any other: said, counted and measured again;
-    MAX_BASELINE_FAILURES in a row stop the night (`stop_error`). False: a signal stopped it."""
-    while True:
-        try:
-            record = _calibrate_once(session)
-        except CalibrationFailed as exc:
-            session.tally.baseline_failures += 1
-            failures = session.tally.baseline_failures
-            session.progress.warn(
-                f"the calibration of the best failed ({failures} in a row): {exc}"
-            )
-            if failures < MAX_BASELINE_FAILURES:
-                continue
-            session.stop_error = (
-                f"the best's bench failed {failures} times in a row (the last in its "
-                f"calibration: {exc}): the bench or the machine is broken; fix it, and run "
-                "again to resume"
-            )
-            return True
-        if record is None:
-            return False
-        session.tally.baseline_failures = 0
-        session.journal.append(record)
-        announce_calibration(session, record)
-        profile_best(session, record.commit)
-        return True
-
-
-def _calibrate_once(session: Session) -> CalibrationRecord | None:
-    """One calibration of the current best; None when a signal stopped it, CalibrationFailed
-    when a run of its bench failed."""
-    tip = session.ws.tip()
-    label = log_label(session, "calibration")
-    pairs = session.config.bench.calibration_runs // 2
-    session.progress.info(f"calibrating on {tip[:10]}: {pairs} runs in each arm, alternating")
-    prepare_best(session, tip, label)
-    # The worktree is clean at the tip here: recovery and keep both end with a revert.
-    try:
-        record = calibrate(
-            session.config,
-            session.harness(marker(session, "calibration")),
-            arms=(session.baseline_tree.path, session.ws.path),
-            commit=tip,
-            logs=lambda name: session.paths.log(label, name),
-            on_run=lambda arm, i: (
-                session.progress.info(f"calibration pair {i}/{pairs}")
-                if arm == "baseline"
-                else None
-            ),
-        )
-    finally:
-        session.ws.revert()
-        session.paths.inflight.unlink(missing_ok=True)
-    if record is not None:  # the worktree was built at the best: its kept output is the best's
-        session.ws.mark_built()
-    return record
 
 
 def announce_calibration(

@@ -13,8 +13,6 @@ import statistics
 from collections.abc import Callable
 from pathlib import Path
 
-from ..bench.fingerprint import toolchains
-from ..bench.measure import Harness, Measurement, PairMeasurement, measure_pair
 from ..config import Config
 from ..decide.calibration import fallback_switch, noise_verdict_of
 from ..decide.design import NoiseVerdict, runs_needed, threshold_pct
@@ -25,6 +23,8 @@ from ..journal.draft import now_iso
 from ..journal.evidence import AACheck
 from ..journal.records import CalibrationRecord
 from ..statuses import Status
+from .fingerprint import toolchains
+from .measure import Harness, Measurement, PairMeasurement, measure_pair
 
 __all__ = ["AA_ALPHA", "CalibrationFailed", "calibrate"]
 
