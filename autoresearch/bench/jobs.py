@@ -145,26 +145,23 @@ class JobResult:
         baseline, candidate = self.arms
         return baseline.samples, candidate.samples
 
-    def logs_at(self, where: Callable[[str], Path]) -> JobResult:
-        """The same result with each run's log named as `where(file name)` says: where the
-        driver keeps the copies of a host's logs."""
+    def copied(self, where: Callable[[str], Path]) -> JobResult:
+        """The result with each log's tail written where `where(name)` says (the driver's copy
+        of a log made on another machine; `name` without `.log`), and its runs naming those
+        copies."""
+        for name, text in self.tails.items():
+            path = where(name.removesuffix(".log"))
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
 
-        def moved(arm: ArmRuns | None) -> ArmRuns | None:
-            if arm is None:
-                return None
-            return replace(arm, logs=[str(where(Path(p).name)) for p in arm.logs])
+        def moved(arm: ArmRuns) -> ArmRuns:
+            logs = [str(where(Path(p).name.removesuffix(".log"))) for p in arm.logs]
+            return replace(arm, logs=logs)
 
-        def moved_pair(held: tuple[ArmRuns, ArmRuns] | None) -> tuple[ArmRuns, ArmRuns] | None:
-            if held is None:
-                return None
-            best, candidate = (
-                replace(a, logs=[str(where(Path(p).name)) for p in a.logs]) for a in held
-            )
-            return best, candidate
-
+        held = self.holdout
         return replace(
             self,
-            baseline=moved(self.baseline),
-            candidate=moved(self.candidate),
-            holdout=moved_pair(self.holdout),
+            baseline=None if self.baseline is None else moved(self.baseline),
+            candidate=None if self.candidate is None else moved(self.candidate),
+            holdout=None if held is None else (moved(held[0]), moved(held[1])),
         )

@@ -209,12 +209,7 @@ class DaskExecutor:
             return Lost(f"{type(exc).__name__}: {exc}")
         except Exception as exc:  # the job itself broke on the host
             return Lost(f"{type(exc).__name__}: {exc}", broken=True)
-        paths = self.session.paths
-        for name, text in result.tails.items():
-            path = paths.log(flight.exp_id, name.removesuffix(".log"))
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text, encoding="utf-8")
-        return result.logs_at(lambda name: paths.log(flight.exp_id, name.removesuffix(".log")))
+        return result.copied(lambda name: self.session.paths.log(flight.exp_id, name))
 
     def outage(self) -> Outage | None:
         """A scheduler that went away: its futures are gone with it. Waited for (the client

@@ -60,6 +60,7 @@ __all__ = [
     "QUIET_WORKER",
     "QUIET_WORKER_ENV",
     "host_sessions",
+    "measure_job",
     "profiled_hosts",
     "profiler_on",
     "run_job",
@@ -92,13 +93,21 @@ def profiled_hosts(client: Any, hosts: list[str]) -> list[str]:
 
 
 def run_job(job: Job, bundle: bytes | None = None, workdir: str | None = None) -> JobResult:
-    """Measure `job` on this host; everything the driver needs, as values."""
+    """Measure `job` on this host, inside its Dask worker; everything the driver needs, as
+    values."""
+    root = _host_root(job, workdir)
+    stop_orphans_at_exit(process_token(root))  # a killed worker's bench stops with it
+    return measure_job(job, root, bundle)
+
+
+def measure_job(job: Job, root: Path, bundle: bytes | None = None) -> JobResult:
+    """Measure `job` in the host clone at `root` (the session branch from `bundle`, or from
+    `cluster.remote` without one)."""
     started, started_at = time.time(), now_iso()
-    host = Host(_host_root(job, workdir), tuple(job.config.bench.keep))
+    host = Host(root, tuple(job.config.bench.keep))
     # Every process a job starts carries this host's token: what a worker killed mid-job left
     # running (its bench goes on, orphaned) is found and stopped before this job measures.
     token = process_token(host.root)
-    stop_orphans_at_exit(token)  # a killed worker's bench stops with it, confined or not
     left = kill_processes(token)
     # This host's own logs within the session's budget: the driver keeps the tails that count.
     _prune_oldest(host.root / "logs", job.config.session.max_logs_mb * 1e6)
