@@ -15,7 +15,7 @@ from .plugins import proposer_class
 from .readers.formats import bench_problem
 
 if TYPE_CHECKING:
-    from .config import Config
+    from .config import Config, MetricSpec, SentinelSpec
 
 _SCHEDULER = re.compile(r"local:\d+|([a-z]+://)?[A-Za-z0-9_.\-\[\]:]+:\d+")
 _SESSION_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -87,7 +87,7 @@ def check_config(config: Config) -> None:
 
 def _check_metrics(config: Config) -> None:
     path = config.path
-    specs = [("metric", config.metric)]
+    specs: list[tuple[str, MetricSpec | SentinelSpec]] = [("metric", config.metric)]
     specs += [(f"secondary[{i}]", s) for i, s in enumerate(config.secondary)]
     specs += [(f"sentinel[{i}]", s) for i, s in enumerate(config.sentinel)]
     for key, spec in specs:

@@ -84,7 +84,7 @@ def in_tree(frame: str) -> bool:
     """Whether the profiler placed `frame` in a file of the tree that ran (its own code, not
     the interpreter's, the runtime's or a dependency's)."""
     found = LOCATED.match(frame)
-    return bool(found) and not found["file"].startswith((OUTSIDE, "<"))
+    return found is not None and not found["file"].startswith((OUTSIDE, "<"))
 
 
 def function(frame: str) -> str:
@@ -107,7 +107,8 @@ def _fold_traces(text: str) -> Folded:
     the sample's value and the leaf, the next ones its callers."""
     stacks: Counter[str] = Counter()
     for block in re.split(r"^-+\+-+$", text, flags=re.M):
-        frames, weight = [], 0
+        frames: list[str] = []
+        weight: float = 0
         for line in block.strip("\n").splitlines():
             first = re.match(r"^\s*(\d+(?:\.\d+)?)(ns|us|µs|ms|s)?\s+(\S.*)$", line)
             if not frames and first:

@@ -65,7 +65,7 @@ def _fields(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field]]:
 
 def _coerce(hint, value, path: Path, key: str, strict: bool = True):
     origin = typing.get_origin(hint)
-    if dataclasses.is_dataclass(hint):
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         return build(hint, value, path, key, strict)
     if origin is list:
         (item,) = typing.get_args(hint)

@@ -108,10 +108,11 @@ def _hypothesis(
         raise UserError(
             "nothing to try: the change is empty (edit the worktree, or give --patch FILE)"
         )
-    if not given.get("title"):
+    title = given.get("title")
+    if not title:
         raise UserError("a try needs a title: --title TEXT (or a Title: line in the patch)")
     return Hypothesis(
-        title=given["title"],
+        title=title,
         patch=patch,
         hypothesis=given.get("hypothesis"),
         mechanism=given.get("mechanism"),

@@ -56,7 +56,8 @@ PIN_FILES = (
     "go.mod",
     "go.work",
 )
-_ASKED: dict[tuple, dict[str, str]] = {}  # by what picks the versions: asked once per process
+# By what picks the versions: asked once per process.
+_ASKED: dict[tuple[object, ...], dict[str, str]] = {}
 
 
 # The words that say a command (or the script it runs) uses a toolchain.
@@ -115,8 +116,8 @@ def _ask(cwd: Path, env: dict[str, str], found: dict[str, str]) -> dict[str, str
     return versions
 
 
-def _version_key(cwd: Path, env: dict[str, str], found: dict[str, str]) -> tuple:
-    binaries = []
+def _version_key(cwd: Path, env: dict[str, str], found: dict[str, str]) -> tuple[object, ...]:
+    binaries: list[tuple[str, str, int | None, int | None]] = []
     for name, where in sorted(found.items()):
         try:
             stat = os.stat(where)

@@ -41,6 +41,8 @@ from .samples import BASELINE, CANDIDATE, Measurement, PairMeasurement
 from .sandbox import sandbox_for
 from .testcount import read_report, report_env
 
+Samples = dict[str, list[float]]  # by metric, one value a run
+
 __all__ = [
     "BASELINE",
     "CANDIDATE",
@@ -124,7 +126,9 @@ class Harness:
         found = describe(cwd) if describe is not None else None
         return found or Confinement.unconfined(self.unconfined or "not a local run")
 
-    def checks(self, cwd: Path, log: Path, on_start: Callable[[int], None] | None = None):
+    def checks(
+        self, cwd: Path, log: Path, on_start: Callable[[int], None] | None = None
+    ) -> RunResult:
         """One run of the checks in `cwd`, with their own timeout and environment, and the
         test count their report holds, written outside the tree (testcount.py)."""
         checks = self.config.checks
@@ -190,8 +194,8 @@ class Harness:
                 return False
             for name, value in values.items():
                 collected.setdefault(name, []).append(value)
-        for name, values in collected.items():
-            into.samples.setdefault(name, []).append(self._aggregate(name, values))
+        for name, runs in collected.items():
+            into.samples.setdefault(name, []).append(self._aggregate(name, runs))
         return True
 
     def _aggregate(self, name: str, values: list[float]) -> float:
@@ -308,7 +312,7 @@ class Harness:
         candidate_dir: Path,
         log_for: Callable[[str, int], Path],
         max_pairs: int,
-        judge: Callable[[dict, dict, bool], Decision | None] | None = None,
+        judge: Callable[[Samples, Samples, bool], Decision | None] | None = None,
         looks: list[int] | None = None,
         on_run: Callable[[str, int], None] | None = None,
         awaiting_sentinels: Callable[[], bool] | None = None,
@@ -403,14 +407,15 @@ def prepare_baseline(
         return None
     tree.mark_built(None)
     built = harness.build(tree.path, log)
-    failure, detail = run_failure(built, "build") if built is not None else (None, "")
-    if failure is not None:
-        return PairMeasurement(
-            builds=[built],
-            failure=failure,
-            failed_arm=BASELINE,
-            detail=f"the build of the best {commit[:10]} failed: {detail}",
-        )
+    if built is not None:
+        failure, detail = run_failure(built, "build")
+        if failure is not None:
+            return PairMeasurement(
+                builds=[built],
+                failure=failure,
+                failed_arm=BASELINE,
+                detail=f"the build of the best {commit[:10]} failed: {detail}",
+            )
     tree.mark_built(commit)
     return None
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .logcap import DEFAULT_CAP
 from .proc import RunResult, run
@@ -83,7 +83,7 @@ class LocalRunner:
         cwd: Path,
         env: dict[str, str],
         pass_fds: tuple[int, ...] = (),
-        **kwargs,
+        **kwargs: Any,
     ) -> RunResult:
         if self.sandbox is None:
             return run(
@@ -126,7 +126,7 @@ class SimulatedRunner:
     def arm_state(self, cwd: Path) -> tuple[Path, ...]:
         return ()  # no process: nothing written beside the tree
 
-    def run(self, command: str, *, cwd: Path, log_path: Path, **_) -> RunResult:
+    def run(self, command: str, *, cwd: Path, log_path: Path, **_: object) -> RunResult:
         values = self.model(Path(cwd), self.index)
         self.index += 1
         log_path.parent.mkdir(parents=True, exist_ok=True)

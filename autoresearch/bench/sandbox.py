@@ -187,7 +187,9 @@ class Sandbox:
         # One cover each: the outer of two nested paths hides the inner already.
         return [p for p in found if not any(o != p and under(p, o) for o in found)]
 
-    def _writable(self, cwd: Path, given: dict[str, str]) -> tuple[dict[Path, Path], dict]:
+    def _writable(
+        self, cwd: Path, given: dict[str, str]
+    ) -> tuple[dict[Path, Path], dict[str, str]]:
         """What a run in `cwd` may write (its tree, the shared paths, its arm's caches: each
         source -> where the run sees it) and the variables that point it at its caches and
         /tmp."""

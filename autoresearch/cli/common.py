@@ -59,7 +59,7 @@ def key_value(text: str) -> tuple[str, str]:
     return key, value
 
 
-def doc(func: Callable) -> str:
+def doc(func: Callable[..., object]) -> str:
     """A command's one-line help: the first sentence of its docstring, whole, however many
     lines it spans (a cut line would end mid-sentence in `--help`)."""
     paragraph = (func.__doc__ or "").strip().split("\n\n")[0]

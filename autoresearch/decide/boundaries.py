@@ -131,11 +131,11 @@ def _futility(
         if paths is None:
             first = math.sqrt(n) * drift
             win = float(special().ndtr(first - c))
-            lose = lambda f, first=first: float(special().ndtr(f - first))  # noqa: E731
+            lose = functools.partial(_below, first)
         else:
             current = paths
             win = current.crossing(n, c, True)
-            lose = lambda f, p=current, n=n: p.crossing(n, f, False)  # noqa: E731
+            lose = functools.partial(current.crossing, n, above=False)
         won += win
         if k == len(looks) - 1:
             bounds.append(c)  # the last look: what is not a keep is not one
@@ -150,6 +150,11 @@ def _futility(
         else:
             paths.advance(n, f, c)
     return bounds, won
+
+
+def _below(mean: float, level: float) -> float:
+    """The chance of a normal of unit variance centred on `mean` to fall below `level`."""
+    return float(special().ndtr(level - mean))
 
 
 def _bisect(chance, target: float, *, decreasing: bool, low=-12.0, high=12.0) -> float:

@@ -10,17 +10,20 @@ usual is flagged rather than quietly promoted to "best".
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from .percent import change_pct
 
 __all__ = ["NOISY_FACTOR", "baseline_calibration", "headline", "session_metric"]
 
+# A journal line, whole (a dict) or as its record (a dataclass): both are read alike.
+Line = TypeVar("Line")
+
 NOISY_FACTOR = 2.0  # a calibration this many times noisier than the session's median is flagged
 
 
-def baseline_calibration(calibrations: list, base: str | None):
+def baseline_calibration(calibrations: Sequence[Line], base: str | None) -> Line | None:
     """The calibration that stands for the session's baseline: the last one of its base commit
     (a run stopped before the night, say for noise, and run again measures the base again: the
     night went on with the later figure), else the first. Records or dicts."""
@@ -67,7 +70,7 @@ def headline(
     # The tip's own calibration: between a keep and the calibration of the new best, the last
     # one is an older commit's, whose figure is not the best's.
     last = next((c for c in reversed(calibrations) if c.get("commit") == tip), None)
-    base = (first or {}).get("medians") or {}
+    medians = (first or {}).get("medians") or {}
     best = (last or {}).get("medians") or {}
     note = (
         "not confirmed: the base's calibration against the tip's last, measured at "
@@ -84,12 +87,12 @@ def headline(
         note += f"; {noisy}"
     return {
         "source": "calibrations",
-        "baseline": base.get(metric),
+        "baseline": medians.get(metric),
         "best": best.get(metric),
-        "change_pct": change_pct(base.get(metric), best.get(metric)),
+        "change_pct": change_pct(medians.get(metric), best.get(metric)),
         "ci_low_pct": None,
         "ci_high_pct": None,
-        "baseline_metrics": dict(base),
+        "baseline_metrics": dict(medians),
         "best_metrics": dict(best),
         "changes": {},  # no measurement of the change itself: each reader divides the medians
         "baseline_label": f"calibration of {first['commit'][:10]}" if first else "not measured",

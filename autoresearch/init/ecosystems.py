@@ -15,6 +15,7 @@ import json
 import re
 import shlex
 import tomllib
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -146,7 +147,9 @@ def preloaded_ecosystem(
     imports = re.compile(rf"""(from\s*|import\s*\(\s*|require\s*\(\s*)['"]{library}['"]""")
     found = files if files is not None else _files(directory)
     modules = [p for p in found if p.suffix in _RUNNABLE and imports.search(_text(p))]
-    scripts = package.get("scripts") if isinstance(package.get("scripts"), dict) else {}
+    scripts = package.get("scripts")
+    if not isinstance(scripts, dict):
+        scripts = {}
     names = [str(p.relative_to(directory)) for p in modules]
     if isinstance(scripts.get("bench"), str):
         runs, bench_files = "npm run bench --silent", ["package.json", *names]
@@ -226,7 +229,7 @@ def _uses_criterion(manifest: dict[str, Any]) -> bool:
     return False
 
 
-def project_python(directory: Path, environ: dict[str, str]) -> tuple[str, str]:
+def project_python(directory: Path, environ: Mapping[str, str]) -> tuple[str, str]:
     """The interpreter a Python project's bench runs when `init --python` names none, and why:
     the active virtualenv's, else the project's own `.venv`, else `python3` on the PATH. By
     absolute path: a worktree has no `.venv` of its own, and a confined run finds the path

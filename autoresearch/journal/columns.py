@@ -149,7 +149,7 @@ _WHOLE = ("sessions", "calibrations", "confirmations", "imports", "warnings")
 REPEATED = frozenset({"status", "rule", "proposer", "session", "parent", "family", "refusal"})
 
 
-def _coded(values: list) -> tuple[list, list[int]] | None:
+def _coded(values: list[Any]) -> tuple[list[Any], list[int]] | None:
     """A column's distinct values and each row's code; None when a value is neither a string
     nor null (1, 1.0 and True would share a code)."""
     distinct: dict[str | None, int] = {}

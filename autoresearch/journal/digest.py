@@ -83,7 +83,8 @@ class SessionDigest:
         if row.get("agent"):
             cost = row.get("agent_cost_usd")
             self.agent["proposals"] += 1
-            self.agent["cost_usd"] += cost or 0.0
+            # typeshed's Counter holds ints only; a Counter sums the dollars as well
+            self.agent["cost_usd"] += cost or 0.0  # type: ignore[assignment]
             self.agent["unknown_cost"] += cost is None
             self.agent[row["status"]] += 1
 

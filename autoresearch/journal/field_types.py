@@ -126,8 +126,8 @@ OPTIONAL_NUMBER = float | None
 # hints for `checker`, a type test each (the keys and values are not walked).
 OBJECT: Any = dict
 OPTIONAL_OBJECT: Any = dict | None
-OBJECTS: Any = list[dict] | None  # type: ignore[type-arg]
-OBJECT_MAP: Any = dict[str, dict]  # type: ignore[type-arg]
+OBJECTS: Any = list[dict[str, Any]] | None
+OBJECT_MAP: Any = dict[str, dict[str, Any]]
 
 
 def _is_integer(value: Any) -> bool:

@@ -49,6 +49,7 @@ SCHEMA_VERSION = 1
 class _Record:
     kind: ClassVar[str]
     __dataclass_fields__: ClassVar[dict[str, Any]]  # each kind is a dataclass
+    session: str  # a field of each kind: every record is of one session
 
     def to_dict(self) -> dict[str, Any]:
         return self.base_dict()

@@ -12,6 +12,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..atomic import json_safe
 from ..errors import JournalError
@@ -64,7 +65,7 @@ def append_record(path: Path, record: _Record) -> Span:
     return append_dict(path, record.kind, json_safe(record.to_dict()))
 
 
-def append_dict(path: Path, kind: str, data: dict) -> Span:
+def append_dict(path: Path, kind: str, data: dict[str, Any]) -> Span:
     """Append one record of `kind`, as its JSON-safe dict `data`, durably, whole or not at
     all; returns where its line lies. A torn last line left by a crash is closed off first.
     When the disk is full the partial line is taken back and a JournalError says so: the
@@ -78,8 +79,8 @@ def append_dict(path: Path, kind: str, data: dict) -> Span:
     try:
         size = os.fstat(fd).st_size
         torn = size > 0 and os.pread(fd, 1, size - 1) != b"\n"
-        data = line.encode("utf-8") + b"\n"
-        write_all(fd, (b"\n" if torn else b"") + data)
+        payload = line.encode("utf-8") + b"\n"
+        write_all(fd, (b"\n" if torn else b"") + payload)
         os.fsync(fd)
     except OSError as exc:
         with contextlib.suppress(OSError):
@@ -91,7 +92,7 @@ def append_dict(path: Path, kind: str, data: dict) -> Span:
     finally:
         os.close(fd)
     start = size + torn
-    return Span(start, start + len(data))
+    return Span(start, start + len(payload))
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -118,7 +119,7 @@ def _read_journal(path: Path) -> JournalContents:
         data = path.read_bytes()
     except OSError as exc:
         raise JournalError(f"{path}: cannot read: {exc.strerror}") from None
-    buckets = {
+    buckets: dict[str, list[Any]] = {
         "session": contents.sessions,
         "calibration": contents.calibrations,
         "experiment": contents.experiments,
@@ -126,7 +127,7 @@ def _read_journal(path: Path) -> JournalContents:
         "import": contents.imports,
     }
     items, consumed, lineno = parse_lines(path, data, 0, 1)
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple[object, ...], int] = {}
     for line, _, item in items:
         if isinstance(item, str):
             contents.warnings.append(item)
@@ -194,7 +195,7 @@ class Journal:
     def record(self, attempt: Attempt) -> ExperimentRecord | None:
         """The whole record of `attempt`, read from its line (checked as any read checks it);
         from a whole read when the line is not where the summary said (a rewritten journal)."""
-        if attempt.start is not None:
+        if attempt.start is not None and attempt.end is not None:
             try:
                 with open(self.path, "rb") as handle:
                     handle.seek(attempt.start)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import BinaryIO
 
 from ..errors import JournalError
 from .lines import gc_paused, parse_lines
@@ -34,7 +35,7 @@ def last_experiments(path: Path, session: str, count: int) -> list[ExperimentRec
         raise JournalError(f"{path}: cannot read: {exc.strerror}") from None
 
 
-def _from_the_end(path: Path, handle, session: str, count: int) -> list[ExperimentRecord]:
+def _from_the_end(path: Path, handle: BinaryIO, session: str, count: int) -> list[ExperimentRecord]:
     end = os.fstat(handle.fileno()).st_size
     handle.seek(end)
     found: dict[str, tuple[int, ExperimentRecord]] = {}  # id -> (offset of its line, record)

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from ..bench.jobs import CONFIRM, JobResult
 from ..config import Config
 from ..decide.rule import CONFIDENCE
-from ..decide.stats import compare, compare_paired
+from ..decide.stats import Comparison, compare, compare_paired
 from ..errors import UserError
 from ..journal.confirmed import ConfirmedHoldout, ConfirmedMetric
 from ..journal.draft import now_iso
@@ -176,7 +177,7 @@ def announce(config: Config, record: ConfirmationRecord, progress: Progress) -> 
         )
 
 
-def _comparison_fields(c) -> dict:
+def _comparison_fields(c: Comparison) -> dict[str, Any]:
     return {
         "baseline_median": c.baseline_median,
         "tip_median": c.candidate_median,

@@ -154,14 +154,11 @@ class Night(Landing):
         marker = flight_marker(session, n, self.executor.resumes_flights)
         draft = new_draft(session, hypothesis, n, marker)
         started = begin(session, hypothesis, draft)
-        flight = Flight(EXPERIMENT, parent=session.ws.tip())
         if not isinstance(started, Candidate):
-            flight.candidate = Candidate(hypothesis, draft, marker, [])
-            self.record(flight, started)
+            self.record(draft, started)
             return None
-        flight.candidate = started
         started.draft.phase("bench")
-        return flight
+        return Flight(EXPERIMENT, parent=session.ws.tip(), candidate=started)
 
     def send(self, flight: Flight) -> None:
         """Out to a slot, with what the night knows of its parent's calibrations."""
@@ -261,7 +258,7 @@ class Night(Landing):
         for flight in flying:
             if flight.candidate is not None:
                 why = outage.why
-                self.record(flight, flight.draft.finish(Status.INTERRUPTED, why, error=why))
+                self.record(flight.draft, flight.draft.finish(Status.INTERRUPTED, why, error=why))
         self.again.clear()
         if session.stop.is_set():
             return  # the loop ends the night as a signal ends it

@@ -15,6 +15,7 @@ cluster/dask_executor.py), `try` for one hypothesis an agent made (`try_hypothes
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ..config import Config
 from ..errors import UserError
@@ -98,7 +99,7 @@ def confirm(
         return confirm_session(session, runs=runs)
 
 
-def confirm_session(session: Session, **what) -> ConfirmationRecord | None:
+def confirm_session(session: Session, **what: Any) -> ConfirmationRecord | None:
     """A confirmation measured here, in the open session's worktrees (confirm.confirmation says
     what it may be told: another tip, branch, base or runs)."""
     return Night(session, LocalExecutor(session)).confirm(**what)

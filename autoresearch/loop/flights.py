@@ -10,6 +10,7 @@ its dead driver left again, under its own number. The local executor's one marke
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from ..journal.draft import Draft
 from ..proposers import Hypothesis
@@ -77,7 +78,7 @@ def resumed_flights(session: Session) -> list[Flight]:
     return found
 
 
-def _patch_of(session: Session, fields: dict) -> Path | None:
+def _patch_of(session: Session, fields: dict[str, Any]) -> Path | None:
     """The patch the experiment saved (lifecycle.save_patch), found by its number and hash."""
     n, sha = fields.get("n"), str(fields.get("patch_sha256") or "")
     if not isinstance(n, int) or not sha:

@@ -19,11 +19,12 @@ from ..bench.jobs import JobResult
 from ..decide.calibration import Calibration, calibrated_config
 from ..errors import UserError
 from ..journal.decision import Decision
+from ..journal.draft import Draft
 from ..journal.placement import HostFacts, StaleWin
 from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..statuses import RemeasureWhen, Status
 from .best_profile import said_profile
-from .executor import Executor, Flight, Lost
+from .executor import CALIBRATE, Executor, Flight, Lost
 from .lifecycle import Measured, conclude, tampered
 from .retention import enforce_log_budget
 from .session import Session, harness_env
@@ -91,7 +92,7 @@ class Landing:
             checks=checks,
             applied=flight.here is not None,
         )
-        self.record(flight, record)
+        self.record(flight.draft, record)
         if record.status == Status.KEEP and result.name is not None and record.kept_commit:
             session.progress.info(
                 f"kept {record.id} (measured on {result.name}); new best {record.kept_commit[:10]}"
@@ -102,7 +103,7 @@ class Landing:
         later night."""
         if lost.broken:
             why = f"the bench host could not run it: {lost.why}"
-            self.record(flight, flight.draft.finish(Status.INTERRUPTED, why, error=why))
+            self.record(flight.draft, flight.draft.finish(Status.INTERRUPTED, why, error=why))
             return
         flight.losses += 1
         if flight.losses < MAX_WORKER_LOSSES:
@@ -113,7 +114,7 @@ class Landing:
             self.again.appendleft(flight)
             return
         why = f"{flight.losses} bench hosts died running it: {lost.why}"
-        self.record(flight, flight.draft.finish(Status.CRASH, why, error=why))
+        self.record(flight.draft, flight.draft.finish(Status.CRASH, why, error=why))
 
     def _failed(self, flight: Flight, result: JobResult, measured: Measured) -> None:
         """A measurement that failed, as its status; the driver's trees put back when it was
@@ -124,7 +125,7 @@ class Landing:
         why = result.detail if result.name is None else f"on {result.name}: {result.detail}"
         if status == Status.TAMPERED and flight.here is not None:
             record = tampered(session, flight.here, flight.draft, why, measured)
-            self.record(flight, record)
+            self.record(flight.draft, record)
             return
         if result.name is None:  # measured in the driver's own trees
             session.ws.revert()
@@ -134,7 +135,7 @@ class Landing:
             flight.candidate.hypothesis.sha256  # type: ignore[union-attr]
         ):
             why = f"no longer applies to the current best {flight.parent[:10]}: {why}"
-        self.record(flight, flight.draft.finish(status, why, error=why, **measured.fields()))
+        self.record(flight.draft, flight.draft.finish(status, why, error=why, **measured.fields()))
 
     def _stale(self, flight: Flight, decision: Decision, measured: Measured) -> bool:
         """A win against a best that has moved: measured again when the keeps since touched its
@@ -187,14 +188,15 @@ class Landing:
                 f"{tip[:10]}: {applied.message}"
             )
             finished = flight.draft.finish(Status.APPLY_FAILED, why, error=why, **measured.fields())
-            self.record(flight, finished)
+            self.record(flight.draft, finished)
             return
         if len(flight.stale) > session.config.cluster.remeasure:
             why = (
                 f"it won {len(flight.stale)} times against a best that had moved by the time "
                 f"it landed (cluster.remeasure = {session.config.cluster.remeasure}); undecided"
             )
-            self.record(flight, flight.draft.finish(Status.INCONCLUSIVE, why, **measured.fields()))
+            finished = flight.draft.finish(Status.INCONCLUSIVE, why, **measured.fields())
+            self.record(flight.draft, finished)
             return
         session.progress.info(
             f"{flight.exp_id} won against {flight.parent[:10]}, but the best is now "
@@ -203,17 +205,17 @@ class Landing:
         flight.parent = tip
         self.again.appendleft(flight)
 
-    def record(self, flight: Flight, record: ExperimentRecord) -> None:
+    def record(self, draft: Draft, record: ExperimentRecord) -> None:
         """Journal it, then forget its marker: in that order, so that nothing is lost. A keep
         is the new best: calibrated before anything is measured against it."""
         session = self.session
-        session.progress.about(record.n, flight.draft.started_at)
+        session.progress.about(record.n, draft.started_at)
         account(session, record)
         self.last = record
-        flight.draft.marker.unlink(missing_ok=True)
+        draft.marker.unlink(missing_ok=True)
         enforce_log_budget(session)
         if record.status == Status.KEEP and record.kept_commit:
-            self.again.appendleft(Flight("calibrate", parent=record.kept_commit))
+            self.again.appendleft(Flight(CALIBRATE, parent=record.kept_commit))
 
     def land_calibration(self, flight: Flight, result: JobResult | Lost) -> bool:
         """A calibration's result: journaled and adopted, or said as the one the slot holds;

@@ -11,9 +11,11 @@ when the checks fail on code nobody changed: every keep would otherwise end as `
 from __future__ import annotations
 
 import difflib
+import functools
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeGuard
@@ -235,7 +237,7 @@ def _missing(config: Config, printed: dict[str, float]) -> list[str]:
 
 
 def check_repository(
-    config: Config, env: dict[str, str], say, calibrate_noise: bool = True
+    config: Config, env: dict[str, str], say: Callable[[str], None], calibrate_noise: bool = True
 ) -> Preflight:
     """`autoresearch check`: the pre-flight on the session's current best (its base before the
     first keep), then its calibration, in temporary worktrees removed afterwards; the user's
@@ -268,7 +270,12 @@ def check_repository(
 
 
 def _calibrate(
-    config: Config, harness: Harness, arms: tuple[Path, Path], result: Preflight, logs: Path, say
+    config: Config,
+    harness: Harness,
+    arms: tuple[Path, Path],
+    result: Preflight,
+    logs: Path,
+    say: Callable[[str], None],
 ) -> None:
     """The calibration `run` starts with, and its verdict on the noise: a night `run` would
     refuse (in a second calibration, as `run` measures one too noisy once more) is a problem
@@ -286,7 +293,7 @@ def _calibrate(
             harness,
             arms=arms,
             commit=result.commit,
-            logs=lambda name, prefix=prefix: logs / f"{prefix}-{name}.log",
+            logs=functools.partial(_log_of, logs, prefix),
             on_run=lambda arm, i: (
                 say(f"calibration pair {i}/{pairs}") if arm == "baseline" else None
             ),
@@ -303,8 +310,10 @@ def _calibrate(
             return
         if attempt < NOISE_CALIBRATIONS:
             say(result.noise.again)
+    noise = result.noise
+    assert noise is not None  # each calibration above returned unless it refused
     result.problems.append(
-        f"the bench is too noisy for the effect asked for: {result.noise.message}; `run` "
+        f"the bench is too noisy for the effect asked for: {noise.message}; `run` "
         "would stop before the night (or spend it anyway with --accept-noise)"
     )
 
@@ -323,3 +332,8 @@ def require_scripts(config: Config, ws: Workspace) -> None:
             )
     if problems := holdout_problems(config, ws.path):
         raise PreflightError(f"{config.path}: {'; '.join(problems)}")
+
+
+def _log_of(logs: Path, prefix: str, name: str) -> Path:
+    """A calibration's log, under the check's logs, named by the attempt it belongs to."""
+    return logs / f"{prefix}-{name}.log"

@@ -68,7 +68,7 @@ def recover(
     paths.inflight.unlink(missing_ok=True)
 
 
-def _record_for(marker: dict, ws: Workspace, journal: Journal) -> ExperimentRecord | None:
+def _record_for(marker: dict[str, Any], ws: Workspace, journal: Journal) -> ExperimentRecord | None:
     fields = marker.get("fields") or {}
     exp_id = fields.get("id")  # None for a marker left by calibration: nothing to record
     if exp_id is None or exp_id in recorded_ids(journal):
@@ -76,7 +76,7 @@ def _record_for(marker: dict, ws: Workspace, journal: Journal) -> ExperimentReco
     return landed_keep(marker, ws) or record_from_marker(marker, Status.INTERRUPTED)
 
 
-def landed_keep(marker: dict, ws: Workspace) -> ExperimentRecord | None:
+def landed_keep(marker: dict[str, Any], ws: Workspace) -> ExperimentRecord | None:
     """The keep record of an experiment whose commit is the branch tip, from its marker."""
     exp_id = (marker.get("fields") or {}).get("id")
     tip = ws.tip()
@@ -179,7 +179,8 @@ def _record_from_trailers(commit: KeptCommit, session: str) -> ExperimentRecord:
         for line in commit.message.splitlines()
         if line.startswith(("Mechanism: ", "Hypothesis: "))
     )
-    ci = result.get("ci_pct") if isinstance(result.get("ci_pct"), list) else [None, None]
+    found = result.get("ci_pct")
+    ci = found if isinstance(found, list) else [None, None]
     metric = str(result.get("metric") or "")
 
     def number(key: str, value: Any = None) -> float | None:

@@ -8,6 +8,7 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..atomic import fresh_name, write_json_atomic
 from ..bench.armstate import ArmStates
@@ -26,7 +27,7 @@ from ..journal.draft import now_iso
 from ..journal.records import CalibrationRecord, ExperimentRecord, SessionRecord
 from ..journal.store import Journal
 from ..progress import Plan, Progress
-from ..proposers import Proposer, make_proposer
+from ..proposers import make_proposer
 from ..proposers.chain import ProposerChain
 from ..repo.state_dir import SessionLock, SessionPaths, read_inflight, session_paths
 from ..repo.watch import Watches
@@ -68,7 +69,7 @@ class RunOptions:
     def apply(self, config: Config) -> Config:
         """The config with these overrides merged in: the rest of the run reads only it."""
         budget = config.budget
-        overrides = {
+        overrides: dict[str, Any] = {
             "max_experiments": self.max_experiments or budget.max_experiments,
             "max_hours": self.max_hours or budget.max_hours,
             "stop_after_no_keep": budget.stop_after_no_keep
@@ -124,7 +125,7 @@ class Session:
     ws: Workspace
     baseline_tree: BaselineTree
     journal: Journal
-    proposer: Proposer
+    proposer: ProposerChain  # what make_proposer gives: the proposers, in turn
     stop: StopFlag
     base_commit: str
     baseline: float | None  # the session's first calibrated median of the primary metric
@@ -340,7 +341,8 @@ def _baseline_value(config: Config, history, commits: list[KeptCommit]) -> float
     baseline the first kept commit's Result trailer names."""
     if history.calibrations:
         base = history.sessions[0].base_commit if history.sessions else None
-        return baseline_calibration(history.calibrations, base).medians.get(config.metric.name)
+        found = baseline_calibration(history.calibrations, base)
+        return found.medians.get(config.metric.name) if found is not None else None
     if commits:
         try:
             value = json.loads(commits[0].trailers.get("Result") or "{}").get("baseline")

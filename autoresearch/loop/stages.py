@@ -122,6 +122,7 @@ def refuse_noise(session: Session, calibrate_again: Callable[[], bool]) -> str |
                 return "interrupted by a signal during calibration"
             if session.stop_error is not None:
                 return None  # the best's bench failed: stop_reason says so
+    assert verdict is not None  # each attempt above returned unless it refused
     raise PreflightError(verdict.refusal)
 
 

@@ -77,7 +77,7 @@ def finalize(
     kept = kept_commits(repo, base, tip, _kept_records(journal, digest))
     result.dropped = _dropped(kept, drop, session)
     result.groups = group_commits([k for k in kept if k not in result.dropped])
-    target = tip
+    target: str | None = tip
     if result.dropped:
         target, why = without(repo, tip, result.dropped)
         if target is None:

@@ -8,6 +8,7 @@ before each experiment, for the next hypothesis given the session so far.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -106,7 +107,9 @@ class ProposalContext:
     """The session as a proposer sees it before an experiment."""
 
     tried: set[str]  # patch hashes not to propose again
-    records: list[ExperimentRecord]  # the session's experiments so far, oldest first
+    # The session's experiments so far, oldest first: read from the journal only when looked
+    # at (loop/proposing.py), so a sequence, not a list.
+    records: Sequence[ExperimentRecord]
     tip: str  # the current best commit
     worktree: Path  # checked out at `tip`, clean: read files here
     metric: str  # the primary metric's name

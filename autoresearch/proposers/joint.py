@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,7 +144,7 @@ class JointSearch:
 
     # -- the study, rebuilt from the journal --------------------------------------------------
 
-    def _history(self, records: list[ExperimentRecord]) -> tuple[list[_Trial], float]:
+    def _history(self, records: Sequence[ExperimentRecord]) -> tuple[list[_Trial], float]:
         """The starting point and every joint trial since the model last restarted, each with
         its chained relative value; and the current best's value on that chain."""
         names = [k.name for k in self.knobs]
@@ -154,7 +155,7 @@ class JointSearch:
         trials: list[_Trial] = []
         level = 1.0
         for record in records[start:]:
-            if not _joint(record):
+            if record.proposal is None or not _joint(record):
                 continue
             knobs = record.proposal["knobs"]
             if set(knobs) != set(names):

@@ -20,7 +20,7 @@ from .base import ProposerError
 
 __all__ = ["Knob", "knob_from_table", "moved", "patch_of"]
 
-KNOB_KEYS = {
+KNOB_KEYS: dict[str, type | tuple[type, ...]] = {
     "name": str,
     "file": str,
     "pattern": str,

@@ -157,6 +157,6 @@ def _parse_header(header: str) -> dict[str, str]:
         match = _HEADER_KEY.match(line)
         field = _FIELDS.get(match.group(1).lower()) if match else None
         current = field
-        if field:
+        if field and match:
             fields[field] = match.group(2).strip()
     return fields

@@ -29,6 +29,8 @@ Knobs themselves (grids, reading and moving a value) are in knobs.py.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any, cast
 
 from ..config import Config
 from ..errors import ConfigError
@@ -44,9 +46,14 @@ OPTIONS = ("knob", "search", "sampler", "trials", "seed")
 SEARCHES = ("coordinate", "joint")
 
 
-def knob_history(records: list[ExperimentRecord], name: str) -> list[ExperimentRecord]:
+def knob_history(records: Sequence[ExperimentRecord], name: str) -> list[ExperimentRecord]:
     """The session's experiments that moved knob `name`, oldest first."""
     return [r for r in records if (r.proposal or {}).get("knob") == name]
+
+
+def _move(record: ExperimentRecord) -> dict[str, Any]:
+    """The move a record of `knob_history` made (knob, from, value): it keeps none without."""
+    return cast("dict[str, Any]", record.proposal)
 
 
 class SweepProposer:
@@ -102,7 +109,7 @@ class SweepProposer:
         if made_here is None and any(_closed(knob, history, tip) for tip in older):
             # The best moved under a knob already searched: its nearest neighbours, once.
             return self._recheck(knob, context, text, current, history)
-        here = {r.proposal["value"]: r for r in history if r.parent_commit == context.tip}
+        here = {_move(r)["value"]: r for r in history if r.parent_commit == context.tip}
         step = _step(knob, current, here, made_here)
         if step is None:
             return None
@@ -110,8 +117,8 @@ class SweepProposer:
         return self._hypothesis(knob, context, text, current, value, why, here)
 
     def _recheck(self, knob, context, text, current, history) -> Hypothesis | None:
-        tried = sorted({r.proposal[k] for r in history for k in ("value", "from")})
-        measured = {r.proposal["value"] for r in history if r.parent_commit == context.tip}
+        tried = sorted({_move(r)[k] for r in history for k in ("value", "from")})
+        measured = {_move(r)["value"] for r in history if r.parent_commit == context.tip}
         above = [v for v in tried if v > current]
         below = [v for v in tried if v < current]
         for value in (min(above) if above else None, max(below) if below else None):
@@ -120,7 +127,7 @@ class SweepProposer:
                     "re-checking a neighbour: the code around the knob changed since it was "
                     "swept, and knobs interact"
                 )
-                here = {}
+                here: dict[float, ExperimentRecord] = {}
                 return self._hypothesis(knob, context, text, current, value, why, here)
         return None
 
@@ -191,10 +198,10 @@ def _step(knob: Knob, current: float, here: dict, made_here) -> tuple[float, str
     steps = [(up, bracketing), (down, bracketing)]
     if made_here is not None:
         following = (
-            f"following the gain from {knob.show(made_here.proposal['from'])} to "
+            f"following the gain from {knob.show(_move(made_here)['from'])} to "
             f"{knob.show(current)}: one more step the same way"
         )
-        ahead, behind = (up, down) if current > made_here.proposal["from"] else (down, up)
+        ahead, behind = (up, down) if current > _move(made_here)["from"] else (down, up)
         steps = [(ahead, following), (behind, bracketing)]
     for value, why in steps:
         if value is not None and value not in measured:
@@ -203,11 +210,12 @@ def _step(knob: Knob, current: float, here: dict, made_here) -> tuple[float, str
     # threshold of 16 no faster than 8, 32 faster than both): one more step past it, once.
     for neighbour, beyond in ((up, _next(grid, up, 1)), (down, _next(grid, down, -1))):
         flat = _flat(here.get(neighbour))
-        if flat is not None and beyond is not None and beyond not in measured:
-            return beyond, (
-                f"looking past a plateau: {knob.show(neighbour)} measured {flat:+.1f}%, within "
-                "the floor, so one step further the same way"
-            )
+        if neighbour is None or flat is None or beyond is None or beyond in measured:
+            continue
+        return beyond, (
+            f"looking past a plateau: {knob.show(neighbour)} measured {flat:+.1f}%, within "
+            "the floor, so one step further the same way"
+        )
     # Bracketed: bisect towards the nearest slower value on each side, the closer loss first;
     # not where the nearest measured alike (a plateau: what lies between is no better).
     sides = []
@@ -241,7 +249,9 @@ def _flat(record: ExperimentRecord | None) -> float | None:
     than the floor is a plateau too: a tenth of a percent slower is no reason to stop looking
     past it, and flat runs show one by chance in one experiment of twenty."""
     change = _change(record)
-    if change is None or record.status == Status.KEEP or record.rule == Rule.SENTINEL_BUDGET:
+    if record is None or change is None:
+        return None
+    if record.status == Status.KEEP or record.rule == Rule.SENTINEL_BUDGET:
         return None
     design = record.decision.design if record.decision is not None else None
     floor = (design.threshold_pct if design is not None else None) or 0.0
@@ -259,7 +269,7 @@ def _worse(here: dict[float, ExperimentRecord], made_here: ExperimentRecord | No
     keep that made this best replaced."""
     worse = set(here)
     if made_here is not None:
-        worse.add(made_here.proposal["from"])
+        worse.add(_move(made_here)["from"])
     return worse
 
 
@@ -268,9 +278,9 @@ def _closed(knob: Knob, history: list[ExperimentRecord], tip: str) -> bool:
     at = [r for r in history if r.parent_commit == tip]
     if not at or any(r.status == Status.KEEP for r in at):
         return False
-    current = at[0].proposal["from"]
+    current = _move(at[0])["from"]
     made = next((r for r in history if r.kept_commit == tip), None)
-    here = {r.proposal["value"]: r for r in at}
+    here = {_move(r)["value"]: r for r in at}
     return _step(knob, current, here, made) is None
 
 

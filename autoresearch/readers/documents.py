@@ -217,8 +217,8 @@ def _catch2(text: str) -> dict[str, float]:
             named.setdefault(name, []).append((case.get("name", ""), float(mean.get("value", ""))))
     found = {}
     for name, rows in named.items():
-        for case, value in rows:
-            found[metric_name(case, name) if len(rows) > 1 else name] = value
+        for case_name, value in rows:
+            found[metric_name(case_name, name) if len(rows) > 1 else name] = value
     return found
 
 

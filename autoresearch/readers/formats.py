@@ -22,8 +22,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
+from typing import Any
 
 from ..errors import MetricParseError
 from .documents import DOCUMENTS, document_formats
@@ -72,7 +73,7 @@ _GO_BENCH_ROW = re.compile(r"^(Benchmark\S+?)(?:-(\d+))?\s+(\d+)((?:\s+[-+0-9.eE
 _GO_UNIT_SUFFIX = {"ns/op": "ns_op", "B/op": "bytes_op", "allocs/op": "allocs_op", "MB/s": "mb_s"}
 
 
-def bench_problem(fmt: str, output: str, keep: list[str] = ()) -> str | None:
+def bench_problem(fmt: str, output: str, keep: Sequence[str] = ()) -> str | None:
     """What is wrong with the `[bench]` keys about what a run leaves behind, for the config's
     check: the format and file its results are read from, the build output kept (`keep`)."""
     if fmt != "auto" and fmt not in FORMATS:
@@ -146,7 +147,7 @@ def _criterion(text: str) -> dict[str, float]:
     return medians(rows)
 
 
-def _criterion_json_line(line: str) -> dict | None:
+def _criterion_json_line(line: str) -> dict[str, Any] | None:
     line = line.strip()
     if not line.startswith("{") or '"benchmark-complete"' not in line:
         return None

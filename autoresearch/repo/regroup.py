@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import WorkspaceError
 from ..process.capture import capture
@@ -63,7 +64,7 @@ class Group:
         return sorted(path for path, count in seen.items() if count > 1)
 
 
-def kept_commits(repo: Repo, base: str, tip: str, records: dict[str, dict]) -> list[Kept]:
+def kept_commits(repo: Repo, base: str, tip: str, records: dict[str, dict[str, Any]]) -> list[Kept]:
     """The session branch's commits from `base` to `tip` in order (first parents), each with
     the files it changed and its experiment's record (`records` by commit) when one kept it."""
     revs = repo.must("rev-list", "--reverse", "--first-parent", f"{base}..{tip}").split()

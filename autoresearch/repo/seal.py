@@ -125,7 +125,8 @@ class RepoSeal:
         """
         self.session = session
         self.confined = confined
-        self._refs_seen: tuple[tuple, dict[str, str]] | None = None  # (storage stamp, refs)
+        # (storage stamp, refs)
+        self._refs_seen: tuple[tuple[object, ...], dict[str, str]] | None = None
         self.watch_journal = watch_journal
         self.ignore_refs = ignore_refs
         self.checkout = checkout
@@ -178,10 +179,10 @@ class RepoSeal:
             )
         if checkout and now.untracked != was.untracked:
             loops = self._loop_outputs()
-            new = sorted({p for p, *_ in now.untracked} - {p for p, *_ in was.untracked} - loops)
-            changed = sorted({p for p, *_ in now.untracked ^ was.untracked} - set(new) - loops)
-            if new:
-                found.append(f"untracked files appeared in your checkout: {_names(new)}")
+            added = sorted({p for p, *_ in now.untracked} - {p for p, *_ in was.untracked} - loops)
+            changed = sorted({p for p, *_ in now.untracked ^ was.untracked} - set(added) - loops)
+            if added:
+                found.append(f"untracked files appeared in your checkout: {_names(added)}")
             if changed:
                 found.append(f"untracked files of your checkout changed: {_names(changed)}")
         return found
@@ -220,13 +221,13 @@ class RepoSeal:
                 )
             now = self._state(untracked=False)
         for ref in sorted(set(was.refs) | set(now.refs)):
-            old, new = was.refs.get(ref), now.refs.get(ref)
-            if old == new:
+            old_sha, new_sha = was.refs.get(ref), now.refs.get(ref)
+            if old_sha == new_sha:
                 continue
             result = (
                 self.checkout.run("update-ref", "-d", ref)
-                if old is None
-                else self.checkout.run("update-ref", ref, old)
+                if old_sha is None
+                else self.checkout.run("update-ref", ref, old_sha)
             )
             if not result.ok:
                 left.append(f"ref {ref} could not be put back: {result.err.strip()[:200]}")

@@ -156,7 +156,7 @@ class TreeWatch:
         return first
 
     def _read(self) -> bytes | None:
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             try:
                 data = os.read(self.fd, 65536)  # type: ignore[arg-type]

@@ -110,5 +110,6 @@ def frame_rows(frame: pd.DataFrame, *columns: str) -> Iterator[Any]:
     """The frame's rows as named tuples of `columns`, each value the Python one `itertuples`
     gives: `itertuples` over every column fetches string cells one at a time, seconds for a
     100,000-experiment session."""
-    row = collections.namedtuple("Row", columns)
+    # Its fields are the caller's: mypy types a namedtuple of a literal field list only.
+    row = collections.namedtuple("Row", columns)  # type: ignore[misc]
     return map(row._make, zip(*(frame[c].tolist() for c in columns), strict=True))

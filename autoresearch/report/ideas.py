@@ -42,7 +42,8 @@ def render_ideas(summary: dict) -> str:
         mechanism = f": {w['mechanism']}" if w["mechanism"] else ""
         earlier = f" ({w['earlier']})" if w.get("earlier") else ""
         lines.append(f"- #{w['n']} {w['title']}{earlier}{change}{mechanism}")
-    closed, retry = [], []
+    closed: list[str] = []
+    retry: list[str] = []
     for group in summary["not_kept"]:
         for e in group["experiments"]:
             change = f" ({e['change_pct']:+.1f}%)" if e["change_pct"] is not None else ""

@@ -135,7 +135,8 @@ def _evidence(record: ExperimentRecord, config) -> dict[str, Any]:
     decision = record.decision
     metrics: dict[str, Evidence | HoldoutEvidence] = {}
     if decision is not None:
-        metrics |= decision.metrics | decision.sentinels
+        metrics |= decision.metrics
+        metrics |= decision.sentinels
         if decision.holdout is not None:  # its runs before the keep, as one more metric
             metrics[f"{decision.holdout.metric} (hidden holdout)"] = decision.holdout
     measured = [

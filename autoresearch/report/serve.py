@@ -48,7 +48,7 @@ def serve_page(render: Callable[[], str], host: str, port: int, say: Callable[[s
         raise UserError(f"cannot serve on {host}:{port}: {exc.strerror}") from None
     with server:
         name, bound = server.server_address[:2]
-        say(f"serving the review at http://{name}:{bound}/ (Ctrl-C stops)")
+        say(f"serving the review at http://{name!s}:{bound}/ (Ctrl-C stops)")
         with contextlib.suppress(KeyboardInterrupt):
             server.serve_forever()
 

@@ -145,9 +145,9 @@ def _contributions(history: History) -> list[dict]:
     (the tip without it against the tip), in keep order; empty when never measured."""
     tip = history.final.get("commit")
     latest: dict[str, dict] = {}
-    for c in history.confirmations:
-        if c.get("left_out") and c.get("tip_commit") == tip:
-            latest[c["left_out"][0]] = c
+    for confirmation in history.confirmations:
+        if confirmation.get("left_out") and confirmation.get("tip_commit") == tip:
+            latest[confirmation["left_out"][0]] = confirmation
     rows = []
     kept = history.experiments[history.experiments["status"] == Status.KEEP]
     for n, title, commit in frame_rows(kept, "n", "title", "commit"):

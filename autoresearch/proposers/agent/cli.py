@@ -183,6 +183,13 @@ def _json_objects(text: str) -> list[dict]:
     return found
 
 
+def _object(item: dict, key: str) -> dict:
+    """`item[key]` when it is a JSON object, else an empty one: a CLI's JSON is not always of
+    the shape its documentation gives."""
+    value = item.get(key)
+    return value if isinstance(value, dict) else {}
+
+
 MAX_COUNT = 1e15  # tokens, turns, dollars: a larger number is not a measurement
 
 
@@ -206,7 +213,7 @@ def _claude(text: str) -> Usage:
     if not results:
         return Usage()
     result = results[-1]
-    usage = result.get("usage") if isinstance(result.get("usage"), dict) else {}
+    usage = _object(result, "usage")
     error = None
     subtype = str(result.get("subtype", "success"))
     if result.get("is_error") or subtype != "success":
@@ -239,7 +246,7 @@ def _denials(found: Any) -> tuple[str, ...]:
         if not isinstance(denial, dict):
             continue
         tool = str(denial.get("tool_name") or "a tool")[:40]
-        given = denial.get("tool_input") if isinstance(denial.get("tool_input"), dict) else {}
+        given = _object(denial, "tool_input")
         said.append(_refused(tool, given))
     return tuple(said)
 
@@ -268,7 +275,8 @@ def _codex(text: str) -> Usage:
             tokens_in = (tokens_in or 0) + (_int(event["usage"].get("input_tokens")) or 0)
             tokens_out = (tokens_out or 0) + (_int(event["usage"].get("output_tokens")) or 0)
         elif kind in ("turn.failed", "error"):
-            detail = event.get("error") if isinstance(event.get("error"), dict) else event
+            failure = event.get("error")
+            detail = failure if isinstance(failure, dict) else event
             error = str(detail.get("message") or kind)
     return Usage(None, tokens_in, tokens_out, turns or None, error)
 
@@ -305,9 +313,9 @@ def _gemini(text: str) -> Usage:
     if not objects:
         return Usage()
     result = objects[-1]
-    stats = result.get("stats") if isinstance(result.get("stats"), dict) else {}
+    stats = _object(result, "stats")
     tokens_in = tokens_out = None
-    models = stats.get("models") if isinstance(stats.get("models"), dict) else {}
+    models = _object(stats, "models")
     for model in models.values():
         tokens = model.get("tokens") if isinstance(model, dict) else None
         if isinstance(tokens, dict):
@@ -325,16 +333,16 @@ def _opencode(text: str) -> Usage:
     error = None
     denied: list[str] = []
     for event in _json_objects(text):
-        part = event.get("part") if isinstance(event.get("part"), dict) else {}
-        state = part.get("state") if isinstance(part.get("state"), dict) else {}
+        part = _object(event, "part")
+        state = _object(part, "state")
         if OPENCODE_REJECTED in str(state.get("error", "")) and len(denied) < 20:
-            given = state.get("input") if isinstance(state.get("input"), dict) else {}
+            given = _object(state, "input")
             denied.append(_refused(str(part.get("tool") or "a tool")[:40], given))
         if event.get("type") == "step_finish":
             steps += 1
             if _number(part.get("cost")) is not None:
                 cost = (cost or 0.0) + float(part["cost"])
-            tokens = part.get("tokens") if isinstance(part.get("tokens"), dict) else {}
+            tokens = _object(part, "tokens")
             if _int(tokens.get("input")) is not None:
                 tokens_in = (tokens_in or 0) + (_int(tokens["input"]) or 0)
             if _int(tokens.get("output")) is not None:

@@ -9,6 +9,7 @@ summarised (one line each, then counts by status and family), never silently dro
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,7 @@ def render_prompt(
             return text[: max(0, budget_chars - len(marker))] + marker
 
 
-def closed_axes(records: list[ExperimentRecord]) -> list[ExperimentRecord]:
+def closed_axes(records: Sequence[ExperimentRecord]) -> list[ExperimentRecord]:
     """Experiments whose idea is done as it is: rejected for a reason more runs will not change."""
     return [r for r in records if r.status != Status.KEEP and _reason(r) in CLOSED_RULES]
 
@@ -83,7 +84,7 @@ def _reason(record: ExperimentRecord) -> str:
     return record.status if record.status in STATUS_FIRST or not rule else str(rule)
 
 
-def _render(template: Path | None, data: dict) -> str:
+def _render(template: Path | None, data: dict[str, Any]) -> str:
     if template is None:
         return render_template(BUILTIN, None, p=data)
     return render_template(template.name, template.parent, p=data)
@@ -131,7 +132,7 @@ def _data(
     }
 
 
-def _profile(config: Config, tip: str) -> dict | None:
+def _profile(config: Config, tip: str) -> dict[str, Any] | None:
     """The best's profile, when one was taken: where its time goes."""
     if not config.profile.command or not tip:
         return None

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -69,7 +70,7 @@ PIVOT = (
 )
 
 
-def agent_spend(records: list[ExperimentRecord], proposer: str = "agent") -> dict:
+def agent_spend(records: Sequence[ExperimentRecord], proposer: str = "agent") -> dict:
     """What a session's agent proposals cost: dollars where reported, how many unknown."""
     runs = [r.agent for r in records if r.proposer == proposer and r.agent is not None]
     known = [run.usage.cost_usd for run in runs]

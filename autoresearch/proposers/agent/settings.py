@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ...config import Config
 from ...config_checks import check_env_names
@@ -61,7 +62,9 @@ def agent_settings(options: dict, config: Config, where: str) -> AgentSettings:
             f"{where}: the agent proposer has no option '{unknown[0]}' "
             f"(known: {', '.join(OPTIONS)})"
         )
-    values = _strings(options, where)
+    # Any: the strings first, then numbers, lists, paths and a table, each a keyword of
+    # AgentSettings.
+    values: dict[str, Any] = _strings(options, where)
     preset = values.get("preset")
     if preset is None:
         raise ConfigError(f"{where}: an agent proposer needs 'preset' ({', '.join(PRESETS)})")

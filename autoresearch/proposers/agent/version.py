@@ -73,24 +73,24 @@ def cli_version(preset: str, cwd: Path, env: dict[str, str]) -> CliVersion | Non
     said = (done.out + done.err).decode(errors="replace")
     found = _VERSION.search(said)
     if not done.ok or found is None:
-        said = said.strip().splitlines()[:1]
+        first = said.strip().splitlines()[:1]
         note = (
             f"`{executable} --version` said no version ({done.why()}"
-            + (f": {said[0][:200]}" if said else "")
+            + (f": {first[0][:200]}" if first else "")
             + f"); the {preset} preset was tested with {tested}"
         )
         return CliVersion(executable, None, tested, note)
     version = found.group(0)
-    note = None
+    caveat = None
     if not compatible(version, tested):
         series = f"{tested.split('.')[0]}.x" if not tested.startswith("0.") else tested[:-2]
-        note = (
+        caveat = (
             f"{executable} {version} is outside the series the {preset} preset was tested with "
             f"({tested}, {series} from {'.'.join(tested.split('.')[:2])}.0): its flags or "
             "output may differ; a failed or refused proposal may come from that (set the "
             "proposer's `command` to run it your way)"
         )
-    return CliVersion(executable, version, tested, note)
+    return CliVersion(executable, version, tested, caveat)
 
 
 def _parts(version: str) -> tuple[int, int, int] | None:

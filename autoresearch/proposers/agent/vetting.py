@@ -130,7 +130,7 @@ def guard(
     """The proposal as a hypothesis: ready to measure, or carrying why it may not be."""
     data = proposal.hypothesis or {}
     text = {k: _text(data.get(k)) for k in (*REQUIRED, *OPTIONAL)}
-    made = {
+    made: dict[str, Any] = {
         "title": text["title"] or "agent proposal without a title",
         "patch": proposal.patch,
         "hypothesis": text["hypothesis"],
@@ -241,7 +241,9 @@ def _refusal(
     return _repeat(proposal, context, made)
 
 
-def _repeat(proposal: Proposal, context: ProposalContext, made: dict[str, Any]):
+def _repeat(
+    proposal: Proposal, context: ProposalContext, made: dict[str, Any]
+) -> tuple[str, str] | None:
     """A patch tried before, or the same idea as a closed axis."""
     sha = patch_sha256(proposal.patch)
     earlier = next((r for r in context.records if r.patch_sha256 == sha), None)
