@@ -29,7 +29,7 @@ from hypothesis import settings
 from inprocess import InProcess
 from synthetic import Target, git, make_target, unified_patch
 
-from autoresearch.bench.runners import LocalRunner
+from autoresearch.bench.runners import LocalRunner, runners_from
 from autoresearch.journal.decision import Decision
 from autoresearch.journal.records import Asi, ExperimentRecord
 from autoresearch.journal.store import read_journal
@@ -174,29 +174,20 @@ def run_cli(*args: str, cwd: Path, env: dict | None = None, timeout: float = 120
     here = args[0] not in OWN_PROCESS and not any(a.startswith(OUTLIVE) for a in args)
     if real or not here or _threads_of_the_test():
         return _cli_process(args, cwd, env, timeout)
-    with _simulated_executor():
+    with _in_process_runners():
         return _cli_here(args, cwd, env)
 
 
-@contextlib.contextmanager
-def _simulated_executor():
-    """A command in this process measures through the simulated executor, as `run(target)`
-    does: each harness it makes (a session's, the pre-flight's, the best's profile) is given
-    one wherever the config leaves runs unconfined."""
-    from autoresearch.bench.measure import Harness
+def _in_process_runners():
+    """A command in this process measures in-process, as `run(target)` does: each harness it
+    makes without a runner (a session's, the pre-flight's, the best's profile) gets one
+    wherever the config leaves runs unconfined (bench/runners.py, `runners_from`)."""
 
-    real_init = Harness.__init__
+    def made(config, sandbox):
+        runner = LocalRunner.of(config, sandbox)
+        return InProcess(runner) if sandbox is None and config.sandbox.mode == "off" else runner
 
-    def init(self, config, *, runner=None, **kwargs):
-        if runner is None and config.sandbox.mode == "off":
-            runner = InProcess(LocalRunner.of(config))
-        real_init(self, config, runner=runner, **kwargs)
-
-    Harness.__init__ = init
-    try:
-        yield
-    finally:
-        Harness.__init__ = real_init
+    return runners_from(made)
 
 
 def _cli_here(args, cwd: Path, env: dict | None) -> subprocess.CompletedProcess:

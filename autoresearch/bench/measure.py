@@ -36,7 +36,7 @@ from .holdout_runs import measure_holdout
 from .metrics import METRIC_FD_ENV, metric_channel, read_run_metrics, run_output
 from .private_tmp import private_tmp
 from .proc import RunResult
-from .runners import LocalRunner, Runner
+from .runners import LocalRunner, Runner, machine_runner
 from .samples import BASELINE, CANDIDATE, Measurement, PairMeasurement
 from .sandbox import sandbox_for
 from .testcount import read_report, report_env
@@ -83,7 +83,7 @@ class Harness:
     ):
         self.config = config
         sandbox, self.unconfined = (None, None) if runner else sandbox_for(config)
-        self.runner = runner or LocalRunner.of(config, sandbox)
+        self.runner = runner or machine_runner(config, sandbox)
         # `[sandbox] build_network`: the build alone reaches the network.
         self.build_runner = self.runner
         if sandbox is not None and config.sandbox.build_network and not sandbox.network:

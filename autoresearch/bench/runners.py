@@ -13,8 +13,9 @@ job carries it).
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 # the number of the run (0, 1, ...) since the runner was made or reset.
 BenchModel = Callable[[Path, int], dict[str, float]]
 
-__all__ = ["LocalRunner", "Runner", "SimulatedRunner"]
+__all__ = ["LocalRunner", "Runner", "SimulatedRunner", "machine_runner", "runners_from"]
 
 
 class Runner(Protocol):
@@ -132,3 +133,29 @@ class SimulatedRunner:
         log_path.parent.mkdir(parents=True, exist_ok=True)
         log_path.write_text("".join(f"METRIC {k}={v:.6f}\n" for k, v in values.items()))
         return RunResult(command, 0, False, False, 0.0, str(log_path), "")
+
+
+# What makes the runner of a harness given none (None: this machine's, LocalRunner.of).
+_factory: Callable[[Config, Sandbox | None], Runner] | None = None
+
+
+def machine_runner(config: Config, sandbox: Sandbox | None) -> Runner:
+    """The runner of a harness that was given none: this machine's processes, confined by
+    `sandbox`; or what `runners_from` says while it holds."""
+    if _factory is not None:
+        return _factory(config, sandbox)
+    return LocalRunner.of(config, sandbox)
+
+
+@contextlib.contextmanager
+def runners_from(factory: Callable[[Config, Sandbox | None], Runner]) -> Iterator[None]:
+    """While it holds, every harness made without a runner of its own (a session's, the
+    pre-flight's, `check`'s, a profile's) runs its commands through `factory(config, sandbox)`:
+    how an embedding moves a whole command to another machine at once (the suite's in-process
+    runs, a simulated bench)."""
+    global _factory
+    before, _factory = _factory, factory
+    try:
+        yield
+    finally:
+        _factory = before
