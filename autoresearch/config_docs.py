@@ -233,7 +233,8 @@ MEANINGS: dict[str, str] = {
     "equivalence.timeout_s": "per run",
     "holdout.command": (
         "a workload measured, paired, before every keep and at the confirmation; runs in the "
-        "arm's tree with `AUTORESEARCH_HOLDOUT` set to its first file"
+        "arm's tree; `AUTORESEARCH_HOLDOUT` (set in every measured run, readable in its own "
+        "alone) names its first file"
     ),
     "holdout.files": (
         "what it needs, outside the repository's tree: hidden from every confined run but its"

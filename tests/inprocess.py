@@ -68,7 +68,7 @@ class InProcess:
                 **kwargs,
             )  # fmt: skip
         self.calls["in_process"] += 1
-        return _call(main, command, full, log_path)
+        return _call(main, command, full, log_path, kwargs.get("stdout_copy"))
 
     def _main(self, command: str, cwd: Path, env: dict[str, str]) -> Callable | None:
         """The tree's script's `main` when this command may run in-process, else None."""
@@ -110,21 +110,26 @@ def _compiled(name: str, source: bytes) -> CodeType | None:
         return None
 
 
-def _call(main: Callable, command: str, env: dict[str, str], log_path: Path) -> RunResult:
+def _call(
+    main: Callable, command: str, env: dict[str, str], log_path: Path, copy: Path | None = None
+) -> RunResult:
     """`main(argv, environ, out, err)` as the process would have run it: its exit code, its
-    output (both streams) in the log, an exception a traceback and exit code 1."""
+    output and errors in the log (its output alone in `copy` too), an exception a traceback
+    and exit code 1."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    out = io.StringIO()
+    out, err = io.StringIO(), io.StringIO()
     started = time.monotonic()
     try:
-        code = main(command.split()[1:], env, out, out)
+        code = main(command.split()[1:], env, out, err)
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
     except Exception:  # what the interpreter would print before exiting 1
-        out.write(traceback.format_exc())
+        err.write(traceback.format_exc())
         code = 1
-    text = out.getvalue()
+    text = out.getvalue() + err.getvalue()
     log_path.write_text(text)
+    if copy is not None:
+        copy.write_text(out.getvalue())
     return RunResult(
         command=command,
         exit_code=code,

@@ -12,7 +12,6 @@ linked to the best's would otherwise compare equal to it).
 from __future__ import annotations
 
 import difflib
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,12 +40,11 @@ def equivalence_failure(
     for arm, cwd in zip(("baseline", "candidate"), arms, strict=True):
         log = logs(f"equivalence-{arm}")
         stdout = log.with_name(log.name + ".stdout")
-        fd = open_stdout(stdout)
+        stdout.unlink(missing_ok=True)
         try:
-            run = harness.equivalence_run(cwd, log, fd)
+            run = harness.equivalence_run(cwd, log, stdout)
             output = read_outputs(cwd, files, stdout) if run.ok else run.describe()
         finally:
-            os.close(fd)
             harness.put_back(cwd)
         if run.interrupted:
             return Status.INTERRUPTED, "interrupted during the equivalence check"
@@ -95,14 +93,3 @@ def _first_difference(best: dict[str, bytes], candidate: dict[str, bytes]) -> st
             f"({len(ours):,} against {len(theirs):,} bytes): " + " | ".join(shown)
         )
     return "the outputs differ"
-
-
-def stdout_wrapped(command: str, fd: int) -> str:
-    """`command` with its standard output on descriptor `fd` (a file of the loop's, outside
-    the tree), its errors left for the log."""
-    return f"(\n{command}\n) >&{fd}"
-
-
-def open_stdout(path: Path) -> int:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)

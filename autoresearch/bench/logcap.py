@@ -5,6 +5,11 @@ none of it). Up to `cap` bytes the log is written as it comes; past that, the fi
 the cap stays on disk, the last half is kept in memory as it streams, and when the run ends
 the file is the head, one line saying how many bytes were cut, and the tail: the METRIC lines
 a bench prints last are still there.
+
+A run's standard output and its errors are two pipes, whatever the run (a run whose output
+was a file where another's is a pipe could tell which it is): each is relayed a line at a time,
+so that a line of one is never cut by the other in the log, and the output alone can be
+copied as well (what the equivalence check compares).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from collections import deque
 from pathlib import Path
 
@@ -19,6 +25,7 @@ __all__ = ["DEFAULT_CAP", "CappedLog"]
 
 DEFAULT_CAP = 8 * 1024 * 1024
 CHUNK = 64 * 1024
+MAX_COPY = 64 * 1024 * 1024  # of a run's output copied apart: the equivalence check reads it
 
 
 class CappedLog:
@@ -35,17 +42,22 @@ class CappedLog:
         self._over = False
         self._closed = False
         self._lock = threading.Lock()  # a straggler still writing after finish() gave up
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
 
-    def start(self, pipe_fd: int) -> None:
-        self._thread = threading.Thread(target=self._relay, args=(pipe_fd,), daemon=True)
-        self._thread.start()
+    def start(self, out_fd: int, err_fd: int, copy: Path | None = None) -> None:
+        """Relay the run's output and errors, each a line at a time; the output also into
+        `copy` (up to MAX_COPY bytes) when given."""
+        for fd, to in ((out_fd, copy), (err_fd, None)):
+            thread = threading.Thread(target=self._relay, args=(fd, to), daemon=True)
+            thread.start()
+            self._threads.append(thread)
 
     def finish(self, timeout_s: float = 10.0) -> None:
-        """Wait for the writers' end of the pipe to close (the run's processes are gone),
+        """Wait for the writers' ends of the pipes to close (the run's processes are gone),
         then lay the file out: head, the cut, tail."""
-        if self._thread is not None:
-            self._thread.join(timeout_s)
+        deadline = time.monotonic() + timeout_s
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
         with self._lock, contextlib.suppress(OSError):
             self._closed = True
             if self._over:
@@ -58,18 +70,35 @@ class CappedLog:
                 self._file.write(b"".join(self._tail))
             self._file.close()
 
-    def _relay(self, fd: int) -> None:
+    def _relay(self, fd: int, copy: Path | None) -> None:
+        pending = b""
+        copied = open(copy, "wb") if copy is not None else None  # noqa: SIM115 (closed below)
+        room = MAX_COPY
         try:
             while chunk := os.read(fd, CHUNK):
-                with self._lock:
-                    if self._closed:  # the run is over; whatever still prints is dropped
-                        continue
-                    self._take(chunk)
+                if copied is not None and room > 0:
+                    copied.write(chunk[:room])
+                    room -= min(room, len(chunk))
+                pending += chunk
+                # Whole lines; a line longer than a chunk goes as it is (a progress bar).
+                cut = pending.rfind(b"\n") + 1 if len(pending) < CHUNK else len(pending)
+                if cut:
+                    self._write(pending[:cut])
+                    pending = pending[cut:]
         except OSError:
             pass
         finally:
+            if pending:
+                self._write(pending)
+            if copied is not None:
+                copied.close()
             with contextlib.suppress(OSError):
                 os.close(fd)
+
+    def _write(self, data: bytes) -> None:
+        with self._lock:
+            if not self._closed:  # the run is over; whatever still prints is dropped
+                self._take(data)
 
     def _take(self, chunk: bytes) -> None:
         if not self._over:

@@ -29,11 +29,13 @@ from ..journal.placement import Confinement
 from ..repo.workspace import BaselineTree
 from ..statuses import Aggregate, Direction, Status
 from .armstate import ArmStates
+from .channel import channel_for, keep_channel, run_env
 from .environ import bench_environ
-from .equivalence import equivalence_failure, stdout_wrapped
+from .equivalence import equivalence_failure
 from .fetched import fetch, fetched_env
+from .handed import CHANNEL_FD
 from .holdout_runs import measure_holdout
-from .metrics import METRIC_FD_ENV, metric_channel, read_run_metrics, run_output
+from .metrics import read_run_metrics, run_output
 from .private_tmp import private_tmp
 from .proc import RunResult
 from .runners import LocalRunner, Runner, machine_runner
@@ -55,7 +57,6 @@ __all__ = [
 ]
 
 TEST_REPORT = "autoresearch-test-report"  # the checks' test report (testcount.py)
-HOLDOUT_ENV = "AUTORESEARCH_HOLDOUT"  # the holdout's first file, in its own runs only
 
 
 class Guard(Protocol):
@@ -161,16 +162,41 @@ class Harness:
         if bench.output:  # what an earlier run wrote must not pass for this run's
             (cwd / bench.output).unlink(missing_ok=True)
         command = bench.sentinel_command if sentinels_only else bench.command
-        extra = {}
-        if holdout:  # its command finds its files through the first of them
+        if holdout:  # its command finds its files as every run is told (channel.py)
             command = self.config.holdout.command
-            files = self.config.holdout_files
-            extra = {HOLDOUT_ENV: str(files[0])} if files else {}
+        runner = self.holdout_runner if holdout else self.runner
+        return self._measured(command, cwd, log, runner=runner)
+
+    def _measured(
+        self,
+        command: str,
+        cwd: Path,
+        log: Path,
+        runner: Runner | None = None,
+        timeout_s: float | None = None,
+        stdout_copy: Path | None = None,
+    ) -> RunResult:
+        """A run that is measured or looked at (a bench run, the sentinel command's, the
+        holdout's, the equivalence run, the profile): each handed the same world, the METRIC
+        channel at its number and the same variables (channel.py), whatever it is."""
         log.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(metric_channel(log), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:  # the METRIC channel (metrics.py): the run holds the only descriptor once started
-            runner = self.holdout_runner if holdout else self.runner
-            return self._run(command, cwd, log, {METRIC_FD_ENV: str(fd), **extra}, (fd,), runner)
+        fd = channel_for(log)
+        try:
+            result = (runner or self.runner).run(
+                command,
+                cwd=cwd,
+                log_path=log,
+                timeout_s=timeout_s or self.config.bench.timeout_s,
+                env={**self.env, **run_env(self.config, cwd)},
+                handed={CHANNEL_FD: fd},
+                stdout_copy=stdout_copy,
+                environ=self.environ,
+                stop=self.stop,
+                on_start=self.on_start,
+                token=self.token,
+            )
+            keep_channel(fd, log)
+            return result
         finally:
             os.close(fd)
 
@@ -243,23 +269,23 @@ class Harness:
         runs when it is the candidate's; None (with `into.failure`) when it failed."""
         return self._bench_values(cwd, log, into, arm == CANDIDATE, holdout=True)
 
-    def profile_run(self, cwd: Path, log: Path, env: dict[str, str]) -> RunResult:
-        """One run of `[profile] command` in `cwd` (bench/profiling.py), confined as a bench
-        run is, with its own timeout."""
+    def profile_run(self, cwd: Path, log: Path) -> RunResult:
+        """One run of `[profile] command` in `cwd` (bench/profiling.py), in the world of a
+        bench run, with its own timeout."""
         profile = self.config.profile
-        return self._run(profile.command, cwd, log, env, timeout_s=profile.timeout_s)
+        return self._measured(profile.command, cwd, log, timeout_s=profile.timeout_s)
 
     def put_back(self, cwd: Path) -> None:
         """The arm in `cwd` as `_same_state` found it, when one is being measured."""
         if cwd in self._measuring:
             self.arm_states.put_back(cwd)
 
-    def equivalence_run(self, cwd: Path, log: Path, stdout_fd: int) -> RunResult:
-        """One run of `[equivalence] command` in `cwd`, its standard output on `stdout_fd`
-        (equivalence.py, which puts the arm back once it read what the run wrote)."""
+    def equivalence_run(self, cwd: Path, log: Path, stdout_copy: Path) -> RunResult:
+        """One run of `[equivalence] command` in `cwd`, in the world of a bench run, its
+        standard output copied to `stdout_copy` (equivalence.py, which puts the arm back once
+        it read what the run wrote)."""
         eq = self.config.equivalence
-        wrapped = stdout_wrapped(eq.command, stdout_fd)
-        return self._run(wrapped, cwd, log, pass_fds=(stdout_fd,), timeout_s=eq.timeout_s)
+        return self._measured(eq.command, cwd, log, timeout_s=eq.timeout_s, stdout_copy=stdout_copy)
 
     def _sample(
         self,
@@ -369,7 +395,6 @@ class Harness:
         cwd: Path,
         log: Path,
         env: dict[str, str] | None = None,
-        pass_fds: tuple[int, ...] = (),
         runner: Runner | None = None,
         timeout_s: float | None = None,
     ) -> RunResult:
@@ -379,7 +404,6 @@ class Harness:
             log_path=log,
             timeout_s=timeout_s or self.config.bench.timeout_s,
             env={**self.env, **(env or {})},
-            pass_fds=pass_fds,
             environ=self.environ,
             stop=self.stop,
             on_start=self.on_start,

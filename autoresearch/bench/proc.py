@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import hashlib
 import os
 import signal
@@ -35,6 +36,7 @@ from ..process.procfs import (
     stat_of,
 )
 from .environ import target_environ
+from .handed import moved_to
 from .logcap import DEFAULT_CAP, CappedLog
 
 __all__ = [
@@ -144,14 +146,16 @@ def run(
     wrapper: list[str] | None = None,
     max_log_bytes: int = DEFAULT_CAP,
     environ: dict[str, str] | None = None,
-    pass_fds: tuple[int, ...] = (),
+    handed: dict[int, int] | None = None,
+    stdout_copy: Path | None = None,
 ) -> RunResult:
     """Run `command` with bash in its own process group; stdout and stderr go to `log_path`,
-    capped at `max_log_bytes` (logcap.py: the head and the tail kept, the cut said).
-    `cpus` (a taskset list such as "1" or "2-3") pins the whole tree to those CPUs; `wrapper`
-    (a sandbox's argv, which may read `pass_fds`) runs bash inside it. `env` is added to
-    `environ`, the environment it starts from (the user's whole one when None; a target's
-    command gets less: environ.py).
+    capped at `max_log_bytes` (logcap.py: the head and the tail kept, the cut said), stdout
+    alone also to `stdout_copy` when given. `cpus` (a taskset list such as "1" or "2-3") pins
+    the whole tree to those CPUs; `wrapper` (a sandbox's argv, which may read what it is
+    handed) runs bash inside it. `handed` puts descriptors at fixed numbers (handed.py) in the
+    child. `env` is added to `environ`, the environment it starts from (the user's whole one
+    when None; a target's command gets less: environ.py).
 
     On timeout or when `stop` is set the whole tree gets SIGTERM, then SIGKILL after a grace
     period (none when the stop is urgent), so grandchildren (a bench binary under a script) die
@@ -170,10 +174,9 @@ def run(
     log = CappedLog(log_path, max_log_bytes)
     try:
         argv = [*(["taskset", "-c", cpus] if cpus else []), *(wrapper or []), "bash", "-c", command]
-        if concurrent:  # not an orphan of a run beside it (process/children.py)
-            proc = start_named(lambda: _start(argv, cwd, full_env, log, pass_fds))
-        else:
-            proc = _start(argv, cwd, full_env, log, pass_fds)
+        start = functools.partial(_start, argv, cwd, full_env, log, handed or {}, stdout_copy)
+        # Not an orphan of a run beside it (process/children.py).
+        proc = start_named(start) if concurrent else start()
         timed_out, interrupted = _supervise(
             proc, started + timeout_s, stop, on_start, token, before, concurrent
         )
@@ -191,21 +194,30 @@ def run(
 
 
 def _start(
-    argv: list[str], cwd: Path, env: dict[str, str], log: CappedLog, pass_fds: tuple[int, ...] = ()
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    log: CappedLog,
+    handed: dict[int, int],
+    stdout_copy: Path | None,
 ) -> subprocess.Popen:
-    """Start `argv` in a session of its own, its output (both streams) relayed into `log`."""
-    read_end, write_end = os.pipe()
+    """Start `argv` in a session of its own, its output and errors relayed into `log`."""
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    first, passed = moved_to(handed)
     try:
         proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=write_end,
-            stderr=subprocess.STDOUT, start_new_session=True, pass_fds=pass_fds,
+            [*first, *argv], cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out_write,
+            stderr=err_write, start_new_session=True, pass_fds=passed,
         )  # fmt: skip
     except BaseException:
-        os.close(read_end)
+        os.close(out_read)
+        os.close(err_read)
         raise
     finally:
-        os.close(write_end)  # the run's processes hold the only writers now
-    log.start(read_end)
+        os.close(out_write)  # the run's processes hold the only writers now
+        os.close(err_write)
+    log.start(out_read, err_read, stdout_copy)
     return proc
 
 

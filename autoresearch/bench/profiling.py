@@ -17,6 +17,8 @@ from ..process.capture import capture
 from ..profiles import Folded, fold
 from ..repo.gitrepo import open_repo
 from ..repo.workspace import add_detached_tree
+from .channel import PROFILE_ENV, PROFILE_NAME
+from .handed import moved_to
 from .measure import Harness
 
 if TYPE_CHECKING:
@@ -25,8 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PROFILE_ENV", "profile_aside", "take_profile"]
 
-PROFILE_ENV = "AUTORESEARCH_PROFILE_OUT"
-OUT_NAME = ".autoresearch-profile"  # in the tree: the one place a confined run writes and keeps
 MAX_PROFILE_BYTES = 256 * 1024 * 1024
 CONVERT_TIMEOUT_S = 300
 CONVERTERS = {
@@ -42,10 +42,10 @@ def take_profile(harness: Harness, cwd: Path, log: Path) -> tuple[Folded | None,
     sandbox = getattr(harness.runner, "sandbox", None)
     # Where the run saw its tree, and where it is: the files a profile names are under one.
     roots = (str(cwd), str(cwd.resolve()), str(sandbox.seen_at(cwd.resolve())) if sandbox else "")
-    out = cwd / OUT_NAME
+    out = cwd / PROFILE_NAME
     out.unlink(missing_ok=True)
     try:
-        run = harness.profile_run(cwd, log, {PROFILE_ENV: str(out)})
+        run = harness.profile_run(cwd, log)
         if not run.ok:
             return None, f"the profile run failed ({run.describe()}); log: {log}"
         try:
@@ -75,12 +75,13 @@ def _as_text(format: str, path: Path, raw: bytes, cwd: Path, sandbox: Sandbox | 
         return done.text() if done.ok else None
     confined = sandbox.wrap(cwd, {})
     try:
+        first, passed = moved_to(confined.handed)
         done = capture(
-            [*confined.argv, *CONVERTERS[format](sandbox.seen(cwd, path))],
+            [*first, *confined.argv, *CONVERTERS[format](sandbox.seen(cwd, path))],
             cwd=cwd,
             timeout_s=CONVERT_TIMEOUT_S,
             env=confined.env,
-            pass_fds=confined.fds,
+            pass_fds=passed,
         )
     finally:
         confined.close()

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from .logcap import DEFAULT_CAP
 from .proc import RunResult, run
 from .sandbox import Sandbox, arm_caches
+from .staging import in_stage, staged
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -48,12 +49,14 @@ class Runner(Protocol):
         token: str | None,
         concurrent: bool = False,
         environ: dict[str, str] | None = None,
-        pass_fds: tuple[int, ...] = (),
+        handed: dict[int, int] | None = None,
+        stdout_copy: Path | None = None,
     ) -> RunResult:
-        """Run `command` in `cwd`, its output in `log_path`, within `timeout_s`; a `concurrent`
-        one runs beside others (an agent preparing the next proposal while the bench runs).
-        `env` is added to `environ` (the user's environment when None); the command inherits
-        the descriptors `pass_fds` names."""
+        """Run `command` in `cwd`, its output in `log_path` (its standard output alone also in
+        `stdout_copy`), within `timeout_s`; a `concurrent` one runs beside others (an agent
+        preparing the next proposal while the bench runs). `env` is added to `environ` (the
+        user's environment when None); the command is handed the descriptors `handed` names,
+        each at its reserved number (handed.py)."""
         ...
 
     def arm_state(self, cwd: Path) -> tuple[Path, ...]:
@@ -83,28 +86,33 @@ class LocalRunner:
         *,
         cwd: Path,
         env: dict[str, str],
-        pass_fds: tuple[int, ...] = (),
+        handed: dict[int, int] | None = None,
         **kwargs: Any,
     ) -> RunResult:
         if self.sandbox is None:
             return run(
                 command, cwd=cwd, env=env, cpus=self.cpus, max_log_bytes=self.max_log_bytes,
-                pass_fds=pass_fds, **kwargs,
+                handed=handed, **kwargs,
             )  # fmt: skip
-        confined = self.sandbox.wrap(cwd, env)
-        try:
-            return run(
-                command,
-                cwd=cwd,
-                env=confined.env,
-                cpus=self.cpus,
-                wrapper=confined.argv,
-                pass_fds=(*confined.fds, *pass_fds),
-                max_log_bytes=self.max_log_bytes,
-                **kwargs,
-            )
-        finally:
-            confined.close()
+        # Under the one name every arm's runs have (staging.py): the mount table says nothing
+        # of which arm a run is in.
+        with staged(cwd, self.sandbox.one_path) as here:
+            if here != cwd.resolve():
+                env = {name: in_stage(value, cwd) for name, value in env.items()}
+            confined = self.sandbox.wrap(here, env)
+            try:
+                return run(
+                    command,
+                    cwd=here,
+                    env=confined.env,
+                    cpus=self.cpus,
+                    wrapper=confined.argv,
+                    handed={**confined.handed, **(handed or {})},
+                    max_log_bytes=self.max_log_bytes,
+                    **kwargs,
+                )
+            finally:
+                confined.close()
 
     def confinement(self, cwd: Path) -> Confinement | None:
         """How a run in `cwd` is confined; None when it is not."""

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..atomic import write_text_atomic
 from ..errors import UserError
 from ..files import gitdir_of
 from ..journal.placement import Confinement
@@ -29,6 +30,7 @@ from ..statuses import SandboxMode
 from .bwrap import bwrap, bwrap_problem, privileges, socket_filter
 from .environ import offline_switches
 from .fetched import fetched_dir
+from .handed import ARGS_FD, SECCOMP_FD
 from .private_tmp import named_paths, named_under_tmp, private_tmp, private_tmp_mounts, under
 from .seccomp import unix_filter_fd
 
@@ -64,14 +66,15 @@ PINNED_CACHES = (
 @dataclass
 class Confined:
     """How one run is started confined: the argv before its command, its environment, and the
-    descriptors the child must inherit (the seccomp program), closed here once it started."""
+    descriptors the child is handed (bwrap's arguments, the seccomp program), each at its
+    reserved number (handed.py), closed here once it started."""
 
     argv: list[str]
     env: dict[str, str]
-    fds: tuple[int, ...] = ()
+    handed: dict[int, int] = field(default_factory=dict)
 
     def close(self) -> None:
-        for fd in self.fds:
+        for fd in self.handed.values():
             os.close(fd)
 
 
@@ -124,12 +127,12 @@ class Sandbox:
         cwd = cwd.resolve()
         seen = self.seen_at(cwd)
         given = {**os.environ, **env}
-        argv = [bwrap(), "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+        argv = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         argv += privileges(self.nested)
-        fds: tuple[int, ...] = ()
+        handed: dict[int, int] = {}
         if not self.unix_sockets and socket_filter() and (fd := unix_filter_fd()) is not None:
-            argv += ["--seccomp", str(fd)]
-            fds = (fd,)
+            argv += ["--seccomp", str(SECCOMP_FD)]
+            handed[SECCOMP_FD] = fd
         if not self.network:
             argv.append("--unshare-net")
             env = {**offline_switches(given), **env}
@@ -159,11 +162,30 @@ class Sandbox:
         for rel in (".git", *self.harness):
             fixed = cwd / rel
             if fixed.exists() and not fixed.is_symlink() and under(fixed.resolve(), cwd):
-                argv += ["--ro-bind", str(fixed), str(seen / rel)]
+                linked = rel == ".git" and bool(covers) and fixed.is_file()  # a worktree's
+                source = (self._neutral_git(cwd, common) if linked else None) or fixed
+                argv += ["--ro-bind", str(source), str(seen / rel)]
         argv += [arg for cover in covers for arg in ("--remount-ro", str(cover))]
         argv += _hidden(self.secret)
         argv += ["--chdir", str(seen), "--"]
-        return Confined(argv, {**_seen_in(env, cwd, seen), **extra}, fds)
+        # bwrap's arguments through a descriptor: its command line, which the run can read
+        # (/proc/1/cmdline is bwrap's), then names none of the paths it mounted.
+        handed[ARGS_FD] = _arguments(argv)
+        return Confined(
+            [bwrap(), "--args", str(ARGS_FD)], {**_seen_in(env, cwd, seen), **extra}, handed
+        )
+
+    def _neutral_git(self, cwd: Path, common: Path | None) -> Path | None:
+        """With the repository hidden (git unusable in the run), the tree's `.git` as one file
+        both arms share: a linked worktree's own names its arm's worktree directory. None:
+        git stays in sight (`[sandbox] git`), and the real one is bound."""
+        if self.git or common is None:
+            return None
+        neutral = cwd.parent / "tree.git"
+        text = f"gitdir: {common}/worktrees/{cwd.parent.name}\n"
+        if not neutral.exists() or neutral.read_text() != text:
+            write_text_atomic(neutral, text)
+        return neutral
 
     def seen_at(self, cwd: Path) -> Path:
         """Where a run in the tree `cwd` sees it: with `one_path`, the same place for both
@@ -255,6 +277,14 @@ class Sandbox:
             unix_sockets=self.unix_sockets or not socket_filter(),
             user_namespace="--unshare-user" in privileges(self.nested),
         )
+
+
+def _arguments(argv: list[str]) -> int:
+    """A descriptor holding `argv` as bwrap's `--args` reads them: each ended by a NUL."""
+    fd = os.memfd_create("autoresearch-bwrap-args", 0)
+    os.write(fd, b"".join(os.fsencode(arg) + b"\0" for arg in argv))
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def _seen_in(env: dict[str, str], cwd: Path, seen: Path) -> dict[str, str]:

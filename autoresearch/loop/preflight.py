@@ -248,7 +248,8 @@ def check_repository(
     if commit is None:
         raise WorkspaceError(f"{repo.path}: revision '{rev}' not found ([target] base)")
     scratch = Path(tempfile.mkdtemp(prefix="autoresearch-check-"))
-    trees = (scratch / "tree", scratch / "twin")
+    # Not named `tree`: a confined run of either is staged under that name (staging.py).
+    trees = (scratch / "first", scratch / "twin")
     # The logs outlive the trees: a problem's log path must still be there to read.
     logs = session_paths(config).root / "check-logs"
     shutil.rmtree(logs, ignore_errors=True)

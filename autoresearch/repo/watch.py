@@ -189,6 +189,8 @@ class TreeWatch:
         for wd, mask, name in _events(data):
             if mask & _IN_IGNORED:
                 continue
+            if wd in self._roots_wd and mask & _IN_MOVE_SELF:
+                continue  # the loop's own: a confined run's tree staged and back (staging.py)
             parent = self._dirs.get(wd)
             path = os.path.join(parent, name) if parent is not None else None
             if self._touched is not None:
