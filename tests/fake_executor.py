@@ -22,11 +22,9 @@ from dataclasses import replace
 from pathlib import Path
 
 from autoresearch.bench.jobs import Job, JobResult
-from autoresearch.bench.profiling import profile_aside
 from autoresearch.cluster.host import measure_job
 from autoresearch.loop.executor import Flight, Lost, Outage
 from autoresearch.loop.session import Session
-from autoresearch.profiles import Folded
 
 
 class FakeHosts:
@@ -42,7 +40,6 @@ class FakeHosts:
         self.done: list[tuple[Flight, JobResult | Lost]] = []  # measured, not yet handed back
         self.landings = 0
         self.measured: list[tuple[str, str, str]] = []  # (host, kind, exp_id), in order
-        self.profiled: list[str] = []
         self._lose: dict[str, int] = {}
         self._broken: set[str] = set()
         self._outages: list[tuple[int, bool]] = []
@@ -99,11 +96,6 @@ class FakeHosts:
     def cancel(self) -> None:
         self.out.clear()
         self.done.clear()
-
-    def profile(self, commit: str, env: dict[str, str]) -> tuple[Folded | None, str]:
-        """As bench hosts' is taken: on the driver, in a worktree of its own."""
-        self.profiled.append(commit)
-        return profile_aside(self.session.config, commit, env)
 
     # -- measuring ---------------------------------------------------------------------------
 

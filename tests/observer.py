@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-SCRIPT = r'''#!/usr/bin/env python3
+SCRIPT = r"""#!/usr/bin/env python3
 import json, os, stat, sys
 
 def fds(pid):
@@ -103,7 +103,7 @@ channel = os.environ.get("AUTORESEARCH_METRIC_FD")
 if channel:
     os.write(int(channel), line.encode())
 print("the same output in both arms")
-'''
+"""
 
 OBSERVED = "OBSERVED "
 

@@ -105,6 +105,25 @@ class Contract:
         assert not records["a-bench"].bench_logs  # never measured
         assert records["value down"].status == "keep"
 
+    def test_each_best_is_profiled_on_the_driver_off_the_timed_runs(self, target, tmp_path):
+        fixed_pairs(target)
+        config = target.config_path
+        profile = '[profile]\ncommand = "cp src/profile.txt \\"$AUTORESEARCH_PROFILE_OUT\\""\n'
+        config.write_text(config.read_text() + profile)
+        (target.root / "src" / "profile.txt").write_text("main;put;get 40\nmain;put;write 60\n")
+        git(target.root, "add", "-A")
+        git(target.root, "commit", "-qm", "a profile")
+        changes = {"src/value.txt": "80\n", "src/profile.txt": "main;put;write 100\n"}
+        target.add_hypothesis("a-skip-the-read", changes, title="value down")
+
+        self.night(target, tmp_path)
+
+        (record,) = experiments(target)
+        base = read_journal(target.journal).sessions[0].base_commit
+        profiles = session_paths(target.load()).profiles
+        assert (profiles / f"{base}.folded").read_text().count("get") == 1
+        assert "get" not in (profiles / f"{record.kept_commit}.folded").read_text()
+
     def test_the_confirmation_measures_the_base_against_the_tip(self, target, tmp_path):
         fixed_pairs(target)
         target.add_hypothesis("a-value", {"src/value.txt": "80\n"}, title="value down")
@@ -320,19 +339,6 @@ class TestFakeHosts(FakeNight, Contract, SlotsContract):
 
         assert len(experiments(target)) == 3
         assert {host for host, _, _ in self.hosts.measured} == {"host-0"}
-
-    def test_a_new_best_is_profiled_where_the_executor_says(self, target, tmp_path):
-        fixed_pairs(target)
-        config = target.config_path
-        config.write_text(config.read_text() + '\n[profile]\ncommand = "true"\n')
-        git(target.root, "commit", "-qam", "a profile")
-        target.add_hypothesis("a-value", {"src/value.txt": "80\n"}, title="value down")
-
-        self.night(target, tmp_path)
-
-        (record,) = experiments(target)
-        base = read_journal(target.journal).sessions[0].base_commit
-        assert self.hosts.profiled == [base, record.kept_commit]
 
 
 @pytest.mark.e2e

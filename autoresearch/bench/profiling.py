@@ -93,18 +93,19 @@ def _converter(format: str) -> str:
 
 
 def profile_aside(config: Config, commit: str, env: dict[str, str]) -> tuple[Folded | None, str]:
-    """A profile of `commit`, built and run in a worktree of its own (removed after), without a
-    bench run being timed: where the driver's own trees are not built at it (bench hosts)."""
+    """A profile of `commit`, built and run in a worktree of its own (removed after, with its
+    logs), without a session open: what `autoresearch profile --fresh` asks for."""
     repo = open_repo(config.repo_path, config.target.git_hooks)
     scratch = Path(tempfile.mkdtemp(prefix="autoresearch-profile-"))
     tree = scratch / "tree"
+    logs = scratch
     try:
         add_detached_tree(repo, tree, commit)
         harness = Harness(config, env=env, stop=None)
-        built = harness.build(tree, scratch / "build.log")
+        built = harness.build(tree, logs / "build.log")
         if built is not None and not built.ok:
-            return None, f"the build failed ({built.describe()})"
-        return take_profile(harness, tree, scratch / "profile.log")
+            return None, f"the build failed ({built.describe()}); log: {logs / 'build.log'}"
+        return take_profile(harness, tree, logs / "profile.log")
     finally:
         repo.run("worktree", "remove", "--force", str(tree))
         repo.run("worktree", "prune")

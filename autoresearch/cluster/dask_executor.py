@@ -20,12 +20,10 @@ from concurrent.futures import CancelledError
 from typing import Any
 
 from ..bench.jobs import JobResult
-from ..bench.profiling import profile_aside
 from ..config import Config
 from ..errors import UserError
 from ..loop.executor import Flight, Lost, Outage
 from ..loop.session import Session
-from ..profiles import Folded
 from ..progress import Progress
 from .host import QUIET_WORKER, QUIET_WORKER_ENV, profiled_hosts, run_job
 
@@ -245,10 +243,6 @@ class DaskExecutor:
         for _, future in self.futures.values():
             future.cancel()
         self.futures.clear()
-
-    def profile(self, commit: str, env: dict[str, str]) -> tuple[Folded | None, str]:
-        """On the driver, in a worktree of its own: no tree of its own is built at the best."""
-        return profile_aside(self.session.config, commit, env)
 
     def _bundle_data(self) -> Any:
         """The session branch as a git bundle, sent through Dask once per tip; None when the

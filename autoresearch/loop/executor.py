@@ -11,7 +11,7 @@ again, the checks and the keep, the record. An executor only measures:
 - the suite's in-process fake (tests/fake_executor.py): N slots in this process, whose hosts
   can be lost and whose results can land in any order, for the contract suite in seconds.
 
-A new executor (SSH hosts, Slurm, Ray) is a class with these six methods; the contract suite
+A new executor (SSH hosts, Slurm, Ray) is a class with these five methods; the contract suite
 (tests/test_executor_contract.py) says what it must do.
 """
 
@@ -25,7 +25,6 @@ from ..journal.placement import HostFacts, StaleWin
 
 if TYPE_CHECKING:
     from ..journal.draft import Draft
-    from ..profiles import Folded
     from ..repo.guard import TreeGuard
     from .lifecycle import Candidate
 
@@ -120,9 +119,4 @@ class Executor(Protocol):
 
     def cancel(self) -> None:
         """Drop every job out: the night is stopping (their markers stay, to send again)."""
-        ...
-
-    def profile(self, commit: str, env: dict[str, str]) -> tuple[Folded | None, str]:
-        """`[profile] command` on `commit` (the best, just calibrated), off the timed runs,
-        with the harness's environment `env`."""
         ...

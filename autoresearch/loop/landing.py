@@ -23,11 +23,11 @@ from ..journal.draft import Draft
 from ..journal.placement import HostFacts, StaleWin
 from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..statuses import RemeasureWhen, Status
-from .best_profile import said_profile
+from .best_profile import profile_best
 from .executor import CALIBRATE, Executor, Flight, Lost
 from .lifecycle import Measured, conclude, tampered
 from .retention import enforce_log_budget
-from .session import Session, harness_env
+from .session import Session
 from .stages import (
     MAX_BASELINE_FAILURES,
     account,
@@ -274,22 +274,13 @@ class Landing:
         self.calibrations.setdefault(record.commit, []).append(record)
         if record.commit == session.ws.tip():  # the best: adopted and said
             announce_calibration(session, record, host)
-            self.profile_best(record.commit)
+            profile_best(session, record.commit)
             return
         noise = record.noise_pct.get(session.config.metric.name) or 0.0
         session.progress.info(
             f"calibrated {record.commit[:10]} on {host} (no longer the best): noise "
             f"{noise:.2f}%, threshold {record.threshold_pct or 0:.2f}%"
         )
-
-    def profile_best(self, commit: str) -> None:
-        """The best's profile, once per commit, where the executor has it built."""
-        session = self.session
-        if not session.config.profile.command or session.paths.profile(commit).exists():
-            return
-        session.progress.info(f"profiling {commit[:10]} (a run of its own, not timed)")
-        folded, why = self.executor.profile(commit, harness_env(session))
-        said_profile(session, commit, folded, why)
 
 
 def replay(session: Session, result: JobResult) -> Decision:

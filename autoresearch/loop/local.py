@@ -13,10 +13,8 @@ from __future__ import annotations
 from ..bench.calibrate import CalibrationFailed, calibrate
 from ..bench.jobs import CALIBRATE, CONFIRM, JobResult
 from ..bench.measure import BASELINE, CANDIDATE, PairMeasurement, measure_pair
-from ..bench.profiling import take_profile
 from ..decide.calibration import Calibration, calibrated_config
 from ..errors import UserError
-from ..profiles import Folded
 from ..statuses import Status
 from .executor import Flight, Lost
 from .lifecycle import measure_guarded, session_guard
@@ -54,18 +52,6 @@ class LocalExecutor:
 
     def cancel(self) -> None:
         self.queue.clear()
-
-    def profile(self, commit: str, env: dict[str, str]) -> tuple[Folded | None, str]:
-        """In the best's tree, built at `commit` by its calibration (the harness's own `env`)."""
-        session = self.session
-        label = log_label(session, "profile")
-        harness = session.harness(marker(session, "profile"))
-        try:
-            return take_profile(
-                harness, session.baseline_tree.path, session.paths.log(label, "profile")
-            )
-        finally:
-            session.paths.inflight.unlink(missing_ok=True)
 
     def measure(self, flight: Flight) -> JobResult:
         assert flight.job is not None
