@@ -27,6 +27,7 @@ STRICT = [
     "autoresearch/bench/bwrap.py",
     "autoresearch/bench/calibrate.py",
     "autoresearch/bench/channel.py",
+    "autoresearch/bench/covers.py",
     "autoresearch/bench/environ.py",
     "autoresearch/bench/equivalence.py",
     "autoresearch/bench/fetched.py",

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 from ..process.capture import capture
-from .seccomp import unix_filter_fd
+from .seccomp import run_filter_fd
 
 __all__ = ["BWRAP_ENV", "NESTED_ID", "bwrap", "bwrap_problem", "privileges", "socket_filter"]
 
@@ -43,9 +43,9 @@ def privileges(nested: bool = False) -> list[str]:
 
 @functools.cache
 def socket_filter() -> bool:
-    """Whether bwrap here loads the filter that refuses Unix sockets (seccomp.py): this
-    machine's architecture has one and the kernel takes it."""
-    fd = unix_filter_fd()
+    """Whether bwrap here loads the filter that refuses Unix sockets and reaching into another
+    process (seccomp.py): this machine's architecture has one and the kernel takes it."""
+    fd = run_filter_fd()
     if fd is None:
         return False
     try:

@@ -2,8 +2,8 @@
 
 A run that is measured or looked at (a bench run of either arm, in any phase; the sentinel
 command's, the holdout's, the equivalence run, the profile) is handed the same world: the
-channel at one descriptor number (handed.py), a file with no name in the session's logs (its
-name would say which run it is: `candidate-3.log.metrics`), and the same variables whatever
+channel at one descriptor number (handed.py), a pipe (a file's name would say which run it is:
+`candidate-3.log.metrics`; a file could be written over), and the same variables whatever
 the phase: where the holdout's files are and where a profile goes are set for every run,
 not announced to the run that uses them. After the run what it wrote there is kept beside
 its log, where the metrics are read from (metrics.py).
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,7 +23,7 @@ from .metrics import MAX_CHANNEL_BYTES, METRIC_FD_ENV, metric_channel
 if TYPE_CHECKING:
     from ..config import Config
 
-__all__ = ["HOLDOUT_ENV", "PROFILE_ENV", "PROFILE_NAME", "channel_for", "keep_channel", "run_env"]
+__all__ = ["HOLDOUT_ENV", "PROFILE_ENV", "PROFILE_NAME", "Channel", "run_env"]
 
 HOLDOUT_ENV = "AUTORESEARCH_HOLDOUT"  # the holdout's first file: where its command finds them
 PROFILE_ENV = "AUTORESEARCH_PROFILE_OUT"  # where `[profile] command` writes its profile
@@ -39,30 +40,40 @@ def run_env(config: Config, cwd: Path) -> dict[str, str]:
     return env
 
 
-def channel_for(log: Path) -> int:
-    """A new channel for the run logged at `log`: a file without a name among the session's
-    logs (one directory for every run), on disk like its log (a run that fills it fills the
-    disk, not the loop's memory)."""
-    logs = log.parent.parent
-    logs.mkdir(parents=True, exist_ok=True)
-    try:
-        return os.open(logs, os.O_TMPFILE | os.O_RDWR | os.O_CLOEXEC, 0o600)
-    except OSError:  # a file system without unnamed files: one named, then unlinked
-        path = logs / ".metric-channel"
-        path.unlink(missing_ok=True)
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_RDWR | os.O_CLOEXEC, 0o600)
-        path.unlink()
-        return fd
+class Channel:
+    """One run's METRIC channel: a pipe, whose write end the run is handed and whose read end
+    the loop drains as it runs. A pipe only grows: what was written to it cannot be taken back
+    or written over (a file could be reopened through /proc, truncated, and written anew by a
+    process the workload left behind once the bench script had reported), so a forged line
+    can only come beside the real one, and a metric reported twice fails the run
+    (metrics.parse_metrics). At most one byte past MAX_CHANNEL_BYTES is kept: enough for the
+    reader to refuse it; the rest is drained, so that a run writing more never blocks."""
 
+    def __init__(self) -> None:
+        self.read_end, self.write_end = os.pipe()
+        self._data = bytearray()
+        self._thread = threading.Thread(target=self._drain, daemon=True)
+        self._thread.start()
 
-def keep_channel(fd: int, log: Path) -> None:
-    """What the run wrote to its channel, beside its log (metrics.run_output reads it there):
-    at most one byte past MAX_CHANNEL_BYTES, which is enough for the reader to refuse it."""
-    with contextlib.suppress(OSError):
-        os.lseek(fd, 0, os.SEEK_SET)
-    data = b""
-    with contextlib.suppress(OSError):
-        while len(data) <= MAX_CHANNEL_BYTES and (chunk := os.read(fd, 1 << 20)):
-            data += chunk
-    path = metric_channel(log)
-    path.write_bytes(data[: MAX_CHANNEL_BYTES + 1])
+    def _drain(self) -> None:
+        try:
+            while chunk := os.read(self.read_end, 1 << 16):
+                room = MAX_CHANNEL_BYTES + 1 - len(self._data)
+                if room > 0:
+                    self._data += chunk[:room]
+        except OSError:
+            pass
+        finally:
+            os.close(self.read_end)
+
+    def keep(self, log: Path, timeout_s: float = 10.0) -> None:
+        """The run is over: its writers' ends close with its processes (a process that held
+        one past it is given `timeout_s`); what came is written beside its log."""
+        with contextlib.suppress(OSError):
+            os.close(self.write_end)
+        self._thread.join(timeout_s)
+        metric_channel(log).write_bytes(bytes(self._data))
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.write_end)

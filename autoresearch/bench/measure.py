@@ -11,7 +11,6 @@ becomes a record status is decided here and nowhere else (`run_failure`,
 from __future__ import annotations
 
 import contextlib
-import os
 import statistics
 import threading
 from collections.abc import Callable, Iterator
@@ -29,7 +28,7 @@ from ..journal.placement import Confinement
 from ..repo.workspace import BaselineTree
 from ..statuses import Aggregate, Direction, Status
 from .armstate import ArmStates
-from .channel import channel_for, keep_channel, run_env
+from .channel import Channel, run_env
 from .environ import bench_environ
 from .equivalence import equivalence_failure
 from .fetched import fetch, fetched_env
@@ -38,9 +37,8 @@ from .holdout_runs import measure_holdout
 from .metrics import read_run_metrics, run_output
 from .private_tmp import private_tmp
 from .proc import RunResult
-from .runners import LocalRunner, Runner, machine_runner
+from .runners import Runner, runners_for
 from .samples import BASELINE, CANDIDATE, Measurement, PairMeasurement
-from .sandbox import sandbox_for
 from .testcount import read_report, report_env
 
 Samples = dict[str, list[float]]  # by metric, one value a run
@@ -83,17 +81,10 @@ class Harness:
         arm_states: ArmStates | None = None,
     ):
         self.config = config
-        sandbox, self.unconfined = (None, None) if runner else sandbox_for(config)
-        self.runner = runner or machine_runner(config, sandbox)
-        # `[sandbox] build_network`: the build alone reaches the network.
-        self.build_runner = self.runner
-        if sandbox is not None and config.sandbox.build_network and not sandbox.network:
-            self.build_runner = LocalRunner.of(config, replace(sandbox, network=True))
-        # The holdout's own runs alone see its files (sandbox.py, `secret`).
-        self.holdout_runner = self.runner
-        if sandbox is not None and sandbox.secret:
-            own = replace(sandbox, secret=(), shown=(*sandbox.shown, *sandbox.secret))
-            self.holdout_runner = LocalRunner.of(config, own)
+        made = runners_for(config, runner)
+        self.unconfined = made.unconfined
+        self.runner, self.build_runner = made.main, made.build
+        self.holdout_runner, self.profile_runner = made.holdout, made.profile
         # The metrics whose least disturbed run is the highest, for `aggregate = "best"`.
         self._higher = {m.name for m in config.all_metrics() if m.direction == Direction.HIGHER}
         self.env = {**config.bench.env, **env, **fetched_env(config)}
@@ -180,7 +171,7 @@ class Harness:
         holdout's, the equivalence run, the profile): each handed the same world, the METRIC
         channel at its number and the same variables (channel.py), whatever it is."""
         log.parent.mkdir(parents=True, exist_ok=True)
-        fd = channel_for(log)
+        channel = Channel()
         try:
             result = (runner or self.runner).run(
                 command,
@@ -188,17 +179,17 @@ class Harness:
                 log_path=log,
                 timeout_s=timeout_s or self.config.bench.timeout_s,
                 env={**self.env, **run_env(self.config, cwd)},
-                handed={CHANNEL_FD: fd},
+                handed={CHANNEL_FD: channel.write_end},
                 stdout_copy=stdout_copy,
                 environ=self.environ,
                 stop=self.stop,
                 on_start=self.on_start,
                 token=self.token,
             )
-            keep_channel(fd, log)
+            channel.keep(log)
             return result
         finally:
-            os.close(fd)
+            channel.close()
 
     def bench_once(
         self,
@@ -273,7 +264,8 @@ class Harness:
         """One run of `[profile] command` in `cwd` (bench/profiling.py), in the world of a
         bench run, with its own timeout."""
         profile = self.config.profile
-        return self._measured(profile.command, cwd, log, timeout_s=profile.timeout_s)
+        runner = self.profile_runner
+        return self._measured(profile.command, cwd, log, runner=runner, timeout_s=profile.timeout_s)
 
     def put_back(self, cwd: Path) -> None:
         """The arm in `cwd` as `_same_state` found it, when one is being measured."""

@@ -16,12 +16,13 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .logcap import DEFAULT_CAP
 from .proc import RunResult, run
-from .sandbox import Sandbox, arm_caches
+from .sandbox import Sandbox, arm_caches, sandbox_for
 from .staging import in_stage, staged
 
 if TYPE_CHECKING:
@@ -167,3 +168,35 @@ def runners_from(factory: Callable[[Config, Sandbox | None], Runner]) -> Iterato
         yield
     finally:
         _factory = before
+
+
+@dataclass(frozen=True)
+class Runners:
+    """Where a harness's commands run: the main runner and the few that differ from it (each
+    the main one where nothing differs), and why runs are not confined, when they are not."""
+
+    main: Runner
+    build: Runner  # `[sandbox] build_network`: the build alone reaches the network
+    holdout: Runner  # the holdout's own runs alone see its files (sandbox.py, `secret`)
+    profile: Runner  # its profiler may read the program it samples (seccomp.py)
+    unconfined: str | None = None
+
+
+def runners_for(config: Config, given: Runner | None = None) -> Runners:
+    """The runners of a harness for `config`: `given` for everything (a simulated bench, the
+    suite's in-process one), else this machine's, confined as the config says."""
+    if given is not None:
+        return Runners(given, given, given, given)
+    sandbox, unconfined = sandbox_for(config)
+    main = machine_runner(config, sandbox)
+    if sandbox is None:
+        return Runners(main, main, main, main, unconfined)
+    build = main
+    if config.sandbox.build_network and not sandbox.network:
+        build = LocalRunner.of(config, replace(sandbox, network=True))
+    holdout = main
+    if sandbox.secret:
+        own = replace(sandbox, secret=(), shown=(*sandbox.shown, *sandbox.secret))
+        holdout = LocalRunner.of(config, own)
+    profile = LocalRunner.of(config, replace(sandbox, tracing=True))
+    return Runners(main, build, holdout, profile)

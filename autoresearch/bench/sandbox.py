@@ -28,11 +28,12 @@ from ..files import gitdir_of
 from ..journal.placement import Confinement
 from ..statuses import SandboxMode
 from .bwrap import bwrap, bwrap_problem, privileges, socket_filter
+from .covers import covered, covered_whole, tool_prefixes
 from .environ import offline_switches
 from .fetched import fetched_dir
 from .handed import ARGS_FD, SECCOMP_FD
 from .private_tmp import named_paths, named_under_tmp, private_tmp, private_tmp_mounts, under
-from .seccomp import unix_filter_fd
+from .seccomp import run_filter_fd
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -119,6 +120,9 @@ class Sandbox:
     # With one_path: the repository's git directory stays in sight (`[sandbox] git`, for a
     # build that reads its version from git).
     git: bool = False
+    # A profile's run: its profiler may read the program it samples (py-spy), which a target's
+    # other runs may not do to any process (seccomp.py).
+    tracing: bool = False
 
     def wrap(self, cwd: Path, env: dict[str, str]) -> Confined:
         """The bwrap argv that runs a command confined to `cwd`, the environment the command
@@ -130,13 +134,19 @@ class Sandbox:
         argv = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
         argv += privileges(self.nested)
         handed: dict[int, int] = {}
-        if not self.unix_sockets and socket_filter() and (fd := unix_filter_fd()) is not None:
+        # A target's run may not reach into another process (its bench script: seccomp.py),
+        # nor write one's memory through /proc, but for a profile's (`tracing`).
+        walled = self.one_path and not self.tracing
+        refuse = {"unix": not self.unix_sockets, "tracing": walled}
+        if any(refuse.values()) and socket_filter() and (fd := run_filter_fd(**refuse)):
             argv += ["--seccomp", str(SECCOMP_FD)]
             handed[SECCOMP_FD] = fd
         if not self.network:
             argv.append("--unshare-net")
             env = {**offline_switches(given), **env}
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        if self.one_path:  # no process's memory or settings written through /proc
+            argv += ["--remount-ro", "/proc"]
         common = _git_common_dir(cwd)  # one read of the tree's `.git` per run
         repository = _repository_paths(common)
         argv += private_tmp_mounts(cwd, [*repository, *self.shown], given.get("PATH", ""))
@@ -148,10 +158,10 @@ class Sandbox:
         if self.hide:
             # Its /tmp's own directory stays too: Codex's sandbox binds /tmp again by the path
             # the mount table names, and a tmpfs there would be another, read-only, /tmp.
-            tools = _tool_prefixes(given.get("PATH", ""), self.reveal)
+            tools = tool_prefixes(given.get("PATH", ""), self.reveal)
             needed = [*repository, *binds, *tools, private_tmp(cwd), *self.shown]
             for hidden in self.hide:
-                argv += _covered(hidden, needed)
+                argv += covered(hidden, needed)
         for source, dest in binds.items():
             argv += ["--bind", str(source), str(dest)]
         for path in self.fetched:
@@ -166,7 +176,7 @@ class Sandbox:
                 source = (self._neutral_git(cwd, common) if linked else None) or fixed
                 argv += ["--ro-bind", str(source), str(seen / rel)]
         argv += [arg for cover in covers for arg in ("--remount-ro", str(cover))]
-        argv += _hidden(self.secret)
+        argv += covered_whole(self.secret)
         argv += ["--chdir", str(seen), "--"]
         # bwrap's arguments through a descriptor: its command line, which the run can read
         # (/proc/1/cmdline is bwrap's), then names none of the paths it mounted.
@@ -313,61 +323,6 @@ def _make_cache(path: Path, seed: Path | None) -> None:
         partial.rename(path)  # whole or not at all: a copy cut short is made again
     else:
         path.mkdir()
-
-
-def _tool_prefixes(path: str, reveal: tuple[Path, ...]) -> list[Path]:
-    """Where the tools a run is given live: each PATH entry's install prefix (`~/.local/bin`
-    -> `~/.local`, `<prefix>/node_modules/.bin` -> `<prefix>`), and each of `reveal` (a file
-    its command names) by its directory's."""
-    entries = [Path(e) for e in path.split(os.pathsep) if e]
-    entries += [p.parent for p in reveal]
-    found = []
-    for entry in entries:
-        prefix = entry.parent
-        if prefix.name == "node_modules":
-            prefix = prefix.parent
-        found += [entry.resolve(), prefix.resolve()]
-    return found
-
-
-def _covered(hidden: Path, needed: list[Path]) -> list[str]:
-    """bwrap arguments that cover every entry under `hidden` but the ways to `needed`: a
-    directory by an empty tmpfs, a file by /dev/null. A needed path itself stays whole, an
-    ancestor of one keeps its own entries covered in turn; a path that *is* `hidden` (a tool
-    prefix at your home's top) does not uncover it."""
-    hidden = hidden.resolve()
-    if hidden == Path("/") or under(hidden, Path("/tmp")) or not hidden.is_dir():
-        return []
-    ways = [n for n in needed if n != hidden and under(n, hidden)]
-    argv: list[str] = []
-    stack = [hidden]
-    while stack:
-        directory = stack.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            continue
-        for entry in entries:
-            path = Path(entry.path)
-            if any(under(n, path) for n in ways):  # needed, or on the way to a needed path
-                if path not in ways and entry.is_dir(follow_symlinks=False):
-                    stack.append(path)
-            elif entry.is_dir(follow_symlinks=False):
-                argv += ["--tmpfs", str(path)]
-            elif not entry.is_symlink():  # a link leads to what is covered or shown anyway
-                argv += ["--ro-bind", "/dev/null", str(path)]
-    return argv
-
-
-def _hidden(paths: tuple[Path, ...]) -> list[str]:
-    """bwrap arguments that cover each of `paths` whole, last, over every bind before them."""
-    argv: list[str] = []
-    for path in paths:
-        if path.is_dir():
-            argv += ["--tmpfs", str(path)]
-        elif path.exists():
-            argv += ["--ro-bind", "/dev/null", str(path)]
-    return argv
 
 
 def arm_caches(cwd: Path) -> Path:
