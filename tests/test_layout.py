@@ -161,6 +161,59 @@ def test_processes_start_in_one_module():
     assert sorted(starting) == ["autoresearch/bench/proc.py", "autoresearch/process/capture.py"]
 
 
+# The modules that open files without files.read_bounded, each for files that are not a
+# run's: the loop's own (its journal and the files derived from it, its state, the logs and
+# markers it writes, the host's clone and calibrations, the configuration, the templates, a
+# stored profile, the page it serves), the repository `init` reads before any run, and /proc.
+# Everything a run leaves (its output file, its test report, its profile, the best's files,
+# an agent's proposal, a queued patch) is read through files.read_bounded: no link followed,
+# nothing but a regular file, bounded.
+OWN_FILES = {
+    "atomic", "tables", "reference", "filestate", "profiles",
+    "journal/fold", "journal/index", "journal/store", "journal/tail",
+    "repo/arms", "repo/gitrepo", "repo/mirror", "repo/seal", "repo/state_dir", "repo/workspace",
+    "bench/logcap", "bench/proc", "bench/sandbox", "bench/staging",
+    "loop/flights", "loop/second_look", "loop/testref",
+    "cluster/host", "cluster/dask_executor",
+    "init/ecosystems", "init/found", "init/listing", "init/pi_import", "init/scaffold",
+    "proposers/agent/prompt", "report/history", "report/ideas", "report/page",
+    "cli/__init__", "cli/review", "process/procfs",
+}  # fmt: skip
+
+
+def _raw_opens(path: Path) -> list[int]:
+    """The lines of `path` that open a file themselves: open(), os.open(), Path.open(),
+    read_text(), read_bytes()."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            func = node.func
+            named = isinstance(func, ast.Name) and func.id == "open"
+            method = isinstance(func, ast.Attribute) and func.attr in (
+                "open",
+                "read_text",
+                "read_bytes",
+            )
+            if named or method:
+                lines.append(node.lineno)
+    return lines
+
+
+def test_what_a_run_leaves_is_read_by_one_reader():
+    """A file a run controls (a FIFO hangs the night, a link to /dev/zero fills the loop's
+    memory) is opened only through files.read_bounded; a module opens a file itself only for
+    the loop's own files (OWN_FILES): a new reader of a run's output fails here."""
+    found = []
+    for path in PACKAGE.rglob("*.py"):
+        name = str(path.relative_to(PACKAGE).with_suffix(""))
+        if name == "files" or name in OWN_FILES:
+            continue
+        found += [f"{name}.py:{line}" for line in _raw_opens(path)]
+    assert found == []
+    stale = [name for name in OWN_FILES if not _raw_opens(PACKAGE / f"{name}.py")]
+    assert stale == [], "no longer opens a file itself: take it off OWN_FILES"
+
+
 HEAVY = ("scipy.stats", "pandas", "matplotlib")
 
 

@@ -10,6 +10,8 @@ import shutil
 import socket
 from pathlib import Path
 
+from ..errors import UserError
+from ..files import read_bounded
 from ..process.capture import capture
 
 __all__ = ["environment", "toolchains"]
@@ -71,6 +73,7 @@ USES = {
     "node": ("node", "npm", "npx", "yarn", "pnpm", "vitest", "bun"),
 }
 MAX_SCRIPT_BYTES = 256 * 1024
+MAX_READ_BYTES = 16 * 1024 * 1024  # a script or pin file bigger than this is not read
 
 
 def toolchains(cwd: Path, env: dict[str, str], commands: tuple[str, ...] = ()) -> dict[str, str]:
@@ -98,9 +101,10 @@ def _used(cwd: Path, commands: tuple[str, ...]) -> set[str]:
     for word in " ".join(commands).split():
         script = cwd / word.removeprefix("./")
         if "/" in word or "." in word:
-            with contextlib.suppress(OSError, ValueError):
-                if script.resolve().is_relative_to(cwd.resolve()) and script.is_file():
-                    text += " " + script.read_bytes()[:MAX_SCRIPT_BYTES].decode("utf-8", "replace")
+            with contextlib.suppress(OSError, ValueError, UserError):
+                if script.resolve().is_relative_to(cwd.resolve()):
+                    read = read_bounded(script, MAX_READ_BYTES, "script")
+                    text += " " + read[:MAX_SCRIPT_BYTES].decode("utf-8", "replace")
     words = set(re.findall(r"[\w.+-]+", text))
     words |= {w.rsplit("/", 1)[-1] for w in re.findall(r"[\w./+-]+", text)}
     return {name for name, says in USES.items() if words & set(says)}
@@ -127,8 +131,8 @@ def _version_key(cwd: Path, env: dict[str, str], found: dict[str, str]) -> tuple
     pins = []
     for name in PIN_FILES:
         try:
-            pins.append((name, (cwd / name).read_bytes()))
-        except OSError:
+            pins.append((name, read_bounded(cwd / name, MAX_READ_BYTES, "pin file")))
+        except UserError:
             continue
     variables = tuple((name, env.get(name)) for name in VERSION_VARIABLES)
     return (env.get("PATH"), tuple(binaries), tuple(pins), variables)

@@ -14,7 +14,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import MetricParseError
+from ..errors import MetricParseError, UserError
+from ..files import read_bounded
 from ..readers.formats import (
     MAX_MAGNITUDE,
     detect,
@@ -107,10 +108,10 @@ def run_output(log: Path | str) -> tuple[str, str]:
     """What one bench run reported and where: its METRIC channel when it wrote anything there,
     else its log (a bench that never uses the channel)."""
     channel = metric_channel(Path(log))
+    # What the loop kept of the channel (channel.py): at most one byte past the limit.
     try:
-        with open(channel, "rb") as handle:
-            data = handle.read(MAX_CHANNEL_BYTES + 1)
-    except OSError:
+        data = read_bounded(channel, MAX_CHANNEL_BYTES + 1, "METRIC channel")
+    except UserError:
         data = b""
     if len(data) > MAX_CHANNEL_BYTES:
         raise MetricParseError(
@@ -145,13 +146,16 @@ def _read_run(
     output = bench.output if written else ""
     if output:
         path = tree / output
-        try:
-            results = path.read_text(encoding="utf-8", errors="replace")
-        except OSError as exc:
-            raise MetricParseError(
-                f"the bench wrote no {output} (bench.output) in {tree}: {exc.strerror}; "
-                f"its log: {source}"
-            ) from None
+        try:  # the run's: read as the one reader reads what a run left (files.py)
+            data = read_bounded(path, MAX_CHANNEL_BYTES, "bench output", follow=False)
+        except UserError as exc:
+            said = (
+                f"the bench wrote no {output} (bench.output) in {tree}"
+                if not path.exists() and not path.is_symlink()
+                else f"the bench's {output} (bench.output) is not read: {exc}"
+            )
+            raise MetricParseError(f"{said}; its log: {source}") from None
+        results = data.decode("utf-8", errors="replace")
         metrics.update(_read(bench.format, results, str(path), required=True))
     lines = parse_metrics(text, source)
     if not output and (bench.format != "auto" or not lines):

@@ -14,6 +14,11 @@ import shlex
 import shutil
 from pathlib import Path
 
+from ..errors import UserError
+from ..files import read_bounded
+
+MAX_SCRIPT_BYTES = 16 * 1024 * 1024  # a script bigger than this names nothing
+
 __all__ = [
     "named_paths",
     "named_under_tmp",
@@ -69,8 +74,8 @@ def named_paths(commands: tuple[str, ...], scripts: tuple[Path, ...] = ()) -> tu
     named = [p for command in commands if command for p in paths_in(command)]
     for script in scripts:
         try:
-            text = script.read_text(encoding="utf-8", errors="replace")
-        except OSError:  # not there yet: the run will say so
+            text = read_bounded(script, MAX_SCRIPT_BYTES, "script").decode("utf-8", "replace")
+        except UserError:  # not there yet (the run will say so), or no file to read
             continue
         named += [Path(m) for m in re.findall(r"(?<![\w.~-])/[^\s'\"`;:|&()<>$]+", text)]
     return tuple(dict.fromkeys(named))

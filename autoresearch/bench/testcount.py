@@ -26,6 +26,8 @@ import shlex
 from pathlib import Path
 from xml.etree import ElementTree
 
+from ..errors import UserError
+from ..files import read_bounded
 from ..journal.checks_run import TestCount
 
 __all__ = ["TEST_REPORT_ENV", "TestCount", "count_problem", "read_report", "report_env"]
@@ -53,11 +55,9 @@ def read_report(path: Path) -> TestCount | None:
     """The totals of the report at `path` (JUnit XML, `go test -json` lines, or cargo test's
     output with libtest's summaries); None when there is none, or it is none of these (the
     report is read once and removed: the next run writes its own)."""
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_REPORT_BYTES:
-            return None
-        data = path.read_bytes()
-    except OSError:
+    try:  # the run's: read as the one reader reads what a run left (files.py)
+        data = read_bounded(path, MAX_REPORT_BYTES, "test report", follow=False)
+    except UserError:
         return None
     finally:
         with contextlib.suppress(OSError):

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..errors import UserError
+from ..files import read_bounded
 from ..inert import inert
 from ..statuses import Direction, Status
 
@@ -138,9 +140,9 @@ class ProposalContext:
     def read(self, rel: str) -> str:
         """A file of the current best, as text."""
         path = self.worktree / rel
-        try:
-            return path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+        try:  # the best's file: a kept change's, read as what a run left is (files.py)
+            return read_bounded(path, what="file of the best", follow=False).decode("utf-8")
+        except (UserError, UnicodeDecodeError) as exc:
             raise ProposerError(f"{rel}: cannot read it at {self.tip[:10]}: {exc}") from None
 
 
