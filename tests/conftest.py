@@ -6,6 +6,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -282,6 +283,12 @@ def loud_losses_past_a_small_log_budget(target, count: int) -> None:
     git(target.root, "commit", "-qam", "a small log budget")
     for i in range(count):
         target.add_hypothesis(f"0{i}-loud", {"src/mode.txt": "loud\n", "src/value.txt": f"12{i}\n"})
+
+
+def seen(markdown: str) -> str:
+    """What a reader of rendered Markdown sees of it: its backslash escapes and the invisible
+    joiners that defuse references and mentions (autoresearch/inert.py) gone."""
+    return re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", markdown).replace("\u2060", "")
 
 
 def experiments(target):

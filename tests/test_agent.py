@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import experiments, git, run, run_cli
+from conftest import experiments, git, run, run_cli, seen
 
 from autoresearch.journal.store import read_journal
 from autoresearch.loop.driver import run_session
@@ -149,7 +149,7 @@ def test_prompt_holds_objective_scope_kept_and_hand_back(target, tmp_path):
         target, tmp_path, [edit("80\n", "Halve the work"), edit("90\n", "Another")]
     )
     run(target)
-    first, second = prompts(transcript)
+    first, second = (seen(prompt) for prompt in prompts(transcript))
     assert "`time_ms` lower" in first
     assert "Baseline: 100 ms" in first and "Measured noise" in first
     assert "src/**" in first and "src/protected.txt" in first and "autoresearch.toml" in first
@@ -159,7 +159,7 @@ def test_prompt_holds_objective_scope_kept_and_hand_back(target, tmp_path):
     assert "`family`" in first
     assert "nothing yet" in first
     # After the keep: the kept change, its evidence and the cumulative diff's stat.
-    assert "#1 Halve the work (-20.0%" in second
+    assert '#1 "Halve the work" (-20.0%' in second  # quoted: an agent's words are data
     assert "src/value.txt" in second and "1 file changed" in second
 
 

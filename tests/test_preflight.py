@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from conftest import experiments, git, run_cli
+from conftest import experiments, git, run_cli, seen
 
 from autoresearch.journal.store import read_journal
 
@@ -227,7 +227,7 @@ def test_a_night_too_noisy_on_the_median_decides_on_its_fallback_and_says_so(tar
     status = json.loads(run_cli("status", "--json", cwd=target.root).stdout)
     assert status["metric"] == "time_min_ms"
     why = "the night decided on it ([metric] fallback) because time_ms was too noisy"
-    pr = run_cli("pr", cwd=target.root).stdout
+    pr = seen(run_cli("pr", cwd=target.root).stdout)
     report = run_cli("report", cwd=target.root).stdout
     assert "time_min_ms is each run's fastest round" in pr and why in pr
     assert "time_min_ms is each run's fastest round" in report and why in report

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import experiments, run, run_cli, unified_patch
+from conftest import experiments, run, run_cli, seen, unified_patch
 
 from autoresearch.journal import store
 from autoresearch.loop.second_look import second_look_count, undecided
@@ -143,7 +143,7 @@ def test_review_shows_a_retried_hypothesis_once(target, monkeypatch, tmp_path):
     assert other["earlier"] is None
     assert win["earlier"] == "retry of #1 (inconclusive)"
     assert report["not_kept"] == []
-    pr = run_cli("pr", cwd=target.root).stdout
+    pr = seen(run_cli("pr", cwd=target.root).stdout)
     assert "retry of #1 (inconclusive)" in pr
     assert "3 run, 2 kept, and 1 earlier attempt measured again" in pr
     ideas_path = target.root / "ideas.md"

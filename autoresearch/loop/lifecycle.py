@@ -25,6 +25,7 @@ from ..bench.sandbox import keeps_out
 from ..bench.testcount import count_problem
 from ..config import Config
 from ..errors import StateError, WorkspaceError
+from ..inert import commit_line
 from ..journal.decision import Decision
 from ..journal.draft import Draft, now_iso, result_trailer
 from ..journal.records import ExperimentRecord
@@ -332,18 +333,20 @@ def _commit_message(
 ) -> str:
     unit = config.metric.unit
     low, high = summary["ci_pct"]
+    # The hypothesis's words are the proposer's (an agent's): each one line, no reference or
+    # mention (inert.commit_line): a title cannot close an issue or add a trailer.
     lines = [
-        hypothesis.title,
+        commit_line(hypothesis.title),
         "",
         f"Primary: {config.metric.name} {format_value(summary['baseline'], unit)} -> "
         f"{format_value(summary['candidate'], unit)} ({summary['change_pct']:+.2f}%, "
         f"95% CI [{low:+.2f}%, {high:+.2f}%])",
     ]
     if hypothesis.mechanism:
-        lines.append(f"Mechanism: {hypothesis.mechanism}")
+        lines.append(f"Mechanism: {commit_line(hypothesis.mechanism)}")
     if hypothesis.hypothesis:
-        lines.append(f"Hypothesis: {hypothesis.hypothesis}")
-    lines.append(f"Decision: {decision.reason}")
+        lines.append(f"Hypothesis: {commit_line(hypothesis.hypothesis)}")
+    lines.append(f"Decision: {commit_line(decision.reason)}")
     lines += ["", f"Experiment-Id: {exp_id}", f"Result: {result_trailer(summary)}"]
     return "\n".join(lines) + "\n"
 

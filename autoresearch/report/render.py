@@ -10,12 +10,17 @@ import functools
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import jinja2
+from markupsafe import Markup
 
 from ..bench.proc import read_log
 from ..errors import UserError
+from ..inert import code, commit_line, fenced, markdown, quoted
+from ..profiles import short_frame
 from ..progress import counted, format_value
+from .profiled import SHOWN_MOVES
 from .summary import MAJOR_WIN_PCT
 
 # The experiments of each "what did not work" group the PR lists by name: GitHub takes a pull
@@ -79,24 +84,38 @@ def _shorten(line: str, width: int = LINE_WIDTH) -> str:
     return cut.rstrip(",;:") + "…"
 
 
-def _cell(text) -> str:
-    """Safe inside a Markdown table cell."""
-    return " ".join(str(text or "").split()).replace("|", "\\|")
+def _markdown_value(value: object) -> object:
+    """What a Markdown template's `{{ }}` writes: a value made inert (inert.markdown), unless
+    the code that made it wrote it as Markdown (`Markup`: its untrusted parts inert already)."""
+    return value if isinstance(value, Markup) else markdown("" if value is None else value)
+
+
+def _moved(moves: list[dict[str, Any]]) -> Markup:
+    """Where a kept change moved the best's time, as Markdown: each frame (the candidate's
+    code names it) in a code span nothing in it can close."""
+    return Markup(
+        "; ".join(
+            f"{code(short_frame(m['frame']))} {m['before_pct']:.1f}% → {m['after_pct']:.1f}%"
+            for m in moves[:SHOWN_MOVES]
+        )
+    )
 
 
 @functools.lru_cache(maxsize=8)
-def _environment(templates: Path | None) -> jinja2.Environment:
-    """One environment per template directory, and so each template compiled once a process
-    (`serve` and the MCP server render again and again): jinja2 reloads a template whose file
-    changed since (`auto_reload`), so a template edited meanwhile is the one rendered."""
+def _environment(templates: Path | None, html: bool) -> jinja2.Environment:
+    """One environment per template directory and kind, and so each template compiled once a
+    process (`serve` and the MCP server render again and again): jinja2 reloads a template
+    whose file changed since (`auto_reload`), so a template edited meanwhile is the one
+    rendered. A value in HTML is escaped as HTML; in Markdown (the PR, the report, an agent's
+    prompt) it is made inert: it says what it says and does nothing else (inert.py)."""
     paths = [str(templates)] if templates else []
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader([*paths, str(BUILTIN)]),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=False,
-        # The review page (report.html.j2) is HTML: every value escaped; Markdown is not.
-        autoescape=jinja2.select_autoescape(enabled_extensions=("html", "html.j2"), default=False),
+        autoescape=html,
+        finalize=None if html else _markdown_value,
     )
     env.filters |= {
         "pct": _pct,
@@ -104,8 +123,13 @@ def _environment(templates: Path | None) -> jinja2.Environment:
         "times": _times,
         "num": _num,
         "duration": _duration,
-        "cell": _cell,
-        "code": lambda v: f"`{v}`",
+        "cell": lambda v: Markup(markdown("" if v is None else v)),
+        "code": lambda v: Markup(code(v)),
+        "fenced": lambda v: Markup(fenced(str(v))),
+        "quoted": lambda v: Markup(quoted(v)),
+        "moved": _moved,
+        # A macro's output: its own values were made inert as it rendered them.
+        "rendered": Markup,
         "counted": counted,
         "knob": lambda v: (
             "?" if v is None else (f"{int(v)}" if float(v).is_integer() else f"{v:g}")
@@ -118,7 +142,8 @@ def render_template(name: str, templates: Path | None, **context) -> str:
     if templates and not templates.is_dir():
         raise UserError(f"{templates}: template directory not found ([report] templates)")
     try:
-        template = _environment(templates).get_template(name)
+        html = name.endswith((".html", ".html.j2"))
+        template = _environment(templates, html).get_template(name)
         return template.render(**context)
     except jinja2.TemplateSyntaxError as exc:
         raise UserError(f"{exc.filename}:{exc.lineno}: template error: {exc.message}") from None
@@ -159,7 +184,8 @@ def pr_title(summary: dict) -> str:
         f" ({_num(summary['baseline']['value'], summary['unit'])} → "
         f"{_num(summary['final']['value'], summary['unit'])})"
     )
-    return f"perf: {what}{span}"
+    # A title is plain text on GitHub: no reference or mention in it acts (inert.py).
+    return commit_line(f"perf: {what}{span}")
 
 
 def _head(text: str) -> str | None:

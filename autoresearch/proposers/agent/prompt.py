@@ -13,10 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from markupsafe import Markup
+
 from ...config import Config
 from ...decide.hidden import shown_to_agents
 from ...decide.percent import change_pct
 from ...errors import UserError
+from ...inert import quoted
 from ...journal.records import ExperimentRecord
 from ...process.capture import capture
 from ...profiles import profile_summary
@@ -169,20 +172,23 @@ def _row(record: ExperimentRecord) -> dict[str, Any]:
 
 
 def _older(records: list[ExperimentRecord], detail: int) -> str:
+    """The older experiments, summarised as Markdown whose titles and families, the proposers'
+    words, are quoted as data (inert.quoted)."""
     if not records:
         return ""
     statuses = Counter(r.status for r in records)
     counts = ", ".join(f"{status} {n}" for status, n in statuses.most_common())
     head = f"{len(records)} earlier experiments: {counts}."
     if detail == 0:
-        return head
+        return Markup(head)
     families = Counter(r.family for r in records if r.family)
     if families:
-        head += " Families: " + ", ".join(f"{f} {n}" for f, n in families.most_common()) + "."
+        said = ", ".join(f"{quoted(f)} {n}" for f, n in families.most_common())
+        head += f" Families: {said}."
     if detail == 1:
-        return head
-    lines = [f"- #{r.n} {r.status}: {_one_line(r.title, 100)}" for r in records]
-    return head + "\n\n" + "\n".join(lines)
+        return Markup(head)
+    lines = [f"- #{r.n} {r.status}: {quoted(_one_line(r.title, 100))}" for r in records]
+    return Markup(head + "\n\n" + "\n".join(lines))
 
 
 def _closed_line(record: ExperimentRecord) -> str:
