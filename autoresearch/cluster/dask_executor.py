@@ -142,6 +142,7 @@ class DaskExecutor:
         self.session = session
         self.client = client
         self.futures: dict[int, tuple[Flight, Any]] = {}  # by id(flight)
+        self.unsent: list[tuple[Flight, Lost]] = []  # what could not be sent: lost at once
         self._bundle: tuple[str, Any] | None = None  # (tip, scattered bundle)
         self._hosts: set[str] | None = None  # the bench hosts last seen
         self._hosts_seen_at = float("-inf")
@@ -167,26 +168,35 @@ class DaskExecutor:
         return self._slots
 
     def start(self, flight: Flight) -> None:
-        future = self.client.submit(
-            run_job,
-            flight.job,
-            self._bundle_data(),
-            key=f"autoresearch-{flight.key}-{time.time_ns()}",
-            resources={self.session.config.cluster.resource: 1},
-            pure=False,
-            retries=0,
-        )
+        try:
+            future = self.client.submit(
+                run_job,
+                flight.job,
+                self._bundle_data(),
+                key=f"autoresearch-{flight.key}-{time.time_ns()}",
+                resources={self.session.config.cluster.resource: 1},
+                pure=False,
+                retries=0,
+            )
+        except Exception as exc:  # a host going away under the bundle's scatter, a lost link
+            # Not sent: it comes back as lost with its host, and is sent again from there.
+            self._bundle = None
+            self.unsent.append((flight, Lost(f"not sent: {type(exc).__name__}: {exc}")))
+            return
         self.futures[id(flight)] = (flight, future)
 
     def landed(self, timeout: float) -> list[tuple[Flight, JobResult | Lost]]:
         from distributed import wait
 
         self.slots()  # says a host that left or joined while the jobs run
+        done: list[tuple[Flight, JobResult | Lost]] = [*self.unsent]
+        self.unsent.clear()
+        if done:
+            return done
         with contextlib.suppress(TimeoutError, CancelledError):
             # None yet (back to look at the stop flag), or one cancelled under us: found below.
             pending = [future for _, future in self.futures.values()]
             wait(pending, timeout=timeout, return_when="FIRST_COMPLETED")
-        done: list[tuple[Flight, JobResult | Lost]] = []
         for key, (flight, future) in list(self.futures.items()):
             if future.status == "pending" or self.client.status != "running":
                 continue  # a scheduler gone took it with it: outage() says so
@@ -226,6 +236,7 @@ class DaskExecutor:
                 break
             time.sleep(POLL_S)
         self.futures.clear()
+        self.unsent.clear()
         self._bundle = None
         if self.client.status == "running":
             return Outage(True, f"the scheduler at {address} is back")
@@ -243,6 +254,7 @@ class DaskExecutor:
         for _, future in self.futures.values():
             future.cancel()
         self.futures.clear()
+        self.unsent.clear()
 
     def _bundle_data(self) -> Any:
         """The session branch as a git bundle, sent through Dask once per tip; None when the
