@@ -41,8 +41,12 @@ __all__ = [
 CONFIG_NAMES = ("autoresearch.toml", "pyproject.toml")
 # Never patchable, whatever the user's protect list says: the harness that judges the patch.
 ALWAYS_PROTECTED = ("autoresearch.toml", "**/go.mod", "**/go.sum", ".git", ".gitmodules")
-# What judges a change in the common ecosystems: the tests and the files that configure how
-# they run. A patch may not edit them unless the config says so (`[scope] allow_tests`).
+# What judges a change in the common ecosystems: the tests, the files that configure how they
+# run (the runner's configuration and plugins, the manifests that hold it: pytest's in
+# pyproject.toml or setup.cfg, Cargo's harness settings, a package's test script and Jest's or
+# Vitest's configuration) and what an interpreter runs before them (Python's sitecustomize,
+# usercustomize and .pth files): a change that runs its tests another way could turn a failure
+# into a pass. A patch may not edit them unless the config says so (`[scope] allow_tests`).
 TESTS_PROTECTED = (
     "**/*_test.*",
     "**/test_*.py",
@@ -58,6 +62,20 @@ TESTS_PROTECTED = (
     "**/pytest.ini",
     "**/tox.ini",
     "**/.coveragerc",
+    "**/pyproject.toml",
+    "**/setup.cfg",
+    "**/sitecustomize.py",
+    "**/usercustomize.py",
+    "**/*.pth",
+    "**/Cargo.toml",
+    "**/.cargo/config",
+    "**/.cargo/config.toml",
+    "**/package.json",
+    "**/jest.config.*",
+    "**/vitest.config.*",
+    "**/vitest.workspace.*",
+    "**/vite.config.*",
+    "**/.mocharc*",
 )
 
 
