@@ -8,10 +8,12 @@ where a `UserError` becomes `error: ...` and exit code 1.
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 import traceback
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from ..bench.environ import pin_blas_threads
 from ..errors import UserError
@@ -67,6 +69,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
+    except OSError as exc:
+        if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        if os.environ.get(TRACEBACK_ENV):
+            traceback.print_exc()
+        print(f"error: {full_disk(exc)}", file=sys.stderr)
+        return EXIT_USER_ERROR
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
@@ -74,3 +83,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if sys.__stdout__ is not None:  # None only when started with no stdout at all
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
         return 0
+
+
+def full_disk(exc: OSError) -> str:
+    """What a full disk is said as, wherever it was met: the file, the file system it is on
+    (its mount point) and what to do; nothing was half written (atomic.py)."""
+    path = Path(exc.filename or ".").resolve()
+    mount = next((p for p in (path, *path.parents) if os.path.ismount(p)), Path("/"))
+    try:
+        stat = os.statvfs(mount)
+        left = f", {stat.f_bavail * stat.f_frsize:,} bytes free"
+    except OSError:
+        left = ""
+    return (
+        f"{exc.filename or 'a file'}: the file system mounted at {mount} is full{left} "
+        f"({exc.strerror}): free space there, and run again to resume"
+    )

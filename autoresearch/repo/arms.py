@@ -54,7 +54,11 @@ def _draw(root: Path, roles: tuple[str, ...]) -> dict[str, str]:
     names = {role: f"arm-{secrets.token_hex(4)}" for role in roles}
     root.mkdir(parents=True, exist_ok=True)
     partial = root / f"{ARMS_FILE}.{os.getpid()}.tmp"
-    partial.write_text(json.dumps(names), encoding="utf-8")
+    try:
+        partial.write_text(json.dumps(names), encoding="utf-8")
+    except OSError as exc:  # a full disk: said naming this file (the CLI names its file system)
+        partial.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(partial)) from None
     try:
         os.link(partial, root / ARMS_FILE)  # fails when another process drew first
     except FileExistsError:
