@@ -74,3 +74,34 @@ def test_check_measures_a_project_whose_bench_reads_a_submodule(tmp_path):
     said = checked.stdout + checked.stderr
     assert checked.returncode == 0, said
     assert "t_ms" in said and "ready" in said
+
+
+def test_a_submodule_git_file_a_run_rewrote_runs_nothing_of_the_run_s_making(tmp_path):
+    """A run points a submodule's `.git` at a git directory of its own whose filter touches a
+    file: none of the loop's git calls in the tree (the guard's status and diff, the revert)
+    may run it, outside the sandbox; the revert puts the submodule's `.git` back."""
+    repo = _with_submodule(tmp_path)
+    workspace = open_workspace(repo, "autoresearch/t", tmp_path / "state" / "tree", "HEAD")
+    vendored = workspace.path / "vendor" / "lib"
+    marker = tmp_path / "filter-ran"
+    evil = vendored / "own-git"
+    git(tmp_path, "init", "-q", "--separate-git-dir", str(evil), str(tmp_path / "scratch"))
+    for kind in ("clean", "smudge"):
+        git(tmp_path, "--git-dir", str(evil), "config", f"filter.x.{kind}", f"touch {marker}; cat")
+    git(tmp_path, "--git-dir", str(evil), "config", "core.worktree", str(vendored))
+    (vendored / ".gitattributes").write_text("* filter=x\n")
+    git(vendored, "--git-dir", str(evil), "add", "value.txt", ".gitattributes")
+    git(vendored, "--git-dir", str(evil), "-c", "user.name=x", "-c", "user.email=x@y", "commit",
+        "-qm", "the run's own")  # fmt: skip
+    marker.unlink(missing_ok=True)
+    (vendored / ".git").write_text(f"gitdir: {evil}\n")
+    (vendored / "value.txt").write_text("9\n")
+
+    workspace.tree.status_paths()
+    workspace.tree.run("diff", "HEAD", "--name-only")
+    workspace.revert()
+
+    assert not marker.exists()
+    assert (vendored / "value.txt").read_text() == "7\n"
+    admin = repo / ".git" / "worktrees"
+    assert (vendored / ".git").read_text().startswith(f"gitdir: {admin}")

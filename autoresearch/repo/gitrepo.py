@@ -74,7 +74,13 @@ def _overrides_for(_config_env: tuple[str | None, ...]) -> tuple[str, ...]:
 # them, outside every timeout, and a replace ref (`git replace -f HEAD HEAD`) would make every
 # object read fail. Nor does a keep commit start git's housekeeping: `gc --auto` detaches and
 # would repack the repository beside the next bench runs, outside every process the loop tracks.
-HARDENED = ("-c", "core.fsmonitor=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false")
+# Nor does a status or diff descend into a submodule on its own: a run can rewrite a submodule's
+# `.git` to point at a git directory of its making, whose filters would run in that call,
+# outside the sandbox (submodules.py puts those files back before it works in them).
+HARDENED = (
+    "-c", "core.fsmonitor=false", "-c", "gc.auto=0", "-c", "maintenance.auto=false",
+    "-c", "diff.ignoreSubmodules=all", "-c", "submodule.recurse=false",
+)  # fmt: skip
 HARDENED_ENV = {"GIT_NO_REPLACE_OBJECTS": "1"}
 # The CLI's own calls: git's messages in English (they are read back, and shown as they are).
 GIT_ENV = {**HARDENED_ENV, "LANGUAGE": "C", "LC_ALL": "C"}
@@ -222,8 +228,23 @@ class Repo:
         return self.resolve(f"refs/heads/{branch}") is not None
 
     def status_paths(self) -> list[str]:
-        """Paths with any change against HEAD, tracked or untracked (ignored files excluded)."""
-        result = self.run("status", "--porcelain=v1", "-z", "--untracked-files=all")
+        """Paths with any change against HEAD, tracked or untracked (ignored files excluded),
+        in its submodules too: each asked of its own git directory, under the tree's, never
+        through the `.git` a run may have rewritten in it (submodules.py)."""
+        found = self._status_of()
+        if not (self.path / ".gitmodules").exists():  # none; or gone, which the above says
+            return found
+        for git_dir, rel in _submodule_trees(Path(self.pinned["GIT_DIR"]), Path()):
+            work = self.path / rel
+            if work.is_dir() and not work.is_symlink():
+                found += [(rel / path).as_posix() for path in self._status_of(git_dir, work)]
+        return found
+
+    def _status_of(self, git_dir: Path | None = None, work: Path | None = None) -> list[str]:
+        env = None if git_dir is None else {"GIT_DIR": str(git_dir), "GIT_WORK_TREE": str(work)}
+        if env is not None:
+            env["GIT_COMMON_DIR"] = env["GIT_DIR"]
+        result = self.run("status", "--porcelain=v1", "-z", "--untracked-files=all", env=env)
         entries = result.out.split("\0")
         paths, i = [], 0
         while i < len(entries):
@@ -325,3 +346,32 @@ def tree_patch(
     if left_out:
         git("reset", "--quiet", base, "--", *left_out)
     return git("diff", "--cached", "--binary", "--no-color", "--no-ext-diff", base)
+
+
+def submodules_of(git_dir: Path) -> list[tuple[str, str]]:
+    """(name, path) of each submodule the `.gitmodules` of `git_dir`'s HEAD lists: read from the
+    repository, not from a tree a run may have written."""
+    done = capture(
+        ["git", *HARDENED, "--git-dir", str(git_dir), "config", "--blob", "HEAD:.gitmodules",
+         "--get-regexp", r"^submodule\..*\.path$"],
+        cwd=git_dir,
+        env=GIT_ENV,
+    )  # fmt: skip
+    found = []
+    for line in done.text().splitlines():
+        key, _, rel = line.partition(" ")
+        name = key.removeprefix("submodule.").removesuffix(".path")
+        if name and rel and not Path(rel).is_absolute() and ".." not in Path(rel).parts:
+            found.append((name, rel))
+    return found
+
+
+def _submodule_trees(git_dir: Path, under: Path) -> list[tuple[Path, Path]]:
+    """Each submodule's git directory and its path in the tree, down its own submodules."""
+    found = []
+    for name, rel in submodules_of(git_dir):
+        module = git_dir / "modules" / name
+        if module.is_dir():
+            found.append((module, under / rel))
+            found += _submodule_trees(module, under / rel)
+    return found
