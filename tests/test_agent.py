@@ -130,8 +130,8 @@ def test_a_night_of_every_kind_of_proposal_ends_with_the_right_records(target, t
     # Each prompt showed the agent what happened to the one before.
     texts = prompts(transcript)
     assert len(texts) == 11
-    assert "#1 **keep** Halve the inner loop" in texts[1]
-    assert "#2 **discard** Unroll the loop" in texts[2]
+    assert '#1 **keep** "Halve the inner loop"' in texts[1]
+    assert '#2 **discard** "Unroll the loop"' in texts[2]
     assert "the agent changed no file" in texts[3]
     assert "outside the scope" in texts[4]
     assert "identical to #2" in texts[5]
@@ -320,7 +320,7 @@ def test_status_report_and_pr_show_the_proposer_its_cost_and_the_refusals(target
     pr = run_cli("pr", "--out", str(tmp_path / "pr.md"), cwd=target.root)
     assert pr.returncode == 0, pr.stderr
     text = (tmp_path / "pr.md").read_text()
-    assert "Hypotheses from: agent 2 (1 kept, 1 refused before a run, cost $0.75)" in text
+    assert "Hypotheses from: agent 2 (1 kept, 1 refused before a run, cost \\$0.75)" in text
     assert "Refused before any bench run (1)" in text and "the agent changed no file" in text
 
 
