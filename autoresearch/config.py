@@ -265,6 +265,9 @@ class SandboxConfig:
     # host (a container engine's, the user's bus) would reach outside the sandbox.
     unix_sockets: bool = False
     writable: list[str] = field(default_factory=list)  # shared by both arms (relative: config)
+    # What of your home (or checkout) a run reads beyond its tools and their stores: shown
+    # read-only; the rest of those directories it does not see (relative: config).
+    read: list[str] = field(default_factory=list)
     # Caches a toolchain writes, one directory per arm: env var -> directory name, e.g.
     # { GOCACHE = "go-build" } gives each arm GOCACHE=<state>/caches/<arm>/go-build.
     caches: dict[str, str] = field(default_factory=dict)

@@ -47,6 +47,7 @@ STRICT = [
     "autoresearch/bench/seccomp.py",
     "autoresearch/bench/staging.py",
     "autoresearch/bench/testcount.py",
+    "autoresearch/bench/tool_ways.py",
     "autoresearch/cli/__init__.py",
     "autoresearch/cli/__main__.py",
     "autoresearch/cli/common.py",

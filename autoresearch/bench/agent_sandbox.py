@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from ..files import gitdir_of
 from ..journal.fold import derived_paths
 from .private_tmp import paths_in
-from .sandbox import Sandbox, cache_dir, sandbox_for
+from .sandbox import Sandbox, cache_dir, hidden_homes, sandbox_for
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -66,8 +66,9 @@ def agent_sandbox(
         writable=(*sandbox.writable, *([admin] if admin is not None else [])),
         caches={"HOME": "home"},
         seeds={"HOME": _agent_home_seed(scratch, home)},
-        hide=(Path.home().resolve(), config.repo_path),
+        hide=hidden_homes(config),
         reveal=paths_in(command),
+        read=sandbox.read,
         relocate={var: at for var, (at, _) in RELOCATING.items() if os.environ.get(var)},
         secret=(
             *sandbox.secret,

@@ -1,59 +1,78 @@
 """What a confined run does not see: a path covered whole (a directory by an empty tmpfs, a
-file by /dev/null), or a directory's entries covered but for the ways to what the run needs
-(your home beside an agent's copy of it, your checkout beside the trees made from it)."""
+file by /dev/null), or a directory of which it sees only the ways to what it needs, by an
+allow-list (your home, your checkout beside the trees made from it): not even the names of
+the rest."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from .private_tmp import under
 
-__all__ = ["covered", "covered_whole", "tool_prefixes"]
+__all__ = ["Shown", "covered_whole", "shown_only"]
 
 
-def tool_prefixes(path: str, reveal: tuple[Path, ...]) -> list[Path]:
-    """Where the tools a run is given live: each PATH entry's install prefix (`~/.local/bin`
-    -> `~/.local`, `<prefix>/node_modules/.bin` -> `<prefix>`), and each of `reveal` (a file
-    its command names) by its directory's."""
-    entries = [Path(e) for e in path.split(os.pathsep) if e]
-    entries += [p.parent for p in reveal]
-    found = []
-    for entry in entries:
-        prefix = entry.parent
-        if prefix.name == "node_modules":
-            prefix = prefix.parent
-        found += [entry.resolve(), prefix.resolve()]
-    return found
+@dataclass(frozen=True)
+class Shown:
+    """How a run sees a directory it sees only the ways through: the mounts to make first
+    and those to make last, and what of it is bound again."""
+
+    hidden: Path | None  # None: nothing is
+    first: list[str] = field(default_factory=list)
+    last: list[str] = field(default_factory=list)
+    bound: tuple[Path, ...] = ()
+
+    def sees(self, path: Path) -> bool:
+        """Whether a run sees `path` (a path the caller resolved)."""
+        if self.hidden is None or not under(path, self.hidden):
+            return True
+        return any(under(path, b) for b in self.bound)
 
 
-def covered(hidden: Path, needed: list[Path]) -> list[str]:
-    """bwrap arguments that cover every entry under `hidden` but the ways to `needed`: a
-    directory by an empty tmpfs, a file by /dev/null. A needed path itself stays whole, an
-    ancestor of one keeps its own entries covered in turn; a path that *is* `hidden` (a tool
-    prefix at your home's top) does not uncover it."""
+def shown_only(hidden: Path, needed: list[Path]) -> Shown:
+    """bwrap arguments that show of the directory `hidden` only the ways to `needed`: an
+    empty tmpfs over it (the names of what it holds are gone too), each needed path under it
+    bound again read-only at its place (a link on the way made again, and what it leads to
+    shown), then, once every later mount is made under it, the tmpfs made read-only. A path
+    that *is* `hidden` (a tool prefix at your home's top) does not uncover it."""
     hidden = hidden.resolve()
     if hidden == Path("/") or under(hidden, Path("/tmp")) or not hidden.is_dir():
-        return []
-    ways = [n for n in needed if n != hidden and under(n, hidden)]
-    argv: list[str] = []
-    stack = [hidden]
-    while stack:
-        directory = stack.pop()
-        try:
-            entries = list(os.scandir(directory))
-        except OSError:
-            continue
-        for entry in entries:
-            path = Path(entry.path)
-            if any(under(n, path) for n in ways):  # needed, or on the way to a needed path
-                if path not in ways and entry.is_dir(follow_symlinks=False):
-                    stack.append(path)
-            elif entry.is_dir(follow_symlinks=False):
-                argv += ["--tmpfs", str(path)]
-            elif not entry.is_symlink():  # a link leads to what is covered or shown anyway
-                argv += ["--ro-bind", "/dev/null", str(path)]
-    return argv
+        return Shown(None)
+    first = ["--tmpfs", str(hidden)]
+    links: dict[Path, str] = {}
+    binds: list[Path] = []
+    todo = [n for n in needed if n != hidden and under(n, hidden)]
+    while todo:
+        path = todo.pop()
+        way = _first_link(hidden, path)
+        if way is None:
+            if os.path.exists(path):
+                binds.append(path)
+        elif way not in links:
+            links[way] = os.readlink(way)
+            rest = path.relative_to(way)
+            target = way.resolve() / rest if rest.parts else way.resolve()
+            if under(target, hidden):
+                todo.append(target)
+    binds = [p for p in dict.fromkeys(binds) if not any(o != p and under(p, o) for o in binds)]
+    for path in sorted(binds):
+        first += ["--ro-bind", str(path), str(path)]
+    for link, to in links.items():
+        if not any(under(link, bound) for bound in binds):  # else it is there already
+            first += ["--symlink", to, str(link)]
+    return Shown(hidden, first, ["--remount-ro", str(hidden)], tuple(binds))
+
+
+def _first_link(hidden: Path, path: Path) -> Path | None:
+    """The first link on the way from `hidden` down to `path`, or None."""
+    at = hidden
+    for part in path.relative_to(hidden).parts:
+        at = at / part
+        if at.is_symlink():
+            return at
+    return None
 
 
 def covered_whole(paths: tuple[Path, ...]) -> list[str]:

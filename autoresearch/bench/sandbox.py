@@ -28,12 +28,13 @@ from ..files import gitdir_of
 from ..journal.placement import Confinement
 from ..statuses import SandboxMode
 from .bwrap import bwrap, bwrap_problem, privileges, socket_filter
-from .covers import covered, covered_whole, tool_prefixes
+from .covers import Shown, covered_whole, shown_only
 from .environ import offline_switches
 from .fetched import fetched_dir
 from .handed import ARGS_FD, SECCOMP_FD
 from .private_tmp import named_paths, named_under_tmp, private_tmp, private_tmp_mounts, under
 from .seccomp import run_filter_fd
+from .tool_ways import stores, tool_ways
 
 if TYPE_CHECKING:
     from ..config import Config
@@ -49,6 +50,7 @@ __all__ = [
 # Every confined run gets a cache directory of its arm's own as XDG_CACHE_HOME: the toolchains
 # that follow it (go's build cache, pip, ...) work confined without a setting, cold at first.
 DEFAULT_CACHE_ENV, DEFAULT_CACHE = "XDG_CACHE_HOME", "xdg"
+HOMES = Path("/home")  # every user's home: the runs see them only the ways through
 # Toolchains that take their cache from a variable of their own before XDG_CACHE_HOME: one the
 # user pinned outside the sandbox's writable paths (GOCACHE=~/.cache/go-build) would be read-only
 # in there and fail the build ("read-only file system"), so it moves to the arm's own directory.
@@ -96,12 +98,14 @@ class Sandbox:
     # Whether the run may make Unix sockets (seccomp.py): an agent CLI talks to its own parts
     # over them; a target's run may not, unless `[sandbox] unix_sockets = true`.
     unix_sockets: bool = False
-    # Directories the run does not see (an agent's: your home, beside the copy it gets): each
-    # entry there is covered (a directory by an empty tmpfs, a file by /dev/null) but for the
-    # ways to what the run needs, shown read-only: your repository, its writable paths, the
-    # tools on its PATH and what `reveal` names (its command).
+    # Directories the run does not see (your home, your checkout): an empty tmpfs over each,
+    # and again, read-only, only the ways to what the run needs (covers.shown_only): your
+    # repository, its writable paths, the tools on its PATH and the stores of what their
+    # toolchains fetched (tool_ways.py), what `reveal` names (its commands) and `read` (what
+    # `[sandbox] read` names).
     hide: tuple[Path, ...] = ()
     reveal: tuple[Path, ...] = ()
+    read: tuple[Path, ...] = ()
     # Variables pointed into the run's own HOME (a cache): variable -> the place there.
     relocate: dict[str, str] = field(default_factory=dict)
     # Paths the run does not see at all (the holdout's files): a directory covered by an
@@ -149,34 +153,29 @@ class Sandbox:
             argv += ["--remount-ro", "/proc"]
         common = _git_common_dir(cwd)  # one read of the tree's `.git` per run
         repository = _repository_paths(common)
-        argv += private_tmp_mounts(cwd, [*repository, *self.shown], given.get("PATH", ""))
         binds, extra = self._writable(cwd, given)
+        # First what the run does not see (every mount after it may lie under it), last its
+        # tmpfs made read-only. Its /tmp's own directory stays: Codex's sandbox binds /tmp
+        # again by the path the mount table names.
+        needed = [*repository, *binds, private_tmp(cwd), *self.shown, *self.fetched, *self.read]
+        views = self._hidden(needed, given)
+        argv += [arg for view in views for arg in view.first]
+        argv += private_tmp_mounts(cwd, [*repository, *self.shown], given.get("PATH", ""))
         covers = self._around(cwd, common)
         argv += [arg for cover in covers for arg in ("--tmpfs", str(cover))]
         if self.git and common is not None and covers and under(common, cwd.parent):
             argv += ["--ro-bind", str(common), str(common)]  # a bench host's clone, shown
-        if self.hide:
-            # Its /tmp's own directory stays too: Codex's sandbox binds /tmp again by the path
-            # the mount table names, and a tmpfs there would be another, read-only, /tmp.
-            tools = tool_prefixes(given.get("PATH", ""), self.reveal)
-            needed = [*repository, *binds, *tools, private_tmp(cwd), *self.shown]
-            for hidden in self.hide:
-                argv += covered(hidden, needed)
         for source, dest in binds.items():
             argv += ["--bind", str(source), str(dest)]
         for path in self.fetched:
             argv += ["--ro-bind", str(path), str(path)] if path.is_dir() else []
-        # The tree's `.git` (a linked worktree's `gitdir:` file) and the harness's scripts
-        # read-only over the writable tree: a run can neither point the tree at another
-        # repository nor rewrite the script that reports its metrics.
-        for rel in (".git", *self.harness):
-            fixed = cwd / rel
-            if fixed.exists() and not fixed.is_symlink() and under(fixed.resolve(), cwd):
-                linked = rel == ".git" and bool(covers) and fixed.is_file()  # a worktree's
-                source = (self._neutral_git(cwd, common) if linked else None) or fixed
-                argv += ["--ro-bind", str(source), str(seen / rel)]
+        argv += self._fixed(cwd, common, bool(covers))
         argv += [arg for cover in covers for arg in ("--remount-ro", str(cover))]
-        argv += covered_whole(self.secret)
+        # A secret in sight only: a cover made in a hidden directory would show its name.
+        argv += covered_whole(
+            tuple(p for p in self.secret if all(v.sees(p.resolve()) for v in views))
+        )
+        argv += [arg for view in reversed(views) for arg in view.last]
         argv += ["--chdir", str(seen), "--"]
         # bwrap's arguments through a descriptor: its command line, which the run can read
         # (/proc/1/cmdline is bwrap's), then names none of the paths it mounted.
@@ -184,6 +183,32 @@ class Sandbox:
         return Confined(
             [bwrap(), "--args", str(ARGS_FD)], {**_seen_in(env, cwd, seen), **extra}, handed
         )
+
+    def _fixed(self, cwd: Path, common: Path | None, covered: bool) -> list[str]:
+        """The tree's `.git` (a linked worktree's `gitdir:` file) and the harness's scripts
+        read-only over the writable tree: a run can neither point the tree at another
+        repository nor rewrite the script that reports its metrics."""
+        argv = []
+        for rel in (".git", *self.harness):
+            fixed = cwd / rel
+            if fixed.exists() and not fixed.is_symlink() and under(fixed.resolve(), cwd):
+                linked = rel == ".git" and covered and fixed.is_file()  # a worktree's
+                source = (self._neutral_git(cwd, common) if linked else None) or fixed
+                argv += ["--ro-bind", str(source), str(self.seen_at(cwd) / rel)]
+        return argv
+
+    def _hidden(self, needed: list[Path], given: dict[str, str]) -> list[Shown]:
+        """How the run sees each hidden directory: only the ways to what it needs (`needed`,
+        its tools and their stores)."""
+        hidden = tuple(dict.fromkeys(h.resolve() for h in self.hide))
+        # One allow-list each: a hidden directory inside another is hidden by the outer's.
+        hidden = tuple(h for h in hidden if not any(o != h and under(h, o) for o in hidden))
+        if not hidden:
+            return []
+        home = Path.home()
+        tools = tool_ways(given.get("PATH", ""), self.reveal, hidden, home)
+        needed = [*needed, *tools, *stores(given, home)]
+        return [shown_only(directory, needed) for directory in hidden]
 
     def _neutral_git(self, cwd: Path, common: Path | None) -> Path | None:
         """With the repository hidden (git unusable in the run), the tree's `.git` as one file
@@ -362,6 +387,7 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
             )
         return None, problem
     writable = tuple(config.resolve(os.path.expanduser(p)) for p in s.writable)
+    read = tuple(config.resolve(os.path.expanduser(p)) for p in s.read)
     seeds = {k: config.resolve(os.path.expanduser(v)) for k, v in s.cache_seeds.items()}
     from ..config import script_path  # the config's module builds on this package
 
@@ -389,16 +415,25 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
         secret=tuple(config.holdout_files),
         shown=named_under_tmp(named),
         fetched=(fetched,) if fetched is not None else (),
-        # Your checkout, beside the arms' trees: what you keep there (untracked files, the
-        # package an editable install points an interpreter at), the journal and the queue
-        # are not a run's to read; the ways to what it needs stay (the interpreter its script
-        # names in the project's .venv, the tools on its PATH, the repository).
-        hide=(config.repo_path,),
+        # Your home and your checkout, beside the arms' trees: your keys and credentials, what
+        # you keep in the checkout (untracked files, the package an editable install points
+        # an interpreter at), the journal and the queue are not a run's to read; the ways to
+        # what it needs stay (the tools on its PATH and their stores, the interpreter its
+        # script names in the project's .venv, the repository, what `read` names).
+        hide=hidden_homes(config),
         reveal=named,
+        read=read,
         one_path=True,
         git=s.git,
     )
     return sandbox, None
+
+
+def hidden_homes(config: Config) -> tuple[Path, ...]:
+    """What runs see only the ways through: your home, every user's (`/home`) and your
+    checkout."""
+    homes = (Path.home().resolve(), *([HOMES] if HOMES.is_dir() else []))
+    return (*homes, config.repo_path)
 
 
 def keeps_out(config: Config, path: Path) -> bool:
