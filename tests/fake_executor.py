@@ -106,7 +106,7 @@ class FakeHosts:
         self._sent += 1
         if self._lose.get(job.exp_id):
             self._lose[job.exp_id] -= 1
-            return Lost(f"KilledWorker: {host} died running {job.exp_id}")
+            return Lost(f"KilledWorker: {host} died running {job.exp_id}", host=host)
         if job.exp_id in self._broken:
             return Lost(f"RuntimeError: {job.exp_id} broke on {host}", broken=True)
         self.measured.append((host, job.kind, job.exp_id))

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
-from conftest import experiments, git, local_cluster
+from conftest import experiments, git, local_cluster, run_cli, seen
 from fake_executor import FakeHosts
 from inprocess import InProcess
 
@@ -235,7 +235,9 @@ class SlotsContract:
 class TestFakeHosts(FakeNight, Contract, SlotsContract):
     """Faults only a script can time exactly."""
 
-    def test_a_job_lost_with_its_host_is_sent_again_and_recorded_once(self, target, tmp_path):
+    def test_a_job_lost_with_its_host_is_sent_again_recorded_once_and_the_host_said(
+        self, target, tmp_path
+    ):
         fixed_pairs(target)
         target.add_hypothesis("a-value", {"src/value.txt": "80\n"}, title="value down")
         said = io.StringIO()
@@ -245,7 +247,22 @@ class TestFakeHosts(FakeNight, Contract, SlotsContract):
         (record,) = experiments(target)
         assert record.status == "keep" and outcome.kept == 1
         assert [e for _, kind, e in self.hosts.measured if kind == "experiment"] == ["t-0001"]
-        assert "t-0001: lost with the bench host running it (KilledWorker" in said.getvalue()
+        # Which host was lost, and what it was measuring, is said where the user looks: the
+        # progress as it happens, the record, `status`, the report and the PR.
+        (lost,) = record.cluster.lost
+        host = lost.host
+        assert host in self.hosts.hosts and lost.at and "KilledWorker" in lost.why
+        assert f"t-0001: bench host {host} was lost while it measured it (KilledWorker" in (
+            said.getvalue()
+        )
+        line = f"bench hosts lost: {host} (measuring #1, measured again)"
+        for command in ("status", "report"):
+            assert line in run_cli(command, cwd=target.root).stdout, command
+        pr = run_cli("pr", "--out", str(tmp_path / "pr.md"), cwd=target.root)
+        assert pr.returncode == 0, pr.stderr
+        assert f"- Bench hosts lost: {host} (measuring #1, measured again)." in seen(
+            (tmp_path / "pr.md").read_text()
+        )
 
     def test_a_job_its_hosts_keep_dying_under_is_a_crash(self, target, tmp_path):
         fixed_pairs(target)

@@ -214,7 +214,7 @@ class DaskExecutor:
             # The host died under it (Dask already ran it again elsewhere, up to its limit), or
             # took the only copy of the bundle with it: sent again, with a fresh bundle.
             self._bundle = None
-            return Lost(f"{type(exc).__name__}: {exc}")
+            return Lost(f"{type(exc).__name__}: {exc}", host=_last_worker(exc))
         except Exception as exc:  # the job itself broke on the host
             return Lost(f"{type(exc).__name__}: {exc}", broken=True)
         return result.copied(lambda name: self.session.paths.log(flight.exp_id, name))
@@ -273,3 +273,12 @@ class DaskExecutor:
             # On every host: one that dies does not take the only copy with it.
             self._bundle = (tip, self.client.scatter(data, hash=False, broadcast=True))
         return self._bundle[1]
+
+
+def _last_worker(exc: BaseException) -> str | None:
+    """The host a job was lost with, as the scheduler names its workers (their address): the
+    last that ran it; unknown for a job cancelled with its bundle."""
+    last = getattr(exc, "last_worker", None) if type(exc).__name__ == "KilledWorker" else None
+    if last is None:
+        return None
+    return str(getattr(last, "address", None) or last)

@@ -31,6 +31,7 @@ from .fold import SUMMARY, Fold, RecordKeys, RowsFile, fold_path, folded
 __all__ = [
     "SessionDigest",
     "counts_said",
+    "hosts_lost_said",
     "in_status_order",
     "session_digest",
     "session_digests",
@@ -56,6 +57,8 @@ class SessionDigest:
     # The statuses of attempts a later attempt of the same hypothesis measured again: the
     # summary's (which finds each in its attempt rows); a night's own copy does not count them.
     measured_again: Counter = field(default_factory=Counter)
+    # The bench hosts lost while they measured an experiment: host -> the experiments' numbers.
+    hosts_lost: dict[str, list[int]] = field(default_factory=dict)
     no_keep_streak: int = 0  # experiments since the last keep (all of them before the first)
     last_n: int = 0  # the highest experiment number recorded
     warnings: list[str] = field(default_factory=list)
@@ -80,6 +83,8 @@ class SessionDigest:
         self.no_keep_streak = 0 if row["status"] == Status.KEEP else self.no_keep_streak + 1
         if row["status"] == Status.KEEP:
             self.last_kept = {k: row[k] for k in ("id", "title", "commit")}
+        for host in row.get("hosts_lost") or []:
+            self.hosts_lost.setdefault(host, []).append(row["n"])
         if row.get("agent"):
             cost = row.get("agent_cost_usd")
             self.agent["proposals"] += 1
@@ -119,6 +124,16 @@ def in_status_order(counts: Mapping[str, int]) -> dict[str, int]:
     return ordered | {s: int(n) for s, n in counts.items() if s not in ordered and n}
 
 
+def hosts_lost_said(lost: Mapping[str, list[int]]) -> str:
+    """The bench hosts that died while they measured experiments, and which: each measured
+    again on another host (`status`, the report and the PR say it in these words)."""
+    said = [
+        f"{host} (measuring {', '.join(f'#{n}' for n in numbers)}, measured again)"
+        for host, numbers in lost.items()
+    ]
+    return "; ".join(said)
+
+
 def counts_said(by_status: dict[str, int], retried: int) -> str:
     """The experiments by outcome, in words that add up to their total: a hypothesis measured
     again counts once, by its last outcome, and its earlier attempts are said apart."""
@@ -155,9 +170,10 @@ def session_digests(journal: Path) -> dict[str, SessionDigest]:
 @dataclass
 class Summary(Fold):
     NAME = SUMMARY
-    VERSION = 9  # 3: attempts, in a second line; 4: fold.py; 5: hashed keys, a line per attempt;
+    VERSION = 10  # 3: attempts, in a second line; 4: fold.py; 5: hashed keys, a line per attempt;
     # 6: the attempt's rule; 7: the streak without a keep and the last number; 8: the statuses
-    # of the attempts measured again; 9: the attempt rows in a file of their own, appended to
+    # of the attempts measured again; 9: the attempt rows in a file of their own, appended to;
+    # 10: the bench hosts lost
 
     sessions: dict[str, SessionDigest] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)

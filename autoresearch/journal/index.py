@@ -40,10 +40,12 @@ __all__ = [
     "update_index",
 ]
 
-INDEX_VERSION = 6  # 2: rows carry retry_of, proposal, parent; 3: proposer, family, agent cost;
+INDEX_VERSION = 7  # 2: rows carry retry_of, proposal, parent; 3: proposer, family, agent cost;
 # 4: import records; 5: the patch's hash (a resume reads its attempts from the summary);
-# 6: the win each decision's futility stops were built for, and their power
+# 6: the win each decision's futility stops were built for, and their power; 7: the bench
+# hosts lost while they measured it
 HEAD_BYTES = 4096
+UNNAMED_HOST = "a bench host"  # one lost that its executor could not name
 
 
 @dataclass
@@ -284,12 +286,19 @@ def experiment_row(record: dict[str, Any]) -> dict[str, Any]:
         "checks_s": checks.get("duration_s") or 0.0,
         "checks_exit": checks.get("exit_code"),
         "touched_files": record.get("touched_files") or [],
+        "hosts_lost": [lost.get("host") or UNNAMED_HOST for lost in _lost(record)],
         "sentinels_ok": all(s.get("ok") for s in sentinels.values()),
         "holdout_change_pct": (decision.get("holdout") or {}).get("change_pct"),
         "holdout_verdict": (decision.get("holdout") or {}).get("verdict"),
         "metrics": {name: m.get("candidate_median") for name, m in metrics.items()}
         | {name: s.get("candidate_median") for name, s in sentinels.items()},
     }
+
+
+def _lost(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """The bench hosts that died while they measured the experiment (its record's cluster)."""
+    lost = (record.get("cluster") or {}).get("lost") or []
+    return [entry for entry in lost if isinstance(entry, dict)]
 
 
 def _write_index(path: Path, head: str, new: list[dict], rebuild: bool) -> bool:

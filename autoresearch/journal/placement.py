@@ -11,7 +11,7 @@ from typing import Any
 
 from .evidence import fields_in, values
 
-__all__ = ["Confinement", "HostFacts", "StaleWin"]
+__all__ = ["Confinement", "HostFacts", "LostHost", "StaleWin"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,19 @@ class StaleWin:
 
 
 @dataclass(frozen=True)
+class LostHost:
+    """A bench host that died while it measured the experiment (its runs measured again on
+    another): which (None: the executor could not tell), when, and what was said of it."""
+
+    host: str | None
+    at: str
+    why: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return values(self)
+
+
+@dataclass(frozen=True)
 class HostFacts:
     """A bench host's part in an experiment: the patch it was sent, the host and worker that
     measured it, that machine's facts, when, the wins measured against a best that had moved
@@ -76,6 +89,7 @@ class HostFacts:
     ended_at: str | None = None
     stale: list[StaleWin] = field(default_factory=list)
     kept_on: str | None = None
+    lost: list[LostHost] = field(default_factory=list)  # the hosts that died running it
 
     def to_dict(self) -> dict[str, Any]:
         """What is known: the patch once sent; the rest, the stale wins among it, once a host's
@@ -84,6 +98,9 @@ class HostFacts:
         found["stale"] = [s.to_dict() for s in self.stale]
         if self.host is None and not self.stale:
             del found["stale"]
+        found["lost"] = [lost.to_dict() for lost in self.lost]
+        if not self.lost:
+            del found["lost"]
         return {k: v for k, v in found.items() if v is not None}
 
     @classmethod
@@ -98,5 +115,14 @@ class HostFacts:
             )
             for s in found.get("stale") or []
             if isinstance(s, Mapping)
+        ]
+        given["lost"] = [
+            LostHost(
+                host=str(lost["host"]) if lost.get("host") else None,
+                at=str(lost.get("at") or ""),
+                why=str(lost.get("why") or ""),
+            )
+            for lost in found.get("lost") or []
+            if isinstance(lost, Mapping)
         ]
         return cls(**given)

@@ -38,6 +38,7 @@ class Lost:
 
     why: str
     broken: bool = False
+    host: str | None = None  # the host it was lost with, when the executor can tell
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,8 @@ from ..bench.jobs import JobResult
 from ..decide.calibration import Calibration, calibrated_config
 from ..errors import UserError
 from ..journal.decision import Decision
-from ..journal.draft import Draft
-from ..journal.placement import HostFacts, StaleWin
+from ..journal.draft import Draft, now_iso
+from ..journal.placement import HostFacts, LostHost, StaleWin
 from ..journal.records import CalibrationRecord, ExperimentRecord
 from ..statuses import RemeasureWhen, Status
 from .best_profile import profile_best
@@ -70,6 +70,7 @@ class Landing:
                 started_at=result.started_at,
                 ended_at=result.ended_at,
                 stale=flight.stale,
+                lost=flight.facts.lost,
             )
             flight.draft.note(cluster=flight.facts.to_dict())
         if result.confinement is not None:
@@ -106,10 +107,15 @@ class Landing:
             self.record(flight.draft, flight.draft.finish(Status.INTERRUPTED, why, error=why))
             return
         flight.losses += 1
+        # The record says which hosts died under it, and when: its runs are measured again.
+        gone = LostHost(host=lost.host, at=now_iso(), why=lost.why)
+        flight.facts = replace(flight.facts, lost=[*flight.facts.lost, gone])
+        flight.draft.note(cluster=flight.facts.to_dict())
+        host = f"bench host {lost.host}" if lost.host else "the bench host running it"
         if flight.losses < MAX_WORKER_LOSSES:
             self.session.progress.warn(
-                f"{flight.exp_id}: lost with the bench host running it ({lost.why}); sending it "
-                "again"
+                f"{flight.exp_id}: {host} was lost while it measured it ({lost.why}); "
+                "measuring it again on another"
             )
             self.again.appendleft(flight)
             return
@@ -225,8 +231,9 @@ class Landing:
         if isinstance(result, Lost) and not result.broken:
             flight.losses += 1
             if flight.losses < MAX_WORKER_LOSSES:
+                host = f"bench host {result.host}" if result.host else "the bench host"
                 session.progress.warn(
-                    f"the calibration was lost with the bench host running it ({result.why}); "
+                    f"the calibration was lost with {host} running it ({result.why}); "
                     "sending it again"
                 )
                 return True

@@ -9,7 +9,7 @@ from typing import Any
 from ..config import Config
 from ..decide.headline import headline, session_metric
 from ..decide.percent import change_pct
-from ..journal.digest import counts_said, session_digest
+from ..journal.digest import counts_said, hosts_lost_said, session_digest
 from ..journal.records import is_headline
 from ..profiles import profile_lines, profile_summary
 from ..progress import format_value
@@ -77,6 +77,7 @@ def session_status(config: Config) -> dict[str, Any]:
         else None,
         "confirmation": _last_confirmation(history),
         "agent": _agent_spend(history.agent),
+        "hosts_lost": history.hosts_lost,
         "warnings": history.warnings,
     }
 
@@ -151,6 +152,8 @@ def format_status(status: dict[str, Any]) -> str:
             f"agent: {agent['proposals']} proposals, ${agent['cost_usd']:.2f} spent{unknown}; "
             f"{agent['kept']} kept, {agent['refused']} refused, {agent['failed']} failed"
         )
+    if status.get("hosts_lost"):
+        lines.append(f"bench hosts lost: {hosts_lost_said(status['hosts_lost'])}")
     confirmation = status["confirmation"]
     if confirmation and confirmation["change_pct"] is not None:
         lines.append(

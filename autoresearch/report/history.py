@@ -377,6 +377,7 @@ def _pi_row(run: dict[str, Any], metric: str) -> dict[str, Any]:
         "checks_s": None,
         "checks_exit": None,
         "touched_files": [],
+        "hosts_lost": [],
         "sentinels_ok": True,
         "holdout_change_pct": None,
         "holdout_verdict": None,

@@ -322,6 +322,8 @@ def _text_runs(s: dict) -> list[str]:
         out.append(line)
     if s.get("proposers"):
         out.append("hypotheses from: " + "; ".join(p["line"] for p in s["proposers"]))
+    if s.get("hosts_lost"):
+        out.append(f"bench hosts lost: {s['hosts_lost']}")
     return out
 
 
