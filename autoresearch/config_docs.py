@@ -210,8 +210,9 @@ MEANINGS: dict[str, str] = {
         "outside the sandbox)"
     ),
     "sandbox.writable": "more paths a run may write, shared by both arms (`~` expands)",
-    "sandbox.read": "what a run reads of your home or checkout beyond the tools on its PATH and "
-    "their toolchains' stores, which is all it sees there (`~` expands): shown read-only",
+    "sandbox.read": "what a run reads of your home or your checkout beyond the tools on its PATH "
+    "and their toolchains' stores, the only parts of those it sees ([the home a run sees]"
+    "(../concepts/confinement.md#the-home-a-run-sees)); shown read-only (`~` expands)",
     "sandbox.caches": (
         "env var -> directory name: one cache directory per arm, "
         "`<state>/caches/<arm>/<name>` (seen at `<state>/caches/<name>`), e.g. "

@@ -32,16 +32,7 @@ def session_status(config: Config) -> dict[str, Any]:
     # The same figure `report` and `pr` show: one measurement behind baseline and best.
     head = headline(history.calibrations, history.confirmations, tip, primary, base_commit)
     baseline = head["baseline"]
-    best = None
-    if kept:
-        best = {
-            "value": head["best"],
-            "commit": kept["commit"],
-            "id": kept["id"],
-            "title": kept["title"],
-        }
-    elif baseline is not None:
-        best = {"value": baseline, "commit": None, "id": None, "title": "baseline"}
+    best = _best(kept, head["best"], baseline)
     running = SessionLock(paths.lock).is_held_elsewhere()
     return {
         "session": config.session.name,
@@ -80,6 +71,17 @@ def session_status(config: Config) -> dict[str, Any]:
         "hosts_lost": history.hosts_lost,
         "warnings": history.warnings,
     }
+
+
+def _best(
+    kept: dict[str, Any] | None, value: float | None, baseline: float | None
+) -> dict[str, Any] | None:
+    """The best as status names it: the last keep, else the baseline, else none yet."""
+    if kept:
+        return {"value": value, "commit": kept["commit"], "id": kept["id"], "title": kept["title"]}
+    if baseline is not None:
+        return {"value": baseline, "commit": None, "id": None, "title": "baseline"}
+    return None
 
 
 def _in_flight(marker: dict[str, Any] | None, running: bool) -> dict[str, Any] | None:
