@@ -1,9 +1,12 @@
-"""A disk already full when a night starts: an `error:` line naming the file system, never a
-traceback. The session's state is put on a tmpfs filled before the night, mounted in a mount
-namespace of the test's own (`unshare`, as root or not)."""
+"""The command line's one edge for what the system says: a disk already full when a night
+starts is an `error:` line naming the file system, never a traceback (the session's state on a
+tmpfs filled before the night, mounted in a mount namespace of the test's own: `unshare`, as
+root or not); a reader who stops reading (`| head`), whose broken pipe is an OSError too, is
+not an error at all."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -37,3 +40,22 @@ def test_a_night_on_a_full_disk_says_which_file_system_is_full(target, tmp_path)
     assert "Traceback" not in done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("error: ") and f"the file system mounted at {mount} is full" in last
+
+
+@pytest.mark.e2e
+def test_a_reader_who_stopped_reading_is_not_an_error(target):
+    """`autoresearch status | head -0`: the first write meets a pipe nobody reads."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "autoresearch.cli", "status"],
+            cwd=target.root,
+            stdout=write,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr

@@ -69,6 +69,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exc()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USER_ERROR
+    # Before OSError, of which it is one: `autoresearch history | head`: the reader has what
+    # it wanted.
+    except BrokenPipeError:
+        if sys.__stdout__ is not None:  # None only when started with no stdout at all
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
+        return 0
     except OSError as exc:
         if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
             raise
@@ -79,10 +85,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `autoresearch history | head`: the reader has what it wanted
-        if sys.__stdout__ is not None:  # None only when started with no stdout at all
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.__stdout__.fileno())
-        return 0
 
 
 def full_disk(exc: OSError) -> str:
