@@ -21,7 +21,7 @@ from results import record
 
 from autoresearch.bench.bwrap import bwrap_problem
 from autoresearch.bench.runners import LocalRunner
-from autoresearch.bench.sandbox import Sandbox
+from autoresearch.bench.sandbox import Sandbox, hidden_homes
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_MS = 50.0
@@ -31,8 +31,8 @@ GOAL_SHARE = 0.02
 def timings(command: str, runs: int, cwd: Path, logs: Path) -> dict[str, list[float]]:
     """Wall seconds of `runs` runs each way, alternating so that drift hits both alike."""
     # Confined as the loop confines a target's runs: its tree seen at one path, what is around
-    # it out of sight.
-    confined = LocalRunner(sandbox=Sandbox(one_path=True))
+    # it out of sight, and of your home and checkout only the ways to its tools.
+    confined = LocalRunner(sandbox=Sandbox(one_path=True, hide=hidden_homes(cwd)))
     runners = {"unconfined": LocalRunner(), "confined": confined}
     found: dict[str, list[float]] = {name: [] for name in runners}
     for i in range(runs):

@@ -178,3 +178,19 @@ def test_an_agent_cannot_list_the_home_but_its_tools(home, tmp_path):
 
     links = {"tools": "link"}
     assert found == {**ALLOWED, **dict.fromkeys(_ways(set(ALLOWED)), "dir"), **links}
+
+
+def test_an_agent_in_a_scratch_tree_in_the_home_sees_where_its_tmp_is(home, tmp_path):
+    """The directory its /tmp is, by the name the mount table gives it, is in sight: Codex's
+    own sandbox binds /tmp again from there, and fails every edit when it is not. The scratch
+    tree where a state directory in the home puts it (a checkout there)."""
+    config = _config(tmp_path)
+    scratch = home / ".cache" / "autoresearch" / "scratch" / "agent-scratch"
+    scratch.mkdir(parents=True)
+    sandbox = agent_sandbox(config, scratch, home=[])
+    assert sandbox is not None
+    where = "awk '$5 == \"/tmp\" {print $4}' /proc/self/mountinfo > tmp-root"
+
+    done = _run(sandbox, f"{where} && test -d $(cat tmp-root)", scratch, tmp_path / "tmp.log")
+
+    assert done.ok, (scratch / "tmp-root").read_text()

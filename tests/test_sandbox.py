@@ -596,6 +596,33 @@ def test_confined_runs_are_told_the_toolchains_are_offline(tmp_path):
     assert "CARGO_NET_OFFLINE" not in online.env
 
 
+@pytest.mark.skipif(shutil.which("go") is None, reason="needs Go")
+def test_a_go_build_in_a_tree_whose_git_is_out_of_sight_stamps_nothing(tmp_path, monkeypatch):
+    """Go stamps a binary with what git says of the tree it finds a `.git` in, and fails the
+    build when git, out of sight, cannot say. On a machine with no `go env -w` settings
+    (GOENV=off) the build works, and the flags a user set stay."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "go.mod").write_text("module m\n\ngo 1.22\n")
+    (repo / "main.go").write_text("package main\n\nfunc main() {}\n")
+    git(repo, "init", "-q")
+    git(repo, "add", ".")
+    git(repo, "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "a module")
+    tree = repo / ".git" / "state" / "arm"
+    git(repo, "worktree", "add", "-q", "--detach", str(tree))
+    monkeypatch.setenv("GOENV", "off")
+    for flags in (None, "-mod=mod"):
+        if flags:
+            monkeypatch.setenv("GOFLAGS", flags)
+        command = "go build -n -o out . 2>build.err && echo $GOFLAGS > flags"
+        result = _run(Sandbox(one_path=True), command, tree, tmp_path / "go.log")
+        assert result.ok, (tree / "build.err").read_text()
+        assert (tree / "flags").read_text().split() == [
+            *([flags] if flags else []),
+            "-buildvcs=false",
+        ]
+
+
 def test_what_the_fetch_left_is_read_only_to_every_run(tmp_path):
     """A candidate that rewrote the dependency sources `[bench] fetch` left (in the session's
     state, beside both arms' trees, which a run otherwise does not see) would build the other

@@ -66,7 +66,7 @@ def agent_sandbox(
         writable=(*sandbox.writable, *([admin] if admin is not None else [])),
         caches={"HOME": "home"},
         seeds={"HOME": _agent_home_seed(scratch, home)},
-        hide=hidden_homes(config),
+        hide=hidden_homes(config.repo_path),
         reveal=paths_in(command),
         read=sandbox.read,
         relocate={var: at for var, (at, _) in RELOCATING.items() if os.environ.get(var)},

@@ -31,12 +31,15 @@ class Shown:
         return any(under(path, b) for b in self.bound)
 
 
-def shown_only(hidden: Path, needed: list[Path]) -> Shown:
+def shown_only(hidden: Path, needed: list[Path], later: tuple[Path, ...] = ()) -> Shown:
     """bwrap arguments that show of the directory `hidden` only the ways to `needed`: an
     empty tmpfs over it (the names of what it holds are gone too), each needed path under it
     bound again read-only at its place (a link on the way made again, and what it leads to
     shown), then, once every later mount is made under it, the tmpfs made read-only. A path
-    that *is* `hidden` (a tool prefix at your home's top) does not uncover it."""
+    that *is* `hidden` (a tool prefix at your home's top) does not uncover it. What the caller
+    binds `later` at its own place (a writable tree) is not bound here: two mounts stacked on
+    one place, read-only under writable, read as read-only to a tool that looks its path up
+    in the mount table (Codex's sandbox does)."""
     hidden = hidden.resolve()
     if hidden == Path("/") or under(hidden, Path("/tmp")) or not hidden.is_dir():
         return Shown(None)
@@ -56,13 +59,14 @@ def shown_only(hidden: Path, needed: list[Path]) -> Shown:
             target = way.resolve() / rest if rest.parts else way.resolve()
             if under(target, hidden):
                 todo.append(target)
+    binds = [p for p in binds if not any(under(p, bound) for bound in later)]
     binds = [p for p in dict.fromkeys(binds) if not any(o != p and under(p, o) for o in binds)]
     for path in sorted(binds):
         first += ["--ro-bind", str(path), str(path)]
     for link, to in links.items():
         if not any(under(link, bound) for bound in binds):  # else it is there already
             first += ["--symlink", to, str(link)]
-    return Shown(hidden, first, ["--remount-ro", str(hidden)], tuple(binds))
+    return Shown(hidden, first, ["--remount-ro", str(hidden)], (*binds, *later))
 
 
 def _first_link(hidden: Path, path: Path) -> Path | None:

@@ -20,11 +20,19 @@ import os
 import re
 from collections.abc import Sequence
 from fnmatch import fnmatchcase
+from pathlib import Path
+
+from ..errors import UserError
+from ..files import read_bounded
+
+MAX_GO_ENV_BYTES = 64 * 1024
 
 __all__ = [
     "BLAS_THREADS_ENV",
     "PINNED_ENV",
     "bench_environ",
+    "go_env_file",
+    "no_vcs_stamp",
     "offline_switches",
     "pin_blas_threads",
     "target_environ",
@@ -103,3 +111,39 @@ OFFLINE = {
 def offline_switches(given: dict[str, str]) -> dict[str, str]:
     """The toolchains' offline switches that `given` (the run's environment) does not set."""
     return {name: value for name, value in OFFLINE.items() if name not in given}
+
+
+def go_env_file(given: dict[str, str]) -> Path:
+    """Where Go keeps the settings `go env -w` writes (GOFLAGS, GOTOOLCHAIN, GOPROXY): `GOENV`,
+    else its user config directory's."""
+    if given.get("GOENV"):
+        return Path(given["GOENV"])
+    config = given.get("XDG_CONFIG_HOME") or os.path.join(given.get("HOME") or "~", ".config")
+    return Path(os.path.expanduser(config)) / "go" / "env"
+
+
+def no_vcs_stamp(given: dict[str, str]) -> dict[str, str]:
+    """GOFLAGS with `-buildvcs=false`, for runs that do not see the repository: Go stamps a
+    binary with what git says of the tree it finds a `.git` in, and fails the build when git
+    cannot say ("error obtaining VCS status"). The flags you set stay, from the environment or
+    `go env -w` (which the variable would otherwise override); none when they choose already."""
+    flags = given.get("GOFLAGS")
+    if flags is None and given.get("GOENV") != "off":
+        flags = _go_env_setting(go_env_file(given), "GOFLAGS")
+    flags = flags or ""
+    if "-buildvcs" in flags:
+        return {}
+    return {"GOFLAGS": f"{flags} -buildvcs=false".strip()}
+
+
+def _go_env_setting(path: Path, name: str) -> str | None:
+    """One setting of Go's env file (`NAME=value` lines), or None."""
+    try:
+        text = read_bounded(path, MAX_GO_ENV_BYTES, "Go env file").decode("utf-8", "replace")
+    except UserError:
+        return None
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() == name:
+            return value.strip()
+    return None

@@ -29,7 +29,7 @@ from ..journal.placement import Confinement
 from ..statuses import SandboxMode
 from .bwrap import bwrap, bwrap_problem, privileges, socket_filter
 from .covers import Shown, covered_whole, shown_only
-from .environ import offline_switches
+from .environ import no_vcs_stamp, offline_switches
 from .fetched import fetched_dir
 from .handed import ARGS_FD, SECCOMP_FD
 from .private_tmp import named_paths, named_under_tmp, private_tmp, private_tmp_mounts, under
@@ -148,6 +148,8 @@ class Sandbox:
         if not self.network:
             argv.append("--unshare-net")
             env = {**offline_switches(given), **env}
+        if self.one_path and not self.git:  # git out of sight: Go stamps nothing
+            env = {**env, **no_vcs_stamp({**given, **env})}
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         if self.one_path:  # no process's memory or settings written through /proc
             argv += ["--remount-ro", "/proc"]
@@ -157,10 +159,14 @@ class Sandbox:
         # First what the run does not see (every mount after it may lie under it), last its
         # tmpfs made read-only. Its /tmp's own directory stays: Codex's sandbox binds /tmp
         # again by the path the mount table names.
-        needed = [*repository, *binds, private_tmp(cwd), *self.shown, *self.fetched, *self.read]
-        views = self._hidden(needed, given)
+        needed = [*repository, private_tmp(cwd), *self.shown, *self.read]
+        # What is bound later at its own place, writable or again: not bound twice.
+        later = [dest for source, dest in binds.items() if source == dest]
+        # The private /tmp made (emptied) first: the views show its directory when it exists.
+        tmp = private_tmp_mounts(cwd, [*repository, *self.shown], given.get("PATH", ""))
+        views = self._hidden(needed, later + [p for p in self.fetched if p.is_dir()], given)
         argv += [arg for view in views for arg in view.first]
-        argv += private_tmp_mounts(cwd, [*repository, *self.shown], given.get("PATH", ""))
+        argv += tmp
         covers = self._around(cwd, common)
         argv += [arg for cover in covers for arg in ("--tmpfs", str(cover))]
         if self.git and common is not None and covers and under(common, cwd.parent):
@@ -197,9 +203,9 @@ class Sandbox:
                 argv += ["--ro-bind", str(source), str(self.seen_at(cwd) / rel)]
         return argv
 
-    def _hidden(self, needed: list[Path], given: dict[str, str]) -> list[Shown]:
+    def _hidden(self, needed: list[Path], later: list[Path], given: dict[str, str]) -> list[Shown]:
         """How the run sees each hidden directory: only the ways to what it needs (`needed`,
-        its tools and their stores)."""
+        its tools and their stores, and what is bound `later` at its own place)."""
         hidden = tuple(dict.fromkeys(h.resolve() for h in self.hide))
         # One allow-list each: a hidden directory inside another is hidden by the outer's.
         hidden = tuple(h for h in hidden if not any(o != h and under(h, o) for o in hidden))
@@ -208,7 +214,7 @@ class Sandbox:
         home = Path.home()
         tools = tool_ways(given.get("PATH", ""), self.reveal, hidden, home)
         needed = [*needed, *tools, *stores(given, home)]
-        return [shown_only(directory, needed) for directory in hidden]
+        return [shown_only(directory, needed, tuple(later)) for directory in hidden]
 
     def _neutral_git(self, cwd: Path, common: Path | None) -> Path | None:
         """With the repository hidden (git unusable in the run), the tree's `.git` as one file
@@ -420,7 +426,7 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
         # an interpreter at), the journal and the queue are not a run's to read; the ways to
         # what it needs stay (the tools on its PATH and their stores, the interpreter its
         # script names in the project's .venv, the repository, what `read` names).
-        hide=hidden_homes(config),
+        hide=hidden_homes(config.repo_path),
         reveal=named,
         read=read,
         one_path=True,
@@ -429,11 +435,11 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
     return sandbox, None
 
 
-def hidden_homes(config: Config) -> tuple[Path, ...]:
+def hidden_homes(checkout: Path) -> tuple[Path, ...]:
     """What runs see only the ways through: your home, every user's (`/home`) and your
-    checkout."""
+    `checkout`."""
     homes = (Path.home().resolve(), *([HOMES] if HOMES.is_dir() else []))
-    return (*homes, config.repo_path)
+    return (*homes, checkout)
 
 
 def keeps_out(config: Config, path: Path) -> bool:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from ..files import read_bounded
+from .environ import go_env_file
 from .private_tmp import under
 
 __all__ = ["PREFIX_PARTS", "STORES", "stores", "tool_ways"]
@@ -42,7 +43,7 @@ STORES = (
     Store("GOROOT", ""),
     Store("GOPATH", "go", ("bin", "pkg/mod")),
     Store("GOMODCACHE", "go/pkg/mod"),
-    Store("CARGO_HOME", ".cargo", ("bin", "registry", "git")),
+    Store("CARGO_HOME", ".cargo", ("bin", "registry", "git", "config.toml", "config")),
     Store("RUSTUP_HOME", ".rustup", ("toolchains", "settings.toml", "update-hashes")),
     Store(
         "PYENV_ROOT",
@@ -51,7 +52,11 @@ STORES = (
     ),
     Store("UV_PYTHON_INSTALL_DIR", ".local/share/uv/python"),
     Store("NVM_DIR", ".nvm", ("nvm.sh", "versions", "alias")),
-    Store("BUN_INSTALL", ".bun", ("bin", "install/global")),
+    Store("npm_config_cache", ".npm", ("_cacache",)),  # what `npm ci --offline` installs from
+    Store("YARN_CACHE_FOLDER", ".cache/yarn"),
+    Store("PNPM_HOME", ".local/share/pnpm"),
+    Store("BUN_INSTALL", ".bun", ("bin", "install")),
+    Store("DENO_DIR", ".cache/deno"),
     Store("SDKMAN_DIR", ".sdkman", ("bin", "candidates", "libexec")),
     Store("GRADLE_USER_HOME", ".gradle", ("caches", "wrapper")),
     Store("", ".m2", ("repository",)),
@@ -60,8 +65,9 @@ STORES = (
 
 def stores(env: dict[str, str], home: Path) -> list[Path]:
     """Where the toolchains' stores are for `env`, each part a build reads (present or not:
-    the sandbox shows what is there)."""
-    found: list[Path] = []
+    the sandbox shows what is there), and the settings they build by (`go env -w`'s file,
+    Cargo's `config.toml`: not their credentials, which are files of their own)."""
+    found: list[Path] = [go_env_file({**env, "HOME": str(home)})]
     for store in STORES:
         given = env.get(store.variable, "") if store.variable else ""
         bases = [Path(p) for p in given.split(os.pathsep) if p] if given else []
