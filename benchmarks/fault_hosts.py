@@ -5,9 +5,10 @@ runs.
 
 Beyond the night's invariants (fault_night.py): no bench run of a dead worker outlives it into
 the next run on its host (no two completed runs of one host's clone overlap), no process of any
-host is left, both true wins kept and neither null, and the worker its nanny restarts takes
-back the dead one's clone (the machine's slots, one per live worker, never a fresh one). Half the
-nights run the hosts' benches confined.
+host is left, both true wins kept and neither null, a host killed mid-bench named in a record's
+cluster.lost (counted as a lost record when nothing says it), and the worker its nanny restarts
+takes back the dead one's clone (the machine's slots, one per live worker, never a fresh one).
+Half the nights run the hosts' benches confined.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from fault_night import Night, Tally
 
 from autoresearch.bench.bwrap import bwrap_problem
 from autoresearch.bench.proc import find_processes, process_token
-from autoresearch.cluster.host import QUIET_WORKER_ENV
+from autoresearch.cluster.host import QUIET_WORKER_ENV, TELLING_SCHEDULER_ENV
 from autoresearch.journal.store import read_journal
 
 __all__ = ["HOST_CATEGORIES", "Hosts"]
@@ -69,14 +70,20 @@ def killed_processes(tally: Tally, trials: int) -> None:
             problems = night.check()
             problems["records_lost"] += _lost_results(night)
             problems["processes_left"] += _overlaps(spans) + len(hosts.left_running())
+            # A host lost mid-bench is said: some record names it in cluster.lost.
+            if fault != "driver" and not _hosts_said_lost(night):
+                problems["records_lost"] += 1
             # One clone per live worker, taken back after a restart: slots 0 to workers - 1 of
             # this machine, never a new one (a host that got no work has none).
             clones = hosts.clones()
             slots = {f"{_machine()}-{n}" for n in range(hosts.workers)}
             problems["dirty_trees"] += 0 if set(clones) <= slots else 1
             how = "confined" if confined else "unconfined"
+            said = sorted(set(_hosts_said_lost(night)))
             note = _explained(
-                f"{how}, killed {killed}, exit {code}, clones {clones}", problems, night
+                f"{how}, killed {killed}, exit {code}, clones {clones}, said lost {said}",
+                problems,
+                night,
             )
             tally.add(problems, note)
             if not any(problems.values()):
@@ -125,6 +132,7 @@ class Hosts:
             stdout=self._log,
             stderr=self._log,
             start_new_session=True,
+            env={**os.environ, **TELLING_SCHEDULER_ENV},  # the guide's environment
         )
 
     def kill_scheduler(self) -> None:
@@ -290,6 +298,16 @@ def _lost_results(night: Night) -> int:
         if r.status == "keep"
     }
     return len(kept ^ {n for n, f in WINS_AND_NULLS.items() if f < 1})
+
+
+def _hosts_said_lost(night: Night) -> list[str]:
+    """The hosts the journal's records say were lost while they measured."""
+    return [
+        lost.host or "?"
+        for r in read_journal(night.target.journal).experiments
+        if r.cluster is not None
+        for lost in r.cluster.lost
+    ]
 
 
 def _explained(note: str, problems: dict[str, int], night: Night) -> str:

@@ -20,8 +20,9 @@ from machine_load import a_core_busy
 from results import record
 
 from autoresearch.bench.bwrap import bwrap_problem
+from autoresearch.bench.covers import hidden_homes
 from autoresearch.bench.runners import LocalRunner
-from autoresearch.bench.sandbox import Sandbox, hidden_homes
+from autoresearch.bench.sandbox import Sandbox
 
 ROOT = Path(__file__).resolve().parent.parent
 GOAL_MS = 50.0

@@ -255,12 +255,12 @@ class TestFakeHosts(FakeNight, Contract, SlotsContract):
         assert f"t-0001: bench host {host} was lost while it measured it (KilledWorker" in (
             said.getvalue()
         )
-        line = f"bench hosts lost: {host} (measuring #1, measured again)"
+        line = f"bench hosts lost: {host} (while measuring #1)"
         for command in ("status", "report"):
             assert line in run_cli(command, cwd=target.root).stdout, command
         pr = run_cli("pr", "--out", str(tmp_path / "pr.md"), cwd=target.root)
         assert pr.returncode == 0, pr.stderr
-        assert f"- Bench hosts lost: {host} (measuring #1, measured again)." in seen(
+        assert f"- Bench hosts lost: {host} (while measuring #1)." in seen(
             (tmp_path / "pr.md").read_text()
         )
 

@@ -22,7 +22,8 @@ from test_sandbox import _run, confine
 
 from autoresearch.bench.agent_sandbox import agent_sandbox
 from autoresearch.bench.bwrap import bwrap_problem
-from autoresearch.bench.sandbox import sandbox_for
+from autoresearch.bench.covers import hidden_homes
+from autoresearch.bench.sandbox import Sandbox, sandbox_for
 from autoresearch.bench.tool_ways import STORES
 
 pytestmark = pytest.mark.skipif(bwrap_problem() is not None, reason="needs bubblewrap")
@@ -126,14 +127,14 @@ def home(monkeypatch):
     shutil.rmtree(root, ignore_errors=True)
 
 
-def _walk(sandbox, home: Path, tree: Path) -> dict[str, str]:
+def _walk(sandbox, home: Path, tree: Path, homes: bool = True) -> dict[str, str]:
     """What a run in `tree` finds in `home`; and, in every user's home (/home), nothing but
     the ways to the tools on its PATH there."""
     out = tree / "found.json"
     script = tree / "walk.py"
     script.write_text(WALK)
-    homes = f"{home} /home" if Path("/home").is_dir() else str(home)
-    command = f"{sys.executable} walk.py found.json {homes}"
+    roots = f"{home} /home" if homes and Path("/home").is_dir() else str(home)
+    command = f"{sys.executable} walk.py found.json {roots}"
     result = _run(sandbox, command, tree, tree.parent / "walk.log")
     assert result.ok, result.tail
     seen = json.loads(out.read_text())
@@ -194,3 +195,41 @@ def test_an_agent_in_a_scratch_tree_in_the_home_sees_where_its_tmp_is(home, tmp_
     done = _run(sandbox, f"{where} && test -d $(cat tmp-root)", scratch, tmp_path / "tmp.log")
 
     assert done.ok, (scratch / "tmp-root").read_text()
+
+
+def test_a_home_inside_a_hidden_directory_is_never_shown_whole(home, tmp_path, monkeypatch):
+    """The usual layout: your home inside /home, both hidden. A script named in the home's
+    top (`~/bench.py`, a program), and the home itself on PATH, show that file alone, never
+    the home whole; a file of data named there (`cat ~/notes.txt`) is not shown; the directory
+    around the home shows nothing but the way to it."""
+    (home / "bench.py").write_text("a script of yours")
+    (home / "bench.py").chmod(0o755)
+    (home / "notes.txt").write_text("what you keep")
+    monkeypatch.setenv("PATH", f"{home}{os.pathsep}{os.environ['PATH']}")
+    outer = home.parent
+    (outer / "someone-else" / ".ssh").mkdir(parents=True)
+    (outer / "someone-else" / ".ssh" / "id_rsa").write_text("their key")
+    sandbox = Sandbox(
+        one_path=True, hide=(outer, home), reveal=(home / "bench.py", home / "notes.txt")
+    )
+    tree = tmp_path / "state" / "arm"
+    tree.mkdir(parents=True)
+
+    found = _walk(sandbox, outer, tree, homes=False)
+
+    allowed = {f"home/{rel}": text for rel, text in ALLOWED.items() if not rel.startswith("data/")}
+    allowed["home/bench.py"] = "a script of yours"
+    ways = _ways(set(allowed))
+    assert found == {**allowed, **dict.fromkeys(ways, "dir"), "home/tools": "link"}
+
+
+def test_a_home_that_is_the_root_hides_no_file_system_and_the_other_homes_still(monkeypatch):
+    """A container's HOME=/ is no directory to show only the ways through (it would be the
+    whole file system); every user's home, their runtime directories and the checkout are."""
+    monkeypatch.setenv("HOME", "/")
+    checkout = Path("/var/tmp/a-checkout")
+
+    hidden = hidden_homes(checkout)
+
+    assert Path("/") not in hidden and hidden[-1] == checkout
+    assert (Path("/home") in hidden) == Path("/home").is_dir()

@@ -3,12 +3,14 @@ the program it times, so that nothing the program prints passes for a measuremen
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 from conftest import dedent, experiments, run
 
+from autoresearch.bench.channel import Channel
 from autoresearch.bench.metrics import metric_channel, run_output
 
 CHANNEL_BENCH = dedent(
@@ -71,3 +73,23 @@ def test_a_bench_that_never_uses_the_channel_is_read_from_its_output(target):
     (record,) = experiments(target)
     assert record.status == "keep"
     assert run_output(record.bench_logs[-1])[1] == record.bench_logs[-1]
+
+
+def test_a_channel_closes_its_write_end_once_and_never_a_descriptor_opened_since(tmp_path):
+    """A run's channel is kept, then closed (measure.py's finally): between the two, another
+    thread (an agent preparing the next proposal) may open a descriptor that takes the write
+    end's number; the second close must leave it alone (it was the exec-status pipe of that
+    thread's git call, which then read the next run's channel and hung the night)."""
+    channel = Channel()
+    number = channel.write_end
+    channel.keep(tmp_path / "run.log")
+    taken: list[int] = []
+    try:
+        while not taken or taken[-1] < number:  # the lowest free numbers, up to the freed one
+            taken.append(os.open(os.devnull, os.O_RDONLY))
+        assert number in taken
+        channel.close()
+        os.fstat(number)  # still ours: raises when the second close took it
+    finally:
+        for fd in taken:
+            os.close(fd)

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING
 
 from ..files import gitdir_of
 from ..journal.fold import derived_paths
+from .covers import hidden_homes
 from .private_tmp import paths_in
-from .sandbox import Sandbox, cache_dir, hidden_homes, sandbox_for
+from .sandbox import Sandbox, cache_dir, sandbox_for
 
 if TYPE_CHECKING:
     from ..config import Config

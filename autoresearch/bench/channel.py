@@ -69,11 +69,15 @@ class Channel:
     def keep(self, log: Path, timeout_s: float = 10.0) -> None:
         """The run is over: its writers' ends close with its processes (a process that held
         one past it is given `timeout_s`); what came is written beside its log."""
-        with contextlib.suppress(OSError):
-            os.close(self.write_end)
+        self.close()
         self._thread.join(timeout_s)
         metric_channel(log).write_bytes(bytes(self._data))
 
     def close(self) -> None:
-        with contextlib.suppress(OSError):
-            os.close(self.write_end)
+        """Our write end closed, once: a second close of its number would close whatever
+        another thread opened under it since (an agent's git call, whose exec-status pipe then
+        read this channel and hung its thread and the run's clean-up behind it)."""
+        end, self.write_end = self.write_end, -1
+        if end >= 0:
+            with contextlib.suppress(OSError):
+                os.close(end)

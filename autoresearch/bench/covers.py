@@ -11,7 +11,10 @@ from pathlib import Path
 
 from .private_tmp import under
 
-__all__ = ["Shown", "covered_whole", "shown_only"]
+__all__ = ["Shown", "can_hide", "covered_whole", "hidden_homes", "home_dir", "shown_only"]
+
+HOMES = Path("/home")  # every user's home: the runs see them only the ways through
+RUNTIME = Path("/run/user")  # every user's runtime directory: the same
 
 
 @dataclass(frozen=True)
@@ -31,22 +34,34 @@ class Shown:
         return any(under(path, b) for b in self.bound)
 
 
-def shown_only(hidden: Path, needed: list[Path], later: tuple[Path, ...] = ()) -> Shown:
+def can_hide(directory: Path) -> bool:
+    """Whether a run can be shown only the ways through `directory`: not `/` (the file system
+    itself), nor what a run's private /tmp hides whole, nor what is not a directory."""
+    return directory != Path("/") and not under(directory, Path("/tmp")) and directory.is_dir()
+
+
+def shown_only(
+    hidden: Path, needed: list[Path], later: tuple[Path, ...] = (), tops: tuple[Path, ...] = ()
+) -> Shown:
     """bwrap arguments that show of the directory `hidden` only the ways to `needed`: an
     empty tmpfs over it (the names of what it holds are gone too), each needed path under it
     bound again read-only at its place (a link on the way made again, and what it leads to
     shown), then, once every later mount is made under it, the tmpfs made read-only. A path
-    that *is* `hidden` (a tool prefix at your home's top) does not uncover it. What the caller
+    that *is* `hidden`, or one of the other hidden directories (`tops`: your home inside
+    `/home`), does not uncover it. What the caller
     binds `later` at its own place (a writable tree) is not bound here: two mounts stacked on
     one place, read-only under writable, read as read-only to a tool that looks its path up
     in the mount table (Codex's sandbox does)."""
-    hidden = hidden.resolve()
-    if hidden == Path("/") or under(hidden, Path("/tmp")) or not hidden.is_dir():
+    hidden = Path(os.path.realpath(hidden))
+    if not can_hide(hidden):
         return Shown(None)
+    closed = {hidden, *tops}
     first = ["--tmpfs", str(hidden)]
     links: dict[Path, str] = {}
     binds: list[Path] = []
-    todo = [n for n in needed if n != hidden and under(n, hidden)]
+    # As named, and resolved (a home reached through a link names its stores by the link).
+    named = [p for n in needed if n.is_absolute() for p in (n, Path(os.path.realpath(n)))]
+    todo = [n for n in named if n not in closed and under(n, hidden)]
     while todo:
         path = todo.pop()
         way = _first_link(hidden, path)
@@ -55,9 +70,9 @@ def shown_only(hidden: Path, needed: list[Path], later: tuple[Path, ...] = ()) -
                 binds.append(path)
         elif way not in links:
             links[way] = os.readlink(way)
-            rest = path.relative_to(way)
-            target = way.resolve() / rest if rest.parts else way.resolve()
-            if under(target, hidden):
+            # One hop at a time: a link on the way of the link's own target is made too.
+            target = Path(os.path.normpath(way.parent / links[way])) / path.relative_to(way)
+            if under(target, hidden) and target not in closed:
                 todo.append(target)
     binds = [p for p in binds if not any(under(p, bound) for bound in later)]
     binds = [p for p in dict.fromkeys(binds) if not any(o != p and under(p, o) for o in binds)]
@@ -88,3 +103,24 @@ def covered_whole(paths: tuple[Path, ...]) -> list[str]:
         elif path.exists():
             argv += ["--ro-bind", "/dev/null", str(path)]
     return argv
+
+
+def hidden_homes(checkout: Path) -> tuple[Path, ...]:
+    """What runs see only the ways through: your home, every user's (`/home`), the users'
+    runtime directories (`/run/user`: their agents' sockets, a registry login) and your
+    `checkout`. A home that is `/` (a container's) hides nothing by itself: the others
+    still are."""
+    home = home_dir()
+    found = [home] if home is not None else []
+    found += [d for d in (HOMES, RUNTIME) if d.is_dir()]
+    return (*(Path(os.path.realpath(d)) for d in found), checkout)
+
+
+def home_dir() -> Path | None:
+    """Your home, resolved; None when there is none to hide (unset with no passwd entry, or
+    `/`)."""
+    try:
+        home = Path(os.path.realpath(Path.home()))
+    except RuntimeError:
+        return None
+    return home if can_hide(home) else None

@@ -128,7 +128,7 @@ def no_vcs_stamp(given: dict[str, str]) -> dict[str, str]:
     cannot say ("error obtaining VCS status"). The flags you set stay, from the environment or
     `go env -w` (which the variable would otherwise override); none when they choose already."""
     flags = given.get("GOFLAGS")
-    if flags is None and given.get("GOENV") != "off":
+    if not flags and given.get("GOENV") != "off":  # Go reads an empty one as unset
         flags = _go_env_setting(go_env_file(given), "GOFLAGS")
     flags = flags or ""
     if "-buildvcs" in flags:

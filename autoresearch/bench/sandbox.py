@@ -28,7 +28,7 @@ from ..files import gitdir_of
 from ..journal.placement import Confinement
 from ..statuses import SandboxMode
 from .bwrap import bwrap, bwrap_problem, privileges, socket_filter
-from .covers import Shown, covered_whole, shown_only
+from .covers import Shown, can_hide, covered_whole, hidden_homes, home_dir, shown_only
 from .environ import no_vcs_stamp, offline_switches
 from .fetched import fetched_dir
 from .handed import ARGS_FD, SECCOMP_FD
@@ -50,7 +50,6 @@ __all__ = [
 # Every confined run gets a cache directory of its arm's own as XDG_CACHE_HOME: the toolchains
 # that follow it (go's build cache, pip, ...) work confined without a setting, cold at first.
 DEFAULT_CACHE_ENV, DEFAULT_CACHE = "XDG_CACHE_HOME", "xdg"
-HOMES = Path("/home")  # every user's home: the runs see them only the ways through
 # Toolchains that take their cache from a variable of their own before XDG_CACHE_HOME: one the
 # user pinned outside the sandbox's writable paths (GOCACHE=~/.cache/go-build) would be read-only
 # in there and fail the build ("read-only file system"), so it moves to the arm's own directory.
@@ -135,21 +134,7 @@ class Sandbox:
         cwd = cwd.resolve()
         seen = self.seen_at(cwd)
         given = {**os.environ, **env}
-        argv = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
-        argv += privileges(self.nested)
-        handed: dict[int, int] = {}
-        # A target's run may not reach into another process (its bench script: seccomp.py),
-        # nor write one's memory through /proc, but for a profile's (`tracing`).
-        walled = self.one_path and not self.tracing
-        refuse = {"unix": not self.unix_sockets, "tracing": walled}
-        if any(refuse.values()) and socket_filter() and (fd := run_filter_fd(**refuse)):
-            argv += ["--seccomp", str(SECCOMP_FD)]
-            handed[SECCOMP_FD] = fd
-        if not self.network:
-            argv.append("--unshare-net")
-            env = {**offline_switches(given), **env}
-        if self.one_path and not self.git:  # git out of sight: Go stamps nothing
-            env = {**env, **no_vcs_stamp({**given, **env})}
+        argv, handed, env = self._isolated(given, env)
         argv += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
         if self.one_path:  # no process's memory or settings written through /proc
             argv += ["--remount-ro", "/proc"]
@@ -159,7 +144,8 @@ class Sandbox:
         # First what the run does not see (every mount after it may lie under it), last its
         # tmpfs made read-only. Its /tmp's own directory stays: Codex's sandbox binds /tmp
         # again by the path the mount table names.
-        needed = [*repository, private_tmp(cwd), *self.shown, *self.read]
+        needed = [*repository, *self.shown, *self.read]
+        needed += [] if self.one_path else [private_tmp(cwd)]  # for an agent's own sandbox
         # What is bound later at its own place, writable or again: not bound twice.
         later = [dest for source, dest in binds.items() if source == dest]
         # The private /tmp made (emptied) first: the views show its directory when it exists.
@@ -190,6 +176,28 @@ class Sandbox:
             [bwrap(), "--args", str(ARGS_FD)], {**_seen_in(env, cwd, seen), **extra}, handed
         )
 
+    def _isolated(
+        self, given: dict[str, str], env: dict[str, str]
+    ) -> tuple[list[str], dict[int, int], dict[str, str]]:
+        """The namespaces, privileges and system calls of a run (bwrap's first arguments, the
+        descriptors they need) and its environment with what they imply."""
+        argv = ["--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
+        argv += privileges(self.nested)
+        handed: dict[int, int] = {}
+        # A target's run may not reach into another process (its bench script: seccomp.py),
+        # nor write one's memory through /proc, but for a profile's (`tracing`).
+        walled = self.one_path and not self.tracing
+        refuse = {"unix": not self.unix_sockets, "tracing": walled}
+        if any(refuse.values()) and socket_filter() and (fd := run_filter_fd(**refuse)):
+            argv += ["--seccomp", str(SECCOMP_FD)]
+            handed[SECCOMP_FD] = fd
+        if not self.network:
+            argv.append("--unshare-net")
+            env = {**offline_switches(given), **env}
+        if self.one_path and not self.git:  # git out of sight: Go stamps nothing
+            env = {**env, **no_vcs_stamp({**given, **env})}
+        return argv, handed, env
+
     def _fixed(self, cwd: Path, common: Path | None, covered: bool) -> list[str]:
         """The tree's `.git` (a linked worktree's `gitdir:` file) and the harness's scripts
         read-only over the writable tree: a run can neither point the tree at another
@@ -206,15 +214,17 @@ class Sandbox:
     def _hidden(self, needed: list[Path], later: list[Path], given: dict[str, str]) -> list[Shown]:
         """How the run sees each hidden directory: only the ways to what it needs (`needed`,
         its tools and their stores, and what is bound `later` at its own place)."""
-        hidden = tuple(dict.fromkeys(h.resolve() for h in self.hide))
-        # One allow-list each: a hidden directory inside another is hidden by the outer's.
-        hidden = tuple(h for h in hidden if not any(o != h and under(h, o) for o in hidden))
-        if not hidden:
+        every = tuple(dict.fromkeys(Path(os.path.realpath(h)) for h in self.hide))
+        every = tuple(h for h in every if can_hide(h))
+        # One allow-list each: a hidden directory inside another is hidden by the outer's, and
+        # none of them is a way to anything (your home is no tool's prefix).
+        outer = tuple(h for h in every if not any(o != h and under(h, o) for o in every))
+        if not outer:
             return []
-        home = Path.home()
-        tools = tool_ways(given.get("PATH", ""), self.reveal, hidden, home)
-        needed = [*needed, *tools, *stores(given, home)]
-        return [shown_only(directory, needed, tuple(later)) for directory in hidden]
+        home = home_dir()
+        tools = tool_ways(given.get("PATH", ""), self.reveal, every, home or Path("/"))
+        needed = [*needed, *tools, *(stores(given, home) if home else [])]
+        return [shown_only(directory, needed, tuple(later), every) for directory in outer]
 
     def _neutral_git(self, cwd: Path, common: Path | None) -> Path | None:
         """With the repository hidden (git unusable in the run), the tree's `.git` as one file
@@ -393,7 +403,8 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
             )
         return None, problem
     writable = tuple(config.resolve(os.path.expanduser(p)) for p in s.writable)
-    read = tuple(config.resolve(os.path.expanduser(p)) for p in s.read)
+    # As named, not resolved: a link on the way is made again in the run's view.
+    read = tuple(Path(os.path.abspath(config.base_dir / os.path.expanduser(p))) for p in s.read)
     seeds = {k: config.resolve(os.path.expanduser(v)) for k, v in s.cache_seeds.items()}
     from ..config import script_path  # the config's module builds on this package
 
@@ -433,13 +444,6 @@ def sandbox_for(config: Config) -> tuple[Sandbox | None, str | None]:
         git=s.git,
     )
     return sandbox, None
-
-
-def hidden_homes(checkout: Path) -> tuple[Path, ...]:
-    """What runs see only the ways through: your home, every user's (`/home`) and your
-    `checkout`."""
-    homes = (Path.home().resolve(), *([HOMES] if HOMES.is_dir() else []))
-    return (*homes, checkout)
 
 
 def keeps_out(config: Config, path: Path) -> bool:

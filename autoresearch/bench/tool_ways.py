@@ -81,34 +81,51 @@ def tool_ways(
     path: str, reveal: tuple[Path, ...], hidden: tuple[Path, ...], home: Path
 ) -> list[Path]:
     """The ways to the tools a run is given, in the `hidden` directories: each PATH entry and
-    each of `reveal` (a file its command names) by its directory, as named and as resolved,
+    the directory of each of `reveal` (a file its command names), as named and as resolved,
     and the parts of their installs around them (see the module's text). A prefix at the top
-    of `home`, or of a hidden directory, is shown by its parts."""
-    homes = list(dict.fromkeys(h.resolve() for h in (home, *hidden)))
-    entries = [Path(e) for e in path.split(os.pathsep) if e]
-    entries += [p.parent for p in reveal]
-    entries += [p.resolve().parent for p in reveal if p.exists()]
-    found: list[Path] = []
+    of `home`, or of a hidden directory, is shown by its parts; a directory that *is* one of
+    them, never (a program its command names there, alone)."""
+    tops = list(dict.fromkeys(Path(os.path.realpath(h)) for h in (home, *hidden)))
+    # Absolute ones only: a relative entry is found from the run's own directory, its tree.
+    entries = [Path(e) for e in path.split(os.pathsep) if e.startswith("/")]
+    files = [p for p in reveal if p.is_absolute()]
+    files += [Path(os.path.realpath(p)) for p in files if p.exists()]
+    # A program at the top of one (`~/bench-tool`) alone; never a file of data named there
+    # (a script's `cat ~/notes.txt` names what the run is not to read).
+    found: list[Path] = [p for p in files if p.parent in tops and _program(p)]
+    entries += [p.parent for p in files if p.parent not in tops]
     seen: set[Path] = set()
     while entries:
         entry = entries.pop()
-        for place in dict.fromkeys((entry, entry.resolve())):
-            if place in seen:
+        for place in dict.fromkeys((entry, Path(os.path.realpath(entry)))):
+            if place in seen or place in tops:
                 continue
             seen.add(place)
             found.append(place)
-            prefix = place.parent.parent if place.parent.name == "node_modules" else place.parent
-            if prefix in homes:  # a home's own bin/: the entry alone
-                continue
-            if prefix.parent in homes:  # at a home's top: its tools' parts, not its data
-                found += [prefix / part for part in PREFIX_PARTS]
-                entries += _base_interpreter(prefix)
-            elif any(under(prefix, top) for top in homes):
-                found.append(prefix)
-                entries += _base_interpreter(prefix)
-            else:
-                found.append(prefix)
+            found += _install(place, tops, entries)
     return found
+
+
+def _program(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def _install(entry: Path, tops: list[Path], entries: list[Path]) -> list[Path]:
+    """What a program in the directory `entry` reads of its install around it: a `bin/`'s
+    prefix (`<prefix>/node_modules/.bin` -> `<prefix>`) whole when it is a tool's own, by its
+    parts at the top of a home (where other programs' data lies beside it); nothing else for
+    a directory of programs that is not a `bin/`. A virtualenv's base interpreter is added
+    to `entries`."""
+    modules = entry.name == ".bin" and entry.parent.name == "node_modules"
+    if entry.name not in ("bin", "sbin") and not modules:
+        return []
+    prefix = entry.parent.parent if modules else entry.parent
+    if prefix in tops or not any(under(prefix, top) for top in tops):
+        return [] if prefix in tops else [prefix]
+    entries += _base_interpreter(prefix)
+    if prefix.parent in tops:
+        return [prefix / part for part in PREFIX_PARTS]
+    return [prefix]
 
 
 def _base_interpreter(prefix: Path) -> list[Path]:

@@ -25,7 +25,15 @@ from ..errors import UserError
 from ..loop.executor import Flight, Lost, Outage
 from ..loop.session import Session
 from ..progress import Progress
-from .host import QUIET_WORKER, QUIET_WORKER_ENV, profiled_hosts, run_job
+from .host import (
+    QUIET_WORKER,
+    QUIET_WORKER_ENV,
+    TELLING_SCHEDULER,
+    TELLING_SCHEDULER_ENV,
+    profiled_hosts,
+    retries_unsaid,
+    run_job,
+)
 
 __all__ = ["DaskExecutor", "bench_hosts"]
 
@@ -59,7 +67,7 @@ def connect(config: Config, scheduler: str, progress: Progress) -> Iterator[Any]
     with contextlib.ExitStack() as stack:
         if scheduler.startswith("local:"):
             workers = int(scheduler.removeprefix("local:"))
-            stack.enter_context(dask.config.set(QUIET_WORKER))  # handed to each worker
+            stack.enter_context(dask.config.set({**QUIET_WORKER, **TELLING_SCHEDULER}))
             cluster = stack.enter_context(
                 LocalCluster(
                     n_workers=workers,
@@ -97,6 +105,12 @@ def connect(config: Config, scheduler: str, progress: Progress) -> Iterator[Any]
                 f"{len(profiled)} bench host(s) run Dask's profiler beside the bench (a sample "
                 "every 10 ms): start their workers with "
                 + " ".join(f"{name}={value}" for name, value in QUIET_WORKER_ENV.items())
+            )
+        if retries_unsaid(client):
+            progress.warn(
+                "the scheduler runs a job whose host died again itself, unsaid: start it with "
+                + " ".join(f"{name}={value}" for name, value in TELLING_SCHEDULER_ENV.items())
+                + " so that each lost host is named and recorded"
             )
         yield client
 
@@ -181,7 +195,7 @@ class DaskExecutor:
         except Exception as exc:  # a host going away under the bundle's scatter, a lost link
             # Not sent: it comes back as lost with its host, and is sent again from there.
             self._bundle = None
-            self.unsent.append((flight, Lost(f"not sent: {type(exc).__name__}: {exc}")))
+            self.unsent.append((flight, Lost(f"not sent: {type(exc).__name__}: {exc}", sent=False)))
             return
         self.futures[id(flight)] = (flight, future)
 

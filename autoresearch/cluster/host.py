@@ -59,10 +59,13 @@ from ..statuses import Status
 __all__ = [
     "QUIET_WORKER",
     "QUIET_WORKER_ENV",
+    "TELLING_SCHEDULER",
+    "TELLING_SCHEDULER_ENV",
     "host_sessions",
     "measure_job",
     "profiled_hosts",
     "profiler_on",
+    "retries_unsaid",
     "run_job",
 ]
 
@@ -73,6 +76,24 @@ LOG_TAIL_BYTES = 64 * 1024  # of each log sent back: the whole of a bench's METR
 # about twice the CPU with it on (benchmarks/host_worker_cpu.py: 0.47-0.55 s against 0.28-0.35).
 QUIET_WORKER = {"distributed.worker.profile.enabled": False}
 QUIET_WORKER_ENV = {"DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False"}  # the same, set outside
+# The scheduler's: a job whose host dies comes back to the driver at once (KilledWorker, naming
+# the host), which sends it again and records the loss; by default the scheduler would run it
+# again itself, up to three hosts, unsaid.
+TELLING_SCHEDULER = {"distributed.scheduler.allowed-failures": 0}
+TELLING_SCHEDULER_ENV = {"DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": "0"}
+
+
+def retries_unsaid(client: Any) -> int:
+    """How many hosts the scheduler lets die under one job before it says so (0: at once); 0
+    when it cannot say."""
+    try:
+        return int(client.run_on_scheduler(_allowed_failures))
+    except Exception:
+        return 0
+
+
+def _allowed_failures(dask_scheduler: Any) -> int:
+    return int(getattr(dask_scheduler, "allowed_failures", 0))
 
 
 def profiler_on() -> bool:

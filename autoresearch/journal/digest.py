@@ -125,10 +125,10 @@ def in_status_order(counts: Mapping[str, int]) -> dict[str, int]:
 
 
 def hosts_lost_said(lost: Mapping[str, list[int]]) -> str:
-    """The bench hosts that died while they measured experiments, and which: each measured
-    again on another host (`status`, the report and the PR say it in these words)."""
+    """The bench hosts that died while they measured experiments, and which (`status`, the
+    report and the PR say it in these words; each record says what became of it)."""
     said = [
-        f"{host} (measuring {', '.join(f'#{n}' for n in numbers)}, measured again)"
+        f"{host} (while measuring {', '.join(f'#{n}' for n in sorted(set(numbers)))})"
         for host, numbers in lost.items()
     ]
     return "; ".join(said)

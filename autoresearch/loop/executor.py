@@ -39,6 +39,7 @@ class Lost:
     why: str
     broken: bool = False
     host: str | None = None  # the host it was lost with, when the executor can tell
+    sent: bool = True  # False: it never reached a host (no host was lost with it)
 
 
 @dataclass(frozen=True)

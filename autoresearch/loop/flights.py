@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..journal.draft import Draft
+from ..journal.placement import HostFacts
 from ..proposers import Hypothesis
 from ..repo.state_dir import read_inflight
 from .executor import EXPERIMENT, Flight
@@ -74,7 +75,17 @@ def resumed_flights(session: Session) -> list[Flight]:
         )
         session.tally.next_n = max(session.tally.next_n, int(fields.get("n", 0)) + 1)
         candidate = Candidate(hypothesis, draft, patch, fields.get("touched_files") or [])
-        found.append(Flight(EXPERIMENT, parent=session.ws.tip(), candidate=candidate))
+        # The hosts already lost under it stay in its record, and count toward its limit.
+        facts = HostFacts.from_dict(fields.get("cluster") or {})
+        found.append(
+            Flight(
+                EXPERIMENT,
+                parent=session.ws.tip(),
+                candidate=candidate,
+                facts=HostFacts(lost=facts.lost),
+                losses=len(facts.lost),
+            )
+        )
     return found
 
 

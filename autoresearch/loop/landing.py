@@ -107,15 +107,15 @@ class Landing:
             self.record(flight.draft, flight.draft.finish(Status.INTERRUPTED, why, error=why))
             return
         flight.losses += 1
-        # The record says which hosts died under it, and when: its runs are measured again.
-        gone = LostHost(host=lost.host, at=now_iso(), why=lost.why)
-        flight.facts = replace(flight.facts, lost=[*flight.facts.lost, gone])
-        flight.draft.note(cluster=flight.facts.to_dict())
+        if lost.sent:  # the record says which hosts died under it, and when
+            gone = LostHost(host=lost.host, at=now_iso(), why=lost.why)
+            flight.facts = replace(flight.facts, lost=[*flight.facts.lost, gone])
+            flight.draft.note(cluster=flight.facts.to_dict())
         host = f"bench host {lost.host}" if lost.host else "the bench host running it"
         if flight.losses < MAX_WORKER_LOSSES:
+            said = f"{host} was lost while it measured it" if lost.sent else "it was not sent"
             self.session.progress.warn(
-                f"{flight.exp_id}: {host} was lost while it measured it ({lost.why}); "
-                "measuring it again on another"
+                f"{flight.exp_id}: {said} ({lost.why}); measuring it again on another"
             )
             self.again.appendleft(flight)
             return

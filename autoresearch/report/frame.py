@@ -51,7 +51,7 @@ COLUMNS = [
     "checks_s",
     "checks_exit",
     "touched_files",
-    "hosts_lost",  # the bench hosts that died while they measured it (measured again)
+    "hosts_lost",  # the bench hosts that died while they measured it
     "sentinels_ok",
     "holdout_change_pct",  # the hidden holdout's verdict before a keep (decide/holdout_verdict.py)
     "holdout_verdict",
