@@ -301,10 +301,13 @@ def _lost_results(night: Night) -> int:
 
 
 def _hosts_said_lost(night: Night) -> list[str]:
-    """The hosts the journal's records say were lost while they measured."""
-    return [
+    """The hosts the journal's records say were lost while they measured (an experiment's
+    or a calibration's)."""
+    journal = read_journal(night.target.journal)
+    said = [lost.get("host") or "?" for c in journal.calibrations for lost in c.lost]
+    return said + [
         lost.host or "?"
-        for r in read_journal(night.target.journal).experiments
+        for r in journal.experiments
         if r.cluster is not None
         for lost in r.cluster.lost
     ]

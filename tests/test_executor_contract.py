@@ -264,6 +264,26 @@ class TestFakeHosts(FakeNight, Contract, SlotsContract):
             (tmp_path / "pr.md").read_text()
         )
 
+    def test_a_calibration_lost_with_its_host_is_measured_again_and_the_host_said(
+        self, target, tmp_path
+    ):
+        fixed_pairs(target)
+        target.add_hypothesis("a-value", {"src/value.txt": "80\n"}, title="value down")
+        base = git(target.root, "rev-parse", "HEAD")
+
+        def lose_the_first_calibration(hosts):
+            hosts.lose(f"calibration-{base[:12]}")
+
+        outcome = self.night(target, tmp_path, script=lose_the_first_calibration)
+
+        assert outcome.kept == 1
+        calibration = read_journal(target.journal).calibrations[0]
+        (lost,) = calibration.lost
+        assert lost["host"] in self.hosts.hosts and "KilledWorker" in lost["why"]
+        line = f"bench hosts lost: {lost['host']} (while measuring a calibration)"
+        for command in ("status", "report"):
+            assert line in run_cli(command, cwd=target.root).stdout, command
+
     def test_a_job_its_hosts_keep_dying_under_is_a_crash(self, target, tmp_path):
         fixed_pairs(target)
         target.add_hypothesis("a-value", {"src/value.txt": "80\n"}, title="value down")

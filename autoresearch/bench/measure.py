@@ -21,7 +21,6 @@ from typing import Protocol
 from ..atomic import require_space
 from ..config import Config
 from ..decide.rule import Judge
-from ..errors import MetricParseError
 from ..filestate import redate
 from ..journal.decision import Decision
 from ..journal.placement import Confinement
@@ -34,12 +33,12 @@ from .equivalence import equivalence_failure
 from .fetched import fetch, fetched_env
 from .handed import CHANNEL_FD
 from .holdout_runs import measure_holdout
-from .metrics import read_run_metrics, run_output
 from .private_tmp import private_tmp
 from .proc import RunResult
 from .runners import Runner, runners_for
 from .samples import BASELINE, CANDIDATE, Measurement, PairMeasurement
 from .testcount import read_report, report_env
+from .void_runs import read_sample
 
 Samples = dict[str, list[float]]  # by metric, one value a run
 
@@ -298,24 +297,10 @@ class Harness:
         if tampered is not None:
             failure, detail = Status.TAMPERED, tampered
         if failure is None:
-            try:
-                text, source = run_output(outcome.log_path)
-                values = read_run_metrics(
-                    self.config.bench, text, cwd, source, written=not sentinels_only
-                )
-            except MetricParseError as exc:
-                failure, detail = Status.CRASH, str(exc)
-            else:
-                if sentinels_only:
-                    what, needed = "bench.sentinel_command", [s.name for s in self.config.sentinel]
-                elif holdout:
-                    what, needed = "holdout.command", [self.config.holdout_metric.name]
-                else:
-                    what, needed = "bench", [self.config.metric.name]
-                missing = [name for name in needed if name not in values]
-                if missing:
-                    failure = Status.CRASH
-                    detail = f"{what} printed no 'METRIC {missing[0]}=...' line; log: {log}"
+            log_path = Path(outcome.log_path)
+            values, detail = read_sample(self.config, log_path, cwd, sentinels_only, holdout)
+            if values is None:
+                failure = Status.CRASH
         if failure is not None:
             require_space(Path(outcome.log_path), "the bench's output")
             into.failure, into.detail = failure, detail

@@ -27,12 +27,14 @@ import orjson
 from ..statuses import STATUSES, Status
 from .attempts import Attempt
 from .fold import SUMMARY, Fold, RecordKeys, RowsFile, fold_path, folded
+from .index import UNNAMED_HOST
 
 __all__ = [
     "SessionDigest",
     "counts_said",
     "hosts_lost_said",
     "in_status_order",
+    "lost_with_calibration",
     "session_digest",
     "session_digests",
     "summary_path",
@@ -57,7 +59,8 @@ class SessionDigest:
     # The statuses of attempts a later attempt of the same hypothesis measured again: the
     # summary's (which finds each in its attempt rows); a night's own copy does not count them.
     measured_again: Counter = field(default_factory=Counter)
-    # The bench hosts lost while they measured an experiment: host -> the experiments' numbers.
+    # The bench hosts lost while they measured: host -> the experiments' numbers (0: a
+    # calibration).
     hosts_lost: dict[str, list[int]] = field(default_factory=dict)
     no_keep_streak: int = 0  # experiments since the last keep (all of them before the first)
     last_n: int = 0  # the highest experiment number recorded
@@ -73,6 +76,8 @@ class SessionDigest:
             self.sessions.append(record)
         elif kind == "calibration":
             self.calibrations.append(record)
+            for host in lost_with_calibration(record):  # said as a calibration: number 0
+                self.hosts_lost.setdefault(host, []).append(0)
         elif kind == "confirmation":
             self.confirmations.append(record)
 
@@ -124,11 +129,18 @@ def in_status_order(counts: Mapping[str, int]) -> dict[str, int]:
     return ordered | {s: int(n) for s, n in counts.items() if s not in ordered and n}
 
 
+def lost_with_calibration(record: Mapping[str, Any]) -> list[str]:
+    """The bench hosts that died while they measured a calibration (its record's `lost`)."""
+    lost = record.get("lost") or []
+    return [entry.get("host") or UNNAMED_HOST for entry in lost if isinstance(entry, dict)]
+
+
 def hosts_lost_said(lost: Mapping[str, list[int]]) -> str:
     """The bench hosts that died while they measured experiments, and which (`status`, the
     report and the PR say it in these words; each record says what became of it)."""
     said = [
-        f"{host} (while measuring {', '.join(f'#{n}' for n in sorted(set(numbers)))})"
+        f"{host} (while measuring "
+        f"{', '.join(f'#{n}' if n else 'a calibration' for n in sorted(set(numbers)))})"
         for host, numbers in lost.items()
     ]
     return "; ".join(said)
@@ -170,10 +182,10 @@ def session_digests(journal: Path) -> dict[str, SessionDigest]:
 @dataclass
 class Summary(Fold):
     NAME = SUMMARY
-    VERSION = 10  # 3: attempts, in a second line; 4: fold.py; 5: hashed keys, a line per attempt;
+    VERSION = 11  # 3: attempts, in a second line; 4: fold.py; 5: hashed keys, a line per attempt;
     # 6: the attempt's rule; 7: the streak without a keep and the last number; 8: the statuses
     # of the attempts measured again; 9: the attempt rows in a file of their own, appended to;
-    # 10: the bench hosts lost
+    # 10: the bench hosts lost; 11: and those lost with a calibration
 
     sessions: dict[str, SessionDigest] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)

@@ -156,12 +156,17 @@ class CalibrationRecord(_Record):
     # the fallback not (decide/calibration.fallback_switch): the session decides on it from
     # here on, and the noise, threshold and A/A check above are the fallback's.
     decides_on: str | None = None
+    # On a cluster: the bench hosts that died while they measured it (placement.LostHost's
+    # fields), before the one that did (`host`).
+    lost: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         found = dataclasses.replace(self, aa=None).base_dict()
         found["aa"] = None if self.aa is None else self.aa.to_dict()
         if self.decides_on is None:  # a calibration on the primary, as lines before it read
             del found["decides_on"]
+        if not self.lost:  # as lines before it read
+            del found["lost"]
         return found
 
     @classmethod

@@ -230,6 +230,9 @@ class Landing:
         session = self.session
         if isinstance(result, Lost) and not result.broken:
             flight.losses += 1
+            if result.sent:  # its record says which hosts died under it, and when
+                gone = LostHost(host=result.host, at=now_iso(), why=result.why)
+                flight.facts = replace(flight.facts, lost=[*flight.facts.lost, gone])
             if flight.losses < MAX_WORKER_LOSSES:
                 host = f"bench host {result.host}" if result.host else "the bench host"
                 session.progress.warn(
@@ -240,6 +243,8 @@ class Landing:
         if isinstance(result, JobResult) and result.calibration is not None:
             session.tally.baseline_failures = 0
             calibration = result.calibration
+            if flight.facts.lost:
+                calibration = replace(calibration, lost=[g.to_dict() for g in flight.facts.lost])
             if flight.fresh or result.calibration_new or self.unadopted(calibration):
                 self.journal_calibration(calibration, result.name)
             else:  # the one this night took up before (a resumed night), said as measured

@@ -16,13 +16,14 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeGuard
 
 from ..bench.measure import Harness
 from ..bench.metrics import read_run_metrics, run_output
-from ..bench.proc import RunResult
+from ..bench.proc import RunResult, read_log
+from ..bench.void_runs import denied_path, read_sample, void_reason
 from ..config import Config, script_path
 from ..decide.calibration import Calibration, calibrated_config
 from ..decide.design import NOISE_CALIBRATIONS, NoiseVerdict
@@ -31,7 +32,7 @@ from ..repo.gitrepo import open_repo
 from ..repo.state_dir import session_paths
 from ..repo.workspace import Workspace, add_detached_tree
 from ..report.scales import scale_parts
-from ..statuses import ChecksWhen
+from ..statuses import ChecksWhen, SandboxMode
 
 __all__ = ["Preflight", "check_repository", "holdout_problems", "require_scripts", "run_preflight"]
 
@@ -114,6 +115,16 @@ def run_preflight(
         result.problems.append(str(exc))
         return result
     result.problems += _missing(config, result.metrics)
+    needed = [(config.metric.name, config.metric.unit)]
+    needed += [(s.name, s.unit) for s in config.sentinel]
+    void = void_reason(read_log(bench.log_path), result.metrics, needed)
+    if void is not None:
+        seen = _unconfined(config, harness, cwd, log_dir, bench)
+        result.problems.append(
+            f"the bench measured nothing on the unmodified code: {void}{seen}; "
+            f"log: {bench.log_path}"
+        )
+        return result
     fallback = config.metric.fallback
     if fallback and fallback not in result.metrics:  # optional: a net, never a refusal
         result.warnings.append(
@@ -131,6 +142,32 @@ def run_preflight(
             f"every keep would end as checks_failed. Fix them first; log: {checks.log_path}"
         )
     return result
+
+
+def _unconfined(
+    config: Config, harness: Harness, cwd: Path, log_dir: Path, confined: RunResult
+) -> str:
+    """For a confined bench that measured nothing: the same run unconfined, as you would run
+    it by hand, and what the difference says (the path the sandbox denied, and what to do);
+    empty for an unconfined bench."""
+    if harness.unconfined is not None:
+        return ""
+    off = replace(config, sandbox=replace(config.sandbox, mode=SandboxMode.OFF))
+    plain = Harness(off, env=harness.env, stop=harness.stop)
+    run = plain.bench(cwd, log_dir / "bench-unconfined.log")
+    values, _ = read_sample(off, Path(run.log_path), cwd) if run.ok else (None, "")
+    if values is None:
+        return f"; unconfined too (log: {run.log_path}): the bench itself is at fault"
+    measured = f"{config.metric.name}={values[config.metric.name]:g}"
+    denied = denied_path(read_log(confined.log_path))
+    where = f" denied {denied}" if denied else " denied what it needs"
+    return (
+        f"; unconfined, as you would run it, it measured {measured}: the sandbox{where}. "
+        "Confined runs see your home and what is outside the tree read-only: a cache the bench "
+        'writes there goes per arm with [sandbox] caches = { VAR = "name" } (GOCACHE = '
+        '"go-build" for Go\'s), a file it writes goes in the tree, a path it reads goes in '
+        "[sandbox] read"
+    )
 
 
 def _failed(run: RunResult | None) -> TypeGuard[RunResult]:

@@ -11,7 +11,12 @@ import pandas as pd
 from ..config import Config
 from ..decide.design import DESIGN_BETA, TARGET_BETA
 from ..decide.percent import CONTRIBUTION, change_pct, interval_side
-from ..journal.digest import counts_said, hosts_lost_said, in_status_order
+from ..journal.digest import (
+    counts_said,
+    hosts_lost_said,
+    in_status_order,
+    lost_with_calibration,
+)
 from ..journal.records import FAILED_STATUSES
 from ..readers.rows import is_minimum
 from ..repo.globs import matches_any
@@ -87,7 +92,7 @@ def summarize(
         "methodology": _methodology(history, every),
         "warnings": history.warnings,
         "proposers": _proposers(every),
-        "hosts_lost": _hosts_lost(every),
+        "hosts_lost": _hosts_lost(every, history.calibrations),
         "refused": _refused(df),
         "sweeps": sweep_summaries(every),
         "joint": joint_summaries(every),
@@ -169,13 +174,16 @@ def _contributions(history: History) -> list[dict]:
     return rows
 
 
-def _hosts_lost(df: pd.DataFrame) -> str | None:
-    """The bench hosts that died while they measured experiments, said as `status` says it;
-    None when none did."""
+def _hosts_lost(df: pd.DataFrame, calibrations: list[dict]) -> str | None:
+    """The bench hosts that died while they measured experiments or calibrations, said as
+    `status` says it; None when none did."""
     lost: dict[str, list[int]] = {}
     for row in frame_rows(df, "n", "hosts_lost"):
         for host in row.hosts_lost or ():
             lost.setdefault(host, []).append(int(row.n))
+    for calibration in calibrations:  # number 0: said as a calibration
+        for host in lost_with_calibration(calibration):
+            lost.setdefault(host, []).append(0)
     return hosts_lost_said(lost) if lost else None
 
 
