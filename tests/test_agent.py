@@ -15,8 +15,11 @@ from autoresearch.journal.store import read_journal
 from autoresearch.loop.driver import run_session
 from autoresearch.loop.session import RunOptions
 from autoresearch.progress import Progress
+from autoresearch.proposers.agent.prompt import render_prompt
 from autoresearch.proposers.agent.proposer import agent_spend
 from autoresearch.proposers.agent.version import compatible
+from autoresearch.proposers.base import ProposalContext
+from autoresearch.statuses import Direction
 
 STANDIN = Path(__file__).with_name("standin_agent.py")
 PRESETS = ("claude", "codex", "aider", "gemini", "opencode")
@@ -480,3 +483,19 @@ def test_a_failed_agent_is_said_in_its_own_words_without_escapes(target, tmp_pat
         "the agent failed (exit code 1): Error: Read-only file system (os error 30)",
     ]
     assert all(r.error.endswith(f"{r.agent.log})") for r in records)
+
+
+def test_the_prompt_names_the_hypothesis_file_as_it_is(target):
+    """The path the agent writes to is given verbatim, in a code span: as Markdown text its
+    underscores would be escaped (`tmp_x` as `tmp\\_x`), and an agent that copies the path
+    writes where nothing reads (a scratch tree under a temporary home named `tmprs2yl2l_`)."""
+    path = Path("/home/a_user/.cache/autoresearch/scratch/tmp_x*/agent-handoff/hypothesis.json")
+    context = ProposalContext(
+        tried=set(), records=[], tip="0" * 40, worktree=target.root, metric="time_ms",
+        direction=Direction.LOWER,
+    )  # fmt: skip
+    prompt = render_prompt(
+        context, target.load(), recent=10, budget_chars=50_000, pivot=None,
+        hypothesis_path=path, max_patch_kib=64,
+    )  # fmt: skip
+    assert f"`{path}`" in prompt

@@ -15,6 +15,7 @@ import pytest
 from conftest import git, run_cli
 from synthetic import PYTEST_INI
 
+from autoresearch.bench.metrics import read_run_metrics
 from autoresearch.config import load_config
 from autoresearch.init.ecosystems import detect_ecosystem
 from autoresearch.init.listing import cargo_benchmarks
@@ -463,7 +464,13 @@ def test_a_go_benchmark_named_runs_from_its_package_and_go_profiles_it(tmp_path)
     done = run_cli("init", "--metric", "fib_ns_op", cwd=go)
     assert done.returncode == 0, done.stderr
     script = (go / "autoresearch.sh").read_text()
-    assert "-bench '^BenchmarkFib$' -count 5 -benchtime 200ms example.com/fibs" in script, script
+    assert "-bench '^BenchmarkFib$' -benchmem -count 5 -benchtime 200ms example.com/fibs" in script
+    # Its rows, read as the night reads them: the time and the allocations per op.
+    ran = subprocess.run(["bash", "autoresearch.sh"], cwd=go, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stderr
+    config = load_config(go / "autoresearch.toml")
+    rows = read_run_metrics(config.bench, ran.stdout, go, "autoresearch.sh")
+    assert rows["fib_allocs_op"] == 0 and rows["fib_bytes_op"] == 0 and rows["fib_ns_op"] > 0
     # Five rows of it a run, declared: a sixth, printed by the code it times, is a crash.
     assert load_config(go / "autoresearch.toml").bench.rows == 5
     profile = load_config(go / "autoresearch.toml").profile
@@ -494,7 +501,7 @@ def test_a_go_benchmark_named_runs_from_its_package_and_go_profiles_it(tmp_path)
     whole = load_config(single / "autoresearch.toml").profile
     assert whole.format == "pprof", whole
     assert whole.command.startswith(
-        "go test -run '^$' -bench . -count 5 -benchtime 200ms example.com/fibs -cpu"
+        "go test -run '^$' -bench . -benchmem -count 5 -benchtime 200ms example.com/fibs -cpu"
     )
 
 

@@ -303,8 +303,9 @@ ECOSYSTEMS = {
         says="a Go module with Benchmark functions",
         # Go's one second a benchmark as five of 200 ms: their median is steadier than one
         # second's mean where a shared machine slows for a second at a time, and their fastest
-        # is the night's fallback.
-        bench=f"go test -run '^$' -bench . -count {REPETITIONS} -benchtime 200ms ./...",
+        # is the night's fallback. -benchmem: the allocations per op beside the time (a win
+        # of 4 allocs/op to none is one a metric shows).
+        bench=f"go test -run '^$' -bench . -benchmem -count {REPETITIONS} -benchtime 200ms ./...",
         # Every test binary compiled and run with nothing selected: the arm's build cache
         # then holds what the bench compiles, which each bench run starts from again.
         build="go test -run '^$' -bench '^$' -count 1 ./... > /dev/null",
