@@ -32,6 +32,9 @@ from distributed import Client, LocalCluster
 
 from autoresearch.bench.bwrap import bwrap_problem
 from autoresearch.bench.runners import SimulatedRunner
+from autoresearch.bench.samples import CANDIDATE
+from autoresearch.bench.staging import STAGE, staged, unstage
+from autoresearch.cluster.host import Host
 from autoresearch.loop.session import RunOptions
 from autoresearch.progress import Progress
 from autoresearch.repo.state_dir import session_paths
@@ -406,3 +409,30 @@ def test_a_host_confines_the_candidate_and_the_record_says_how(target, tmp_path)
     (record,) = experiments(target)
     assert record.status == "keep", record.error
     assert record.cluster and record.confinement.tool == "bwrap"
+
+
+def test_a_host_puts_back_an_arm_a_killed_run_left_staged(tmp_path):
+    """A confined run has its arm under STAGE (bench/staging.py); a worker killed mid-run
+    leaves it there. The next job on the clone opens the host: the arm is back in its place
+    before anything looks for it (made again beside the staged one, the next staging failed,
+    'Directory not empty', three times, and the night stopped)."""
+    root = tmp_path / "host"
+    arm = Host(root).trees[CANDIDATE].path
+    arm.mkdir(parents=True)
+    (arm / "made.txt").write_text("the arm's\n")
+    stage = staged(arm)
+    stage.__enter__()  # staged; the worker dies before the block ends
+    assert not arm.exists() and (root / STAGE / "made.txt").exists()
+
+    Host(root)  # the next job on this clone
+
+    assert (arm / "made.txt").read_text() == "the arm's\n" and not (root / STAGE).exists()
+    # An arm made again meanwhile (by a loop before this one): the staged copy is the stale one.
+    stage = staged(arm)
+    stage.__enter__()
+    arm.mkdir()
+    (arm / "made.txt").write_text("made again\n")
+    unstage(root)
+    assert (arm / "made.txt").read_text() == "made again\n" and not (root / STAGE).exists()
+    with staged(arm) as seen:  # and the next run stages it again
+        assert seen == root / STAGE

@@ -8,7 +8,9 @@ know, as the best, when it runs in the baseline's tree. So for each confined run
 three directories are renamed to the one name every arm's runs have (STAGE), and back after:
 the mount table then says the same in every run of either arm. Runs of a session's arms never
 overlap (one at a time on a machine), and a run that died staged is put back before the next
-one is staged (the note beside them says which arm it was).
+one is staged (the note beside them says which arm it was), and before the arms are opened
+(a session's start, a bench host's job), so that an arm a killed run left staged is not made
+again beside it.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,7 +68,9 @@ def unstage(root: Path) -> None:
     except (OSError, ValueError, KeyError, TypeError):
         return
     for there, here in _places(root, str(name)):
-        if here.exists() and not there.exists():
+        if here.exists() and there.exists():  # the arm made again meanwhile: this one is stale
+            shutil.rmtree(here, ignore_errors=True)
+        elif here.exists():
             there.parent.mkdir(parents=True, exist_ok=True)
             os.rename(here, there)
     note.unlink(missing_ok=True)

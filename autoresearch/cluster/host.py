@@ -42,6 +42,7 @@ from ..bench.measure import (
 )
 from ..bench.orphans import stop_orphans_at_exit
 from ..bench.proc import RunResult, kill_processes, process_token, read_log
+from ..bench.staging import unstage
 from ..decide.calibration import Calibration, calibrated_config
 from ..decide.rule import Judge
 from ..errors import UserError
@@ -212,6 +213,7 @@ class Host:
             if not made.ok:
                 raise UserError(f"{self.repo_path}: git init failed: {made.why()}")
         self.repo = Repo(self.repo_path)
+        unstage(root)  # an arm a worker killed mid-run left staged, back in its place
         arms = arm_dirs(root, (BASELINE, CANDIDATE))  # names that do not say which arm
         self.trees = {
             BASELINE: BaselineTree(

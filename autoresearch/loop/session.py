@@ -17,6 +17,7 @@ from ..bench.measure import Harness, prepare_baseline
 from ..bench.proc import StopFlag, process_token
 from ..bench.runners import Runner
 from ..bench.sandbox import sandbox_for, unconfined_warning
+from ..bench.staging import unstage
 from ..config import Config
 from ..decide.calibration import Calibration
 from ..decide.headline import baseline_calibration, session_metric
@@ -221,6 +222,7 @@ def open_session(
     progress = progress or Progress()
     paths = session_paths(config)
     with SessionLock(paths.lock), stop_on_signals() as stop:
+        unstage(paths.root)  # an arm a loop killed mid-run left staged, back in its place
         ws = open_workspace(
             config.repo_path,
             config.branch,
