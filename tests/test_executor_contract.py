@@ -283,6 +283,11 @@ class TestFakeHosts(FakeNight, Contract, SlotsContract):
         line = f"bench hosts lost: {lost['host']} (while measuring a calibration)"
         for command in ("status", "report"):
             assert line in run_cli(command, cwd=target.root).stdout, command
+        page = tmp_path / "review.html"
+        assert run_cli("report", "--html", str(page), cwd=target.root).returncode == 0
+        assert f"Bench hosts lost: {lost['host']} (while measuring a calibration)." in (
+            page.read_text()
+        )
 
     def test_a_job_its_hosts_keep_dying_under_is_a_crash(self, target, tmp_path):
         fixed_pairs(target)
