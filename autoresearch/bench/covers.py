@@ -11,7 +11,15 @@ from pathlib import Path
 
 from .private_tmp import under
 
-__all__ = ["Shown", "can_hide", "covered_whole", "hidden_homes", "home_dir", "shown_only"]
+__all__ = [
+    "Shown",
+    "can_hide",
+    "covered_whole",
+    "hidden_homes",
+    "home_dir",
+    "resolved",
+    "shown_only",
+]
 
 HOMES = Path("/home")  # every user's home: the runs see them only the ways through
 RUNTIME = Path("/run/user")  # every user's runtime directory: the same
@@ -48,8 +56,8 @@ def shown_only(
     bound again read-only at its place (a link on the way made again, and what it leads to
     shown), then, once every later mount is made under it, the tmpfs made read-only. A path
     that *is* `hidden`, or one of the other hidden directories (`tops`: your home inside
-    `/home`), does not uncover it. What the caller
-    binds `later` at its own place (a writable tree) is not bound here: two mounts stacked on
+    `/home`), does not uncover it. `needed` as named and as resolved (`resolved`). What the
+    caller binds `later` at its own place (a writable tree) is not bound here: two mounts stacked on
     one place, read-only under writable, read as read-only to a tool that looks its path up
     in the mount table (Codex's sandbox does)."""
     hidden = Path(os.path.realpath(hidden))
@@ -59,9 +67,7 @@ def shown_only(
     first = ["--tmpfs", str(hidden)]
     links: dict[Path, str] = {}
     binds: list[Path] = []
-    # As named, and resolved (a home reached through a link names its stores by the link).
-    named = [p for n in needed if n.is_absolute() for p in (n, Path(os.path.realpath(n)))]
-    todo = [n for n in named if n not in closed and under(n, hidden)]
+    todo = [n for n in resolved(needed) if n not in closed and under(n, hidden)]
     while todo:
         path = todo.pop()
         way = _first_link(hidden, path)
@@ -82,6 +88,18 @@ def shown_only(
         if not any(under(link, bound) for bound in binds):  # else it is there already
             first += ["--symlink", to, str(link)]
     return Shown(hidden, first, ["--remount-ro", str(hidden)], (*binds, *later))
+
+
+def resolved(paths: list[Path]) -> list[Path]:
+    """Each absolute path as named and as resolved (a home reached through a link names its
+    stores by the link), once: what `shown_only` is handed, asked once for all the views."""
+    named = [p for n in dict.fromkeys(paths) if n.is_absolute() for p in (n, _real(n))]
+    return list(dict.fromkeys(named))
+
+
+def _real(path: Path) -> Path:
+    real = os.path.realpath(path)
+    return path if real == str(path) else Path(real)
 
 
 def _first_link(hidden: Path, path: Path) -> Path | None:

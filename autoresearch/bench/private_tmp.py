@@ -90,5 +90,7 @@ def named_under_tmp(named: tuple[Path, ...]) -> tuple[Path, ...]:
 
 
 def under(path: Path, root: Path) -> bool:
-    """Whether `path` is `root` or within it."""
-    return path == root or root in path.parents
+    """Whether `path` is `root` or within it (by their parts: a sandbox's views ask it of
+    every pair of the paths they bind, each confined run)."""
+    inner, outer = path.parts, root.parts
+    return inner[: len(outer)] == outer

@@ -28,7 +28,15 @@ from ..files import gitdir_of
 from ..journal.placement import Confinement
 from ..statuses import SandboxMode
 from .bwrap import bwrap, bwrap_problem, privileges, socket_filter
-from .covers import Shown, can_hide, covered_whole, hidden_homes, home_dir, shown_only
+from .covers import (
+    Shown,
+    can_hide,
+    covered_whole,
+    hidden_homes,
+    home_dir,
+    resolved,
+    shown_only,
+)
 from .environ import no_vcs_stamp, offline_switches
 from .fetched import fetched_dir
 from .handed import ARGS_FD, SECCOMP_FD
@@ -223,7 +231,7 @@ class Sandbox:
             return []
         home = home_dir()
         tools = tool_ways(given.get("PATH", ""), self.reveal, every, home or Path("/"))
-        needed = [*needed, *tools, *(stores(given, home) if home else [])]
+        needed = resolved([*needed, *tools, *(stores(given, home) if home else [])])
         return [shown_only(directory, needed, tuple(later), every) for directory in outer]
 
     def _neutral_git(self, cwd: Path, common: Path | None) -> Path | None:
