@@ -28,15 +28,7 @@ from ..files import gitdir_of
 from ..journal.placement import Confinement
 from ..statuses import SandboxMode
 from .bwrap import bwrap, bwrap_problem, privileges, socket_filter
-from .covers import (
-    Shown,
-    can_hide,
-    covered_whole,
-    hidden_homes,
-    home_dir,
-    resolved,
-    shown_only,
-)
+from .covers import Shown, can_hide, covered_whole, hidden_homes, home_dir, resolved, shown_only
 from .environ import no_vcs_stamp, offline_switches
 from .fetched import fetched_dir
 from .handed import ARGS_FD, SECCOMP_FD
