@@ -584,3 +584,19 @@ def test_a_test_module_pytest_cannot_import_is_named_and_the_rest_listed(tmp_pat
     assert listed.returncode == 0, listed.stderr
     assert "test_fib_ns" in listed.stdout, listed.stdout
     assert "pytest could not collect tests/test_codecs.py" in listed.stderr, listed.stderr
+
+
+@pytest.mark.e2e
+def test_a_metric_init_does_not_find_is_said_with_the_closest_names(tmp_path):
+    """`--metric` naming no benchmark the harness lists: the bench runs them all, and init says
+    so, naming the names nearest to the one given (a typo, a unit left off)."""
+    files = {"go.mod": "module example.com/fibs\n", "fib_test.go": GO_TEST}
+    go = project(tmp_path, files)
+    git(go, "add", "-A")
+    git(go, "commit", "-qm", "fibs")
+
+    done = run_cli("init", "--metric", "fibb_ns_op", cwd=go)
+
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())
+    assert "lists reads as fibb_ns_op; the closest: fib_ns_op (" in said

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -173,8 +174,11 @@ def _narrowed(ecosystem, directory: Path, metric: str | None):
         if ecosystem.name == "go":
             ecosystem = replace(ecosystem, profile=go_package_profile(ecosystem, listed))
         if listed and metric:
+            names = [item.metric for item in listed]
+            near = difflib.get_close_matches(metric, names, n=3, cutoff=0.5)
+            closest = f"; the closest: {', '.join(near)}" if near else ""
             print(f"the bench runs every benchmark: none of the {len(listed)} `{how}` lists "
-                  f"reads as {metric} (`init --list-metrics` names them)")  # fmt: skip
+                  f"reads as {metric}{closest} (`init --list-metrics` names them all)")  # fmt: skip
         return ecosystem
     print(f"the bench runs {found.benchmark} alone, what {metric} comes from (`{how}`)")
     return replace(
